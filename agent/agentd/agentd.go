@@ -1,0 +1,212 @@
+// Package agentd wires the node agent: state file, identity, capabilities,
+// the tunnel link and the local socket. The whole composition is in New and
+// Run.
+//
+// agentd opens no public listener (R-ARCH-1): it dials the coordinator.
+package agentd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	bbolt "go.etcd.io/bbolt"
+
+	"github.com/olivares-dev/olivares/agent/caps"
+	"github.com/olivares-dev/olivares/agent/identity"
+	"github.com/olivares-dev/olivares/agent/link"
+	"github.com/olivares-dev/olivares/agent/localapi"
+	"github.com/olivares-dev/olivares/agent/state"
+	"github.com/olivares-dev/olivares/shared/config"
+	"github.com/olivares-dev/olivares/shared/localsock"
+	"github.com/olivares-dev/olivares/shared/proto"
+	"github.com/olivares-dev/olivares/shared/tunnel"
+	"github.com/olivares-dev/olivares/shared/wire"
+)
+
+// Version is the agent's version, set at build time.
+var Version = "0.1.0-dev"
+
+// Config is the agent's TOML file.
+type Config struct {
+	// StateDir holds agent.db, the identity files and agent.sock. Required.
+	StateDir string `toml:"state_dir"`
+	// Coordinator overrides the tunnel address recorded at enrollment.
+	// When empty, the enrolled address.
+	Coordinator string `toml:"coordinator"`
+	// Transport is "auto" (default), "quic" or "yamux".
+	Transport string `toml:"transport"`
+	// WorktreeDir is where per-run worktrees go. When empty, worktree
+	// launches are refused (503).
+	WorktreeDir string `toml:"worktree_dir"`
+	// Path is the PATH searched for vendor CLIs. When empty, the agent's.
+	Path   string `toml:"path"`
+	Tunnel struct {
+		// QUICRetry is how often auto mode on yamux tries QUIC again.
+		// Default 30s.
+		QUICRetry config.Duration `toml:"quic_retry"`
+	} `toml:"tunnel"`
+}
+
+// DefaultConfig returns the defaults.
+func DefaultConfig() Config {
+	c := Config{Transport: link.TransportAuto}
+	c.Tunnel.QUICRetry.Duration = link.DefaultQUICRetry
+	return c
+}
+
+// Load returns DefaultConfig merged with the file at path ("" = none).
+func Load(path string) (Config, error) {
+	c := DefaultConfig()
+	if path == "" {
+		return c, nil
+	}
+	if err := config.DecodeFile(path, &c); err != nil {
+		return Config{}, err
+	}
+	return c, nil
+}
+
+// CheckAndSetDefaults validates c.
+func (c *Config) CheckAndSetDefaults() error {
+	if c.StateDir == "" {
+		return errors.New("config: state_dir is required")
+	}
+	abs, err := filepath.Abs(c.StateDir)
+	if err != nil {
+		return err
+	}
+	c.StateDir = abs
+	switch c.Transport {
+	case "":
+		c.Transport = link.TransportAuto
+	case link.TransportAuto, tunnel.TransportQUIC, tunnel.TransportYamux:
+	default:
+		return fmt.Errorf("config: transport %q: use auto, quic or yamux", c.Transport)
+	}
+	if c.Tunnel.QUICRetry.Duration <= 0 {
+		c.Tunnel.QUICRetry.Duration = link.DefaultQUICRetry
+	}
+	return nil
+}
+
+// Agent is one running node agent.
+type Agent struct {
+	cfg     Config
+	logf    func(string, ...any)
+	db      *bbolt.DB
+	id      *identity.Identity
+	link    *link.Link
+	started time.Time
+
+	capsOnce sync.Mutex
+	caps     *proto.Capabilities
+}
+
+// New opens the state and the identity.
+func New(cfg Config, logf func(string, ...any)) (*Agent, error) {
+	if err := cfg.CheckAndSetDefaults(); err != nil {
+		return nil, err
+	}
+	if logf == nil {
+		logf = log.Printf
+	}
+	if !state.Exists(cfg.StateDir) {
+		return nil, fmt.Errorf("%w (state dir %s)", identity.ErrNotEnrolled, cfg.StateDir)
+	}
+	db, err := state.Open(cfg.StateDir)
+	if err != nil {
+		return nil, err
+	}
+	id, err := identity.Load(db, cfg.StateDir)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	a := &Agent{cfg: cfg, logf: logf, db: db, id: id, started: time.Now().UTC()}
+	addr := cfg.Coordinator
+	if addr == "" {
+		addr = id.Coordinator
+	}
+	a.link = link.New(link.Options{
+		Identity:  id,
+		Addr:      addr,
+		Transport: cfg.Transport,
+		QUICRetry: cfg.Tunnel.QUICRetry.Duration,
+		Hello:     a.hello,
+		Handlers: map[string]link.Handler{
+			proto.OpPing:   a.ping,
+			proto.OpStatus: a.statusOp,
+		},
+		Logf: logf,
+	})
+	return a, nil
+}
+
+// NodeID is the enrolled identity.
+func (a *Agent) NodeID() string { return a.id.NodeID }
+
+// SocketPath is the local socket.
+func (a *Agent) SocketPath() string { return localapi.SocketPath(a.cfg.StateDir) }
+
+// Link returns the link's status.
+func (a *Agent) Link() link.Status { return a.link.Status() }
+
+// Run serves until ctx ends, then closes the state file.
+func (a *Agent) Run(ctx context.Context) error {
+	defer a.db.Close()
+	ln, err := localsock.Listen(a.SocketPath())
+	if err != nil {
+		return err
+	}
+	defer os.Remove(a.SocketPath())
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		localsock.Serve(ctx, ln, localapi.Handlers{Status: a.Status}.Handler())
+	}()
+	a.logf("agent: node %s, state %s, socket %s", a.id.NodeID, a.cfg.StateDir, a.SocketPath())
+	err = a.link.Run(ctx)
+	cancel()
+	wg.Wait()
+	return err
+}
+
+func (a *Agent) capabilities(ctx context.Context) proto.Capabilities {
+	a.capsOnce.Lock()
+	defer a.capsOnce.Unlock()
+	if a.caps == nil {
+		c := caps.Detect(ctx, a.cfg.Path, a.cfg.WorktreeDir)
+		a.caps = &c
+	}
+	return *a.caps
+}
+
+func (a *Agent) hello(ctx context.Context) proto.Hello {
+	host, _ := os.Hostname()
+	return proto.Hello{Hostname: host, AgentVersion: Version, Capabilities: a.capabilities(ctx)}
+}
+
+// Status is the local status (R-ARCH-5).
+func (a *Agent) Status(ctx context.Context) localapi.Status {
+	return localapi.Status{
+		NodeID: a.id.NodeID, Tenant: a.id.Tenant, Version: Version, StateDir: a.cfg.StateDir,
+		StartedAt: a.started, Link: a.link.Status(), Capabilities: a.capabilities(ctx), Runs: []any{},
+	}
+}
+
+func (a *Agent) ping(ctx context.Context, h wire.Header, s tunnel.Stream) {
+	wire.Respond(s, proto.PingReply{NodeID: a.id.NodeID, At: time.Now().UTC()}, nil)
+}
+
+func (a *Agent) statusOp(ctx context.Context, h wire.Header, s tunnel.Stream) {
+	wire.Respond(s, a.Status(ctx), nil)
+}

@@ -1,0 +1,204 @@
+// Command olivares-agent is the Olivares node daemon.
+//
+//	olivares-agent enroll --coordinator HOST:PORT --token T --ca-pin sha256:... [--state-dir DIR]
+//	olivares-agent run [--config FILE] [--state-dir DIR] [--transport auto|quic|yamux]
+//	olivares-agent status [--state-dir DIR] [--json]
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/olivares-dev/olivares/agent/agentd"
+	"github.com/olivares-dev/olivares/agent/enroll"
+	"github.com/olivares-dev/olivares/agent/localapi"
+	"github.com/olivares-dev/olivares/shared/localsock"
+)
+
+const usage = `olivares-agent: the Olivares node daemon.
+
+Usage:
+  olivares-agent enroll --coordinator HOST:PORT --token T --ca-pin sha256:... [--state-dir DIR]
+      Make this node's key (it never leaves), check the coordinator against the
+      pin, then trade the join token and a CSR for a certificate.
+  olivares-agent run [--config FILE] [--state-dir DIR] [--transport auto|quic|yamux]
+      Dial the coordinator and serve it.
+  olivares-agent status [--state-dir DIR] [--json]
+      Ask the running agent for its state. Exit 1 when none answers.
+
+The default state dir is $OLIVARES_AGENT_STATE_DIR, else /var/lib/olivares-agent.
+`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "olivares-agent:", err)
+		var ue usageError
+		if errors.As(err, &ue) {
+			os.Exit(2)
+		}
+		os.Exit(1)
+	}
+}
+
+type usageError struct{ error }
+
+func defaultStateDir() string {
+	if d := os.Getenv("OLIVARES_AGENT_STATE_DIR"); d != "" {
+		return d
+	}
+	return "/var/lib/olivares-agent"
+}
+
+func run(ctx context.Context, args []string, out io.Writer) error {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprint(out, usage)
+		return nil
+	}
+	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
+	fs.SetOutput(out)
+	dir := fs.String("state-dir", defaultStateDir(), "state directory")
+	parse := func() error {
+		if err := fs.Parse(args[1:]); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil
+			}
+			return usageError{err}
+		}
+		if fs.NArg() > 0 {
+			return usageError{fmt.Errorf("%s: unexpected argument %q", args[0], fs.Arg(0))}
+		}
+		return nil
+	}
+	switch args[0] {
+	case "enroll":
+		coord := fs.String("coordinator", "", "coordinator tunnel address HOST:PORT")
+		token := fs.String("token", "", "join token (from olivares-coordinator token create)")
+		pin := fs.String("ca-pin", "", "CA pin sha256:... (from token create)")
+		if err := parse(); err != nil {
+			return err
+		}
+		id, err := enroll.Enroll(ctx, enroll.Options{Coordinator: *coord, Token: *token, CAPin: *pin, StateDir: *dir})
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "enrolled as node %s (tenant %s); certificate valid until %s\nstart it with: olivares-agent run --state-dir %s\n",
+			id.NodeID, id.Tenant, id.Leaf().NotAfter.UTC().Format(time.RFC3339), *dir)
+		return nil
+	case "run":
+		cfgPath := fs.String("config", "", "TOML config file")
+		transport := fs.String("transport", "", "auto, quic or yamux (overrides the config)")
+		coord := fs.String("coordinator", "", "coordinator address (overrides the enrolled one)")
+		if err := parse(); err != nil {
+			return err
+		}
+		cfg, err := agentd.Load(*cfgPath)
+		if err != nil {
+			return err
+		}
+		set := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		if set["state-dir"] || cfg.StateDir == "" {
+			cfg.StateDir = *dir
+		}
+		if *transport != "" {
+			cfg.Transport = *transport
+		}
+		if *coord != "" {
+			cfg.Coordinator = *coord
+		}
+		a, err := agentd.New(cfg, nil)
+		if err != nil {
+			return err
+		}
+		return a.Run(ctx)
+	case "status":
+		asJSON := fs.Bool("json", false, "print one JSON object")
+		if err := parse(); err != nil {
+			return err
+		}
+		sock := localapi.SocketPath(*dir)
+		st, err := localapi.GetStatus(ctx, sock)
+		if err != nil {
+			if errors.Is(err, localsock.ErrNotRunning) {
+				return fmt.Errorf("no agent is running with state dir %s (nothing answers on %s); start it with olivares-agent run --state-dir %s", *dir, sock, *dir)
+			}
+			return err
+		}
+		if *asJSON {
+			enc := json.NewEncoder(out)
+			enc.SetIndent("", "  ")
+			return enc.Encode(st)
+		}
+		printStatus(out, st)
+		return nil
+	}
+	return usageError{fmt.Errorf("unknown command %q; see olivares-agent --help", args[0])}
+}
+
+func printStatus(out io.Writer, st localapi.Status) {
+	ts := func(t time.Time) string {
+		if t.IsZero() {
+			return "-"
+		}
+		return t.UTC().Format(time.RFC3339)
+	}
+	l := st.Link
+	fmt.Fprintf(out, "node:          %s (tenant %s, agent %s)\n", st.NodeID, st.Tenant, st.Version)
+	fmt.Fprintf(out, "coordinator:   %s\n", l.Coordinator)
+	transport := l.Transport
+	if transport == "" {
+		transport = "-"
+	}
+	fmt.Fprintf(out, "link:          %s over %s (config %s) since %s\n", l.State, transport, l.Configured, ts(l.Since))
+	if l.LastError != "" {
+		fmt.Fprintf(out, "last error:    %s\n", l.LastError)
+	}
+	fmt.Fprintf(out, "heartbeat:     %s (rtt %v)\n", ts(l.LastHeartbeat), l.RTT)
+	fmt.Fprintf(out, "certificate:   valid until %s, renews at %s\n", ts(l.CertNotAfter), ts(l.NextRenewal))
+	c := st.Capabilities
+	yes := func(b bool) string {
+		if b {
+			return "yes"
+		}
+		return "no"
+	}
+	runtime := []string{}
+	if c.Podman != "" {
+		runtime = append(runtime, "podman")
+	}
+	if c.Docker != "" {
+		runtime = append(runtime, "docker")
+	}
+	if len(runtime) == 0 {
+		runtime = append(runtime, "none")
+	}
+	wt := "not configured"
+	if c.WorktreeDirReady {
+		wt = c.WorktreeDir
+	}
+	fmt.Fprintf(out, "pty:           %s\ncontainers:    %s\nworktree dir:  %s\n", yes(c.PTY), strings.Join(runtime, ", "), wt)
+	if len(c.CLIs) == 0 {
+		fmt.Fprintf(out, "vendor CLIs:   none on PATH\n")
+	}
+	for _, cli := range c.CLIs {
+		v := cli.Version
+		if cli.Error != "" {
+			v += " (" + cli.Error + ")"
+		}
+		fmt.Fprintf(out, "cli %-10s %s  %s\n", cli.Name+":", v, cli.Path)
+	}
+	if len(st.Runs) == 0 {
+		fmt.Fprintf(out, "live runs:     none\n")
+	}
+}

@@ -1,0 +1,410 @@
+// Package link keeps the agent's tunnel to the coordinator up: it dials
+// (QUIC, yamux, or auto: QUIC then yamux within 3 s, QUIC retried in the
+// background), says hello, heartbeats, renews the node certificate at
+// half-life, serves the coordinator's call streams, and reconnects with
+// exponential backoff and full jitter (30 s cap).
+//
+// link owns every goroutine it starts; they all end when Run returns.
+package link
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/olivares-dev/olivares/agent/identity"
+	"github.com/olivares-dev/olivares/certs"
+	"github.com/olivares-dev/olivares/shared/proto"
+	"github.com/olivares-dev/olivares/shared/tunnel"
+	"github.com/olivares-dev/olivares/shared/wire"
+)
+
+// Transport choices of the agent config.
+const (
+	TransportAuto = "auto"
+)
+
+// Backoff bounds (issue 2).
+const (
+	BackoffBase = 250 * time.Millisecond
+	BackoffCap  = 30 * time.Second
+	// FallbackAfter bounds the QUIC attempt of "auto" before yamux.
+	FallbackAfter = 2500 * time.Millisecond
+	// DefaultQUICRetry is how often "auto" on yamux tries QUIC again.
+	DefaultQUICRetry = 30 * time.Second
+	// stableAfter: a session that lived this long resets the backoff.
+	stableAfter = 10 * time.Second
+)
+
+// Handler serves one coordinator-opened stream whose header was read. It
+// must reply (wire.Respond) and owns nothing else: the stream is closed
+// when it returns.
+type Handler func(ctx context.Context, h wire.Header, s tunnel.Stream)
+
+// Options configure a Link.
+type Options struct {
+	Identity *identity.Identity
+	// Addr is the coordinator's tunnel host:port.
+	Addr string
+	// Transport is "auto", "quic" or "yamux". When empty, "auto".
+	Transport string
+	// QUICRetry: when zero, DefaultQUICRetry.
+	QUICRetry time.Duration
+	// Hello builds the hello (capabilities) for each new session.
+	Hello func(ctx context.Context) proto.Hello
+	// Handlers by op.
+	Handlers map[string]Handler
+	// Logf: when nil, logs are dropped.
+	Logf func(string, ...any)
+}
+
+// Status is the link as `olivares-agent status` shows it.
+type Status struct {
+	State         string        `json:"state"` // connecting | connected | backoff | stopped
+	Coordinator   string        `json:"coordinator"`
+	Transport     string        `json:"transport,omitempty"`
+	Configured    string        `json:"transport_config"`
+	Since         time.Time     `json:"since"`
+	LastHeartbeat time.Time     `json:"last_heartbeat,omitempty"`
+	RTT           time.Duration `json:"rtt_ns,omitempty"`
+	Connects      int           `json:"connects"`
+	LastError     string        `json:"last_error,omitempty"`
+	CertNotAfter  time.Time     `json:"cert_not_after"`
+	NextRenewal   time.Time     `json:"next_renewal"`
+}
+
+// Link is the tunnel client.
+type Link struct {
+	o Options
+
+	mu sync.Mutex
+	st Status
+}
+
+// New returns a Link; call Run.
+func New(o Options) *Link {
+	if o.Transport == "" {
+		o.Transport = TransportAuto
+	}
+	if o.QUICRetry == 0 {
+		o.QUICRetry = DefaultQUICRetry
+	}
+	if o.Logf == nil {
+		o.Logf = func(string, ...any) {}
+	}
+	l := &Link{o: o}
+	l.st = Status{State: "connecting", Coordinator: o.Addr, Configured: o.Transport, Since: time.Now().UTC()}
+	return l
+}
+
+// Status returns a snapshot.
+func (l *Link) Status() Status {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	s := l.st
+	s.CertNotAfter = l.o.Identity.Leaf().NotAfter.UTC()
+	return s
+}
+
+func (l *Link) update(fn func(*Status)) {
+	l.mu.Lock()
+	fn(&l.st)
+	l.mu.Unlock()
+}
+
+// Run keeps the link up until ctx ends.
+func (l *Link) Run(ctx context.Context) error {
+	attempt := 0
+	var next tunnel.Session
+	for ctx.Err() == nil {
+		sess := next
+		next = nil
+		if sess == nil {
+			l.update(func(s *Status) { s.State = "connecting" })
+			var err error
+			sess, err = l.dial(ctx)
+			if err != nil {
+				d := backoff(attempt)
+				attempt++
+				l.o.Logf("link: connect %s: %v (retry in %v)", l.o.Addr, err, d.Round(time.Millisecond))
+				l.update(func(s *Status) { s.State, s.LastError, s.Transport = "backoff", err.Error(), "" })
+				select {
+				case <-ctx.Done():
+				case <-time.After(d):
+				}
+				continue
+			}
+		}
+		start := time.Now()
+		var err error
+		next, err = l.session(ctx, sess)
+		sess.Close()
+		if err != nil {
+			l.update(func(s *Status) { s.LastError = err.Error() })
+		}
+		if time.Since(start) > stableAfter || next != nil {
+			attempt = 0
+		}
+		if next == nil && ctx.Err() == nil {
+			// Even the first retry after a lost session waits a little, so
+			// a coordinator restart is not hammered.
+			d := backoff(attempt)
+			attempt++
+			l.update(func(s *Status) { s.State, s.Transport = "backoff", "" })
+			select {
+			case <-ctx.Done():
+			case <-time.After(d):
+			}
+		}
+	}
+	l.update(func(s *Status) { s.State, s.Transport = "stopped", "" })
+	return nil
+}
+
+// backoff is exponential with full jitter, capped (issue 2).
+func backoff(attempt int) time.Duration {
+	max := BackoffBase << min(attempt, 10)
+	if max > BackoffCap || max <= 0 {
+		max = BackoffCap
+	}
+	return time.Duration(rand.Int64N(int64(max)) + 1)
+}
+
+func (l *Link) dial(ctx context.Context) (tunnel.Session, error) {
+	tc := l.o.Identity.TLSConfig()
+	switch l.o.Transport {
+	case tunnel.TransportQUIC:
+		dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		return tunnel.DialQUIC(dctx, l.o.Addr, tc)
+	case tunnel.TransportYamux:
+		dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		return tunnel.DialYamux(dctx, l.o.Addr, tc)
+	}
+	qctx, cancel := context.WithTimeout(ctx, FallbackAfter)
+	sess, qerr := tunnel.DialQUIC(qctx, l.o.Addr, tc)
+	cancel()
+	if qerr == nil {
+		return sess, nil
+	}
+	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	sess, err := tunnel.DialYamux(dctx, l.o.Addr, tc)
+	if err != nil {
+		return nil, fmt.Errorf("quic: %v; yamux: %w", qerr, err)
+	}
+	return sess, nil
+}
+
+// session runs one tunnel session until it dies. It returns a QUIC session
+// to switch to when auto mode found QUIC again.
+func (l *Link) session(ctx context.Context, sess tunnel.Session) (tunnel.Session, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer func() {
+		cancel()
+		sess.Close()
+		wg.Wait()
+	}()
+
+	ctl, err := sess.OpenStream(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer ctl.Close()
+	hello := proto.Hello{}
+	if l.o.Hello != nil {
+		hello = l.o.Hello(ctx)
+	}
+	ctl.SetDeadline(time.Now().Add(15 * time.Second))
+	var hr proto.HelloReply
+	if err := wire.Call(ctl, wire.Header{Op: proto.OpHello}, hello, &hr); err != nil {
+		return nil, fmt.Errorf("hello: %w", err)
+	}
+	ctl.SetDeadline(time.Time{})
+	if hr.HeartbeatInterval <= 0 {
+		hr.HeartbeatInterval = 5 * time.Second
+	}
+	now := time.Now().UTC()
+	l.update(func(s *Status) {
+		s.State, s.Transport, s.Since, s.LastHeartbeat, s.LastError = "connected", sess.Transport(), now, now, ""
+		s.Connects++
+	})
+	l.o.Logf("link: connected to %s over %s as %s", l.o.Addr, sess.Transport(), hr.NodeID)
+
+	// Heartbeats: send one per interval; the coordinator echoes it. No echo
+	// for 3 intervals ends the session.
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		defer sess.Close()
+		t := time.NewTicker(hr.HeartbeatInterval)
+		defer t.Stop()
+		var seq uint64
+		for {
+			seq++
+			b, _ := json.Marshal(proto.Heartbeat{Seq: seq, Sent: time.Now()})
+			if err := wire.WriteFrame(ctl, b); err != nil {
+				return
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		defer sess.Close()
+		buf := make([]byte, 0, 256)
+		for {
+			ctl.SetDeadline(time.Now().Add(3 * hr.HeartbeatInterval))
+			p, err := wire.ReadFrame(ctl, buf)
+			if err != nil {
+				return
+			}
+			var hb proto.Heartbeat
+			if json.Unmarshal(p, &hb) == nil {
+				now := time.Now()
+				l.update(func(s *Status) { s.LastHeartbeat, s.RTT = now.UTC(), now.Sub(hb.Sent) })
+			}
+		}
+	}()
+
+	// Calls from the coordinator.
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			s, err := sess.AcceptStream(ctx)
+			if err != nil {
+				return
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				l.serve(ctx, s)
+			}()
+		}
+	}()
+
+	// Renewal at half-life ±10 %.
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		l.renewLoop(ctx, sess)
+	}()
+
+	var upgrade <-chan tunnel.Session
+	if l.o.Transport == TransportAuto && sess.Transport() == tunnel.TransportYamux {
+		ch := make(chan tunnel.Session, 1)
+		upgrade = ch
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			l.retryQUIC(ctx, ch)
+		}()
+	}
+	select {
+	case <-ctx.Done():
+		return nil, nil
+	case <-sess.Done():
+		return nil, errors.New("tunnel closed")
+	case q := <-upgrade:
+		l.o.Logf("link: QUIC reachable again; switching from yamux")
+		return q, nil
+	}
+}
+
+func (l *Link) retryQUIC(ctx context.Context, ch chan<- tunnel.Session) {
+	t := time.NewTicker(l.o.QUICRetry)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		qctx, cancel := context.WithTimeout(ctx, FallbackAfter)
+		q, err := tunnel.DialQUIC(qctx, l.o.Addr, l.o.Identity.TLSConfig())
+		cancel()
+		if err == nil {
+			select {
+			case ch <- q:
+			default:
+				q.Close()
+			}
+			return
+		}
+	}
+}
+
+func (l *Link) serve(ctx context.Context, s tunnel.Stream) {
+	defer s.Close()
+	s.SetDeadline(time.Now().Add(30 * time.Second))
+	var h wire.Header
+	if err := wire.ReadMessage(s, &h); err != nil {
+		return
+	}
+	s.SetDeadline(time.Time{})
+	fn := l.o.Handlers[h.Op]
+	if fn == nil {
+		wire.Respond(s, nil, &wire.Error{Status: http.StatusNotFound, Code: "unknown_op", Message: fmt.Sprintf("this agent has no op %q; is it older than the coordinator?", h.Op)})
+		return
+	}
+	fn(ctx, h, s)
+}
+
+func (l *Link) renewLoop(ctx context.Context, sess tunnel.Session) {
+	for {
+		at := certs.RenewAt(l.o.Identity.Leaf(), (rand.Float64()*2-1)*0.1)
+		l.update(func(s *Status) { s.NextRenewal = at.UTC() })
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Until(at)):
+		}
+		if err := l.renew(ctx, sess); err != nil {
+			l.o.Logf("link: certificate renewal failed: %v", err)
+			// Retry after a tenth of what is left, at least a second.
+			left := time.Until(l.o.Identity.Leaf().NotAfter) / 10
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(max(left, time.Second)):
+			}
+			continue
+		}
+		l.o.Logf("link: certificate renewed, valid until %s", l.o.Identity.Leaf().NotAfter.UTC().Format(time.RFC3339))
+	}
+}
+
+// renew makes a new key here, sends only its CSR, installs the result.
+func (l *Link) renew(ctx context.Context, sess tunnel.Session) error {
+	key, err := certs.NewKey()
+	if err != nil {
+		return err
+	}
+	csr, err := certs.NewCSR(key)
+	if err != nil {
+		return err
+	}
+	s, err := sess.OpenStream(ctx)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	s.SetDeadline(time.Now().Add(30 * time.Second))
+	var resp proto.RenewResponse
+	if err := wire.Call(s, wire.Header{Op: proto.OpRenew}, proto.RenewRequest{CSR: csr}, &resp); err != nil {
+		return err
+	}
+	return l.o.Identity.Renew(key, resp.CertPEM, resp.BundlePEM)
+}

@@ -1,0 +1,267 @@
+// Package api serves the coordinator's public HTTP API with echo v4: the
+// route authorizer (the only enforcement point, R-AUTH-3), tenants, error
+// bodies (R-API-4), health and metrics, and the node registry routes.
+//
+// api never reads node files and never registers anything under
+// /v1/m/session-cockpit/ (R-ED-2): that prefix answers the router's ordinary
+// 404.
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/olivares-dev/olivares/coordinator/auth"
+	"github.com/olivares-dev/olivares/coordinator/fleet"
+	"github.com/olivares-dev/olivares/coordinator/store"
+	"github.com/olivares-dev/olivares/shared/apierr"
+	"github.com/olivares-dev/olivares/shared/wire"
+)
+
+// HeaderTenant is R-TEN-1's header.
+const HeaderTenant = "X-Olivares-Tenant"
+
+// Base is R-API-1's base path.
+const Base = "/v1/m/sessions"
+
+var tenantRe = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
+
+// ValidTenant reports whether s is a well-formed tenant id.
+func ValidTenant(s string) bool { return tenantRe.MatchString(s) }
+
+// Options configure the API.
+type Options struct {
+	Store   store.Store
+	Fleet   *fleet.Fleet
+	Version string
+	// Ready reports readiness for /readyz. When nil, always ready.
+	Ready func() error
+}
+
+// Server is the API's handler.
+type Server struct {
+	o    Options
+	echo *echo.Echo
+}
+
+// New builds the router.
+func New(o Options) *Server {
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	e.HTTPErrorHandler = errorHandler
+	s := &Server{o: o, echo: e}
+
+	e.GET("/healthz", func(c echo.Context) error { return c.JSON(http.StatusOK, map[string]string{"status": "ok"}) })
+	e.GET("/readyz", s.readyz)
+	e.GET("/metrics", s.metrics)
+
+	e.GET("/v1/whoami", s.whoami, s.authorize(""))
+	e.GET("/v1/nodes", s.listNodes, s.authorize(auth.PermRunRead))
+	e.GET("/v1/nodes/:id", s.getNode, s.authorize(auth.PermRunRead))
+	e.POST("/v1/nodes/:id/revoke", s.revokeNode, s.authorize(auth.PermRunAdmin))
+	return s
+}
+
+// Handler returns the http.Handler.
+func (s *Server) Handler() http.Handler { return s.echo }
+
+// errorHandler writes every error, the router's own 404 and 405 included,
+// as an R-API-4 body.
+func errorHandler(err error, c echo.Context) {
+	if c.Response().Committed {
+		return
+	}
+	var ae *apierr.Error
+	var we *wire.Error
+	var he *echo.HTTPError
+	switch {
+	case errors.As(err, &ae):
+	case errors.As(err, &we):
+		ae = &apierr.Error{Status: we.Status, Code: we.Code, Message: we.Message}
+	case errors.As(err, &he):
+		ae = &apierr.Error{Status: he.Code, Code: strings.ReplaceAll(strings.ToLower(http.StatusText(he.Code)), " ", "_"), Message: strings.ToLower(http.StatusText(he.Code))}
+		if he.Code == http.StatusNotFound {
+			ae.Message = "no such route or resource"
+		}
+	default:
+		c.Logger().Errorf("api: %s %s: %v", c.Request().Method, c.Request().URL.Path, err)
+		ae = apierr.As(err)
+	}
+	if ae.Status == 0 {
+		ae.Status = http.StatusInternalServerError
+	}
+	if c.Request().Method == http.MethodHead {
+		c.NoContent(ae.Status)
+		return
+	}
+	c.JSON(ae.Status, apierr.Body{Error: ae})
+}
+
+// Caller is the authenticated principal of a request, in a tenant.
+type Caller struct {
+	Principal store.Principal
+	Tenant    string
+	Role      string
+}
+
+const callerKey = "olivares.caller"
+
+// CallerOf returns the request's caller (set by the authorizer).
+func CallerOf(c echo.Context) Caller { v, _ := c.Get(callerKey).(Caller); return v }
+
+// authorize is the route authorizer (R-API-3 order): authentication 401 →
+// tenant header 400 / membership 403 → permission 403. perm "" checks only
+// the first two.
+func (s *Server) authorize(perm string) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			h := c.Request().Header.Get("Authorization")
+			tok, ok := strings.CutPrefix(h, "Bearer ")
+			if !ok || tok == "" {
+				return apierr.Unauthenticated()
+			}
+			p, _, err := s.o.Store.PrincipalByCredential(c.Request().Context(), auth.Hash(tok))
+			if err != nil {
+				if errors.Is(err, store.ErrNotFound) {
+					return apierr.Unauthenticated()
+				}
+				return err
+			}
+			tenant := c.Request().Header.Get(HeaderTenant)
+			if !ValidTenant(tenant) {
+				return apierr.TenantRequired()
+			}
+			role, ok := p.Roles[tenant]
+			if !ok {
+				return apierr.TenantForbidden(tenant)
+			}
+			if perm != "" && !auth.Grants(role, perm) {
+				return apierr.PermissionDenied(perm)
+			}
+			c.Set(callerKey, Caller{Principal: p, Tenant: tenant, Role: role})
+			return next(c)
+		}
+	}
+}
+
+func (s *Server) whoami(c echo.Context) error {
+	cl := CallerOf(c)
+	return c.JSON(http.StatusOK, map[string]any{
+		"principal_id": cl.Principal.ID, "name": cl.Principal.Name, "kind": cl.Principal.Kind,
+		"tenant": cl.Tenant, "role": cl.Role, "permissions": auth.RolePermissions(cl.Role),
+	})
+}
+
+func (s *Server) readyz(c echo.Context) error {
+	if s.o.Ready != nil {
+		if err := s.o.Ready(); err != nil {
+			return apierr.New(http.StatusServiceUnavailable, "not_ready", "%v", err)
+		}
+	}
+	return c.JSON(http.StatusOK, map[string]string{"status": "ready"})
+}
+
+func (s *Server) metrics(c echo.Context) error {
+	st := s.o.Fleet.Stats()
+	var b strings.Builder
+	gauge := func(name, help, typ string, v any) {
+		fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s %s\n%s %v\n", name, help, name, typ, name, v)
+	}
+	gauge("olivares_nodes_connected", "Nodes with a live tunnel.", "gauge", st.NodesConnected)
+	gauge("olivares_tunnel_reconnects_total", "Tunnel sessions that replaced or followed an earlier one of the same node.", "counter", st.Reconnects)
+	gauge("olivares_tunnel_open_streams", "Streams open on all tunnels.", "gauge", st.OpenStreams)
+	gauge("olivares_tunnel_handshake_failures_total", "Refused tunnel and enrollment handshakes.", "counter", st.HandshakeFailures)
+	return c.Blob(http.StatusOK, "text/plain; version=0.0.4; charset=utf-8", []byte(b.String()))
+}
+
+// Node is the registry's view of a node (issue 2).
+type Node struct {
+	ID             string            `json:"id"`
+	Tenant         string            `json:"tenant"`
+	Hostname       string            `json:"hostname,omitempty"`
+	Labels         map[string]string `json:"labels,omitempty"`
+	Connected      bool              `json:"connected"`
+	Online         bool              `json:"online"`
+	Transport      string            `json:"transport,omitempty"`
+	ConnectedSince *time.Time        `json:"connected_since,omitempty"`
+	LastHeartbeat  *time.Time        `json:"last_heartbeat,omitempty"`
+	AgentVersion   string            `json:"agent_version,omitempty"`
+	EnrolledAt     time.Time         `json:"enrolled_at"`
+	CertSerial     string            `json:"cert_serial"`
+	CertNotAfter   time.Time         `json:"cert_not_after"`
+	RevokedAt      *time.Time        `json:"revoked_at,omitempty"`
+	Capabilities   json.RawMessage   `json:"capabilities,omitempty"`
+}
+
+func tp(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	t = t.UTC()
+	return &t
+}
+
+func (s *Server) view(n store.Node) Node {
+	l := s.o.Fleet.Link(n.ID)
+	v := Node{
+		ID: n.ID, Tenant: n.Tenant, Hostname: n.Hostname, Labels: n.Labels,
+		Connected: l.Connected, Online: l.Online && n.RevokedAt.IsZero(), Transport: l.Transport,
+		ConnectedSince: tp(l.ConnectedSince), LastHeartbeat: tp(l.LastHeartbeat),
+		AgentVersion: n.AgentVersion, EnrolledAt: n.EnrolledAt.UTC(), CertSerial: n.CertSerial,
+		CertNotAfter: n.CertNotAfter.UTC(), RevokedAt: tp(n.RevokedAt),
+	}
+	if len(n.Capabilities) > 0 {
+		v.Capabilities = n.Capabilities
+	}
+	return v
+}
+
+func (s *Server) listNodes(c echo.Context) error {
+	ns, err := s.o.Store.ListNodes(c.Request().Context(), CallerOf(c).Tenant)
+	if err != nil {
+		return err
+	}
+	out := make([]Node, 0, len(ns))
+	for _, n := range ns {
+		out = append(out, s.view(n))
+	}
+	return c.JSON(http.StatusOK, map[string]any{"nodes": out})
+}
+
+// nodeInTenant loads a node; another tenant's node is a 404 (R-TEN-3).
+func (s *Server) nodeInTenant(ctx context.Context, tenant, id string) (store.Node, error) {
+	n, err := s.o.Store.GetNode(ctx, id)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && n.Tenant != tenant) {
+		return store.Node{}, apierr.NotFound("node", id)
+	}
+	return n, err
+}
+
+func (s *Server) getNode(c echo.Context) error {
+	n, err := s.nodeInTenant(c.Request().Context(), CallerOf(c).Tenant, c.Param("id"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, s.view(n))
+}
+
+func (s *Server) revokeNode(c echo.Context) error {
+	ctx := c.Request().Context()
+	id := c.Param("id")
+	if _, err := s.nodeInTenant(ctx, CallerOf(c).Tenant, id); err != nil {
+		return err
+	}
+	n, err := s.o.Fleet.Revoke(ctx, id)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, s.view(n))
+}

@@ -1,0 +1,275 @@
+// Command olivares-coordinator is the Olivares control plane: the public API,
+// the node tunnels, enrollment and the CA.
+//
+//	olivares-coordinator dev [--state-dir DIR] [--http 127.0.0.1:7443]
+//	olivares-coordinator serve --config FILE [--state-dir DIR]
+//	olivares-coordinator ca init --dir DIR
+//	olivares-coordinator ca rotate|promote --dir DIR
+//	olivares-coordinator token create [--ttl 30m] [--label k=v]... [--tenant T] [--json]
+//	olivares-coordinator principal create --tenant T --name N --role viewer|operator|admin --kind human|agent [--json]
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/olivares-dev/olivares/certs"
+	"github.com/olivares-dev/olivares/coordinator/coordd"
+	"github.com/olivares-dev/olivares/coordinator/devmode"
+	"github.com/olivares-dev/olivares/shared/localsock"
+)
+
+const usage = `olivares-coordinator: the Olivares control plane.
+
+Usage:
+  olivares-coordinator dev [--state-dir DIR] [--http 127.0.0.1:7443] [--tunnel 127.0.0.1:7444]
+      Everything on this host: CA, tenant "default", an admin, one local agent
+      enrolled with a real join token over the real tunnel. Writes DIR/dev.json.
+  olivares-coordinator serve --config FILE [--state-dir DIR]
+      Production mode: TLS on the public API, tunnel listener for agents.
+  olivares-coordinator ca init --dir DIR        create (or show) the CA
+  olivares-coordinator ca rotate --dir DIR      add a next root to the bundle
+  olivares-coordinator ca promote --dir DIR     make the next root the signer
+  olivares-coordinator token create [--ttl 30m] [--label k=v]... [--tenant default] [--state-dir DIR] [--json]
+      A single-use join token for one new node, and the CA pin to check.
+  olivares-coordinator principal create --tenant T --name N --role viewer|operator|admin --kind human|agent [--state-dir DIR] [--json]
+      A principal and its bearer token (shown once).
+
+token and principal talk to the running coordinator over DIR/admin.sock:
+only the coordinator opens its store.
+`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "olivares-coordinator:", err)
+		var ue usageError
+		if errors.As(err, &ue) {
+			os.Exit(2)
+		}
+		os.Exit(1)
+	}
+}
+
+type usageError struct{ error }
+
+func run(ctx context.Context, args []string, out io.Writer) error {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprint(out, usage)
+		return nil
+	}
+	switch args[0] {
+	case "dev":
+		return cmdDev(ctx, args[1:], out)
+	case "serve":
+		return cmdServe(ctx, args[1:], out)
+	case "ca":
+		if len(args) < 2 {
+			return usageError{errors.New("ca: want init, rotate or promote")}
+		}
+		return cmdCA(args[1], args[2:], out)
+	case "token":
+		if len(args) < 2 || args[1] != "create" {
+			return usageError{errors.New("token: want token create")}
+		}
+		return cmdTokenCreate(ctx, args[2:], out)
+	case "principal":
+		if len(args) < 2 || args[1] != "create" {
+			return usageError{errors.New("principal: want principal create")}
+		}
+		return cmdPrincipalCreate(ctx, args[2:], out)
+	}
+	return usageError{fmt.Errorf("unknown command %q; see olivares-coordinator --help", args[0])}
+}
+
+func newFlags(name string, out io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(out)
+	return fs
+}
+
+func parse(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return usageError{err}
+	}
+	if fs.NArg() > 0 {
+		return usageError{fmt.Errorf("%s: unexpected argument %q", fs.Name(), fs.Arg(0))}
+	}
+	return nil
+}
+
+func cmdDev(ctx context.Context, args []string, out io.Writer) error {
+	fs := newFlags("dev", out)
+	dir := fs.String("state-dir", devmode.DefaultStateDir(), "state directory (created on first start, reused after)")
+	httpAddr := fs.String("http", "127.0.0.1:7443", "API address (loopback only; port 0 picks one, dev.json has it)")
+	tun := fs.String("tunnel", "127.0.0.1:7444", "tunnel address, TCP and UDP (loopback only)")
+	noQUIC := fs.Bool("no-quic", false, "leave out the QUIC listener (the agent falls back to yamux)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	return devmode.Run(ctx, devmode.Options{StateDir: *dir, HTTP: *httpAddr, Tunnel: *tun, DisableQUIC: *noQUIC, Out: out})
+}
+
+func cmdServe(ctx context.Context, args []string, out io.Writer) error {
+	fs := newFlags("serve", out)
+	cfgPath := fs.String("config", "", "TOML config file")
+	dir := fs.String("state-dir", "", "state directory (overrides state_dir)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	cfg, err := coordd.Load(*cfgPath)
+	if err != nil {
+		return err
+	}
+	if *dir != "" {
+		cfg.StateDir = *dir
+	}
+	c, err := coordd.New(cfg, nil)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if err := c.Start(ctx); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "olivares-coordinator: serving %s, tunnel %s, CA pin %s\n", c.APIURL(), c.TunnelAddr(), certs.Pin(c.Authority.Current))
+	select {
+	case <-ctx.Done():
+		return nil
+	case err := <-c.Errors():
+		return err
+	}
+}
+
+func cmdCA(sub string, args []string, out io.Writer) error {
+	fs := newFlags("ca "+sub, out)
+	dir := fs.String("dir", "", "CA directory")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if *dir == "" {
+		return usageError{errors.New("ca: --dir is required")}
+	}
+	now := time.Now()
+	switch sub {
+	case "init":
+		a, created, err := certs.InitAuthority(*dir, now)
+		if err != nil {
+			return err
+		}
+		verb := "created"
+		if !created {
+			verb = "exists"
+		}
+		fmt.Fprintf(out, "CA %s in %s\nCA pin: %s\n", verb, *dir, certs.Pin(a.Current))
+		return nil
+	case "rotate", "promote":
+		a, err := certs.LoadAuthority(*dir)
+		if err != nil {
+			return err
+		}
+		if sub == "rotate" {
+			err = a.Rotate(*dir, now)
+		} else {
+			err = a.Promote(*dir, now)
+		}
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "CA %sd; signer pin %s; bundle holds %d roots (restart the coordinator to apply)\n", sub, certs.Pin(a.Current), len(a.Roots()))
+		return nil
+	}
+	return usageError{fmt.Errorf("ca: unknown subcommand %q", sub)}
+}
+
+type labels map[string]string
+
+func (l labels) String() string { return "" }
+func (l labels) Set(s string) error {
+	k, v, ok := strings.Cut(s, "=")
+	if !ok || k == "" {
+		return fmt.Errorf("label %q: want key=value", s)
+	}
+	l[k] = v
+	return nil
+}
+
+func adminSock(dir string) string { return filepath.Join(dir, coordd.AdminSock) }
+
+func defaultStateDir() string {
+	if d := os.Getenv("OLIVARES_STATE_DIR"); d != "" {
+		return d
+	}
+	return filepath.Join(devmode.DefaultStateDir(), "coordinator")
+}
+
+func notRunning(err error, dir string) error {
+	if errors.Is(err, localsock.ErrNotRunning) {
+		return fmt.Errorf("no coordinator is running with state dir %s (start it with olivares-coordinator serve or dev, or pass --state-dir)", dir)
+	}
+	return err
+}
+
+func cmdTokenCreate(ctx context.Context, args []string, out io.Writer) error {
+	fs := newFlags("token create", out)
+	ttl := fs.Duration("ttl", 30*time.Minute, "token lifetime (at most 24h)")
+	tenant := fs.String("tenant", "default", "tenant the node joins")
+	dir := fs.String("state-dir", defaultStateDir(), "the running coordinator's state directory")
+	asJSON := fs.Bool("json", false, "print JSON")
+	lb := labels{}
+	fs.Var(lb, "label", "node label k=v (repeatable)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	var resp coordd.TokenResponse
+	err := localsock.Do(ctx, adminSock(*dir), "POST", "/join-tokens", coordd.TokenRequest{Tenant: *tenant, Labels: lb, TTL: *ttl}, &resp)
+	if err != nil {
+		return notRunning(err, *dir)
+	}
+	if *asJSON {
+		return json.NewEncoder(out).Encode(resp)
+	}
+	fmt.Fprintf(out, "join token: %s\nnode id:    %s\nCA pin:     %s\nexpires:    %s\n\nOn the node:\n  olivares-agent enroll --coordinator %s --token %s --ca-pin %s\n",
+		resp.Token, resp.NodeID, resp.CAPin, resp.ExpiresAt.Format(time.RFC3339), resp.Coordinator, resp.Token, resp.CAPin)
+	return nil
+}
+
+func cmdPrincipalCreate(ctx context.Context, args []string, out io.Writer) error {
+	fs := newFlags("principal create", out)
+	tenant := fs.String("tenant", "", "tenant")
+	name := fs.String("name", "", "name")
+	role := fs.String("role", "", "viewer, operator or admin")
+	kind := fs.String("kind", "human", "human or agent")
+	dir := fs.String("state-dir", defaultStateDir(), "the running coordinator's state directory")
+	asJSON := fs.Bool("json", false, "print JSON")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if *tenant == "" || *name == "" || *role == "" {
+		return usageError{errors.New("principal create: --tenant, --name and --role are required")}
+	}
+	var resp coordd.PrincipalResponse
+	err := localsock.Do(ctx, adminSock(*dir), "POST", "/principals", coordd.PrincipalRequest{Tenant: *tenant, Name: *name, Role: *role, Kind: *kind}, &resp)
+	if err != nil {
+		return notRunning(err, *dir)
+	}
+	if *asJSON {
+		return json.NewEncoder(out).Encode(resp)
+	}
+	fmt.Fprintf(out, "principal %s (%s, %s in %s)\ntoken: %s\n(shown once; it is stored only as a hash)\n", resp.PrincipalID, resp.Kind, resp.Role, resp.Tenant, resp.Token)
+	return nil
+}

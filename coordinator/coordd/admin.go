@@ -1,0 +1,83 @@
+package coordd
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/olivares-dev/olivares/coordinator/enroll"
+	"github.com/olivares-dev/olivares/shared/localsock"
+)
+
+// The admin socket is how `olivares-coordinator token create` and
+// `principal create` reach the running coordinator: only the coordinator
+// opens its store. Whoever can open the 0600 socket is the operator.
+
+func localsockListen(path string) (net.Listener, error) { return localsock.Listen(path) }
+
+// PrincipalRequest is the admin socket's body for POST /principals.
+type PrincipalRequest struct {
+	Tenant string `json:"tenant"`
+	Name   string `json:"name"`
+	Role   string `json:"role"`
+	Kind   string `json:"kind"`
+}
+
+// PrincipalResponse carries the token, shown once.
+type PrincipalResponse struct {
+	PrincipalID string `json:"principal_id"`
+	Tenant      string `json:"tenant"`
+	Name        string `json:"name"`
+	Role        string `json:"role"`
+	Kind        string `json:"kind"`
+	Token       string `json:"token"`
+}
+
+// TokenRequest is the admin socket's body for POST /join-tokens.
+type TokenRequest struct {
+	Tenant string            `json:"tenant"`
+	Labels map[string]string `json:"labels,omitempty"`
+	TTL    time.Duration     `json:"ttl"`
+}
+
+// TokenResponse is enroll.Issued plus where to enroll.
+type TokenResponse struct {
+	enroll.Issued
+	Coordinator string `json:"coordinator"`
+}
+
+func serveAdmin(ctx context.Context, ln net.Listener, c *Coordinator) error {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /principals", func(w http.ResponseWriter, r *http.Request) {
+		var req PrincipalRequest
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			localsock.WriteError(w, http.StatusBadRequest, "bad_request", err.Error())
+			return
+		}
+		tok, p, err := c.CreatePrincipal(r.Context(), req.Tenant, req.Name, req.Role, req.Kind)
+		if err != nil {
+			localsock.WriteError(w, http.StatusBadRequest, "bad_request", err.Error())
+			return
+		}
+		localsock.WriteJSON(w, http.StatusCreated, PrincipalResponse{PrincipalID: p.ID, Tenant: req.Tenant, Name: p.Name, Role: req.Role, Kind: p.Kind, Token: tok})
+	})
+	mux.HandleFunc("POST /join-tokens", func(w http.ResponseWriter, r *http.Request) {
+		var req TokenRequest
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			localsock.WriteError(w, http.StatusBadRequest, "bad_request", err.Error())
+			return
+		}
+		iss, err := c.Enroll.CreateToken(r.Context(), req.Tenant, req.Labels, req.TTL)
+		if err != nil {
+			localsock.WriteError(w, http.StatusBadRequest, "bad_request", err.Error())
+			return
+		}
+		localsock.WriteJSON(w, http.StatusCreated, TokenResponse{Issued: iss, Coordinator: c.TunnelAddr()})
+	})
+	mux.HandleFunc("GET /status", func(w http.ResponseWriter, r *http.Request) {
+		localsock.WriteJSON(w, http.StatusOK, map[string]any{"api_url": c.APIURL(), "tunnel": c.TunnelAddr(), "version": Version, "fleet": c.Fleet.Stats()})
+	})
+	return localsock.Serve(ctx, ln, mux)
+}

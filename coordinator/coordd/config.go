@@ -1,0 +1,120 @@
+package coordd
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"path/filepath"
+	"time"
+
+	"github.com/olivares-dev/olivares/certs"
+	"github.com/olivares-dev/olivares/shared/config"
+)
+
+// Config is the coordinator's TOML file. Defaults, then the file, then flags
+// (Load does the first two; commands apply flags, then CheckAndSetDefaults).
+type Config struct {
+	// StateDir holds the store, the CA and the admin socket. Required.
+	StateDir string `toml:"state_dir"`
+	API      struct {
+		// Listen is the public API address. Default 127.0.0.1:7443.
+		Listen string `toml:"listen"`
+		// TLSCert and TLSKey are PEM files for the public API. When both are
+		// empty, serve mode issues a certificate from its own CA for the
+		// tunnel hosts.
+		TLSCert string `toml:"tls_cert"`
+		TLSKey  string `toml:"tls_key"`
+		// Plain serves plain HTTP. Only allowed on a loopback address (dev).
+		Plain bool `toml:"plain_http"`
+	} `toml:"api"`
+	Tunnel struct {
+		// Listen is the tunnel address: TCP (yamux, enrollment) and UDP (QUIC)
+		// on the same port. Default 127.0.0.1:7444.
+		Listen string `toml:"listen"`
+		// DisableQUIC leaves the UDP listener out (agents use yamux).
+		DisableQUIC bool `toml:"disable_quic"`
+		// Hosts are the names and IPs in the coordinator's server
+		// certificate. Default: the host of Listen, plus localhost and
+		// 127.0.0.1.
+		Hosts []string `toml:"hosts"`
+		// Heartbeat agents are told to use. Default 5s.
+		Heartbeat config.Duration `toml:"heartbeat"`
+	} `toml:"tunnel"`
+	PKI struct {
+		// NodeCertValidity is the lifetime of node certificates. Default 7 days.
+		NodeCertValidity config.Duration `toml:"node_cert_validity"`
+	} `toml:"pki"`
+}
+
+// DefaultConfig returns the defaults.
+func DefaultConfig() Config {
+	var c Config
+	c.API.Listen = "127.0.0.1:7443"
+	c.Tunnel.Listen = "127.0.0.1:7444"
+	c.Tunnel.Heartbeat.Duration = 5 * time.Second
+	c.PKI.NodeCertValidity.Duration = certs.DefaultNodeValidity
+	return c
+}
+
+// Load returns DefaultConfig merged with the file at path ("" = none).
+func Load(path string) (Config, error) {
+	c := DefaultConfig()
+	if path == "" {
+		return c, nil
+	}
+	if err := config.DecodeFile(path, &c); err != nil {
+		return Config{}, err
+	}
+	return c, nil
+}
+
+// CheckAndSetDefaults validates c and fills derived defaults.
+func (c *Config) CheckAndSetDefaults() error {
+	if c.StateDir == "" {
+		return errors.New("config: state_dir is required")
+	}
+	abs, err := filepath.Abs(c.StateDir)
+	if err != nil {
+		return fmt.Errorf("config: state_dir: %w", err)
+	}
+	c.StateDir = abs
+	if _, _, err := net.SplitHostPort(c.API.Listen); err != nil {
+		return fmt.Errorf("config: api.listen %q: %w", c.API.Listen, err)
+	}
+	host, _, err := net.SplitHostPort(c.Tunnel.Listen)
+	if err != nil {
+		return fmt.Errorf("config: tunnel.listen %q: %w", c.Tunnel.Listen, err)
+	}
+	if (c.API.TLSCert == "") != (c.API.TLSKey == "") {
+		return errors.New("config: api.tls_cert and api.tls_key go together")
+	}
+	if c.API.Plain && !IsLoopback(c.API.Listen) {
+		return fmt.Errorf("config: api.plain_http is refused on %s: plain HTTP is only served on a loopback address; configure TLS (api.tls_cert, api.tls_key) or leave them empty to use the coordinator's CA", c.API.Listen)
+	}
+	if c.Tunnel.Heartbeat.Duration <= 0 {
+		return errors.New("config: tunnel.heartbeat must be positive")
+	}
+	if c.PKI.NodeCertValidity.Duration < time.Second {
+		return errors.New("config: pki.node_cert_validity must be at least 1s")
+	}
+	if len(c.Tunnel.Hosts) == 0 {
+		c.Tunnel.Hosts = []string{"localhost", "127.0.0.1"}
+		if host != "" && host != "0.0.0.0" && host != "::" && host != "localhost" && host != "127.0.0.1" {
+			c.Tunnel.Hosts = append(c.Tunnel.Hosts, host)
+		}
+	}
+	return nil
+}
+
+// IsLoopback reports whether addr (host:port) binds only loopback.
+func IsLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

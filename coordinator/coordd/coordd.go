@@ -1,0 +1,324 @@
+// Package coordd wires the coordinator's subsystems: store, CA, enrollment,
+// fleet (tunnel listeners), the public API and the local admin socket. The
+// whole composition is visible in New and Start.
+//
+// coordd is the only opener of the coordinator's bbolt file.
+package coordd
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/olivares-dev/olivares/certs"
+	"github.com/olivares-dev/olivares/coordinator/api"
+	"github.com/olivares-dev/olivares/coordinator/auth"
+	"github.com/olivares-dev/olivares/coordinator/enroll"
+	"github.com/olivares-dev/olivares/coordinator/fleet"
+	"github.com/olivares-dev/olivares/coordinator/store"
+	"github.com/olivares-dev/olivares/coordinator/store/bolt"
+	"github.com/olivares-dev/olivares/shared/tunnel"
+)
+
+// Version is the coordinator's version, set at build time.
+var Version = "0.1.0-dev"
+
+// File names under the state dir.
+const (
+	StoreFile  = "coordinator.db"
+	CADir      = "ca"
+	AdminSock  = "admin.sock"
+	serverCert = "server"
+)
+
+// Coordinator is one running coordinator.
+type Coordinator struct {
+	cfg       Config
+	logf      func(string, ...any)
+	Store     store.Store
+	Authority *certs.Authority
+	Enroll    *enroll.Server
+	Fleet     *fleet.Fleet
+	API       *api.Server
+	cert      tls.Certificate
+
+	apiLn  net.Listener
+	tcpLn  net.Listener
+	udp    net.PacketConn
+	admin  net.Listener
+	cancel context.CancelFunc
+	ctx    context.Context
+	mu     sync.Mutex
+	wg     sync.WaitGroup
+	errs   chan error
+	ready  bool
+}
+
+// New opens the store and the CA (creating them on first start) and builds
+// every subsystem. Nothing listens until Start.
+func New(cfg Config, logf func(string, ...any)) (*Coordinator, error) {
+	if err := cfg.CheckAndSetDefaults(); err != nil {
+		return nil, err
+	}
+	if logf == nil {
+		logf = log.Printf
+	}
+	if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
+		return nil, err
+	}
+	a, _, err := certs.InitAuthority(filepath.Join(cfg.StateDir, CADir), time.Now())
+	if err != nil {
+		return nil, err
+	}
+	cert, err := a.IssueServer(cfg.Tunnel.Hosts, time.Now(), certs.ServerValidity)
+	if err != nil {
+		return nil, err
+	}
+	st, err := bolt.Open(filepath.Join(cfg.StateDir, StoreFile))
+	if err != nil {
+		return nil, err
+	}
+	c := &Coordinator{cfg: cfg, logf: logf, Store: st, Authority: a, cert: cert, errs: make(chan error, 8)}
+	c.Enroll = &enroll.Server{Store: st, Authority: a, Validity: cfg.PKI.NodeCertValidity.Duration, Logf: logf}
+	c.Fleet = fleet.New(fleet.Options{Store: st, Authority: a, Enroll: c.Enroll, Heartbeat: cfg.Tunnel.Heartbeat.Duration, Logf: logf})
+	c.API = api.New(api.Options{Store: st, Fleet: c.Fleet, Version: Version, Ready: c.readyErr})
+	return c, nil
+}
+
+func (c *Coordinator) readyErr() error {
+	if !c.ready {
+		return errors.New("the coordinator is starting")
+	}
+	return nil
+}
+
+// Config returns the checked config.
+func (c *Coordinator) Config() Config { return c.cfg }
+
+// Start opens the listeners and serves until ctx ends or Close.
+func (c *Coordinator) Start(ctx context.Context) error {
+	ctx, c.cancel = context.WithCancel(ctx)
+	var err error
+	if c.tcpLn, c.udp, err = listenTunnel(c.cfg.Tunnel.Listen, !c.cfg.Tunnel.DisableQUIC); err != nil {
+		c.cancel()
+		return err
+	}
+	c.apiLn, err = net.Listen("tcp", c.cfg.API.Listen)
+	if err != nil {
+		c.closeListeners()
+		c.cancel()
+		return fmt.Errorf("api listen %s: %w", c.cfg.API.Listen, err)
+	}
+	c.admin, err = localsockListen(filepath.Join(c.cfg.StateDir, AdminSock))
+	if err != nil {
+		c.closeListeners()
+		c.cancel()
+		return err
+	}
+
+	tcp := tunnel.ListenTCP(c.tcpLn, tunnel.TCPListenerConfig{
+		TLS:              c.Fleet.TLSConfig(c.cert),
+		EnrollTLS:        c.Fleet.EnrollTLSConfig(c.cert),
+		OnEnroll:         c.Enroll.HandleConn,
+		OnHandshakeError: c.Fleet.HandshakeFailed,
+	})
+	c.serve(func() error { return c.Fleet.Serve(ctx, tcp) })
+	c.ctx = ctx
+	if c.udp != nil {
+		if err := c.serveQUIC(); err != nil {
+			c.Close()
+			return err
+		}
+	}
+
+	srv := &http.Server{Handler: c.API.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	if !c.cfg.API.Plain {
+		tc := &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{c.cert}}
+		if c.cfg.API.TLSCert != "" {
+			kp, err := tls.LoadX509KeyPair(c.cfg.API.TLSCert, c.cfg.API.TLSKey)
+			if err != nil {
+				c.Close()
+				return fmt.Errorf("api tls: %w", err)
+			}
+			tc.Certificates = []tls.Certificate{kp}
+		}
+		srv.TLSConfig = tc
+	}
+	c.serve(func() error {
+		var err error
+		if c.cfg.API.Plain {
+			err = srv.Serve(c.apiLn)
+		} else {
+			err = srv.ServeTLS(c.apiLn, "", "")
+		}
+		if errors.Is(err, http.ErrServerClosed) {
+			return nil
+		}
+		return err
+	})
+	c.serve(func() error { return serveAdmin(ctx, c.admin, c) })
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(sctx)
+		c.closeListeners()
+	}()
+	c.ready = true
+	c.logf("coordinator: api on %s, tunnel on %s (quic %v)", c.APIURL(), c.TunnelAddr(), c.udp != nil)
+	return nil
+}
+
+func (c *Coordinator) serveQUIC() error {
+	ql, err := tunnel.ListenQUIC(c.udp, c.Fleet.TLSConfig(c.cert), c.Fleet.HandshakeFailed)
+	if err != nil {
+		return err
+	}
+	c.serve(func() error { return c.Fleet.Serve(c.ctx, ql) })
+	return nil
+}
+
+// ListenQUIC adds the QUIC listener on the tunnel port when the coordinator
+// started without one (UDP was blocked, or disable_quic). Agents in "auto"
+// mode find it at their next background retry.
+func (c *Coordinator) ListenQUIC() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.udp != nil {
+		return nil
+	}
+	pc, err := net.ListenPacket("udp", c.TunnelAddr())
+	if err != nil {
+		return fmt.Errorf("tunnel listen udp %s: %w", c.TunnelAddr(), err)
+	}
+	c.udp = pc
+	return c.serveQUIC()
+}
+
+func (c *Coordinator) serve(fn func() error) {
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		if err := fn(); err != nil {
+			select {
+			case c.errs <- err:
+			default:
+			}
+		}
+	}()
+}
+
+// Errors delivers a fatal serving error.
+func (c *Coordinator) Errors() <-chan error { return c.errs }
+
+func (c *Coordinator) closeListeners() {
+	for _, l := range []net.Listener{c.apiLn, c.tcpLn, c.admin} {
+		if l != nil {
+			l.Close()
+		}
+	}
+	c.mu.Lock()
+	if c.udp != nil {
+		c.udp.Close()
+	}
+	c.mu.Unlock()
+}
+
+// Close stops serving, waits for the serving goroutines and closes the store.
+func (c *Coordinator) Close() error {
+	if c.cancel != nil {
+		c.cancel()
+	}
+	c.closeListeners()
+	for _, id := range c.Fleet.Connected() {
+		c.Fleet.Disconnect(id)
+	}
+	c.wg.Wait()
+	return c.Store.Close()
+}
+
+// APIURL is the base URL of the public API.
+func (c *Coordinator) APIURL() string {
+	scheme := "https"
+	if c.cfg.API.Plain {
+		scheme = "http"
+	}
+	if c.apiLn == nil {
+		return scheme + "://" + c.cfg.API.Listen
+	}
+	return scheme + "://" + c.apiLn.Addr().String()
+}
+
+// TunnelAddr is the host:port agents dial.
+func (c *Coordinator) TunnelAddr() string {
+	if c.tcpLn == nil {
+		return c.cfg.Tunnel.Listen
+	}
+	return c.tcpLn.Addr().String()
+}
+
+// CAFile is the PEM file of the CA bundle's current root.
+func (c *Coordinator) CAFile() string { return filepath.Join(c.cfg.StateDir, CADir, "ca.pem") }
+
+// listenTunnel listens on TCP and, with quic, on UDP at the same port.
+func listenTunnel(addr string, quic bool) (net.Listener, net.PacketConn, error) {
+	for attempt := 0; ; attempt++ {
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			return nil, nil, fmt.Errorf("tunnel listen tcp %s: %w", addr, err)
+		}
+		if !quic {
+			return ln, nil, nil
+		}
+		host, _, _ := net.SplitHostPort(addr)
+		port := ln.Addr().(*net.TCPAddr).Port
+		pc, err := net.ListenPacket("udp", net.JoinHostPort(host, strconv.Itoa(port)))
+		if err == nil {
+			return ln, pc, nil
+		}
+		ln.Close()
+		_, p, _ := net.SplitHostPort(addr)
+		if p != "0" || attempt >= 8 {
+			return nil, nil, fmt.Errorf("tunnel listen udp %s: %w", addr, err)
+		}
+	}
+}
+
+// CreatePrincipal creates a principal with a role in tenant (creating the
+// tenant) and returns its first bearer token.
+func (c *Coordinator) CreatePrincipal(ctx context.Context, tenant, name, role, kind string) (string, store.Principal, error) {
+	if !api.ValidTenant(tenant) {
+		return "", store.Principal{}, fmt.Errorf("tenant %q: use 1-63 lower-case letters, digits, '_' or '-'", tenant)
+	}
+	if name == "" {
+		return "", store.Principal{}, errors.New("name is required")
+	}
+	if !auth.ValidRole(role) {
+		return "", store.Principal{}, fmt.Errorf("role %q: use viewer, operator or admin", role)
+	}
+	if !auth.ValidKind(kind) {
+		return "", store.Principal{}, fmt.Errorf("kind %q: use human or agent", kind)
+	}
+	now := time.Now().UTC()
+	if err := c.Store.PutTenant(ctx, store.Tenant{ID: tenant, CreatedAt: now}); err != nil {
+		return "", store.Principal{}, err
+	}
+	tok, err := auth.NewToken(auth.PrefixAPIToken)
+	if err != nil {
+		return "", store.Principal{}, err
+	}
+	p := store.Principal{ID: auth.NewID("prn_"), Name: name, Kind: kind, Roles: map[string]string{tenant: role}, CreatedAt: now}
+	if err := c.Store.CreatePrincipal(ctx, p, store.Credential{Hash: auth.Hash(tok), PrincipalID: p.ID, Label: "created", CreatedAt: now}); err != nil {
+		return "", store.Principal{}, err
+	}
+	return tok, p, nil
+}

@@ -1,0 +1,274 @@
+// Package devmode is the main job: a coordinator with one embedded local
+// agent, set up on first start and reused after. The agent is enrolled
+// through the real join-token flow and dials the real tunnel on loopback;
+// there is no in-memory shortcut.
+//
+// devmode serves plain HTTP on loopback only.
+package devmode
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/olivares-dev/olivares/agent/agentd"
+	agentenroll "github.com/olivares-dev/olivares/agent/enroll"
+	"github.com/olivares-dev/olivares/agent/identity"
+	"github.com/olivares-dev/olivares/agent/state"
+	"github.com/olivares-dev/olivares/certs"
+	"github.com/olivares-dev/olivares/coordinator/auth"
+	"github.com/olivares-dev/olivares/coordinator/coordd"
+	"github.com/olivares-dev/olivares/coordinator/store"
+)
+
+// Tenant is dev mode's tenant.
+const Tenant = "default"
+
+// DevFile is written when everything is ready.
+const DevFile = "dev.json"
+
+// Info is the content of dev.json.
+type Info struct {
+	APIURL      string `json:"api_url"`
+	AdminToken  string `json:"admin_token"`
+	Tenant      string `json:"tenant"`
+	NodeID      string `json:"node_id"`
+	AgentSocket string `json:"agent_socket"`
+	CAFile      string `json:"ca_file"`
+}
+
+// Options of a dev run.
+type Options struct {
+	// StateDir: when empty, DefaultStateDir().
+	StateDir string
+	// HTTP is the API address (loopback). When empty, 127.0.0.1:7443.
+	HTTP string
+	// Tunnel is the tunnel address (loopback). When empty, 127.0.0.1:7444.
+	Tunnel string
+	// DisableQUIC leaves the UDP listener out.
+	DisableQUIC bool
+	// Out gets progress and the usage text. When nil, os.Stdout.
+	Out io.Writer
+	// Logf gets daemon logs. When nil, written to Out.
+	Logf func(string, ...any)
+	// Ready is called with the info once dev.json is written.
+	Ready func(Info)
+}
+
+// DefaultStateDir is $XDG_STATE_HOME/olivares/dev, or ~/.local/state/olivares/dev.
+func DefaultStateDir() string {
+	if d := os.Getenv("XDG_STATE_HOME"); d != "" {
+		return filepath.Join(d, "olivares", "dev")
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return filepath.Join(os.TempDir(), "olivares-dev")
+	}
+	return filepath.Join(home, ".local", "state", "olivares", "dev")
+}
+
+// Run sets up (or reuses) the dev fleet and serves until ctx ends.
+func Run(ctx context.Context, o Options) error {
+	if o.StateDir == "" {
+		o.StateDir = DefaultStateDir()
+	}
+	if o.HTTP == "" {
+		o.HTTP = "127.0.0.1:7443"
+	}
+	if o.Tunnel == "" {
+		o.Tunnel = "127.0.0.1:7444"
+	}
+	if o.Out == nil {
+		o.Out = os.Stdout
+	}
+	if o.Logf == nil {
+		o.Logf = func(f string, a ...any) { fmt.Fprintf(o.Out, f+"\n", a...) }
+	}
+	if !coordd.IsLoopback(o.HTTP) {
+		return fmt.Errorf("dev: --http %s is not a loopback address; dev mode serves plain HTTP on loopback only (use serve mode with TLS)", o.HTTP)
+	}
+	if !coordd.IsLoopback(o.Tunnel) {
+		return fmt.Errorf("dev: --tunnel %s is not a loopback address", o.Tunnel)
+	}
+	dir, err := filepath.Abs(o.StateDir)
+	if err != nil {
+		return err
+	}
+	step := func(format string, a ...any) { fmt.Fprintf(o.Out, "dev: "+format+"\n", a...) }
+	step("state in %s", dir)
+
+	cfg := coordd.DefaultConfig()
+	cfg.StateDir = filepath.Join(dir, "coordinator")
+	cfg.API.Listen = o.HTTP
+	cfg.API.Plain = true
+	cfg.Tunnel.Listen = o.Tunnel
+	cfg.Tunnel.DisableQUIC = o.DisableQUIC
+	c, err := coordd.New(cfg, o.Logf)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if err := c.Start(ctx); err != nil {
+		return err
+	}
+	step("coordinator up: api %s, tunnel %s", c.APIURL(), c.TunnelAddr())
+
+	token, err := adminToken(ctx, c, dir)
+	if err != nil {
+		return err
+	}
+
+	agentDir := filepath.Join(dir, "agent")
+	if err := enrollIfNeeded(ctx, c, agentDir, step); err != nil {
+		return err
+	}
+	acfg := agentd.DefaultConfig()
+	acfg.StateDir = agentDir
+	acfg.Coordinator = c.TunnelAddr()
+	acfg.WorktreeDir = filepath.Join(dir, "worktrees")
+	if err := os.MkdirAll(acfg.WorktreeDir, 0o700); err != nil {
+		return err
+	}
+	a, err := agentd.New(acfg, o.Logf)
+	if err != nil {
+		return err
+	}
+	actx, stopAgent := context.WithCancel(ctx)
+	agentDone := make(chan error, 1)
+	go func() { agentDone <- a.Run(actx) }()
+	defer func() {
+		stopAgent()
+		<-agentDone
+	}()
+
+	step("waiting for node %s to connect...", a.NodeID())
+	if err := awaitConnected(ctx, c, a.NodeID(), 30*time.Second, agentDone); err != nil {
+		return err
+	}
+	info := Info{
+		APIURL: c.APIURL(), AdminToken: token, Tenant: Tenant, NodeID: a.NodeID(),
+		AgentSocket: a.SocketPath(), CAFile: c.CAFile(),
+	}
+	raw, _ := json.MarshalIndent(info, "", "  ")
+	if err := certs.WriteFileAtomic(filepath.Join(dir, DevFile), append(raw, '\n'), 0o600); err != nil {
+		return err
+	}
+	fmt.Fprintf(o.Out, `
+Olivares dev mode is ready (node %s connected over %s).
+
+  API        %s
+  tenant     %s
+  admin token in %s
+
+Try:
+  go run ./coordinator/cmd/olivares login --url %s --token "$(jq -r .admin_token %s)" --tenant %s
+  go run ./coordinator/cmd/olivares node list
+  go run ./agent/cmd/olivares-agent status --state-dir %s
+
+Ctrl-C stops everything.
+`, a.NodeID(), c.Fleet.Link(a.NodeID()).Transport, info.APIURL, Tenant, filepath.Join(dir, DevFile),
+		info.APIURL, filepath.Join(dir, DevFile), Tenant, agentDir)
+	if o.Ready != nil {
+		o.Ready(info)
+	}
+	select {
+	case <-ctx.Done():
+		step("stopping")
+		return nil
+	case err := <-c.Errors():
+		return err
+	case err := <-agentDone:
+		agentDone <- err
+		if err == nil {
+			err = errors.New("agent stopped")
+		}
+		return fmt.Errorf("dev: embedded agent: %w", err)
+	}
+}
+
+// adminToken reuses dev.json's admin token when the store still knows it.
+func adminToken(ctx context.Context, c *coordd.Coordinator, dir string) (string, error) {
+	if raw, err := os.ReadFile(filepath.Join(dir, DevFile)); err == nil {
+		var info Info
+		if json.Unmarshal(raw, &info) == nil && info.AdminToken != "" {
+			if _, _, err := c.Store.PrincipalByCredential(ctx, auth.Hash(info.AdminToken)); err == nil {
+				return info.AdminToken, nil
+			}
+		}
+	}
+	tok, _, err := c.CreatePrincipal(ctx, Tenant, "dev-admin", store.RoleAdmin, store.KindHuman)
+	return tok, err
+}
+
+func enrollIfNeeded(ctx context.Context, c *coordd.Coordinator, agentDir string, step func(string, ...any)) error {
+	if state.Exists(agentDir) {
+		db, err := state.Open(agentDir)
+		if err != nil {
+			return err
+		}
+		_, err = identity.Load(db, agentDir)
+		db.Close()
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, identity.ErrNotEnrolled) {
+			return err
+		}
+	}
+	host, _ := os.Hostname()
+	iss, err := c.Enroll.CreateToken(ctx, Tenant, map[string]string{"dev": "true", "host": sanitize(host)}, 0)
+	if err != nil {
+		return err
+	}
+	step("enrolling the local agent as %s (join token, CA pin %s)", iss.NodeID, iss.CAPin)
+	_, err = agentenroll.Enroll(ctx, agentenroll.Options{Coordinator: c.TunnelAddr(), Token: iss.Token, CAPin: iss.CAPin, StateDir: agentDir})
+	return err
+}
+
+func sanitize(s string) string {
+	b := []byte(s)
+	for i, ch := range b {
+		ok := ch == '.' || ch == '_' || ch == '-' || ch >= '0' && ch <= '9' || ch >= 'a' && ch <= 'z' || ch >= 'A' && ch <= 'Z'
+		if !ok {
+			b[i] = '-'
+		}
+	}
+	if len(b) > 200 {
+		b = b[:200]
+	}
+	return string(b)
+}
+
+func awaitConnected(ctx context.Context, c *coordd.Coordinator, nodeID string, d time.Duration, agentDone chan error) error {
+	deadline := time.After(d)
+	t := time.NewTicker(20 * time.Millisecond)
+	defer t.Stop()
+	for !c.Fleet.Link(nodeID).Connected {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case err := <-agentDone:
+			agentDone <- err
+			return fmt.Errorf("dev: embedded agent stopped: %v", err)
+		case <-deadline:
+			return fmt.Errorf("dev: node %s did not connect within %v", nodeID, d)
+		case <-t.C:
+		}
+	}
+	return nil
+}
+
+// ReadInfo reads dev.json from a dev state dir.
+func ReadInfo(dir string) (Info, error) {
+	var info Info
+	raw, err := os.ReadFile(filepath.Join(dir, DevFile))
+	if err != nil {
+		return info, err
+	}
+	return info, json.Unmarshal(raw, &info)
+}

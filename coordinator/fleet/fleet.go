@@ -1,0 +1,464 @@
+// Package fleet is the coordinator's side of the node tunnels: it accepts
+// sessions, checks every handshake against the registry (revocation), keeps
+// the live link of each node with its heartbeat, and opens call streams to
+// agents.
+//
+// fleet never trusts a node's word for who it is: identity comes from the
+// verified client certificate, and the registry record behind it.
+package fleet
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/olivares-dev/olivares/certs"
+	"github.com/olivares-dev/olivares/coordinator/enroll"
+	"github.com/olivares-dev/olivares/coordinator/store"
+	"github.com/olivares-dev/olivares/shared/proto"
+	"github.com/olivares-dev/olivares/shared/tunnel"
+	"github.com/olivares-dev/olivares/shared/wire"
+)
+
+// Defaults.
+const (
+	// DefaultHeartbeat is the interval the coordinator asks agents to use.
+	DefaultHeartbeat = 5 * time.Second
+	// PresenceGrace keeps a node online for this long after its tunnel
+	// drops, so a reconnect does not flap in the console (issue 2).
+	PresenceGrace = 10 * time.Second
+	// helloTimeout bounds how long a new session may stay silent.
+	helloTimeout = 10 * time.Second
+)
+
+// ErrUnreachable: the node has no live tunnel.
+var ErrUnreachable = errors.New("fleet: node unreachable")
+
+// Fleet tracks node links. Create with New.
+type Fleet struct {
+	store     store.Store
+	authority *certs.Authority
+	enroll    *enroll.Server
+	heartbeat time.Duration
+	logf      func(string, ...any)
+
+	mu      sync.Mutex
+	links   map[string]*link     // node id → current link
+	lost    map[string]time.Time // node id → when its last link dropped
+	revoked map[string]bool      // revoked in this process: refuse at once
+
+	reconnects        atomic.Int64
+	handshakeFailures atomic.Int64
+}
+
+// Options configure a Fleet.
+type Options struct {
+	Store     store.Store
+	Authority *certs.Authority
+	Enroll    *enroll.Server
+	// Heartbeat interval agents are told to use. When zero, DefaultHeartbeat.
+	Heartbeat time.Duration
+	// Logf, when nil, discards logs.
+	Logf func(string, ...any)
+}
+
+// New returns a Fleet.
+func New(o Options) *Fleet {
+	f := &Fleet{
+		store: o.Store, authority: o.Authority, enroll: o.Enroll,
+		heartbeat: o.Heartbeat, logf: o.Logf,
+		links: map[string]*link{}, lost: map[string]time.Time{}, revoked: map[string]bool{},
+	}
+	if f.heartbeat == 0 {
+		f.heartbeat = DefaultHeartbeat
+	}
+	if f.logf == nil {
+		f.logf = func(string, ...any) {}
+	}
+	return f
+}
+
+type link struct {
+	nodeID    string
+	sess      tunnel.Session
+	since     time.Time
+	lastBeat  atomic.Int64 // unix nanos
+	hostname  string
+	certUntil time.Time
+}
+
+// TLSConfig returns the tunnel's server TLS config: TLS 1.3, a client
+// certificate required and verified against the CA bundle (current and next
+// root), and the registry checked on every handshake.
+func (f *Fleet) TLSConfig(serverCert tls.Certificate) *tls.Config {
+	base := &tls.Config{
+		MinVersion:   tls.VersionTLS13,
+		Certificates: []tls.Certificate{serverCert},
+		ClientAuth:   tls.RequireAndVerifyClientCert,
+	}
+	return &tls.Config{
+		MinVersion:   tls.VersionTLS13,
+		Certificates: []tls.Certificate{serverCert},
+		ClientAuth:   tls.RequireAndVerifyClientCert,
+		ClientCAs:    f.authority.Pool(),
+		// The pool is taken per handshake so that a CA rotation applies
+		// without a restart.
+		GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
+			c := base.Clone()
+			c.ClientCAs = f.authority.Pool()
+			c.VerifyConnection = f.verifyConnection
+			return c, nil
+		},
+		VerifyConnection: f.verifyConnection,
+	}
+}
+
+// EnrollTLSConfig is served to enrollment ClientHellos: no client
+// certificate, the server chain carries the CA so the node can check its pin.
+func (f *Fleet) EnrollTLSConfig(serverCert tls.Certificate) *tls.Config {
+	return &tls.Config{MinVersion: tls.VersionTLS13, Certificates: []tls.Certificate{serverCert}}
+}
+
+// verifyConnection is the revocation check of every tunnel handshake.
+func (f *Fleet) verifyConnection(cs tls.ConnectionState) error {
+	if len(cs.PeerCertificates) == 0 {
+		return errors.New("fleet: no client certificate")
+	}
+	id, err := certs.NodeID(cs.PeerCertificates[0])
+	if err != nil {
+		return err
+	}
+	f.mu.Lock()
+	rev := f.revoked[id]
+	f.mu.Unlock()
+	if rev {
+		return fmt.Errorf("fleet: node %s is revoked", id)
+	}
+	n, err := f.store.GetNode(context.Background(), id)
+	if err != nil {
+		return fmt.Errorf("fleet: node %s: %w", id, err)
+	}
+	if !n.RevokedAt.IsZero() {
+		return fmt.Errorf("fleet: node %s is revoked", id)
+	}
+	return nil
+}
+
+// HandshakeFailed counts a failed tunnel handshake (listeners call it).
+func (f *Fleet) HandshakeFailed(err error) {
+	f.handshakeFailures.Add(1)
+	f.logf("fleet: handshake refused: %v", err)
+}
+
+// Serve accepts sessions from l until ctx ends or l fails.
+func (f *Fleet) Serve(ctx context.Context, l tunnel.Listener) error {
+	for {
+		sess, err := l.Accept(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		go f.handle(ctx, sess)
+	}
+}
+
+func nodeOf(sess tunnel.Session) (string, *x509.Certificate, error) {
+	cs := sess.ConnectionState()
+	if len(cs.PeerCertificates) == 0 {
+		return "", nil, errors.New("no peer certificate")
+	}
+	id, err := certs.NodeID(cs.PeerCertificates[0])
+	return id, cs.PeerCertificates[0], err
+}
+
+func (f *Fleet) handle(ctx context.Context, sess tunnel.Session) {
+	defer sess.Close()
+	id, cert, err := nodeOf(sess)
+	if err != nil {
+		f.logf("fleet: session without node identity: %v", err)
+		return
+	}
+	l := &link{nodeID: id, sess: sess, certUntil: cert.NotAfter}
+	helloDone := make(chan struct{})
+	go func() {
+		select {
+		case <-helloDone:
+		case <-sess.Done():
+		case <-time.After(helloTimeout):
+			f.logf("fleet: node %s sent no hello in %v", id, helloTimeout)
+			sess.Close()
+		}
+	}()
+	defer f.unregister(l)
+	for {
+		s, err := sess.AcceptStream(ctx)
+		if err != nil {
+			return
+		}
+		go f.serveStream(ctx, l, s, helloDone)
+	}
+}
+
+func (f *Fleet) serveStream(ctx context.Context, l *link, s tunnel.Stream, helloDone chan struct{}) {
+	defer s.Close()
+	s.SetDeadline(time.Now().Add(30 * time.Second))
+	var h wire.Header
+	if err := wire.ReadMessage(s, &h); err != nil {
+		return
+	}
+	switch h.Op {
+	case proto.OpHello:
+		f.control(ctx, l, s, h, helloDone)
+	case proto.OpRenew:
+		var req proto.RenewRequest
+		if err := json.Unmarshal(h.Params, &req); err != nil {
+			wire.Respond(s, nil, &wire.Error{Status: http.StatusBadRequest, Code: "bad_request", Message: "renew: bad params"})
+			return
+		}
+		resp, err := f.enroll.Renew(ctx, l.nodeID, req.CSR)
+		if err != nil {
+			wire.Respond(s, nil, err)
+			return
+		}
+		f.logf("fleet: node %s renewed its certificate", l.nodeID)
+		wire.Respond(s, resp, nil)
+	default:
+		wire.Respond(s, nil, &wire.Error{Status: http.StatusNotFound, Code: "unknown_op", Message: fmt.Sprintf("coordinator has no op %q", h.Op)})
+	}
+}
+
+// control runs the hello exchange and then echoes heartbeats until the
+// stream or the session ends, or the agent goes silent for 3 intervals.
+func (f *Fleet) control(ctx context.Context, l *link, s tunnel.Stream, h wire.Header, helloDone chan struct{}) {
+	var hello proto.Hello
+	if err := json.Unmarshal(h.Params, &hello); err != nil {
+		wire.Respond(s, nil, &wire.Error{Status: http.StatusBadRequest, Code: "bad_request", Message: "hello: bad params"})
+		return
+	}
+	caps, _ := json.Marshal(hello.Capabilities)
+	_, err := f.store.UpdateNode(ctx, l.nodeID, func(n *store.Node) error {
+		if !n.RevokedAt.IsZero() {
+			return errRevoked
+		}
+		n.Hostname = hello.Hostname
+		n.AgentVersion = hello.AgentVersion
+		n.Capabilities = caps
+		return nil
+	})
+	if err != nil {
+		wire.Respond(s, nil, &wire.Error{Status: http.StatusForbidden, Code: "node_refused", Message: err.Error()})
+		l.sess.Close()
+		return
+	}
+	l.hostname = hello.Hostname
+	if !f.register(l) {
+		wire.Respond(s, nil, &wire.Error{Status: http.StatusForbidden, Code: "node_revoked", Message: "this node was revoked"})
+		l.sess.Close()
+		return
+	}
+	close(helloDone)
+	if err := wire.Respond(s, proto.HelloReply{NodeID: l.nodeID, HeartbeatInterval: f.heartbeat}, nil); err != nil {
+		l.sess.Close()
+		return
+	}
+	buf := make([]byte, 0, 256)
+	for {
+		s.SetDeadline(time.Now().Add(3 * f.heartbeat))
+		p, err := wire.ReadFrame(s, buf)
+		if err != nil {
+			// A silent or broken control stream ends the session: the agent
+			// will reconnect.
+			l.sess.Close()
+			return
+		}
+		l.lastBeat.Store(time.Now().UnixNano())
+		if err := wire.WriteFrame(s, p); err != nil {
+			l.sess.Close()
+			return
+		}
+	}
+}
+
+var errRevoked = errors.New("node is revoked")
+
+// register makes l the node's current link; an older link is closed.
+func (f *Fleet) register(l *link) bool {
+	f.mu.Lock()
+	if f.revoked[l.nodeID] {
+		f.mu.Unlock()
+		return false
+	}
+	old := f.links[l.nodeID]
+	_, seen := f.lost[l.nodeID]
+	if old != nil || seen {
+		f.reconnects.Add(1)
+	}
+	now := time.Now()
+	l.since = now
+	l.lastBeat.Store(now.UnixNano())
+	f.links[l.nodeID] = l
+	delete(f.lost, l.nodeID)
+	f.mu.Unlock()
+	if old != nil {
+		old.sess.Close()
+	}
+	f.logf("fleet: node %s connected over %s", l.nodeID, l.sess.Transport())
+	return true
+}
+
+func (f *Fleet) unregister(l *link) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.links[l.nodeID] == l {
+		delete(f.links, l.nodeID)
+		f.lost[l.nodeID] = time.Now()
+		f.logf("fleet: node %s disconnected", l.nodeID)
+	}
+}
+
+// Revoke marks the node revoked in the store and cuts its live tunnel at
+// once; every later handshake of that node is refused.
+func (f *Fleet) Revoke(ctx context.Context, nodeID string) (store.Node, error) {
+	f.mu.Lock()
+	f.revoked[nodeID] = true
+	l := f.links[nodeID]
+	f.mu.Unlock()
+	n, err := f.store.UpdateNode(ctx, nodeID, func(n *store.Node) error {
+		if n.RevokedAt.IsZero() {
+			n.RevokedAt = time.Now().UTC()
+		}
+		return nil
+	})
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			f.mu.Lock()
+			delete(f.revoked, nodeID)
+			f.mu.Unlock()
+		}
+		return store.Node{}, err
+	}
+	if l != nil {
+		l.sess.Close()
+	}
+	return n, nil
+}
+
+// Link is the live state of a node's tunnel.
+type Link struct {
+	// Connected: a tunnel is up right now.
+	Connected bool
+	// Online: connected, or dropped less than PresenceGrace ago.
+	Online         bool
+	Transport      string
+	ConnectedSince time.Time
+	LastHeartbeat  time.Time
+	OpenStreams    int
+}
+
+// Link returns the live state of a node.
+func (f *Fleet) Link(nodeID string) Link {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if l := f.links[nodeID]; l != nil {
+		return Link{
+			Connected: true, Online: true, Transport: l.sess.Transport(),
+			ConnectedSince: l.since.UTC(), LastHeartbeat: time.Unix(0, l.lastBeat.Load()).UTC(),
+			OpenStreams: l.sess.NumStreams(),
+		}
+	}
+	if at, ok := f.lost[nodeID]; ok && time.Since(at) < PresenceGrace {
+		return Link{Online: true}
+	}
+	return Link{}
+}
+
+// Connected lists node ids with a live tunnel, sorted.
+func (f *Fleet) Connected() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	ids := make([]string, 0, len(f.links))
+	for id := range f.links {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+// Stats are the fleet's metrics.
+type Stats struct {
+	NodesConnected    int
+	Reconnects        int64
+	OpenStreams       int
+	HandshakeFailures int64
+}
+
+// Stats returns current counters.
+func (f *Fleet) Stats() Stats {
+	f.mu.Lock()
+	st := Stats{NodesConnected: len(f.links)}
+	for _, l := range f.links {
+		st.OpenStreams += l.sess.NumStreams()
+	}
+	f.mu.Unlock()
+	st.Reconnects = f.reconnects.Load()
+	st.HandshakeFailures = f.handshakeFailures.Load()
+	return st
+}
+
+// Open opens a call stream to the node: header sent, reply read. On success
+// the caller owns the stream (frames may follow) and must Close it.
+func (f *Fleet) Open(ctx context.Context, nodeID string, h wire.Header, params any, result any) (tunnel.Stream, error) {
+	f.mu.Lock()
+	l := f.links[nodeID]
+	f.mu.Unlock()
+	if l == nil {
+		return nil, &wire.Error{Status: http.StatusServiceUnavailable, Code: "node_unreachable", Message: fmt.Sprintf("node %s has no live tunnel to the coordinator; check olivares-agent status on it", nodeID)}
+	}
+	s, err := l.sess.OpenStream(ctx)
+	if err != nil {
+		return nil, &wire.Error{Status: http.StatusServiceUnavailable, Code: "node_unreachable", Message: fmt.Sprintf("node %s: cannot open a stream: %v", nodeID, err)}
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		s.SetDeadline(dl)
+	}
+	if err := wire.Call(s, h, params, result); err != nil {
+		s.Close()
+		var we *wire.Error
+		if errors.As(err, &we) {
+			return nil, we
+		}
+		return nil, &wire.Error{Status: http.StatusBadGateway, Code: "node_call_failed", Message: fmt.Sprintf("node %s: %s: %v", nodeID, h.Op, err)}
+	}
+	s.SetDeadline(time.Time{})
+	return s, nil
+}
+
+// Call is Open for calls without frames: the stream is closed on return.
+func (f *Fleet) Call(ctx context.Context, nodeID string, h wire.Header, params any, result any) error {
+	s, err := f.Open(ctx, nodeID, h, params, result)
+	if err != nil {
+		return err
+	}
+	return s.Close()
+}
+
+// Disconnect closes the node's live tunnel, if any (shutdown). The agent
+// will reconnect.
+func (f *Fleet) Disconnect(nodeID string) {
+	f.mu.Lock()
+	l := f.links[nodeID]
+	f.mu.Unlock()
+	if l != nil {
+		l.sess.Close()
+	}
+}

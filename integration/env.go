@@ -1,0 +1,323 @@
+// Package integration runs real daemons on loopback: a coordinator with its
+// bbolt store, CA and tunnel listeners, and N agents enrolled through the
+// real join-token flow, each with its own state dir and socket. Tests wait
+// with Await* helpers that have deadlines; nothing sleeps.
+package integration
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/olivares-dev/olivares/agent/agentd"
+	agentenroll "github.com/olivares-dev/olivares/agent/enroll"
+	"github.com/olivares-dev/olivares/coordinator/coordd"
+	"github.com/olivares-dev/olivares/coordinator/fleet"
+	"github.com/olivares-dev/olivares/coordinator/store"
+)
+
+// Tenant is the env's default tenant.
+const Tenant = "default"
+
+// Options shape an Env.
+type Options struct {
+	// DisableQUIC starts the coordinator without its UDP listener.
+	DisableQUIC bool
+	// NodeCertValidity: when zero, the default (7 days).
+	NodeCertValidity time.Duration
+	// Heartbeat: when zero, 500ms (tests want fast detection).
+	Heartbeat time.Duration
+}
+
+// Env is one coordinator and its agents.
+type Env struct {
+	t    testing.TB
+	Dir  string
+	opts Options
+
+	mu     sync.Mutex
+	Coord  *coordd.Coordinator
+	cancel context.CancelFunc
+	cfg    coordd.Config
+	// AdminToken is an admin of Tenant.
+	AdminToken string
+	agents     []*Agent
+}
+
+// NewEnv starts a coordinator on 127.0.0.1 with plain HTTP for the API.
+func NewEnv(t testing.TB, o ...Options) *Env {
+	t.Helper()
+	var opts Options
+	if len(o) > 0 {
+		opts = o[0]
+	}
+	if opts.Heartbeat == 0 {
+		opts.Heartbeat = 500 * time.Millisecond
+	}
+	dir := shortTempDir(t)
+	e := &Env{t: t, Dir: dir, opts: opts}
+	cfg := coordd.DefaultConfig()
+	cfg.StateDir = filepath.Join(dir, "coord")
+	cfg.API.Listen = "127.0.0.1:0"
+	cfg.API.Plain = true
+	cfg.Tunnel.Listen = "127.0.0.1:0"
+	cfg.Tunnel.DisableQUIC = opts.DisableQUIC
+	cfg.Tunnel.Heartbeat.Duration = opts.Heartbeat
+	if opts.NodeCertValidity != 0 {
+		cfg.PKI.NodeCertValidity.Duration = opts.NodeCertValidity
+	}
+	e.cfg = cfg
+	e.startCoordinator()
+	tok, _, err := e.Coord.CreatePrincipal(context.Background(), Tenant, "admin", store.RoleAdmin, store.KindHuman)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.AdminToken = tok
+	t.Cleanup(e.close)
+	return e
+}
+
+// shortTempDir keeps unix socket paths under the 108-byte limit.
+func shortTempDir(t testing.TB) string {
+	d, err := os.MkdirTemp("", "olv-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(d) })
+	return d
+}
+
+func (e *Env) logf(format string, args ...any) {
+	if testing.Verbose() {
+		e.t.Logf(format, args...)
+	}
+}
+
+func (e *Env) startCoordinator() {
+	e.t.Helper()
+	c, err := coordd.New(e.cfg, e.logf)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := c.Start(ctx); err != nil {
+		cancel()
+		c.Close()
+		e.t.Fatal(err)
+	}
+	// Later restarts reuse the same ports.
+	e.cfg.API.Listen = strings.TrimPrefix(c.APIURL(), "http://")
+	e.cfg.Tunnel.Listen = c.TunnelAddr()
+	e.mu.Lock()
+	e.Coord, e.cancel = c, cancel
+	e.mu.Unlock()
+}
+
+// RestartCoordinator stops the coordinator and starts it again on the same
+// state dir and ports.
+func (e *Env) RestartCoordinator() {
+	e.t.Helper()
+	e.mu.Lock()
+	c, cancel := e.Coord, e.cancel
+	e.mu.Unlock()
+	cancel()
+	if err := c.Close(); err != nil {
+		e.t.Fatal(err)
+	}
+	e.startCoordinator()
+}
+
+func (e *Env) close() {
+	for _, a := range e.agents {
+		a.Stop()
+	}
+	e.mu.Lock()
+	c, cancel := e.Coord, e.cancel
+	e.mu.Unlock()
+	cancel()
+	c.Close()
+}
+
+// Fleet returns the current coordinator's fleet.
+func (e *Env) Fleet() *fleet.Fleet {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.Coord.Fleet
+}
+
+// APIURL is the API base URL.
+func (e *Env) APIURL() string { return e.Coord.APIURL() }
+
+// TunnelAddr is what agents dial.
+func (e *Env) TunnelAddr() string { return e.Coord.TunnelAddr() }
+
+// Principal creates a principal and returns its token.
+func (e *Env) Principal(tenant, role, kind string) string {
+	e.t.Helper()
+	tok, _, err := e.Coord.CreatePrincipal(context.Background(), tenant, "p-"+role, role, kind)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return tok
+}
+
+// AgentOptions shape one agent.
+type AgentOptions struct {
+	// Transport: when empty, "auto".
+	Transport string
+	// Tenant: when empty, Tenant.
+	Tenant string
+	// QUICRetry: when zero, 30s.
+	QUICRetry time.Duration
+}
+
+// Agent is one running agent.
+type Agent struct {
+	env    *Env
+	ID     string
+	Dir    string
+	Daemon *agentd.Agent
+	cancel context.CancelFunc
+	done   chan error
+	once   sync.Once
+}
+
+// StartAgent enrolls a new node through the real flow (join token over the
+// TLS enrollment protocol, pin checked) and runs its agent.
+func (e *Env) StartAgent(o ...AgentOptions) *Agent {
+	e.t.Helper()
+	var opts AgentOptions
+	if len(o) > 0 {
+		opts = o[0]
+	}
+	if opts.Tenant == "" {
+		opts.Tenant = Tenant
+	}
+	ctx := context.Background()
+	iss, err := e.Coord.Enroll.CreateToken(ctx, opts.Tenant, map[string]string{"test": "true"}, 0)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	dir := filepath.Join(e.Dir, fmt.Sprintf("a%d", len(e.agents)))
+	if _, err := agentenroll.Enroll(ctx, agentenroll.Options{Coordinator: e.TunnelAddr(), Token: iss.Token, CAPin: iss.CAPin, StateDir: dir}); err != nil {
+		e.t.Fatal(err)
+	}
+	cfg := agentd.DefaultConfig()
+	cfg.StateDir = dir
+	cfg.Transport = opts.Transport
+	cfg.Path = os.Getenv("PATH")
+	if opts.QUICRetry != 0 {
+		cfg.Tunnel.QUICRetry.Duration = opts.QUICRetry
+	}
+	d, err := agentd.New(cfg, e.logf)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	actx, cancel := context.WithCancel(ctx)
+	a := &Agent{env: e, ID: d.NodeID(), Dir: dir, Daemon: d, cancel: cancel, done: make(chan error, 1)}
+	go func() { a.done <- d.Run(actx) }()
+	e.agents = append(e.agents, a)
+	return a
+}
+
+// Stop stops the agent and waits for it.
+func (a *Agent) Stop() {
+	a.once.Do(func() {
+		a.cancel()
+		<-a.done
+	})
+}
+
+// Await polls cond until it holds or d passes.
+func Await(t testing.TB, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", d, what)
+		}
+		<-tick.C
+	}
+}
+
+// AwaitConnected waits until the coordinator has a live tunnel from a.
+func (a *Agent) AwaitConnected(d time.Duration) fleet.Link {
+	a.env.t.Helper()
+	var l fleet.Link
+	Await(a.env.t, d, "node "+a.ID+" to connect", func() bool {
+		l = a.env.Fleet().Link(a.ID)
+		return l.Connected && a.Daemon.Link().State == "connected"
+	})
+	return l
+}
+
+// AwaitTransport waits until a is connected over transport.
+func (a *Agent) AwaitTransport(transport string, d time.Duration) {
+	a.env.t.Helper()
+	Await(a.env.t, d, "node "+a.ID+" over "+transport, func() bool {
+		l := a.env.Fleet().Link(a.ID)
+		return l.Connected && l.Transport == transport
+	})
+}
+
+// AwaitDisconnected waits until the coordinator has no live tunnel from a.
+func (a *Agent) AwaitDisconnected(d time.Duration) {
+	a.env.t.Helper()
+	Await(a.env.t, d, "node "+a.ID+" to disconnect", func() bool { return !a.env.Fleet().Link(a.ID).Connected })
+}
+
+// Response is an API answer.
+type Response struct {
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+// JSON decodes the body.
+func (r Response) JSON(t testing.TB, v any) {
+	t.Helper()
+	if err := json.Unmarshal(r.Body, v); err != nil {
+		t.Fatalf("decode %s: %v", r.Body, err)
+	}
+}
+
+// ErrorCode returns the R-API-4 error code of the body, if any.
+func (r Response) ErrorCode() string {
+	var b struct {
+		Error struct{ Code string } `json:"error"`
+	}
+	json.Unmarshal(r.Body, &b)
+	return b.Error.Code
+}
+
+// Do calls the API. token "" sends no Authorization; tenant "" no tenant header.
+func (e *Env) Do(method, path, token, tenant string) Response {
+	e.t.Helper()
+	req, err := http.NewRequest(method, e.APIURL()+path, nil)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	if tenant != "" {
+		req.Header.Set("X-Olivares-Tenant", tenant)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return Response{Status: resp.StatusCode, Header: resp.Header, Body: body}
+}

@@ -1,0 +1,70 @@
+// Package apierr is the error both daemons hand to people: a stable
+// snake_case code, an HTTP status and a sentence a person can act on
+// (R-API-4). An agent error crosses the tunnel as a wire.Error with the same
+// three fields, and the coordinator passes it through unchanged.
+package apierr
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+)
+
+// Error is an API error. Its JSON body is {"error":{"code":...,"message":...}}.
+type Error struct {
+	Status  int    `json:"-"`
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("%s: %s", e.Code, e.Message) }
+
+// Body is the JSON envelope of an error response (R-API-4).
+type Body struct {
+	Error *Error `json:"error"`
+}
+
+// New returns an error with a formatted message.
+func New(status int, code, format string, args ...any) *Error {
+	return &Error{Status: status, Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// As returns the *Error inside err, or a 500 internal error that does not
+// leak err's text beyond a generic sentence.
+func As(err error) *Error {
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	return &Error{Status: http.StatusInternalServerError, Code: "internal", Message: "internal error; see the coordinator log"}
+}
+
+// Common errors, shared so that every route says the same thing.
+func Unauthenticated() *Error {
+	return New(http.StatusUnauthorized, "unauthenticated", "missing or unknown bearer token; pass Authorization: Bearer <token> (see olivares login)")
+}
+
+// TenantRequired is R-TEN-4's 400.
+func TenantRequired() *Error {
+	return New(http.StatusBadRequest, "tenant_required", "the X-Olivares-Tenant header is missing or malformed; send the tenant id, e.g. X-Olivares-Tenant: default")
+}
+
+// TenantForbidden is R-TEN-4's 403.
+func TenantForbidden(tenant string) *Error {
+	return New(http.StatusForbidden, "tenant_forbidden", "this credential is not a member of tenant %q", tenant)
+}
+
+// PermissionDenied is R-AUTH-3's 403.
+func PermissionDenied(perm string) *Error {
+	return New(http.StatusForbidden, "permission_denied", "this credential lacks %s in this tenant; ask an admin for a role that grants it", perm)
+}
+
+// NotFound is the 404 for a resource absent from the caller's tenant (R-TEN-3).
+func NotFound(kind, id string) *Error {
+	return New(http.StatusNotFound, "not_found", "%s %q not found", kind, id)
+}
+
+// BadRequest is a 400 for invalid input.
+func BadRequest(code, format string, args ...any) *Error {
+	return New(http.StatusBadRequest, code, format, args...)
+}
