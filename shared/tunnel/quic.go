@@ -166,8 +166,11 @@ type quicStream struct {
 func (s *quicStream) CloseWrite() error { return s.Stream.Close() }
 
 func (s *quicStream) Close() error {
-	err := s.Stream.Close()
+	// Close fails only when our send side was already cancelled (the peer
+	// released its side first with STOP_SENDING): the stream is closed
+	// either way, so there is nothing to report.
+	s.Stream.Close()
 	s.Stream.CancelRead(0)
 	s.once.Do(func() { s.sess.streams.Add(-1) })
-	return err
+	return nil
 }
