@@ -182,13 +182,21 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		tenant = fs.String("tenant", "", "tenant")
 		caFile = fs.String("ca-file", "", "CA PEM to trust for https (the coordinator's ca.pem)")
 	}
-	if err := fs.Parse(rest); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
+	// Flags may come after the node id (olivares node show ID --json).
+	var pos []string
+	for {
+		if err := fs.Parse(rest); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil
+			}
+			return usageError{err}
 		}
-		return usageError{err}
+		if fs.NArg() == 0 {
+			break
+		}
+		pos = append(pos, fs.Arg(0))
+		rest = fs.Args()[1:]
 	}
-	pos := fs.Args()
 	needArg := func() (string, error) {
 		if len(pos) != 1 {
 			return "", usageError{fmt.Errorf("%s: want exactly one node id", cmd)}

@@ -1,0 +1,289 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The three binaries, built once per test run.
+var (
+	buildOnce sync.Once
+	binDir    string
+	buildErr  error
+)
+
+func repoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Dir(filepath.Dir(file))
+}
+
+func binaries(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		binDir, buildErr = os.MkdirTemp("", "olv-bin-")
+		if buildErr != nil {
+			return
+		}
+		cmd := exec.Command("go", "build", "-o", binDir+"/",
+			"./coordinator/cmd/olivares-coordinator", "./coordinator/cmd/olivares", "./agent/cmd/olivares-agent")
+		cmd.Dir = repoRoot()
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			buildErr = errors.New(string(out))
+		}
+	})
+	if buildErr != nil {
+		t.Fatalf("build: %v", buildErr)
+	}
+	return binDir
+}
+
+// proc is a daemon started from a real binary.
+type proc struct {
+	cmd  *exec.Cmd
+	out  *syncBuffer
+	done chan error
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func start(t *testing.T, env []string, bin string, args ...string) *proc {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), env...)
+	p := &proc{cmd: cmd, out: &syncBuffer{}, done: make(chan error, 1)}
+	cmd.Stdout, cmd.Stderr = p.out, p.out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { p.done <- cmd.Wait() }()
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill() // only the pid we started
+			<-p.done
+		}
+	})
+	return p
+}
+
+// interrupt sends SIGINT (Ctrl-C) and waits for a clean exit.
+func (p *proc) interrupt(t *testing.T) {
+	t.Helper()
+	p.cmd.Process.Signal(syscall.SIGINT)
+	select {
+	case err := <-p.done:
+		if err != nil {
+			t.Fatalf("%s after SIGINT: %v\n%s", p.cmd.Path, err, p.out)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatalf("%s did not stop within 15 s of SIGINT\n%s", p.cmd.Path, p.out)
+	}
+}
+
+func runCmd(t *testing.T, env []string, bin string, args ...string) (string, int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.CombinedOutput()
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return string(out), code
+}
+
+func awaitFile(t *testing.T, p *proc, path string, d time.Duration) {
+	t.Helper()
+	Await(t, d, path, func() bool {
+		select {
+		case err := <-p.done:
+			p.done <- err
+			t.Fatalf("%s exited: %v\n%s", p.cmd.Path, err, p.out)
+		default:
+		}
+		_, err := os.Stat(path)
+		return err == nil
+	})
+}
+
+type devInfo struct {
+	APIURL      string `json:"api_url"`
+	AdminToken  string `json:"admin_token"`
+	Tenant      string `json:"tenant"`
+	NodeID      string `json:"node_id"`
+	AgentSocket string `json:"agent_socket"`
+	CAFile      string `json:"ca_file"`
+}
+
+// The main job as a person runs it: dev mode from the real binary, the CLI
+// against it, a second node enrolled with the real agent binary, Ctrl-C,
+// and a restart that reuses everything.
+func TestDevModeBinaries(t *testing.T) {
+	t.Parallel()
+	bin := binaries(t)
+	dir := shortTempDir(t)
+	state := filepath.Join(dir, "dev")
+	env := []string{"OLIVARES_CONFIG_DIR=" + filepath.Join(dir, "cfg")}
+	coord, cli, agent := filepath.Join(bin, "olivares-coordinator"), filepath.Join(bin, "olivares"), filepath.Join(bin, "olivares-agent")
+
+	dev := start(t, env, coord, "dev", "--state-dir", state, "--http", "127.0.0.1:0", "--tunnel", "127.0.0.1:0")
+	awaitFile(t, dev, filepath.Join(state, "dev.json"), 60*time.Second)
+	var info devInfo
+	raw, _ := os.ReadFile(filepath.Join(state, "dev.json"))
+	if err := json.Unmarshal(raw, &info); err != nil {
+		t.Fatal(err)
+	}
+	if info.Tenant != "default" || info.NodeID == "" || info.AdminToken == "" || !strings.HasPrefix(info.APIURL, "http://127.0.0.1:") || info.CAFile == "" {
+		t.Fatalf("dev.json: %+v", info)
+	}
+	if !strings.Contains(dev.out.String(), "ready") {
+		t.Fatalf("dev printed no usage:\n%s", dev.out)
+	}
+
+	out, code := runCmd(t, env, cli, "login", "--url", info.APIURL, "--token", info.AdminToken, "--tenant", "default")
+	if code != 0 {
+		t.Fatalf("login: %d %s", code, out)
+	}
+	st, err := os.Stat(filepath.Join(dir, "cfg", "credentials.json"))
+	if err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("credentials file: %v %v", st, err)
+	}
+	if out, code := runCmd(t, env, cli, "login", "--url", info.APIURL, "--token", "olv_wrong", "--tenant", "default"); code != 1 || !strings.Contains(out, "unauthenticated") {
+		t.Fatalf("login with a bad token: %d %s", code, out)
+	}
+
+	nodeList := func() []map[string]any {
+		out, code := runCmd(t, env, cli, "node", "list", "--json")
+		if code != 0 {
+			t.Fatalf("node list: %d %s", code, out)
+		}
+		var res struct{ Nodes []map[string]any }
+		if err := json.Unmarshal([]byte(out), &res); err != nil {
+			t.Fatalf("node list --json: %v\n%s", err, out)
+		}
+		return res.Nodes
+	}
+	ns := nodeList()
+	if len(ns) != 1 || ns[0]["id"] != info.NodeID || ns[0]["connected"] != true {
+		t.Fatalf("node list: %v", ns)
+	}
+	if out, code := runCmd(t, env, cli, "node", "show", info.NodeID); code != 0 || !strings.Contains(out, "connected") {
+		t.Fatalf("node show: %d %s", code, out)
+	}
+
+	agentDir := filepath.Join(state, "agent")
+	out, code = runCmd(t, env, agent, "status", "--state-dir", agentDir, "--json")
+	if code != 0 {
+		t.Fatalf("agent status: %d %s", code, out)
+	}
+	var ast map[string]any
+	json.Unmarshal([]byte(out), &ast)
+	if ast["node_id"] != info.NodeID {
+		t.Fatalf("agent status: %s", out)
+	}
+	if out, code := runCmd(t, env, agent, "status", "--state-dir", agentDir); code != 0 || !strings.Contains(out, "link:") || !strings.Contains(out, "connected") {
+		t.Fatalf("agent status text: %d %s", code, out)
+	}
+
+	// A second node, enrolled and run with the real agent binary.
+	out, code = runCmd(t, env, coord, "token", "create", "--state-dir", filepath.Join(state, "coordinator"), "--label", "role=builder", "--json")
+	if code != 0 {
+		t.Fatalf("token create: %d %s", code, out)
+	}
+	var tok struct {
+		Token       string `json:"token"`
+		NodeID      string `json:"node_id"`
+		Coordinator string `json:"coordinator"`
+		CAPin       string `json:"ca_pin"`
+	}
+	if err := json.Unmarshal([]byte(out), &tok); err != nil || tok.Token == "" || tok.NodeID == "" {
+		t.Fatalf("token create --json: %v %s", err, out)
+	}
+	node2 := filepath.Join(dir, "node2")
+	if out, code := runCmd(t, env, agent, "enroll", "--coordinator", tok.Coordinator, "--token", tok.Token, "--ca-pin", tok.CAPin, "--state-dir", node2); code != 0 {
+		t.Fatalf("enroll: %d %s", code, out)
+	}
+	// The token is single use.
+	if out, code := runCmd(t, env, agent, "enroll", "--coordinator", tok.Coordinator, "--token", tok.Token, "--ca-pin", tok.CAPin, "--state-dir", filepath.Join(dir, "node3")); code != 1 || !strings.Contains(out, "already used") {
+		t.Fatalf("reused token: %d %s", code, out)
+	}
+	a2 := start(t, env, agent, "run", "--state-dir", node2, "--transport", "yamux")
+	Await(t, 20*time.Second, "second node connected", func() bool {
+		for _, n := range nodeList() {
+			if n["id"] == tok.NodeID && n["connected"] == true && n["transport"] == "yamux" {
+				return true
+			}
+		}
+		return false
+	})
+	// A viewer principal made over the admin socket cannot revoke.
+	out, code = runCmd(t, env, coord, "principal", "create", "--state-dir", filepath.Join(state, "coordinator"), "--tenant", "default", "--name", "v", "--role", "viewer", "--kind", "human", "--json")
+	if code != 0 {
+		t.Fatalf("principal create: %d %s", code, out)
+	}
+	var pr struct{ Token string }
+	json.Unmarshal([]byte(out), &pr)
+	venv := []string{"OLIVARES_CONFIG_DIR=" + filepath.Join(dir, "cfg-viewer")}
+	if out, code := runCmd(t, venv, cli, "login", "--url", info.APIURL, "--token", pr.Token, "--tenant", "default"); code != 0 {
+		t.Fatalf("viewer login: %d %s", code, out)
+	}
+	if out, code := runCmd(t, venv, cli, "node", "revoke", tok.NodeID); code != 1 || !strings.Contains(out, "permission_denied") {
+		t.Fatalf("viewer revoke: %d %s", code, out)
+	}
+	if out, code := runCmd(t, env, cli, "node", "revoke", tok.NodeID, "--json"); code != 0 || !strings.Contains(out, "revoked_at") {
+		t.Fatalf("admin revoke: %d %s", code, out)
+	}
+	a2.interrupt(t)
+
+	// Ctrl-C stops everything; the agent socket goes with it.
+	dev.interrupt(t)
+	if out, code := runCmd(t, env, agent, "status", "--state-dir", agentDir); code != 1 || !strings.Contains(out, "no agent is running") {
+		t.Fatalf("status with no agent: %d %s", code, out)
+	}
+
+	// A restart reuses the CA, the admin and the node.
+	fi, _ := os.Stat(filepath.Join(state, "dev.json"))
+	dev = start(t, env, coord, "dev", "--state-dir", state, "--http", "127.0.0.1:0", "--tunnel", "127.0.0.1:0")
+	Await(t, 60*time.Second, "dev.json rewritten", func() bool {
+		st, err := os.Stat(filepath.Join(state, "dev.json"))
+		return err == nil && st.ModTime().After(fi.ModTime())
+	})
+	var again devInfo
+	raw, _ = os.ReadFile(filepath.Join(state, "dev.json"))
+	json.Unmarshal(raw, &again)
+	if again.NodeID != info.NodeID || again.AdminToken != info.AdminToken {
+		t.Fatalf("restart: got node %s token reused %v, want node %s reused", again.NodeID, again.AdminToken == info.AdminToken, info.NodeID)
+	}
+	dev.interrupt(t)
+}
