@@ -6,6 +6,7 @@ package integration
 
 import (
 	"context"
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -321,3 +322,21 @@ func (e *Env) Do(method, path, token, tenant string) Response {
 	body, _ := io.ReadAll(resp.Body)
 	return Response{Status: resp.StatusCode, Header: resp.Header, Body: body}
 }
+
+// RestartCoordinatorWith stops the coordinator, runs fn on its state dir
+// while it is down (a CA rotation, say), and starts it again.
+func (e *Env) RestartCoordinatorWith(fn func(stateDir string)) {
+	e.t.Helper()
+	e.mu.Lock()
+	c, cancel := e.Coord, e.cancel
+	e.mu.Unlock()
+	cancel()
+	if err := c.Close(); err != nil {
+		e.t.Fatal(err)
+	}
+	fn(e.cfg.StateDir)
+	e.startCoordinator()
+}
+
+// TrustPool returns the CA bundle the agent trusts now.
+func (a *Agent) TrustPool() *x509.CertPool { return a.Daemon.TrustPool() }

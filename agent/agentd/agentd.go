@@ -7,6 +7,7 @@ package agentd
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log"
@@ -210,3 +211,6 @@ func (a *Agent) ping(ctx context.Context, h wire.Header, s tunnel.Stream) {
 func (a *Agent) statusOp(ctx context.Context, h wire.Header, s tunnel.Stream) {
 	wire.Respond(s, a.Status(ctx), nil)
 }
+
+// TrustPool is the CA bundle the agent trusts now (it changes at renewal).
+func (a *Agent) TrustPool() *x509.CertPool { return a.id.Pool() }

@@ -87,12 +87,12 @@ func New(o Options) *Fleet {
 }
 
 type link struct {
-	nodeID    string
-	sess      tunnel.Session
-	since     time.Time
-	lastBeat  atomic.Int64 // unix nanos
-	hostname  string
-	certUntil time.Time
+	nodeID   string
+	sess     tunnel.Session
+	since    time.Time
+	lastBeat atomic.Int64 // unix nanos
+	hostname string
+	cert     *x509.Certificate // the certificate this session presented
 }
 
 // TLSConfig returns the tunnel's server TLS config: TLS 1.3, a client
@@ -188,7 +188,7 @@ func (f *Fleet) handle(ctx context.Context, sess tunnel.Session) {
 		f.logf("fleet: session without node identity: %v", err)
 		return
 	}
-	l := &link{nodeID: id, sess: sess, certUntil: cert.NotAfter}
+	l := &link{nodeID: id, sess: sess, cert: cert}
 	helloDone := make(chan struct{})
 	go func() {
 		select {
@@ -253,6 +253,10 @@ func (f *Fleet) control(ctx context.Context, l *link, s tunnel.Stream, h wire.He
 		n.Hostname = hello.Hostname
 		n.AgentVersion = hello.AgentVersion
 		n.Capabilities = caps
+		// The registry shows the certificate in use, not merely the newest
+		// one signed (a renewal can be cut off before the node installs it).
+		n.CertSerial = l.cert.SerialNumber.Text(16)
+		n.CertNotAfter = l.cert.NotAfter.UTC()
 		return nil
 	})
 	if err != nil {

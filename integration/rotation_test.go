@@ -1,0 +1,64 @@
+package integration
+
+import (
+	"crypto/x509"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/olivares-dev/olivares/certs"
+	"github.com/olivares-dev/olivares/coordinator/coordd"
+	"github.com/olivares-dev/olivares/shared/tunnel"
+)
+
+// A CA rotation never cuts nodes off: the next root reaches nodes in the
+// bundle of their renewal, and after the promote the old root stays trusted
+// for the certificates it signed.
+func TestCARotation(t *testing.T) {
+	t.Parallel()
+	env := NewEnv(t, Options{NodeCertValidity: 3 * time.Second})
+	a := env.StartAgent(AgentOptions{Transport: tunnel.TransportYamux})
+	a.AwaitConnected(10 * time.Second)
+	oldPin := certs.Pin(env.Coord.Authority.Current)
+
+	caDir := func(state string) string { return filepath.Join(state, coordd.CADir) }
+	env.RestartCoordinatorWith(func(state string) {
+		ca, err := certs.LoadAuthority(caDir(state))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := ca.Rotate(caDir(state), time.Now()); err != nil {
+			t.Fatal(err)
+		}
+	})
+	a.AwaitConnected(10 * time.Second)
+	next := env.Coord.Authority.Next
+	if next == nil {
+		t.Fatal("no next root after rotate")
+	}
+	// Wait for a renewal that carries the two-root bundle.
+	Await(t, 10*time.Second, "the agent to trust the next root", func() bool {
+		_, err := next.Verify(x509VerifyOpts(a))
+		return err == nil
+	})
+
+	env.RestartCoordinatorWith(func(state string) {
+		ca, err := certs.LoadAuthority(caDir(state))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := ca.Promote(caDir(state), time.Now()); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if got := certs.Pin(env.Coord.Authority.Current); got == oldPin {
+		t.Fatal("promote kept the old signer")
+	}
+	// The server certificate now chains to the new root; the node's
+	// certificate may still be from the old one. Both sides accept.
+	a.AwaitConnected(10 * time.Second)
+}
+
+func x509VerifyOpts(a *Agent) x509.VerifyOptions {
+	return x509.VerifyOptions{Roots: a.TrustPool()}
+}
