@@ -231,6 +231,21 @@ func TestEnrollRefusals(t *testing.T) {
 			t.Fatalf("token after a refused CSR: %v", err)
 		}
 	})
+	t.Run("already enrolled", func(t *testing.T) {
+		dir := filepath.Join(env.Dir, "twice")
+		if _, err := agentenroll.Enroll(ctx, agentenroll.Options{Coordinator: env.TunnelAddr(), Token: newTok(), CAPin: pin, StateDir: dir}); err != nil {
+			t.Fatal(err)
+		}
+		tok := newTok()
+		_, err := agentenroll.Enroll(ctx, agentenroll.Options{Coordinator: env.TunnelAddr(), Token: tok, CAPin: pin, StateDir: dir})
+		if !errors.Is(err, agentenroll.ErrAlreadyEnrolled) {
+			t.Fatalf("got %v, want ErrAlreadyEnrolled", err)
+		}
+		// The token was not spent.
+		if _, err := enroll(tok, pin); err != nil {
+			t.Fatalf("token after an already-enrolled refusal: %v", err)
+		}
+	})
 	t.Run("ttl bounds", func(t *testing.T) {
 		for _, ttl := range []time.Duration{-time.Minute, 24*time.Hour + time.Second} {
 			if _, err := env.Coord.Enroll.CreateToken(ctx, Tenant, nil, ttl); err == nil {
