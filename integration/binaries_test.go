@@ -171,7 +171,7 @@ func TestDevModeBinaries(t *testing.T) {
 		t.Fatalf("dev printed no usage:\n%s", dev.out)
 	}
 
-	out, code := runCmd(t, env, cli, "login", "--url", info.APIURL, "--token", info.AdminToken, "--tenant", "default")
+	out, code := runCmd(t, env, cli, "login", "--dev", filepath.Join(state, "dev.json"))
 	if code != 0 {
 		t.Fatalf("login: %d %s", code, out)
 	}

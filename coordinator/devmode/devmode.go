@@ -166,13 +166,13 @@ Olivares dev mode is ready (node %s connected over %s).
   admin token in %s
 
 Try:
-  go run ./coordinator/cmd/olivares login --url %s --token "$(jq -r .admin_token %s)" --tenant %s
+  go run ./coordinator/cmd/olivares login --dev %s
   go run ./coordinator/cmd/olivares node list
   go run ./agent/cmd/olivares-agent status --state-dir %s
 
 Ctrl-C stops everything.
 `, a.NodeID(), c.Fleet.Link(a.NodeID()).Transport, info.APIURL, Tenant, filepath.Join(dir, DevFile),
-		info.APIURL, filepath.Join(dir, DevFile), Tenant, agentDir)
+		filepath.Join(dir, DevFile), agentDir)
 	if o.Ready != nil {
 		o.Ready(info)
 	}

@@ -31,6 +31,7 @@ const usage = `olivares: drive an Olivares coordinator.
 
 Usage:
   olivares login --url URL --token T --tenant T [--ca-file FILE]
+  olivares login --dev DIR/dev.json
       Check the credentials against the coordinator and save them (0600).
   olivares whoami [--json]
   olivares node list [--json]
@@ -175,12 +176,13 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
 	fs.SetOutput(out)
 	asJSON := fs.Bool("json", false, "print JSON")
-	var url, token, tenant, caFile *string
+	var url, token, tenant, caFile, devFile *string
 	if cmd == "login" {
 		url = fs.String("url", "", "coordinator API URL")
 		token = fs.String("token", "", "bearer token")
 		tenant = fs.String("tenant", "", "tenant")
 		caFile = fs.String("ca-file", "", "CA PEM to trust for https (the coordinator's ca.pem)")
+		devFile = fs.String("dev", "", "take url, token and tenant from a dev mode dev.json")
 	}
 	// Flags may come after the node id (olivares node show ID --json).
 	var pos []string
@@ -214,6 +216,21 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	}
 
 	if cmd == "login" {
+		if *devFile != "" {
+			raw, err := os.ReadFile(*devFile)
+			if err != nil {
+				return fmt.Errorf("login --dev: %w (is dev mode running? it writes dev.json when ready)", err)
+			}
+			var dev struct {
+				APIURL     string `json:"api_url"`
+				AdminToken string `json:"admin_token"`
+				Tenant     string `json:"tenant"`
+			}
+			if err := json.Unmarshal(raw, &dev); err != nil {
+				return fmt.Errorf("login --dev %s: %w", *devFile, err)
+			}
+			*url, *token, *tenant = dev.APIURL, dev.AdminToken, dev.Tenant
+		}
 		if *url == "" || *token == "" || *tenant == "" {
 			return usageError{errors.New("login: --url, --token and --tenant are required")}
 		}
