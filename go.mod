@@ -9,6 +9,7 @@ require (
 	github.com/labstack/echo/v4 v4.16.5
 	github.com/quic-go/quic-go v0.65.0
 	go.etcd.io/bbolt v1.5.0
+	golang.org/x/sys v0.48.0
 )
 
 require (
@@ -19,6 +20,5 @@ require (
 	github.com/valyala/fasttemplate v1.2.2 // indirect
 	golang.org/x/crypto v0.57.0 // indirect
 	golang.org/x/net v0.60.0 // indirect
-	golang.org/x/sys v0.48.0 // indirect
 	golang.org/x/text v0.42.0 // indirect
 )
