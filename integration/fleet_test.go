@@ -319,11 +319,7 @@ func TestHandshakeRefusals(t *testing.T) {
 				if err == nil {
 					t.Fatal("handshake accepted")
 				}
-				// quic-go surfaces refusals made before VerifyConnection only
-				// through qlog, so the metric counts them on yamux only.
-				if tr == tunnel.TransportYamux {
-					Await(t, 5*time.Second, "handshake failure counted", func() bool { return env.Fleet().Stats().HandshakeFailures > before })
-				}
+				Await(t, 5*time.Second, "handshake failure counted", func() bool { return env.Fleet().Stats().HandshakeFailures > before })
 			})
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -12,15 +13,20 @@ import (
 	"github.com/quic-go/quic-go"
 )
 
-// quicConfig is tuned for bulk output: large windows, 15 s keepalive, 45 s
-// idle timeout, many incoming streams, and a short handshake timeout so that
-// "auto" falls back to yamux within 3 s when UDP is blocked.
+// quicHandshakeIdleTimeout: a dial that hears nothing for 2 s fails, so
+// "auto" falls back to yamux within 3 s when UDP is blocked. quic-go also
+// aborts a handshake that has not completed after twice this.
+const quicHandshakeIdleTimeout = 2 * time.Second
+
+// quicConfig is tuned for bulk output: windows far above quic-go's 512 KiB
+// start, 15 s keepalive, 45 s idle timeout, MaxIncomingStream streams.
 func quicConfig() *quic.Config {
 	return &quic.Config{
-		HandshakeIdleTimeout:           2 * time.Second,
+		HandshakeIdleTimeout:           quicHandshakeIdleTimeout,
 		MaxIdleTimeout:                 QUICIdleTimeout,
 		KeepAlivePeriod:                KeepAlive,
 		MaxIncomingStreams:             MaxIncomingStream,
+		MaxIncomingUniStreams:          -1, // every call is a bidirectional stream
 		InitialStreamReceiveWindow:     8 << 20,
 		MaxStreamReceiveWindow:         16 << 20,
 		InitialConnectionReceiveWindow: 16 << 20,
@@ -28,101 +34,145 @@ func quicConfig() *quic.Config {
 	}
 }
 
-func withALPN(c *tls.Config, proto string) *tls.Config {
-	c = c.Clone()
-	c.NextProtos = []string{proto}
-	if c.MinVersion < tls.VersionTLS13 {
-		c.MinVersion = tls.VersionTLS13
-	}
-	return c
-}
-
-// ListenQUIC serves tunnel sessions over QUIC on pc. tlsConf decides who may
-// connect (it must require and verify client certificates). onHandshakeError,
-// when set, hears every refusal of tlsConf's VerifyConnection; refusals the
-// TLS stack makes before it (no or foreign certificate) are not surfaced by
-// quic-go except through qlog, so they are not counted on QUIC.
+// ListenQUIC serves tunnel sessions over QUIC on pc. tlsConf must set
+// ClientAuth to tls.RequireAndVerifyClientCert (ErrNoClientAuth otherwise);
+// its NextProtos becomes ALPNTunnel. onHandshakeError, when set, hears every
+// connection attempt that ends before Accept returns it: TLS refusals (no
+// certificate, a foreign CA, VerifyConnection), ALPN mismatches, handshake
+// timeouts. It is called from quic-go's goroutines, possibly after Close.
+//
+// Close ends every session accepted from the listener; pc stays the
+// caller's to close.
 func ListenQUIC(pc net.PacketConn, tlsConf *tls.Config, onHandshakeError func(error)) (Listener, error) {
-	count := func(c *tls.Config) *tls.Config {
-		c = withALPN(c, ALPNTunnel)
-		if v := c.VerifyConnection; v != nil && onHandshakeError != nil {
-			c.VerifyConnection = func(cs tls.ConnectionState) error {
-				err := v(cs)
-				if err != nil {
-					onHandshakeError(err)
-				}
-				return err
-			}
-		}
-		return c
-	}
-	tc := count(tlsConf)
-	if inner := tlsConf.GetConfigForClient; inner != nil {
-		tc.GetConfigForClient = func(hi *tls.ClientHelloInfo) (*tls.Config, error) {
-			c, err := inner(hi)
-			if err != nil || c == nil {
-				return c, err
-			}
-			return count(c), nil
-		}
-	}
-	tr := &quic.Transport{Conn: pc}
-	ql, err := tr.Listen(tc, quicConfig())
+	tc, err := tunnelServerTLS(tlsConf)
 	if err != nil {
 		return nil, err
 	}
-	return &quicListener{tr: tr, l: ql}, nil
+	l := &quicListener{onHandshakeError: onHandshakeError}
+	l.tr = &quic.Transport{Conn: pc, ConnContext: l.connContext}
+	l.ln, err = l.tr.Listen(tc, quicConfig())
+	if err != nil {
+		return nil, fmt.Errorf("tunnel: quic listen on %s: %w", pc.LocalAddr(), err)
+	}
+	return l, nil
 }
 
 type quicListener struct {
-	tr *quic.Transport
-	l  *quic.Listener
+	tr               *quic.Transport
+	ln               *quic.Listener
+	onHandshakeError func(error)
+
+	mu     sync.Mutex
+	closed bool
+	live   map[*quicSession]struct{} // accepted and not yet dead
+}
+
+// handshakeWatch rides in a server connection's context until Accept
+// returns the connection.
+type handshakeWatch struct{ accepted atomic.Bool }
+
+type handshakeWatchKey struct{}
+
+// connContext is called by quic-go for every incoming connection attempt;
+// its context ends when the attempt or the connection does, with the reason
+// as cause. quic-go reports failed handshakes nowhere else (except qlog,
+// which would trace every packet).
+func (l *quicListener) connContext(ctx context.Context, ci *quic.ClientInfo) (context.Context, error) {
+	if l.onHandshakeError == nil {
+		return ctx, nil
+	}
+	w := &handshakeWatch{}
+	remote := ci.RemoteAddr
+	context.AfterFunc(ctx, func() {
+		if !w.accepted.Load() {
+			l.onHandshakeError(fmt.Errorf("tunnel: quic handshake with %s: %w", remote, context.Cause(ctx)))
+		}
+	})
+	return context.WithValue(ctx, handshakeWatchKey{}, w), nil
 }
 
 func (l *quicListener) Accept(ctx context.Context) (Session, error) {
-	c, err := l.l.Accept(ctx)
+	c, err := l.ln.Accept(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return newQUICSession(c), nil
+	if w, ok := c.Context().Value(handshakeWatchKey{}).(*handshakeWatch); ok {
+		w.accepted.Store(true)
+	}
+	s := &quicSession{c: c}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		s.Close()
+		return nil, fmt.Errorf("tunnel: quic listener %s: %w", l.ln.Addr(), net.ErrClosed)
+	}
+	if l.live == nil {
+		l.live = make(map[*quicSession]struct{})
+	}
+	l.live[s] = struct{}{}
+	context.AfterFunc(c.Context(), func() {
+		l.mu.Lock()
+		delete(l.live, s)
+		l.mu.Unlock()
+	})
+	return s, nil
 }
 
-func (l *quicListener) Addr() net.Addr { return l.l.Addr() }
+func (l *quicListener) Addr() net.Addr { return l.ln.Addr() }
 
+// Close stops accepting and closes every accepted session with a
+// CONNECTION_CLOSE, so agents notice at once: closing the quic.Transport
+// alone would drop them silently and leave them to the idle timeout.
 func (l *quicListener) Close() error {
-	err := l.l.Close()
+	l.mu.Lock()
+	l.closed = true
+	live := make([]*quicSession, 0, len(l.live))
+	for s := range l.live {
+		live = append(live, s)
+	}
+	l.mu.Unlock()
+	err := l.ln.Close()
+	for _, s := range live {
+		s.Close()
+	}
 	l.tr.Close()
 	return err
 }
 
-// DialQUIC dials a tunnel session over QUIC.
+// DialQUIC dials a tunnel session over QUIC (ALPNTunnel, TLS 1.3).
+//
+// It returns once our side of the handshake is done. The server judges our
+// certificate just after that (TLS 1.3), and quic-go has no public way to
+// wait for its verdict: a refused client sees the session end (Done) right
+// after DialQUIC returns, rather than an error from it.
 func DialQUIC(ctx context.Context, addr string, tlsConf *tls.Config) (Session, error) {
 	tc := withALPN(tlsConf, ALPNTunnel)
 	if tc.ServerName == "" {
-		host, _, err := net.SplitHostPort(addr)
-		if err == nil {
+		if host, _, err := net.SplitHostPort(addr); err == nil {
 			tc.ServerName = host
 		}
 	}
 	c, err := quic.DialAddr(ctx, addr, tc, quicConfig())
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("tunnel: quic dial %s: %w", addr, err)
 	}
-	return newQUICSession(c), nil
+	return &quicSession{c: c}, nil
 }
 
 type quicSession struct {
-	c       *quic.Conn
+	c *quic.Conn
+	// streams counts streams opened or accepted and not yet Closed by us:
+	// quic-go has no such count.
 	streams atomic.Int64
 }
 
-func newQUICSession(c *quic.Conn) *quicSession { return &quicSession{c: c} }
-
 func (s *quicSession) wrap(st *quic.Stream) Stream {
 	s.streams.Add(1)
-	return &quicStream{Stream: st, sess: s}
+	return &quicStream{st: st, sess: s}
 }
 
+// OpenStream opens a stream, waiting while the peer's stream limit is
+// reached. The peer's AcceptStream returns it once we first write to it.
 func (s *quicSession) OpenStream(ctx context.Context) (Stream, error) {
 	st, err := s.c.OpenStreamSync(ctx)
 	if err != nil {
@@ -146,31 +196,35 @@ func (s *quicSession) ConnectionState() tls.ConnectionState {
 func (s *quicSession) RemoteAddr() net.Addr  { return s.c.RemoteAddr() }
 func (s *quicSession) Done() <-chan struct{} { return s.c.Context().Done() }
 func (s *quicSession) NumStreams() int       { return int(s.streams.Load()) }
+
 func (s *quicSession) Close() error {
 	err := s.c.CloseWithError(0, "closed")
 	var ae *quic.ApplicationError
 	if errors.As(err, &ae) {
-		return nil
+		return nil // already closed, by the peer or by us
 	}
 	return err
 }
 
-// quicStream closes on both sides: Close ends our write direction and
-// CancelRead releases the receive side (quic-go keeps it otherwise).
+// quicStream closes on both sides: Close ends our write direction (FIN)
+// and CancelRead sends STOP_SENDING, so the peer's writes fail at once and
+// quic-go can free the stream. CloseWrite is the FIN alone.
 type quicStream struct {
-	*quic.Stream
+	st   *quic.Stream
 	sess *quicSession
 	once sync.Once
 }
 
-func (s *quicStream) CloseWrite() error { return s.Stream.Close() }
+func (s *quicStream) Read(p []byte) (int, error)    { return s.st.Read(p) }
+func (s *quicStream) Write(p []byte) (int, error)   { return s.st.Write(p) }
+func (s *quicStream) SetDeadline(t time.Time) error { return s.st.SetDeadline(t) }
+func (s *quicStream) CloseWrite() error             { return s.st.Close() }
 
 func (s *quicStream) Close() error {
 	// Close fails only when our send side was already cancelled (the peer
-	// released its side first with STOP_SENDING): the stream is closed
-	// either way, so there is nothing to report.
-	s.Stream.Close()
-	s.Stream.CancelRead(0)
+	// sent STOP_SENDING first): the stream is closed either way.
+	s.st.Close()
+	s.st.CancelRead(0)
 	s.once.Do(func() { s.sess.streams.Add(-1) })
 	return nil
 }

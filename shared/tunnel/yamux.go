@@ -3,269 +3,243 @@ package tunnel
 import (
 	"context"
 	"crypto/tls"
-	"errors"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"net"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/yamux"
 )
 
-// yamuxConfig: 16 MiB stream windows, 15 s keepalive, a deep accept backlog.
+// yamuxConfig: 16 MiB stream windows, a ping every 15 s, an accept backlog
+// as deep as QUIC's stream limit.
 func yamuxConfig() *yamux.Config {
 	c := yamux.DefaultConfig()
-	c.AcceptBacklog = 4096
+	c.AcceptBacklog = MaxIncomingStream
 	c.EnableKeepAlive = true
 	c.KeepAliveInterval = KeepAlive
-	c.ConnectionWriteTimeout = 30 * time.Second
+	// Also how long a keepalive ping waits for its answer: a dead peer is
+	// found within KeepAlive+30 s = 45 s, QUIC's idle timeout.
+	c.ConnectionWriteTimeout = QUICIdleTimeout - KeepAlive
 	c.MaxStreamWindowSize = YamuxWindow
+	// A SYN the peer does not answer in 30 s means the peer is stuck:
+	// yamux then ends the session and the agent reconnects.
 	c.StreamOpenTimeout = 30 * time.Second
-	c.StreamCloseTimeout = 5 * time.Minute
+	// No close timeout: yamux would reset a half-closed stream after it,
+	// and a call that CloseWrites its header may read its reply for hours
+	// (attach). A stream is freed once both sides have closed it.
+	c.StreamCloseTimeout = 0
 	c.LogOutput = io.Discard
 	return c
 }
 
-// TCPListenerConfig configures ListenTCP.
-type TCPListenerConfig struct {
-	// TLS is the tunnel's server config. It must require and verify client
-	// certificates; its NextProtos is set to ALPNTunnel.
-	TLS *tls.Config
-	// EnrollTLS is served to ClientHellos that offer ALPNEnroll (no client
-	// certificate). When nil, enrollment is refused at the handshake.
-	EnrollTLS *tls.Config
-	// OnEnroll gets each handshaken enrollment connection in its own
-	// goroutine; it owns and closes conn.
-	OnEnroll func(conn net.Conn)
-	// OnHandshakeError hears every failed handshake. Optional.
-	OnHandshakeError func(error)
-	// HandshakeTimeout: when zero, 10 s.
-	HandshakeTimeout time.Duration
-}
-
-// ListenTCP serves yamux tunnel sessions and enrollment on ln, told apart by
-// ALPN. Handshakes run in their own goroutines: a slow client never blocks
-// Accept.
-func ListenTCP(ln net.Listener, cfg TCPListenerConfig) Listener {
-	if cfg.HandshakeTimeout == 0 {
-		cfg.HandshakeTimeout = 10 * time.Second
-	}
-	tunnelConf := withALPN(cfg.TLS, ALPNTunnel)
-	var enrollConf *tls.Config
-	if cfg.EnrollTLS != nil {
-		enrollConf = withALPN(cfg.EnrollTLS, ALPNEnroll)
-		enrollConf.ClientAuth = tls.NoClientCert
-	}
-	pick := &tls.Config{
-		MinVersion: tls.VersionTLS13,
-		GetConfigForClient: func(hi *tls.ClientHelloInfo) (*tls.Config, error) {
-			for _, p := range hi.SupportedProtos {
-				if p == ALPNEnroll {
-					if enrollConf == nil {
-						return nil, errors.New("tunnel: enrollment is not served here")
-					}
-					return enrollConf, nil
-				}
-			}
-			if tunnelConf.GetConfigForClient != nil {
-				c, err := tunnelConf.GetConfigForClient(hi)
-				if err != nil || c == nil {
-					return c, err
-				}
-				return withALPN(c, ALPNTunnel), nil
-			}
-			return tunnelConf, nil
-		},
-	}
-	l := &tcpListener{ln: ln, cfg: cfg, pick: pick, sessions: make(chan Session, 64), done: make(chan struct{})}
-	go l.loop()
-	return l
-}
-
-type tcpListener struct {
-	ln       net.Listener
-	cfg      TCPListenerConfig
-	pick     *tls.Config
-	sessions chan Session
-	done     chan struct{}
-	once     sync.Once
-	err      error
-}
-
-func (l *tcpListener) loop() {
-	for {
-		c, err := l.ln.Accept()
-		if err != nil {
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				continue
-			}
-			l.err = err
-			l.Close()
-			return
-		}
-		go l.handshake(c)
-	}
-}
-
-func (l *tcpListener) handshake(c net.Conn) {
-	tc := tls.Server(c, l.pick)
-	ctx, cancel := context.WithTimeout(context.Background(), l.cfg.HandshakeTimeout)
-	err := tc.HandshakeContext(ctx)
-	cancel()
-	if err != nil {
-		if l.cfg.OnHandshakeError != nil {
-			l.cfg.OnHandshakeError(err)
-		}
-		c.Close()
-		return
-	}
-	switch tc.ConnectionState().NegotiatedProtocol {
-	case ALPNEnroll:
-		if l.cfg.OnEnroll == nil {
-			c.Close()
-			return
-		}
-		l.cfg.OnEnroll(tc)
-		return
-	case ALPNTunnel:
-	default:
-		c.Close()
-		return
-	}
-	ys, err := yamux.Server(tc, yamuxConfig())
-	if err != nil {
-		c.Close()
-		return
-	}
-	s := &yamuxSession{s: ys, tls: tc.ConnectionState()}
-	select {
-	case l.sessions <- s:
-	case <-l.done:
-		ys.Close()
-	}
-}
-
-func (l *tcpListener) Accept(ctx context.Context) (Session, error) {
-	select {
-	case s := <-l.sessions:
-		return s, nil
-	case <-l.done:
-		if l.err != nil {
-			return nil, l.err
-		}
-		return nil, net.ErrClosed
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-}
-
-func (l *tcpListener) Addr() net.Addr { return l.ln.Addr() }
-
-func (l *tcpListener) Close() error {
-	l.once.Do(func() { close(l.done) })
-	return l.ln.Close()
-}
-
-func dialTLS(ctx context.Context, addr string, tlsConf *tls.Config, proto string) (*tls.Conn, error) {
-	tc := withALPN(tlsConf, proto)
-	d := &tls.Dialer{NetDialer: &net.Dialer{KeepAlive: KeepAlive}, Config: tc}
-	c, err := d.DialContext(ctx, "tcp", addr)
-	if err != nil {
-		return nil, err
-	}
-	conn := c.(*tls.Conn)
-	if got := conn.ConnectionState().NegotiatedProtocol; got != proto {
-		conn.Close()
-		return nil, fmt.Errorf("tunnel: %s did not negotiate %s", addr, proto)
-	}
-	return conn, nil
-}
-
-// DialYamux dials a tunnel session over yamux on TLS/TCP.
+// DialYamux dials a tunnel session over yamux on TLS 1.3/TCP (ALPNTunnel).
+//
+// With TLS 1.3 the server judges our certificate only after our side of the
+// handshake is done, so DialYamux waits for one yamux ping round trip:
+// a refused client gets the server's alert from DialYamux, not from its
+// first stream.
 func DialYamux(ctx context.Context, addr string, tlsConf *tls.Config) (Session, error) {
 	conn, err := dialTLS(ctx, addr, tlsConf, ALPNTunnel)
 	if err != nil {
 		return nil, err
 	}
-	ys, err := yamux.Client(conn, yamuxConfig())
+	s, err := newYamuxSession(conn, false)
 	if err != nil {
 		conn.Close()
 		return nil, err
 	}
-	return &yamuxSession{s: ys, tls: conn.ConnectionState()}, nil
+	if err := s.confirm(ctx); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("tunnel: yamux session with %s: %w", addr, err)
+	}
+	return s, nil
 }
 
-// DialEnroll dials the enrollment protocol. tlsConf must check the server
-// (enrollment pins the CA).
-func DialEnroll(ctx context.Context, addr string, tlsConf *tls.Config) (*tls.Conn, error) {
-	return dialTLS(ctx, addr, tlsConf, ALPNEnroll)
+func newYamuxSession(tc *tls.Conn, server bool) (*yamuxSession, error) {
+	conn := &yamuxConn{Conn: tc, held: make([]byte, 0, yamuxHeaderSize+yamuxCoalesceMax)}
+	var (
+		mux *yamux.Session
+		err error
+	)
+	if server {
+		mux, err = yamux.Server(conn, yamuxConfig())
+	} else {
+		mux, err = yamux.Client(conn, yamuxConfig())
+	}
+	if err != nil {
+		return nil, fmt.Errorf("tunnel: yamux: %w", err)
+	}
+	return &yamuxSession{mux: mux, conn: conn, tls: tc.ConnectionState()}, nil
 }
 
 type yamuxSession struct {
-	s   *yamux.Session
-	tls tls.ConnectionState
+	mux  *yamux.Session
+	conn *yamuxConn
+	tls  tls.ConnectionState
+}
+
+// confirm waits for a ping answer, or says why the session ended before it.
+func (s *yamuxSession) confirm(ctx context.Context) error {
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.mux.Ping()
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			if rerr := s.conn.readErr(); rerr != nil {
+				return rerr
+			}
+		}
+		return err
+	case <-ctx.Done():
+		// The caller closes the session, which ends the ping.
+		return ctx.Err()
+	}
 }
 
 func (s *yamuxSession) OpenStream(ctx context.Context) (Stream, error) {
-	st, err := s.s.OpenStream()
-	if err != nil {
+	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	return &yamuxStream{st}, nil
-}
-
-func (s *yamuxSession) AcceptStream(ctx context.Context) (Stream, error) {
-	type res struct {
-		st  *yamux.Stream
-		err error
-	}
 	if ctx.Done() == nil {
-		st, err := s.s.AcceptStream()
+		st, err := s.mux.OpenStream()
 		if err != nil {
 			return nil, err
 		}
-		return &yamuxStream{st}, nil
+		return &yamuxStream{st: st}, nil
 	}
-	ch := make(chan res, 1)
+	// yamux's OpenStream takes no context: it blocks while AcceptBacklog
+	// SYNs are unanswered (at most StreamOpenTimeout).
+	type opened struct {
+		st  *yamux.Stream
+		err error
+	}
+	ch := make(chan opened, 1)
 	go func() {
-		st, err := s.s.AcceptStream()
-		ch <- res{st, err}
+		st, err := s.mux.OpenStream()
+		ch <- opened{st, err}
 	}()
 	select {
-	case r := <-ch:
-		if r.err != nil {
-			return nil, r.err
+	case o := <-ch:
+		if o.err != nil {
+			return nil, o.err
 		}
-		return &yamuxStream{r.st}, nil
+		return &yamuxStream{st: o.st}, nil
 	case <-ctx.Done():
-		// The pending accept ends with the session; a stream it takes
-		// after this is closed.
 		go func() {
-			if r := <-ch; r.st != nil {
-				r.st.Close()
+			if o := <-ch; o.st != nil {
+				o.st.Close()
 			}
 		}()
 		return nil, ctx.Err()
 	}
 }
 
+func (s *yamuxSession) AcceptStream(ctx context.Context) (Stream, error) {
+	st, err := s.mux.AcceptStreamWithContext(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &yamuxStream{st: st}, nil
+}
+
 func (s *yamuxSession) Transport() string                    { return TransportYamux }
 func (s *yamuxSession) ConnectionState() tls.ConnectionState { return s.tls }
-func (s *yamuxSession) RemoteAddr() net.Addr                 { return s.s.RemoteAddr() }
-func (s *yamuxSession) Done() <-chan struct{}                { return s.s.CloseChan() }
-func (s *yamuxSession) NumStreams() int                      { return s.s.NumStreams() }
-func (s *yamuxSession) Close() error                         { return s.s.Close() }
+func (s *yamuxSession) RemoteAddr() net.Addr                 { return s.conn.RemoteAddr() }
+func (s *yamuxSession) Done() <-chan struct{}                { return s.mux.CloseChan() }
 
-// yamuxStream: yamux's Close is a half-close (FIN); the stream is released
-// once both sides closed. Close also unblocks our own pending reads.
-type yamuxStream struct{ *yamux.Stream }
+// NumStreams counts streams not yet closed by both sides.
+func (s *yamuxSession) NumStreams() int { return s.mux.NumStreams() }
+func (s *yamuxSession) Close() error    { return s.mux.Close() }
 
-func (s *yamuxStream) CloseWrite() error { return s.Stream.Close() }
+// yamuxStream maps the tunnel's stream contract onto yamux, which has
+// half-close but no STOP_SENDING:
+//
+//   - CloseWrite is yamux's Close: a FIN; we may still read the reply.
+//   - Close is the same FIN plus a read deadline in the past, which releases
+//     our own pending and future reads at once. The peer is not told to stop
+//     writing (QUIC's CancelRead would): it sees EOF on its reads, and what
+//     it still writes is buffered up to the window and dropped when it
+//     closes too. A handler that streams frames must therefore watch its
+//     read side for EOF, which it needs on QUIC as well to notice a peer
+//     that went away. yamux frees the stream once both sides have closed.
+type yamuxStream struct{ st *yamux.Stream }
+
+func (s *yamuxStream) Read(p []byte) (int, error)    { return s.st.Read(p) }
+func (s *yamuxStream) Write(p []byte) (int, error)   { return s.st.Write(p) }
+func (s *yamuxStream) SetDeadline(t time.Time) error { return s.st.SetDeadline(t) }
+func (s *yamuxStream) CloseWrite() error             { return s.st.Close() }
 
 func (s *yamuxStream) Close() error {
-	err := s.Stream.Close()
-	s.Stream.SetReadDeadline(time.Now())
+	err := s.st.Close()
+	s.st.SetReadDeadline(time.Now())
 	return err
+}
+
+// yamux frame layout (github.com/hashicorp/yamux spec.md): version, type,
+// flags (2), stream id (4), length (4).
+const (
+	yamuxHeaderSize = 12
+	yamuxTypeData   = 0
+	// yamuxCoalesceMax: a body up to one TLS record is sent with its header.
+	yamuxCoalesceMax = 16 << 10
+)
+
+// yamuxConn is the TLS connection under a yamux session.
+//
+// yamux writes a data frame's 12-byte header and its body in two Writes; on
+// TLS that is two records and two syscalls for every small message. Only
+// yamux's send loop writes, one frame at a time, so yamuxConn holds a data
+// header and sends it with the body that follows when the body fits in one
+// record. Headers without a body (window updates, pings, FIN) go at once.
+//
+// It also remembers the first read error: the TLS alert of a server that
+// refused our certificate, which yamux itself only reports as "session
+// shutdown".
+type yamuxConn struct {
+	net.Conn
+	held []byte // a data header waiting for its body; send loop only
+	rerr atomic.Pointer[error]
+}
+
+func (c *yamuxConn) Write(p []byte) (int, error) {
+	if len(c.held) > 0 {
+		hdr := c.held
+		c.held = c.held[:0]
+		if len(p) <= yamuxCoalesceMax {
+			if _, err := c.Conn.Write(append(hdr, p...)); err != nil {
+				return 0, err
+			}
+			return len(p), nil
+		}
+		if _, err := c.Conn.Write(hdr); err != nil {
+			return 0, err
+		}
+		return c.Conn.Write(p)
+	}
+	if len(p) == yamuxHeaderSize && p[1] == yamuxTypeData && binary.BigEndian.Uint32(p[8:]) > 0 {
+		c.held = append(c.held[:0], p...)
+		return len(p), nil
+	}
+	return c.Conn.Write(p)
+}
+
+func (c *yamuxConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if err != nil {
+		c.rerr.CompareAndSwap(nil, &err)
+	}
+	return n, err
+}
+
+func (c *yamuxConn) readErr() error {
+	if p := c.rerr.Load(); p != nil {
+		return *p
+	}
+	return nil
 }
