@@ -9,7 +9,6 @@ package api
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -23,6 +22,7 @@ import (
 	"github.com/olivares-dev/olivares/coordinator/fleet"
 	"github.com/olivares-dev/olivares/coordinator/store"
 	"github.com/olivares-dev/olivares/shared/apierr"
+	"github.com/olivares-dev/olivares/shared/apitypes"
 	"github.com/olivares-dev/olivares/shared/wire"
 )
 
@@ -204,23 +204,7 @@ func (s *Server) metrics(c echo.Context) error {
 }
 
 // Node is the registry's view of a node (issue 2).
-type Node struct {
-	ID             string            `json:"id"`
-	Tenant         string            `json:"tenant"`
-	Hostname       string            `json:"hostname,omitempty"`
-	Labels         map[string]string `json:"labels,omitempty"`
-	Connected      bool              `json:"connected"`
-	Online         bool              `json:"online"`
-	Transport      string            `json:"transport,omitempty"`
-	ConnectedSince *time.Time        `json:"connected_since,omitempty"`
-	LastHeartbeat  *time.Time        `json:"last_heartbeat,omitempty"`
-	AgentVersion   string            `json:"agent_version,omitempty"`
-	EnrolledAt     time.Time         `json:"enrolled_at"`
-	CertSerial     string            `json:"cert_serial"`
-	CertNotAfter   time.Time         `json:"cert_not_after"`
-	RevokedAt      *time.Time        `json:"revoked_at,omitempty"`
-	Capabilities   json.RawMessage   `json:"capabilities,omitempty"`
-}
+type Node = apitypes.Node
 
 func tp(t time.Time) *time.Time {
 	if t.IsZero() {
@@ -254,7 +238,7 @@ func (s *Server) listNodes(c echo.Context) error {
 	for _, n := range ns {
 		out = append(out, s.view(n))
 	}
-	return c.JSON(http.StatusOK, map[string]any{"nodes": out})
+	return c.JSON(http.StatusOK, apitypes.NodeList{Nodes: out})
 }
 
 // nodeInTenant loads a node; another tenant's node is a 404 (R-TEN-3).

@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/olivares-dev/olivares/certs"
+	"github.com/olivares-dev/olivares/shared/apitypes"
 )
 
 const usage = `olivares: drive an Olivares coordinator.
@@ -290,16 +291,15 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		if len(pos) > 0 {
 			return usageError{errors.New("node list takes no argument")}
 		}
-		var res struct {
-			Nodes []node `json:"nodes"`
-		}
+		var res apitypes.NodeList
 		if err := cl.do(ctx, "GET", "/v1/nodes", &res); err != nil {
 			return err
 		}
 		return emit(res, func() {
 			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "NODE\tHOST\tSTATE\tTRANSPORT\tLAST HEARTBEAT\tCERT EXPIRES")
-			for _, n := range res.Nodes {
+			for _, an := range res.Nodes {
+				n := node{an}
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", n.ID, dash(n.Hostname), n.state(), dash(n.Transport), ago(n.LastHeartbeat), n.CertNotAfter.Format(time.RFC3339))
 			}
 			tw.Flush()
@@ -322,35 +322,9 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	return usageError{fmt.Errorf("unknown command %q; see olivares --help", cmd)}
 }
 
-type node struct {
-	ID             string            `json:"id"`
-	Tenant         string            `json:"tenant"`
-	Hostname       string            `json:"hostname,omitempty"`
-	Labels         map[string]string `json:"labels,omitempty"`
-	Connected      bool              `json:"connected"`
-	Online         bool              `json:"online"`
-	Transport      string            `json:"transport,omitempty"`
-	ConnectedSince *time.Time        `json:"connected_since,omitempty"`
-	LastHeartbeat  *time.Time        `json:"last_heartbeat,omitempty"`
-	AgentVersion   string            `json:"agent_version,omitempty"`
-	EnrolledAt     time.Time         `json:"enrolled_at"`
-	CertSerial     string            `json:"cert_serial"`
-	CertNotAfter   time.Time         `json:"cert_not_after"`
-	RevokedAt      *time.Time        `json:"revoked_at,omitempty"`
-	Capabilities   json.RawMessage   `json:"capabilities,omitempty"`
-}
+type node struct{ apitypes.Node }
 
-func (n node) state() string {
-	switch {
-	case n.RevokedAt != nil:
-		return "revoked"
-	case n.Connected:
-		return "connected"
-	case n.Online:
-		return "reconnecting"
-	}
-	return "offline"
-}
+func (n node) state() string { return n.State() }
 
 func dash(s string) string {
 	if s == "" {

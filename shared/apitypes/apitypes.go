@@ -1,0 +1,46 @@
+// Package apitypes holds the JSON bodies of the public API that both the
+// coordinator and its clients (the olivares CLI) read, so the two never
+// drift apart.
+package apitypes
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Node is the registry's view of a node (GET /v1/nodes/{id}).
+type Node struct {
+	ID             string            `json:"id"`
+	Tenant         string            `json:"tenant"`
+	Hostname       string            `json:"hostname,omitempty"`
+	Labels         map[string]string `json:"labels,omitempty"`
+	Connected      bool              `json:"connected"`
+	Online         bool              `json:"online"`
+	Transport      string            `json:"transport,omitempty"`
+	ConnectedSince *time.Time        `json:"connected_since,omitempty"`
+	LastHeartbeat  *time.Time        `json:"last_heartbeat,omitempty"`
+	AgentVersion   string            `json:"agent_version,omitempty"`
+	EnrolledAt     time.Time         `json:"enrolled_at"`
+	CertSerial     string            `json:"cert_serial"`
+	CertNotAfter   time.Time         `json:"cert_not_after"`
+	RevokedAt      *time.Time        `json:"revoked_at,omitempty"`
+	Capabilities   json.RawMessage   `json:"capabilities,omitempty"`
+}
+
+// State is the one-word link state a person reads.
+func (n Node) State() string {
+	switch {
+	case n.RevokedAt != nil:
+		return "revoked"
+	case n.Connected:
+		return "connected"
+	case n.Online:
+		return "reconnecting"
+	}
+	return "offline"
+}
+
+// NodeList is GET /v1/nodes.
+type NodeList struct {
+	Nodes []Node `json:"nodes"`
+}
