@@ -19,12 +19,6 @@ import (
 	"github.com/olivares-dev/olivares/shared/wire"
 )
 
-func boundedContext(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), tunneltest.Timeout)
-	t.Cleanup(cancel)
-	return ctx
-}
-
 // uploadSizes cross every coalescing threshold (yamux's 16 KiB record,
 // wire's 64 KiB) and the initial stream windows.
 var uploadSizes = []int{0, 1, 64, 16 << 10, 16<<10 + 1, 64 << 10, 64<<10 + 1, 1 << 20, wire.MaxFrame}
@@ -71,7 +65,7 @@ func TestUploadThenReply(t *testing.T) {
 	for _, tr := range tunneltest.Transports {
 		for _, opener := range []string{"client", "server"} {
 			t.Run(tr+"/"+opener+" opens", func(t *testing.T) {
-				ctx := boundedContext(t)
+				ctx := testContext(t, tunneltest.Timeout)
 				client, server := tunneltest.Pair(t, tr)
 				open, serve := client, server
 				if opener == "server" {
@@ -139,7 +133,7 @@ func TestCloseReleasesStreams(t *testing.T) {
 	for _, tr := range tunneltest.Transports {
 		for _, c := range cases {
 			t.Run(tr+"/"+c.name, func(t *testing.T) {
-				ctx := boundedContext(t)
+				ctx := testContext(t, tunneltest.Timeout)
 				client, server := tunneltest.Pair(t, tr)
 				opened, err := client.OpenStream(ctx)
 				if err != nil {
@@ -195,7 +189,7 @@ func TestWithoutTunnelALPNIsClosed(t *testing.T) {
 				continue // QUIC requires ALPN; quic-go refuses to dial without
 			}
 			t.Run(tr+"/"+map[bool]string{true: "no ALPN", false: "other ALPN"}[protos == nil], func(t *testing.T) {
-				ctx := boundedContext(t)
+				ctx := testContext(t, tunneltest.Timeout)
 				p := tunneltest.NewPKI(t)
 				failures := make(chan error, 4)
 				l := tunneltest.Listen(t, tr, p.ServerTLS(), func(err error) {

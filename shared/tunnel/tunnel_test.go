@@ -1,6 +1,7 @@
 package tunnel_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"encoding/json"
@@ -13,16 +14,9 @@ import (
 	"time"
 
 	"github.com/olivares-dev/olivares/shared/tunnel"
+	"github.com/olivares-dev/olivares/shared/tunnel/tunneltest"
 	"github.com/olivares-dev/olivares/shared/wire"
 )
-
-// testContext is bounded so that a hang fails the test instead of the run.
-func testContext(t *testing.T, d time.Duration) context.Context {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
 
 // serveAttach answers one attach-like call: it reads the header, checks the
 // caller half-closed, replies, sends frames and closes.
@@ -57,11 +51,11 @@ func serveAttach(ctx context.Context, s tunnel.Session, frames []string) error {
 
 func TestCallBothWays(t *testing.T) {
 	frames := []string{"seq 2", "seq 3", "", "seq 5"}
-	for _, tr := range transports {
+	for _, tr := range tunneltest.Transports {
 		for _, opener := range []string{"agent", "coordinator"} {
 			t.Run(tr+"/"+opener+" opens", func(t *testing.T) {
 				ctx := testContext(t, 10*time.Second)
-				agent, coord := pair(t, tr)
+				agent, coord := tunneltest.Pair(t, tr)
 				open, serve := agent, coord
 				if opener == "coordinator" {
 					open, serve = coord, agent
@@ -114,10 +108,10 @@ func TestCallBothWays(t *testing.T) {
 }
 
 func TestErrorPassesThrough(t *testing.T) {
-	for _, tr := range transports {
+	for _, tr := range tunneltest.Transports {
 		t.Run(tr, func(t *testing.T) {
 			ctx := testContext(t, 10*time.Second)
-			agent, coord := pair(t, tr)
+			agent, coord := tunneltest.Pair(t, tr)
 			go func() {
 				st, err := agent.AcceptStream(ctx)
 				if err != nil {
@@ -143,14 +137,15 @@ func TestErrorPassesThrough(t *testing.T) {
 }
 
 func TestSessionState(t *testing.T) {
-	for _, tr := range transports {
+	for _, tr := range tunneltest.Transports {
 		t.Run(tr, func(t *testing.T) {
-			agent, coord := pair(t, tr)
+			p := tunneltest.NewPKI(t)
+			agent, coord := tunneltest.Connect(t, tr, tunneltest.Listen(t, tr, p.ServerTLS(), nil), p.ClientTLS())
 			for _, c := range []struct {
-				side   string
-				s      tunnel.Session
-				peerCN string
-			}{{"agent", agent, "coordinator-test"}, {"coordinator", coord, "node-test"}} {
+				side string
+				s    tunnel.Session
+				peer tls.Certificate
+			}{{"agent", agent, p.Server}, {"coordinator", coord, p.Client}} {
 				if got := c.s.Transport(); got != tr {
 					t.Errorf("%s: Transport() = %q, want %q", c.side, got, tr)
 				}
@@ -161,8 +156,8 @@ func TestSessionState(t *testing.T) {
 				if cs.NegotiatedProtocol != tunnel.ALPNTunnel {
 					t.Errorf("%s: ALPN %q, want %q", c.side, cs.NegotiatedProtocol, tunnel.ALPNTunnel)
 				}
-				if len(cs.PeerCertificates) == 0 || cs.PeerCertificates[0].Subject.CommonName != c.peerCN {
-					t.Errorf("%s: peer certificate missing or not %q", c.side, c.peerCN)
+				if len(cs.PeerCertificates) == 0 || !bytes.Equal(cs.PeerCertificates[0].Raw, c.peer.Certificate[0]) {
+					t.Errorf("%s: peer certificate missing or not the peer's leaf", c.side)
 				}
 				if a, ok := c.s.RemoteAddr().(interface{ String() string }); !ok || a.String() == "" {
 					t.Errorf("%s: RemoteAddr() = %v", c.side, c.s.RemoteAddr())
@@ -178,23 +173,23 @@ func TestSessionState(t *testing.T) {
 func TestRefusedAtHandshake(t *testing.T) {
 	clients := []struct {
 		name string
-		conf func(p *testPKI, t *testing.T) *tls.Config
+		conf func(p *tunneltest.PKI, t *testing.T) *tls.Config
 	}{
-		{"no certificate", func(p *testPKI, t *testing.T) *tls.Config { return p.anonymousTLS() }},
-		{"certificate of another CA", func(p *testPKI, t *testing.T) *tls.Config {
-			c := p.anonymousTLS()
-			c.Certificates = []tls.Certificate{newPKI(t).client}
+		{"no certificate", func(p *tunneltest.PKI, t *testing.T) *tls.Config { return p.AnonymousClientTLS() }},
+		{"certificate of another CA", func(p *tunneltest.PKI, t *testing.T) *tls.Config {
+			c := p.AnonymousClientTLS()
+			c.Certificates = []tls.Certificate{tunneltest.NewPKI(t).Client}
 			return c
 		}},
 	}
-	for _, tr := range transports {
+	for _, tr := range tunneltest.Transports {
 		for _, client := range clients {
 			t.Run(tr+"/"+client.name, func(t *testing.T) {
 				t.Parallel()
 				ctx := testContext(t, 10*time.Second)
-				p := newPKI(t)
+				p := tunneltest.NewPKI(t)
 				failures := make(chan error, 8)
-				l := listen(t, tr, p.serverTLS(), func(err error) {
+				l := tunneltest.Listen(t, tr, p.ServerTLS(), func(err error) {
 					select {
 					case failures <- err:
 					default:
@@ -207,7 +202,7 @@ func TestRefusedAtHandshake(t *testing.T) {
 					}
 				}()
 
-				sess, err := dial(ctx, tr, l.Addr().String(), client.conf(p, t))
+				sess, err := tunneltest.Dial(ctx, tr, l.Addr().String(), client.conf(p, t))
 				switch {
 				case err != nil:
 					t.Logf("dial refused: %v", err)
@@ -243,7 +238,7 @@ func TestRefusedAtHandshake(t *testing.T) {
 
 func TestEnrollmentByALPN(t *testing.T) {
 	ctx := testContext(t, 10*time.Second)
-	p := newPKI(t)
+	p := tunneltest.NewPKI(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -254,8 +249,8 @@ func TestEnrollmentByALPN(t *testing.T) {
 	enrolled := make(chan string, 1)
 	failures := make(chan error, 8)
 	l := tunnel.ListenTCP(ln, tunnel.TCPListenerConfig{
-		TLS:       p.serverTLS(),
-		EnrollTLS: &tls.Config{Certificates: []tls.Certificate{p.server}},
+		TLS:       p.ServerTLS(),
+		EnrollTLS: &tls.Config{Certificates: []tls.Certificate{p.Server}},
 		OnEnroll: func(c net.Conn) {
 			defer c.Close()
 			var req enrollRequest
@@ -269,7 +264,7 @@ func TestEnrollmentByALPN(t *testing.T) {
 	})
 	defer l.Close()
 
-	conn, err := tunnel.DialEnroll(ctx, l.Addr().String(), p.anonymousTLS())
+	conn, err := tunnel.DialEnroll(ctx, l.Addr().String(), p.AnonymousClientTLS())
 	if err != nil {
 		t.Fatalf("enrollment without a client certificate: %v", err)
 	}
@@ -289,7 +284,7 @@ func TestEnrollmentByALPN(t *testing.T) {
 	}
 
 	// The same client asking for the tunnel is refused.
-	if s, err := tunnel.DialYamux(ctx, l.Addr().String(), p.anonymousTLS()); err == nil {
+	if s, err := tunnel.DialYamux(ctx, l.Addr().String(), p.AnonymousClientTLS()); err == nil {
 		s.Close()
 		t.Fatal("tunnel without a client certificate was accepted")
 	}
@@ -303,10 +298,10 @@ func TestEnrollmentByALPN(t *testing.T) {
 
 func TestEnrollmentNotServed(t *testing.T) {
 	ctx := testContext(t, 10*time.Second)
-	p := newPKI(t)
+	p := tunneltest.NewPKI(t)
 	failures := make(chan error, 8)
-	l := listen(t, tunnel.TransportYamux, p.serverTLS(), func(err error) { failures <- err })
-	if c, err := tunnel.DialEnroll(ctx, l.Addr().String(), p.anonymousTLS()); err == nil {
+	l := tunneltest.Listen(t, tunnel.TransportYamux, p.ServerTLS(), func(err error) { failures <- err })
+	if c, err := tunnel.DialEnroll(ctx, l.Addr().String(), p.AnonymousClientTLS()); err == nil {
 		c.Close()
 		t.Fatal("enrollment was served without EnrollTLS")
 	}
@@ -320,8 +315,8 @@ func TestEnrollmentNotServed(t *testing.T) {
 
 func TestListenRequiresClientAuth(t *testing.T) {
 	ctx := testContext(t, 10*time.Second)
-	p := newPKI(t)
-	lax := p.serverTLS()
+	p := tunneltest.NewPKI(t)
+	lax := p.ServerTLS()
 	lax.ClientAuth = tls.VerifyClientCertIfGiven
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -349,14 +344,14 @@ func TestListenRequiresClientAuth(t *testing.T) {
 
 func TestSlowClientDoesNotBlockAccept(t *testing.T) {
 	ctx := testContext(t, 10*time.Second)
-	p := newPKI(t)
+	p := tunneltest.NewPKI(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	failures := make(chan error, 8)
 	l := tunnel.ListenTCP(ln, tunnel.TCPListenerConfig{
-		TLS:              p.serverTLS(),
+		TLS:              p.ServerTLS(),
 		HandshakeTimeout: 500 * time.Millisecond,
 		OnHandshakeError: func(err error) { failures <- err },
 	})
@@ -369,7 +364,7 @@ func TestSlowClientDoesNotBlockAccept(t *testing.T) {
 	defer silent.Close()
 
 	go func() {
-		if s, err := tunnel.DialYamux(ctx, l.Addr().String(), p.clientTLS()); err == nil {
+		if s, err := tunnel.DialYamux(ctx, l.Addr().String(), p.ClientTLS()); err == nil {
 			<-ctx.Done()
 			s.Close()
 		}
@@ -388,7 +383,7 @@ func TestSlowClientDoesNotBlockAccept(t *testing.T) {
 }
 
 func TestDialQUICWithoutListener(t *testing.T) {
-	p := newPKI(t)
+	p := tunneltest.NewPKI(t)
 	for _, peer := range []string{"closed port", "silent socket"} {
 		t.Run(peer, func(t *testing.T) {
 			t.Parallel()
@@ -406,7 +401,7 @@ func TestDialQUICWithoutListener(t *testing.T) {
 			// "auto" falls back to yamux after 3 s (FallbackAfter).
 			ctx := testContext(t, 3*time.Second)
 			start := time.Now()
-			s, err := tunnel.DialQUIC(ctx, addr, p.clientTLS())
+			s, err := tunnel.DialQUIC(ctx, addr, p.ClientTLS())
 			if err == nil {
 				s.Close()
 				t.Fatal("DialQUIC succeeded with nobody listening")
@@ -417,11 +412,11 @@ func TestDialQUICWithoutListener(t *testing.T) {
 }
 
 func TestDoneWhenPeerCloses(t *testing.T) {
-	for _, tr := range transports {
+	for _, tr := range tunneltest.Transports {
 		for _, closer := range []string{"agent", "coordinator"} {
 			t.Run(tr+"/"+closer+" closes", func(t *testing.T) {
 				ctx := testContext(t, 10*time.Second)
-				agent, coord := pair(t, tr)
+				agent, coord := tunneltest.Pair(t, tr)
 				closing, peer := agent, coord
 				if closer == "coordinator" {
 					closing, peer = coord, agent
@@ -429,16 +424,8 @@ func TestDoneWhenPeerCloses(t *testing.T) {
 				if err := closing.Close(); err != nil {
 					t.Fatal(err)
 				}
-				for _, s := range []struct {
-					side string
-					s    tunnel.Session
-				}{{"closing side", closing}, {"peer", peer}} {
-					select {
-					case <-s.s.Done():
-					case <-ctx.Done():
-						t.Fatalf("%s: Done not closed", s.side)
-					}
-				}
+				tunneltest.AwaitDone(t, closing)
+				tunneltest.AwaitDone(t, peer)
 				if st, err := peer.OpenStream(ctx); err == nil {
 					st.Close()
 					t.Fatal("OpenStream on a dead session succeeded")
@@ -449,47 +436,31 @@ func TestDoneWhenPeerCloses(t *testing.T) {
 }
 
 func TestListenerCloseEndsSessions(t *testing.T) {
-	for _, tr := range transports {
+	for _, tr := range tunneltest.Transports {
 		t.Run(tr, func(t *testing.T) {
 			ctx := testContext(t, 10*time.Second)
-			p := newPKI(t)
-			l := listen(t, tr, p.serverTLS(), nil)
-			agent, err := dial(ctx, tr, l.Addr().String(), p.clientTLS())
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer agent.Close()
-			coord, err := l.Accept(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
+			p := tunneltest.NewPKI(t)
+			l := tunneltest.Listen(t, tr, p.ServerTLS(), nil)
+			agent, coord := tunneltest.Connect(t, tr, l, p.ClientTLS())
 			if err := l.Close(); err != nil {
 				t.Fatalf("Close: %v", err)
 			}
 			if _, err := l.Accept(ctx); !errors.Is(err, net.ErrClosed) {
 				t.Fatalf("Accept after Close: got %v, want net.ErrClosed", err)
 			}
-			for _, s := range []struct {
-				side string
-				s    tunnel.Session
-			}{{"coordinator", coord}, {"agent", agent}} {
-				select {
-				case <-s.s.Done():
-				case <-ctx.Done():
-					t.Fatalf("%s session outlived the listener", s.side)
-				}
-			}
+			tunneltest.AwaitDone(t, coord) // the session the listener accepted
+			tunneltest.AwaitDone(t, agent) // and its peer
 		})
 	}
 }
 
 func TestThousandStreams(t *testing.T) {
-	for _, tr := range transports {
+	for _, tr := range tunneltest.Transports {
 		t.Run(tr, func(t *testing.T) {
 			ctx := testContext(t, 15*time.Second)
-			agent, coord := pair(t, tr)
-			go serveEcho(coord)
-			open, err := echoStreams(ctx, agent, 1000, 64)
+			agent, coord := tunneltest.Pair(t, tr)
+			go tunneltest.ServeEcho(coord)
+			open, err := tunneltest.EchoStreams(ctx, agent, 1000, 64)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -508,10 +479,10 @@ func TestThousandStreams(t *testing.T) {
 // Close releases our own blocked read at once on both transports, and the
 // peer sees our side end.
 func TestCloseReleasesReads(t *testing.T) {
-	for _, tr := range transports {
+	for _, tr := range tunneltest.Transports {
 		t.Run(tr, func(t *testing.T) {
 			ctx := testContext(t, 10*time.Second)
-			agent, coord := pair(t, tr)
+			agent, coord := tunneltest.Pair(t, tr)
 			st, err := coord.OpenStream(ctx)
 			if err != nil {
 				t.Fatal(err)
