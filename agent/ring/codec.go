@@ -1,0 +1,99 @@
+package ring
+
+import (
+	"encoding/binary"
+	"fmt"
+	"time"
+)
+
+// Bucket and key names; see the package comment for the layout.
+var (
+	rootBucket   = []byte("ring")
+	metaKey      = []byte("meta")
+	framesBucket = []byte("frames")
+)
+
+const (
+	codecVersion   = 1
+	frameHeaderLen = 1 + 4 + 1 + 8 // version, generation, stream, at (unix ns)
+	metaLen        = 1 + 8 + 8 + 8 + 1
+)
+
+func seqKey(seq uint64) []byte {
+	var k [8]byte
+	binary.BigEndian.PutUint64(k[:], seq)
+	return k[:]
+}
+
+func keySeq(k []byte) (uint64, error) {
+	if len(k) != 8 {
+		return 0, fmt.Errorf("%w: frame key of %d bytes", ErrCorrupt, len(k))
+	}
+	return binary.BigEndian.Uint64(k), nil
+}
+
+func encodeFrame(f *Frame) []byte {
+	v := make([]byte, frameHeaderLen+len(f.Data))
+	v[0] = codecVersion
+	binary.BigEndian.PutUint32(v[1:5], f.Generation)
+	v[5] = byte(f.Stream)
+	binary.BigEndian.PutUint64(v[6:14], uint64(f.At.UnixNano()))
+	copy(v[frameHeaderLen:], f.Data)
+	return v
+}
+
+// decodeFrame copies v: bbolt values are only valid inside their transaction.
+func decodeFrame(seq uint64, v []byte) (Frame, error) {
+	if len(v) < frameHeaderLen || v[0] != codecVersion {
+		return Frame{}, fmt.Errorf("%w: frame %d", ErrCorrupt, seq)
+	}
+	return Frame{
+		Seq:        seq,
+		Generation: binary.BigEndian.Uint32(v[1:5]),
+		Stream:     Stream(v[5]),
+		At:         time.Unix(0, int64(binary.BigEndian.Uint64(v[6:14]))).UTC(),
+		Data:       append([]byte(nil), v[frameHeaderLen:]...),
+	}, nil
+}
+
+func frameDataLen(v []byte) int64 {
+	if len(v) < frameHeaderLen {
+		return 0
+	}
+	return int64(len(v) - frameHeaderLen)
+}
+
+// meta is the per-run record committed with every batch.
+type meta struct {
+	next   uint64 // next seq to assign; persisted so seq survives restarts (R-RC-6)
+	frames int64  // retained frames
+	bytes  int64  // retained Data bytes
+	ended  bool   // End was committed and no frame followed it
+	reason string // End's reason when ended
+}
+
+func encodeMeta(m meta) []byte {
+	v := make([]byte, metaLen+len(m.reason))
+	v[0] = codecVersion
+	binary.BigEndian.PutUint64(v[1:9], m.next)
+	binary.BigEndian.PutUint64(v[9:17], uint64(m.frames))
+	binary.BigEndian.PutUint64(v[17:25], uint64(m.bytes))
+	if m.ended {
+		v[25] = 1
+	}
+	copy(v[metaLen:], m.reason)
+	return v
+}
+
+func decodeMeta(v []byte) (meta, error) {
+	if len(v) < metaLen || v[0] != codecVersion {
+		return meta{}, fmt.Errorf("%w: meta", ErrCorrupt)
+	}
+	return meta{
+		next:   binary.BigEndian.Uint64(v[1:9]),
+		frames: int64(binary.BigEndian.Uint64(v[9:17])),
+		bytes:  int64(binary.BigEndian.Uint64(v[17:25])),
+		ended:  v[25] == 1,
+		reason: string(v[metaLen:]),
+	}, nil
+}

@@ -1,0 +1,322 @@
+package ring
+
+import (
+	"time"
+
+	bbolt "go.etcd.io/bbolt"
+)
+
+// batch is one ring's share of a group commit: a snapshot of the head of
+// its pending queue and the state before and after it.
+type batch struct {
+	r      *Ring
+	ops    []op
+	frames int
+	bytes  int
+	base   state
+	res    state // computed inside the transaction
+	skip   bool  // the ring was deleted before the transaction ran
+}
+
+const (
+	minRetry = 10 * time.Millisecond
+	maxRetry = time.Second
+)
+
+// commitLoop is the Store's one writer. Each round it takes the head of
+// every dirty ring's queue, commits all of them in one bbolt transaction,
+// and only then publishes the frames to viewers. It returns after Close,
+// once everything appended before Close is committed.
+func (s *Store) commitLoop() {
+	defer close(s.done)
+	var lastStart time.Time
+	var retry time.Duration
+	stopping, sealed := false, false
+	for {
+		if !stopping {
+			select {
+			case <-s.wake:
+			case <-s.stop:
+				stopping = true
+			}
+		}
+		busy := false // frames arrived while the previous transaction ran
+		for {
+			if busy && !stopping {
+				select {
+				case <-s.stop:
+					stopping = true
+				default:
+					s.linger(lastStart)
+				}
+			}
+			bs := s.collect()
+			if len(bs) == 0 {
+				if stopping {
+					if !sealed {
+						s.seal()
+						sealed = true
+						continue
+					}
+					return
+				}
+				break
+			}
+			lastStart = time.Now()
+			err := s.commit(bs)
+			if err == nil {
+				retry = 0
+				s.setCommitError(nil)
+				s.publish(bs)
+				s.dirtyMu.Lock()
+				busy = len(s.dirty) > 0
+				s.dirtyMu.Unlock()
+				continue
+			}
+			s.setCommitError(err)
+			s.requeue(bs)
+			if stopping {
+				s.closeErr = err // Close fails what is left
+				return
+			}
+			retry = min(max(2*retry, minRetry), maxRetry)
+			t := time.NewTimer(retry)
+			select {
+			case <-t.C:
+			case <-s.stop:
+				stopping = true
+			}
+			t.Stop()
+			busy = false
+		}
+	}
+}
+
+// seal waits out every Append that checked closing before Close set it:
+// after taking each ring's mu once, no new op can be enqueued.
+func (s *Store) seal() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, r := range s.rings {
+		r.mu.Lock()
+		r.room.Broadcast() // blocked Appends see closing and return ErrClosed
+		r.mu.Unlock()
+	}
+}
+
+// linger holds a busy store's next transaction back until FlushInterval
+// after the previous one started, unless a full batch (or an End/Flush) is
+// waiting.
+func (s *Store) linger(lastStart time.Time) {
+	iv := s.opts.FlushInterval
+	if iv <= 0 || lastStart.IsZero() {
+		return
+	}
+	d := time.Until(lastStart.Add(iv))
+	if d <= 0 {
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-s.full:
+	case <-s.stop:
+	}
+}
+
+// collect snapshots the head of every dirty ring's queue, at most
+// FlushFrames frames / FlushBytes bytes per ring.
+func (s *Store) collect() []*batch {
+	select { // a stale "full" token would only shorten the next linger
+	case <-s.full:
+	default:
+	}
+	s.dirtyMu.Lock()
+	rings := s.dirty
+	s.dirty = nil
+	s.dirtyMu.Unlock()
+	var out []*batch
+	o := &s.opts
+	for _, r := range rings {
+		r.mu.Lock()
+		r.queued = false
+		if r.failed != nil || len(r.pending) == 0 {
+			r.mu.Unlock()
+			continue
+		}
+		b := &batch{r: r, base: r.st}
+		n := 0
+		for ; n < len(r.pending); n++ {
+			p := r.pending[n]
+			if p.kind != opFrame {
+				continue
+			}
+			l := len(p.f.Data)
+			if b.frames > 0 && (b.frames >= o.FlushFrames || b.bytes+l > o.FlushBytes) {
+				break
+			}
+			b.frames++
+			b.bytes += l
+		}
+		b.ops = append([]op(nil), r.pending[:n]...)
+		r.inflight, r.inflightFrames, r.inflightBytes = n, b.frames, b.bytes
+		if n < len(r.pending) { // capped: the rest is a full batch already
+			r.queued = true
+			s.dirtyMu.Lock()
+			s.dirty = append(s.dirty, r)
+			s.dirtyMu.Unlock()
+			signal(s.full)
+		}
+		r.mu.Unlock()
+		out = append(out, b)
+	}
+	return out
+}
+
+func (s *Store) commit(bs []*batch) error {
+	return s.db.Update(func(tx *bbolt.Tx) error {
+		root, err := tx.CreateBucketIfNotExists(rootBucket)
+		if err != nil {
+			return err
+		}
+		for _, b := range bs {
+			b.skip = b.r.deleted.Load()
+			if b.skip {
+				continue
+			}
+			if err := b.write(root, &s.opts); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// write stores the batch's frames, evicts beyond the caps and writes meta,
+// all inside the caller's transaction. It changes nothing in memory.
+func (b *batch) write(root *bbolt.Bucket, o *Options) error {
+	rb, err := root.CreateBucketIfNotExists(b.r.key)
+	if err != nil {
+		return err
+	}
+	fb, err := rb.CreateBucketIfNotExists(framesBucket)
+	if err != nil {
+		return err
+	}
+	// Keys only ever grow at the end, so split pages can be packed full.
+	fb.FillPercent = 1.0
+	st := b.base
+	for _, p := range b.ops {
+		switch p.kind {
+		case opEnd:
+			st.ended, st.reason = true, p.reason
+		case opFrame:
+			f := p.f
+			if err := fb.Put(seqKey(f.Seq), encodeFrame(f)); err != nil {
+				return err
+			}
+			if st.frames == 0 {
+				st.first = f.Seq
+			}
+			st.last, st.next = f.Seq, f.Seq+1
+			st.frames++
+			st.bytes += int64(len(f.Data))
+			st.ended, st.reason = false, ""
+		}
+	}
+	// R-RC-7: evict the oldest frames beyond MaxFrames / MaxBytes, keeping
+	// the newest, in the transaction that added the new ones.
+	if st.frames > 1 && (st.frames > o.MaxFrames || st.bytes > o.MaxBytes) {
+		c := fb.Cursor()
+		for st.frames > 1 && (st.frames > o.MaxFrames || st.bytes > o.MaxBytes) {
+			k, v := c.First()
+			if k == nil {
+				break
+			}
+			st.frames--
+			st.bytes -= frameDataLen(v)
+			if err := c.Delete(); err != nil {
+				return err
+			}
+		}
+		k, _ := c.First()
+		if st.first, err = keySeq(k); err != nil {
+			return err
+		}
+	}
+	b.res = st
+	return rb.Put(metaKey, encodeMeta(meta{next: st.next, frames: st.frames, bytes: st.bytes,
+		ended: st.ended, reason: st.reason}))
+}
+
+// publish runs after a successful commit: it drops the committed ops from
+// each ring's queue, hands the frames to live viewers (never waiting on
+// one), ends viewers at an End, and wakes Appends and End/Flush waiters.
+func (s *Store) publish(bs []*batch) {
+	for _, b := range bs {
+		r := b.r
+		r.mu.Lock()
+		if b.skip || r.failed != nil { // deleted: Delete already answered the waiters
+			r.mu.Unlock()
+			continue
+		}
+		n := len(b.ops)
+		m := copy(r.pending, r.pending[n:])
+		clear(r.pending[m:])
+		r.pending = r.pending[:m]
+		r.pendingFrames -= b.frames
+		r.pendingBytes -= b.bytes
+		r.inflight, r.inflightFrames, r.inflightBytes = 0, 0, 0
+		for _, p := range b.ops {
+			switch p.kind {
+			case opEnd:
+				for v := range r.viewers {
+					v.finishLocked(p.reason, nil)
+				}
+				clear(r.viewers)
+			case opFrame:
+				if p.f.Seq < b.res.first {
+					continue // evicted by this same transaction; the viewer sees a Lag
+				}
+				for v := range r.viewers {
+					select {
+					case v.ch <- p.f:
+					default: // never wait for a viewer (R-TR-10)
+						v.finishLocked(ReasonSlowViewer, nil)
+						delete(r.viewers, v)
+					}
+				}
+			}
+		}
+		r.st = b.res
+		r.notifyPublishLocked()
+		r.room.Broadcast()
+		r.mu.Unlock()
+		for _, p := range b.ops {
+			if p.done != nil {
+				p.done <- nil
+			}
+		}
+	}
+}
+
+// requeue puts a failed batch back: its ops stay at the head of the queue
+// and are retried.
+func (s *Store) requeue(bs []*batch) {
+	for _, b := range bs {
+		r := b.r
+		r.mu.Lock()
+		if r.failed == nil {
+			r.inflight, r.inflightFrames, r.inflightBytes = 0, 0, 0
+			if !r.queued && len(r.pending) > 0 {
+				r.queued = true
+				s.dirtyMu.Lock()
+				s.dirty = append(s.dirty, r)
+				s.dirtyMu.Unlock()
+			}
+			r.room.Broadcast() // let Appends at the bound see ErrCommit
+		}
+		r.mu.Unlock()
+	}
+}
