@@ -10,6 +10,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	mrand "math/rand/v2"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -67,16 +69,25 @@ func NewEnv(t testing.TB, o ...Options) *Env {
 	e := &Env{t: t, Dir: dir, opts: opts}
 	cfg := coordd.DefaultConfig()
 	cfg.StateDir = filepath.Join(dir, "coord")
-	cfg.API.Listen = "127.0.0.1:0"
 	cfg.API.Plain = true
-	cfg.Tunnel.Listen = "127.0.0.1:0"
 	cfg.Tunnel.DisableQUIC = opts.DisableQUIC
 	cfg.Tunnel.Heartbeat.Duration = opts.Heartbeat
 	if opts.NodeCertValidity != 0 {
 		cfg.PKI.NodeCertValidity.Duration = opts.NodeCertValidity
 	}
-	e.cfg = cfg
-	e.startCoordinator()
+	// Another test may take a port between freePort and the listen: pick
+	// again then.
+	var err error
+	for range 5 {
+		cfg.API.Listen, cfg.Tunnel.Listen = freePort(t), freePort(t)
+		e.cfg = cfg
+		if err = e.tryStart(); err == nil {
+			break
+		}
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
 	tok, _, err := e.Coord.CreatePrincipal(context.Background(), Tenant, "admin", store.RoleAdmin, store.KindHuman)
 	if err != nil {
 		t.Fatal(err)
@@ -84,6 +95,30 @@ func NewEnv(t testing.TB, o ...Options) *Env {
 	e.AdminToken = tok
 	t.Cleanup(e.close)
 	return e
+}
+
+// freePort returns a loopback address whose port is free on TCP and UDP and
+// lies below Linux's ephemeral range (32768-60999): a restarted coordinator
+// must get its ports back, and an outgoing connection elsewhere in the test
+// run could otherwise be holding an ephemeral one.
+func freePort(t testing.TB) string {
+	t.Helper()
+	for range 200 {
+		addr := fmt.Sprintf("127.0.0.1:%d", 20000+mrand.IntN(12000))
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			continue
+		}
+		pc, err := net.ListenPacket("udp", addr)
+		ln.Close()
+		if err != nil {
+			continue
+		}
+		pc.Close()
+		return addr
+	}
+	t.Fatal("no free port below the ephemeral range")
+	return ""
 }
 
 // shortTempDir keeps unix socket paths under the 108-byte limit.
@@ -104,15 +139,21 @@ func (e *Env) logf(format string, args ...any) {
 
 func (e *Env) startCoordinator() {
 	e.t.Helper()
+	if err := e.tryStart(); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+func (e *Env) tryStart() error {
 	c, err := coordd.New(e.cfg, e.logf)
 	if err != nil {
-		e.t.Fatal(err)
+		return err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	if err := c.Start(ctx); err != nil {
 		cancel()
 		c.Close()
-		e.t.Fatal(err)
+		return err
 	}
 	// Later restarts reuse the same ports.
 	e.cfg.API.Listen = strings.TrimPrefix(c.APIURL(), "http://")
@@ -120,6 +161,7 @@ func (e *Env) startCoordinator() {
 	e.mu.Lock()
 	e.Coord, e.cancel = c, cancel
 	e.mu.Unlock()
+	return nil
 }
 
 // RestartCoordinator stops the coordinator and starts it again on the same

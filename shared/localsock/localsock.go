@@ -16,7 +16,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"syscall"
 	"time"
 )
 
@@ -34,9 +33,10 @@ func Listen(path string) (net.Listener, error) {
 		return nil, fmt.Errorf("localsock: %s: another daemon is already listening", path)
 	}
 	os.Remove(path)
-	old := syscall.Umask(0o177)
+	// No umask games: umask is process-wide and would leak into every child
+	// forked meanwhile. The directory is 0700, and a socket needs write
+	// permission to connect, so the moment before the chmod exposes nothing.
 	ln, err := net.Listen("unix", path)
-	syscall.Umask(old)
 	if err != nil {
 		return nil, err
 	}
