@@ -57,16 +57,7 @@ func DefaultConfig() Config {
 }
 
 // Load returns DefaultConfig merged with the file at path ("" = none).
-func Load(path string) (Config, error) {
-	c := DefaultConfig()
-	if path == "" {
-		return c, nil
-	}
-	if err := config.DecodeFile(path, &c); err != nil {
-		return Config{}, err
-	}
-	return c, nil
-}
+func Load(path string) (Config, error) { return config.Load(path, DefaultConfig()) }
 
 // CheckAndSetDefaults validates c and fills derived defaults.
 func (c *Config) CheckAndSetDefaults() error {

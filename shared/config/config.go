@@ -207,3 +207,17 @@ func underUnknown(k toml.Key, unknown map[string]bool) bool {
 	}
 	return false
 }
+
+// Load is the first two steps of every daemon's config: defaults, then the
+// file at path merged over them ("" = no file). Flags come after, in the
+// command.
+func Load[T any](path string, defaults T) (T, error) {
+	if path == "" {
+		return defaults, nil
+	}
+	if err := DecodeFile(path, &defaults); err != nil {
+		var zero T
+		return zero, err
+	}
+	return defaults, nil
+}
