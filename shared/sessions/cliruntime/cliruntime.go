@@ -205,7 +205,8 @@ type Session interface {
 	// the rest of the handshake follows from Observe). Call it once.
 	Start() Step
 	// Encode turns one input into protocol lines (R-IN-1). Errors are
-	// CheckInput's. An input given before the handshake is done, or while a
+	// CheckInput's, and ErrHandshakeFailed once the tool has refused the
+	// handshake. An input given before the handshake is done, or while a
 	// turn runs on a tool that cannot queue (Codex, ACP), is queued and
 	// written by a later Observe; ErrInputQueueFull caps that queue.
 	Encode(in Input) (Step, error)

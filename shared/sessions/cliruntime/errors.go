@@ -34,7 +34,7 @@ var (
 )
 
 // Errors of CheckInput and Session.Encode (R-IN-2). The API answers both with
-// 400; ErrInputQueueFull with 409.
+// 400; ErrInputQueueFull and ErrHandshakeFailed with 409.
 var (
 	// ErrWrongInputField: the input uses a field this driver does not take
 	// (claude takes line or message; codex and grok take text).
@@ -48,6 +48,12 @@ var (
 	// ErrInputQueueFull: MaxQueuedInputs inputs already wait for the tool
 	// (handshake not done, or a turn still running).
 	ErrInputQueueFull = errors.New("cliruntime: too many inputs are waiting for the tool")
+
+	// ErrHandshakeFailed: the tool refused the handshake (initialize, or the
+	// thread or session it was asked for), so this process can take no
+	// input. The supervisor reports the handshake's EventError or
+	// EventConversationUnavailable and stops the process.
+	ErrHandshakeFailed = errors.New("cliruntime: the tool refused the handshake; this process takes no input")
 )
 
 // MaxQueuedInputs bounds the inputs a Session holds back while the tool cannot

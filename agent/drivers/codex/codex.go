@@ -1,0 +1,484 @@
+// Package codex is the driver of `codex app-server`: JSON-RPC, one message per
+// line over stdio (real-clis.md §2, R-TR-4). The conversation is a Codex
+// thread; its id is the run's conversation id.
+//
+// The handshake is initialize → initialized → thread/start (launch) or
+// thread/resume of the stored thread id (resume). Each text input is one
+// turn/start; an interrupt is turn/interrupt of the active turn id.
+package codex
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/olivares-dev/olivares/agent/drivers/internal/jsonrpc"
+	"github.com/olivares-dev/olivares/shared/sessions/cliruntime"
+)
+
+// Name is the program run when LaunchSpec.Binary is empty.
+const Name = "codex"
+
+// ClientName is clientInfo.name in initialize; Codex records it as the
+// thread's originator (real-clis.md §2.2).
+const ClientName = "olivares"
+
+// ClientVersion is clientInfo.version in initialize.
+const ClientVersion = "0.1.0"
+
+// Driver is the codex driver. The zero value is ready to use.
+type Driver struct{}
+
+var _ cliruntime.Driver = Driver{}
+
+// New returns the codex driver.
+func New() Driver { return Driver{} }
+
+func (Driver) Kind() cliruntime.Kind { return cliruntime.KindCodex }
+
+// LaunchTransport is stdio (R-TR-2, R-TR-4).
+func (Driver) LaunchTransport() cliruntime.LaunchTransport { return cliruntime.TransportStdio }
+
+// Launch is `codex app-server` (its default listener is stdio://).
+func (d Driver) Launch(spec cliruntime.LaunchSpec) (cliruntime.Command, error) {
+	if spec.ConversationID != "" {
+		return cliruntime.Command{}, cliruntime.ErrUnexpectedConversation
+	}
+	return d.command(spec)
+}
+
+// Resume is the same command line: the thread is resumed in the protocol
+// (thread/resume), not on argv.
+func (d Driver) Resume(spec cliruntime.LaunchSpec) (cliruntime.Command, error) {
+	if err := cliruntime.CheckUUIDID(spec.ConversationID); err != nil {
+		return cliruntime.Command{}, err
+	}
+	return d.command(spec)
+}
+
+// command sets CODEX_HOME under the profile home. The directory must exist
+// (Codex warns otherwise, real-clis.md §0.2); the profile's set-up makes it.
+func (Driver) command(spec cliruntime.LaunchSpec) (cliruntime.Command, error) {
+	env, err := cliruntime.BuildEnv(spec, cliruntime.EnvVar{Key: "CODEX_HOME", Value: filepath.Join(spec.Home, ".codex")})
+	if err != nil {
+		return cliruntime.Command{}, err
+	}
+	path := spec.Binary
+	if path == "" {
+		path = Name
+	}
+	return cliruntime.Command{Path: path, Args: []string{"app-server"}, Env: env, Dir: spec.Workdir}, nil
+}
+
+// CheckInput takes text (R-IN-2).
+func (Driver) CheckInput(in cliruntime.Input) error { return cliruntime.CheckTextInput(in) }
+
+// NewSession returns the protocol state of one app-server process.
+func (Driver) NewSession(spec cliruntime.LaunchSpec) cliruntime.Session {
+	return &session{cwd: spec.Workdir, resumeID: spec.ConversationID, pending: map[int64]string{}}
+}
+
+type session struct {
+	cwd      string
+	resumeID string
+
+	mu      sync.Mutex
+	nextID  int64
+	pending map[int64]string // our request id → method
+	thread  string           // confirmed thread id; "" until thread/start|resume answered
+	dead    bool             // the handshake failed: no thread will come
+
+	queue     []string // texts not yet sent as turn/start
+	starting  bool     // a turn/start is out and has no answer or turn id yet
+	turn      string   // active turn id
+	interrupt bool     // interrupt asked for before the turn id was known
+	windows   rateWindows
+}
+
+func (s *session) requestLocked(method string, params any) []byte {
+	s.nextID++
+	s.pending[s.nextID] = method
+	return jsonrpc.Line(jsonrpc.Request{JSONRPC: "2.0", ID: s.nextID, Method: method, Params: params})
+}
+
+type clientInfo struct {
+	Name    string  `json:"name"`
+	Title   *string `json:"title"`
+	Version string  `json:"version"`
+}
+
+type initializeParams struct {
+	ClientInfo   clientInfo `json:"clientInfo"`
+	Capabilities *struct{}  `json:"capabilities"`
+}
+
+func (s *session) Start() cliruntime.Step {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	// Only initialize: any other request before its answer gets "Not
+	// initialized" (real-clis.md §2.1).
+	return cliruntime.Step{Write: [][]byte{s.requestLocked("initialize", initializeParams{
+		ClientInfo: clientInfo{Name: ClientName, Version: ClientVersion},
+	})}}
+}
+
+type threadStartParams struct {
+	Cwd string `json:"cwd,omitempty"`
+}
+
+type threadResumeParams struct {
+	ThreadID string `json:"threadId"`
+	Cwd      string `json:"cwd,omitempty"`
+}
+
+type textInput struct {
+	Type         string   `json:"type"`
+	Text         string   `json:"text"`
+	TextElements []string `json:"text_elements"`
+}
+
+type turnStartParams struct {
+	ThreadID string      `json:"threadId"`
+	Input    []textInput `json:"input"`
+}
+
+type turnInterruptParams struct {
+	ThreadID string `json:"threadId"`
+	TurnID   string `json:"turnId"`
+}
+
+func (s *session) Encode(in cliruntime.Input) (cliruntime.Step, error) {
+	if err := cliruntime.CheckTextInput(in); err != nil {
+		return cliruntime.Step{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.dead {
+		return cliruntime.Step{}, cliruntime.ErrHandshakeFailed
+	}
+	if len(s.queue) >= cliruntime.MaxQueuedInputs {
+		return cliruntime.Step{}, cliruntime.ErrInputQueueFull
+	}
+	s.queue = append(s.queue, in.Text)
+	return s.flushLocked(), nil
+}
+
+// flushLocked sends the next queued text when the thread is ready and no
+// turn runs: Codex takes one turn at a time.
+func (s *session) flushLocked() cliruntime.Step {
+	if s.thread == "" || s.starting || s.turn != "" || len(s.queue) == 0 {
+		return cliruntime.Step{}
+	}
+	text := s.queue[0]
+	s.queue = s.queue[1:]
+	s.starting = true
+	return cliruntime.Step{Write: [][]byte{s.requestLocked("turn/start", turnStartParams{
+		ThreadID: s.thread,
+		Input:    []textInput{{Type: "text", Text: text, TextElements: []string{}}},
+	})}}
+}
+
+// Interrupt is turn/interrupt with the active turn id (real-clis.md §2.2).
+func (s *session) Interrupt() (cliruntime.Step, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.turn != "":
+		return cliruntime.Step{Write: [][]byte{s.interruptLocked()}}, true
+	case s.starting || (len(s.queue) > 0 && !s.dead):
+		// The turn id is not known yet: send it when it is.
+		s.interrupt = true
+		return cliruntime.Step{}, true
+	default:
+		return cliruntime.Step{}, false
+	}
+}
+
+func (s *session) interruptLocked() []byte {
+	s.interrupt = false
+	return s.requestLocked("turn/interrupt", turnInterruptParams{ThreadID: s.thread, TurnID: s.turn})
+}
+
+func (s *session) ConversationID() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.thread
+}
+
+func (s *session) TurnActive() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.starting || s.turn != "" || (len(s.queue) > 0 && !s.dead)
+}
+
+func (s *session) Observe(line []byte) cliruntime.Step {
+	m, ok := jsonrpc.Parse(line)
+	if !ok {
+		return cliruntime.Step{}
+	}
+	raw := cloneLine(line)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case m.IsResponse():
+		return s.responseLocked(m, raw)
+	case m.IsRequest():
+		return s.serverRequestLocked(m, raw)
+	case m.IsNotification():
+		return s.notificationLocked(m, raw)
+	}
+	return cliruntime.Step{}
+}
+
+func cloneLine(line []byte) json.RawMessage {
+	n := len(line)
+	for n > 0 && (line[n-1] == '\n' || line[n-1] == '\r') {
+		n--
+	}
+	return append(json.RawMessage(nil), line[:n]...)
+}
+
+type threadResult struct {
+	Thread struct {
+		ID string `json:"id"`
+	} `json:"thread"`
+}
+
+type turnResult struct {
+	Turn struct {
+		ID string `json:"id"`
+	} `json:"turn"`
+}
+
+func (s *session) responseLocked(m jsonrpc.Message, raw json.RawMessage) cliruntime.Step {
+	id, ok := m.IntID()
+	if !ok {
+		return cliruntime.Step{}
+	}
+	method, ok := s.pending[id]
+	if !ok {
+		return cliruntime.Step{}
+	}
+	delete(s.pending, id)
+	switch method {
+	case "initialize":
+		if m.HasError {
+			s.dead = true
+			return step(cliruntime.Event{Kind: cliruntime.EventError, Error: "initialize: " + m.ErrorMessage, Raw: raw})
+		}
+		out := cliruntime.Step{Write: [][]byte{jsonrpc.Line(jsonrpc.Notification{JSONRPC: "2.0", Method: "initialized"})}}
+		if s.resumeID != "" {
+			out.Write = append(out.Write, s.requestLocked("thread/resume", threadResumeParams{ThreadID: s.resumeID, Cwd: s.cwd}))
+		} else {
+			out.Write = append(out.Write, s.requestLocked("thread/start", threadStartParams{Cwd: s.cwd}))
+		}
+		return out
+	case "thread/start", "thread/resume":
+		return s.threadLocked(method, m, raw)
+	case "turn/start":
+		if m.HasError {
+			// The turn never started; the next queued text may go.
+			s.starting = false
+			s.interrupt = false
+			out := step(cliruntime.Event{Kind: cliruntime.EventError, ConversationID: s.thread, Error: "turn/start: " + m.ErrorMessage, Raw: raw})
+			return merge(out, s.flushLocked())
+		}
+		var r turnResult
+		_ = json.Unmarshal(m.Result, &r)
+		// The result comes before turn/started (real-clis.md §2.4).
+		return s.turnStartedLocked(r.Turn.ID, raw)
+	case "turn/interrupt":
+		// An error here is "no active turn to interrupt": the turn ended
+		// first, which is the R-INT-2 no-op.
+	}
+	return cliruntime.Step{}
+}
+
+func (s *session) threadLocked(method string, m jsonrpc.Message, raw json.RawMessage) cliruntime.Step {
+	var r threadResult
+	if !m.HasError {
+		_ = json.Unmarshal(m.Result, &r)
+	}
+	switch {
+	case method == "thread/resume" && (m.HasError || r.Thread.ID != s.resumeID):
+		// Never fall back to a new thread (R-RES-2).
+		s.dead = true
+		msg := m.ErrorMessage
+		if !m.HasError {
+			msg = fmt.Sprintf("codex resumed thread %q instead of %q", r.Thread.ID, s.resumeID)
+		}
+		return step(cliruntime.Event{Kind: cliruntime.EventConversationUnavailable, ConversationID: s.resumeID, Error: msg, Raw: raw})
+	case m.HasError || r.Thread.ID == "":
+		s.dead = true
+		msg := m.ErrorMessage
+		if msg == "" {
+			msg = "no thread id in the answer"
+		}
+		return step(cliruntime.Event{Kind: cliruntime.EventError, Error: method + ": " + msg, Raw: raw})
+	}
+	s.thread = r.Thread.ID
+	out := step(cliruntime.Event{Kind: cliruntime.EventConversation, ConversationID: s.thread, Raw: raw})
+	return merge(out, s.flushLocked())
+}
+
+// turnStartedLocked records the turn id from whichever of the turn/start
+// result and turn/started comes first.
+func (s *session) turnStartedLocked(id string, raw json.RawMessage) cliruntime.Step {
+	if id == "" || !s.starting {
+		return cliruntime.Step{} // the other one already named it
+	}
+	s.starting = false
+	s.turn = id
+	out := step(cliruntime.Event{Kind: cliruntime.EventTurnStarted, ConversationID: s.thread, TurnID: id, Raw: raw})
+	if s.interrupt {
+		out.Write = append(out.Write, s.interruptLocked())
+	}
+	return out
+}
+
+type turnNotification struct {
+	Turn struct {
+		ID     string `json:"id"`
+		Status string `json:"status"`
+		Error  *struct {
+			Message        string          `json:"message"`
+			CodexErrorInfo json.RawMessage `json:"codexErrorInfo"`
+		} `json:"error"`
+	} `json:"turn"`
+}
+
+func (s *session) notificationLocked(m jsonrpc.Message, raw json.RawMessage) cliruntime.Step {
+	switch m.Method {
+	case "turn/started":
+		var n turnNotification
+		_ = json.Unmarshal(m.Params, &n)
+		return s.turnStartedLocked(n.Turn.ID, raw)
+	case "turn/completed":
+		var n turnNotification
+		if json.Unmarshal(m.Params, &n) != nil || n.Turn.ID == "" || n.Turn.ID != s.turn {
+			return cliruntime.Step{}
+		}
+		return s.turnCompletedLocked(&n, raw)
+	case "account/rateLimits/updated":
+		s.windows.update(m.Params)
+	case "error":
+		// Every failure is an error notification, then turn/completed
+		// "failed" (real-clis.md §2.5); a retried one is progress, not a fact.
+		var p struct {
+			WillRetry bool `json:"willRetry"`
+		}
+		_ = json.Unmarshal(m.Params, &p)
+		if !p.WillRetry {
+			var e struct {
+				Error struct {
+					Message string `json:"message"`
+				} `json:"error"`
+				TurnID string `json:"turnId"`
+			}
+			_ = json.Unmarshal(m.Params, &e)
+			return step(cliruntime.Event{Kind: cliruntime.EventError, ConversationID: s.thread, TurnID: e.TurnID, Error: e.Error.Message, Raw: raw})
+		}
+	}
+	return cliruntime.Step{}
+}
+
+func (s *session) turnCompletedLocked(n *turnNotification, raw json.RawMessage) cliruntime.Step {
+	t := n.Turn
+	var evs []cliruntime.Event
+	ev := cliruntime.Event{Kind: cliruntime.EventTurnEnded, ConversationID: s.thread, TurnID: t.ID, Reason: t.Status, IsError: t.Status != "completed", Raw: raw}
+	if t.Error != nil {
+		ev.Error = t.Error.Message
+		if lim := s.limitLocked(t.Error.CodexErrorInfo); lim != nil {
+			evs = append(evs, cliruntime.Event{Kind: cliruntime.EventLimit, ConversationID: s.thread, TurnID: t.ID, Limit: lim, Raw: raw})
+		}
+	}
+	evs = append(evs, ev)
+	s.turn = ""
+	s.interrupt = false
+	return merge(cliruntime.Step{Events: evs}, s.flushLocked())
+}
+
+// limitLocked is R-LIM-6: usageLimitExceeded → usage, rateLimitExceeded →
+// rate, with the later reset of the exhausted windows.
+func (s *session) limitLocked(info json.RawMessage) *cliruntime.Limit {
+	var name string
+	if json.Unmarshal(info, &name) != nil {
+		return nil // an object such as {"responseTooManyFailedAttempts":…}
+	}
+	var kind cliruntime.LimitKind
+	switch name {
+	case "usageLimitExceeded":
+		kind = cliruntime.LimitUsage
+	case "rateLimitExceeded":
+		kind = cliruntime.LimitRate
+	default:
+		return nil
+	}
+	return &cliruntime.Limit{Kind: kind, ResetsAt: s.windows.resetsAt()}
+}
+
+// serverRequestLocked answers a request Codex sends us (approvals, user
+// input, tool calls; Appendix A lists ten). The driver grants nothing: it
+// answers "method not found", which Codex takes as a refusal, and reports it
+// so that a person sees why the turn stalled. A profile that wants tools to
+// run sets approval_policy = "never" in its config.toml.
+func (s *session) serverRequestLocked(m jsonrpc.Message, raw json.RawMessage) cliruntime.Step {
+	reply := jsonrpc.Line(jsonrpc.Response{JSONRPC: "2.0", ID: m.ID, Error: &jsonrpc.Error{
+		Code:    jsonrpc.MethodNotFound,
+		Message: "olivares does not answer " + strconv.Quote(m.Method),
+	}})
+	return cliruntime.Step{
+		Write:  [][]byte{reply},
+		Events: []cliruntime.Event{{Kind: cliruntime.EventError, ConversationID: s.thread, Error: "codex asked " + strconv.Quote(m.Method) + "; olivares refused", Raw: raw}},
+	}
+}
+
+func step(ev ...cliruntime.Event) cliruntime.Step { return cliruntime.Step{Events: ev} }
+
+func merge(a, b cliruntime.Step) cliruntime.Step {
+	a.Write = append(a.Write, b.Write...)
+	a.Events = append(a.Events, b.Events...)
+	return a
+}
+
+// rateWindows is the last account/rateLimits/updated (real-clis.md §2.5).
+type rateWindows struct {
+	primary, secondary *window
+}
+
+type window struct {
+	UsedPercent float64 `json:"usedPercent"`
+	ResetsAt    float64 `json:"resetsAt"`
+}
+
+func (w *rateWindows) update(params json.RawMessage) {
+	var p struct {
+		RateLimits struct {
+			Primary   *window `json:"primary"`
+			Secondary *window `json:"secondary"`
+		} `json:"rateLimits"`
+	}
+	if json.Unmarshal(params, &p) != nil {
+		return
+	}
+	w.primary, w.secondary = p.RateLimits.Primary, p.RateLimits.Secondary
+}
+
+// resetsAt is the later reset of the exhausted windows (R-LIM-6), nil when
+// none is exhausted or none names a reset.
+func (w *rateWindows) resetsAt() *time.Time {
+	var best float64
+	for _, win := range []*window{w.primary, w.secondary} {
+		if win != nil && win.UsedPercent >= 100 && win.ResetsAt > best && win.ResetsAt < 1e11 {
+			best = win.ResetsAt
+		}
+	}
+	if best == 0 {
+		return nil
+	}
+	t := time.Unix(int64(best), 0).UTC()
+	return &t
+}

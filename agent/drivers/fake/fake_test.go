@@ -1,0 +1,20 @@
+package fake_test
+
+import (
+	"testing"
+
+	"github.com/olivares-dev/olivares/agent/drivers/fake"
+	"github.com/olivares-dev/olivares/shared/sessions/cliruntime/cliruntimetest"
+)
+
+func TestCommands(t *testing.T) {
+	cliruntimetest.RunCommands(t, fake.New(), "testdata/command/*.txt")
+}
+
+func TestSessions(t *testing.T) {
+	cliruntimetest.RunScripts(t, fake.New(), "testdata/session/*.txt")
+}
+
+func FuzzObserve(f *testing.F) {
+	cliruntimetest.FuzzObserve(f, fake.New(), "conv-1", "testdata/session/*.txt")
+}
