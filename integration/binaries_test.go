@@ -175,9 +175,10 @@ func TestDevModeBinaries(t *testing.T) {
 	if info.Tenant != "default" || info.NodeID == "" || info.AdminToken == "" || !strings.HasPrefix(info.APIURL, "http://127.0.0.1:") || info.CAFile == "" {
 		t.Fatalf("dev.json: %+v", info)
 	}
-	if !strings.Contains(dev.out.String(), "ready") {
-		t.Fatalf("dev printed no usage:\n%s", dev.out)
-	}
+	// dev.json is written first, then the usage is printed.
+	Await(t, 10*time.Second, "dev mode to print its usage", func() bool {
+		return strings.Contains(dev.out.String(), "dev mode is ready") && strings.Contains(dev.out.String(), "login --dev")
+	})
 
 	out, code := runCmd(t, env, cli, "login", "--dev", filepath.Join(state, "dev.json"))
 	if code != 0 {
