@@ -42,35 +42,27 @@ func (Driver) Kind() cliruntime.Kind { return cliruntime.KindCodex }
 // LaunchTransport is stdio (R-TR-2, R-TR-4).
 func (Driver) LaunchTransport() cliruntime.LaunchTransport { return cliruntime.TransportStdio }
 
-// Launch is `codex app-server` (its default listener is stdio://).
-func (d Driver) Launch(spec cliruntime.LaunchSpec) (cliruntime.Command, error) {
-	if spec.ConversationID != "" {
-		return cliruntime.Command{}, cliruntime.ErrUnexpectedConversation
-	}
-	return d.command(spec)
+// command is `codex app-server` (its default listener is stdio://) for both
+// launch and resume: the thread is resumed in the protocol (thread/resume).
+// CODEX_HOME goes under the profile home; the directory must exist (Codex
+// warns otherwise, real-clis.md §0.2) and the profile's set-up makes it.
+var command = cliruntime.ProtocolCommand{
+	Name: Name,
+	Args: []string{"app-server"},
+	Vars: func(home string) []cliruntime.EnvVar {
+		return []cliruntime.EnvVar{{Key: "CODEX_HOME", Value: filepath.Join(home, ".codex")}}
+	},
+	CheckID: cliruntime.CheckUUIDID,
 }
 
-// Resume is the same command line: the thread is resumed in the protocol
-// (thread/resume), not on argv.
-func (d Driver) Resume(spec cliruntime.LaunchSpec) (cliruntime.Command, error) {
-	if err := cliruntime.CheckUUIDID(spec.ConversationID); err != nil {
-		return cliruntime.Command{}, err
-	}
-	return d.command(spec)
+// Launch starts a new thread.
+func (Driver) Launch(spec cliruntime.LaunchSpec) (cliruntime.Command, error) {
+	return command.Launch(spec)
 }
 
-// command sets CODEX_HOME under the profile home. The directory must exist
-// (Codex warns otherwise, real-clis.md §0.2); the profile's set-up makes it.
-func (Driver) command(spec cliruntime.LaunchSpec) (cliruntime.Command, error) {
-	env, err := cliruntime.BuildEnv(spec, cliruntime.EnvVar{Key: "CODEX_HOME", Value: filepath.Join(spec.Home, ".codex")})
-	if err != nil {
-		return cliruntime.Command{}, err
-	}
-	path := spec.Binary
-	if path == "" {
-		path = Name
-	}
-	return cliruntime.Command{Path: path, Args: []string{"app-server"}, Env: env, Dir: spec.Workdir}, nil
+// Resume starts the same command line on a stored thread id.
+func (Driver) Resume(spec cliruntime.LaunchSpec) (cliruntime.Command, error) {
+	return command.Resume(spec)
 }
 
 // CheckInput takes text (R-IN-2).

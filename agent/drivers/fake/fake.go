@@ -83,30 +83,20 @@ func New() Driver { return Driver{} }
 func (Driver) Kind() cliruntime.Kind                       { return Kind }
 func (Driver) LaunchTransport() cliruntime.LaunchTransport { return cliruntime.TransportStdio }
 
-func (d Driver) Launch(spec cliruntime.LaunchSpec) (cliruntime.Command, error) {
-	if spec.ConversationID != "" {
-		return cliruntime.Command{}, cliruntime.ErrUnexpectedConversation
-	}
-	return d.command(spec)
+var command = cliruntime.ProtocolCommand{
+	Name: Program,
+	Vars: func(home string) []cliruntime.EnvVar {
+		return []cliruntime.EnvVar{{Key: "FAKE_HOME", Value: filepath.Join(home, ".fake")}}
+	},
+	CheckID: cliruntime.CheckOpaqueID,
 }
 
-func (d Driver) Resume(spec cliruntime.LaunchSpec) (cliruntime.Command, error) {
-	if err := cliruntime.CheckOpaqueID(spec.ConversationID); err != nil {
-		return cliruntime.Command{}, err
-	}
-	return d.command(spec)
+func (Driver) Launch(spec cliruntime.LaunchSpec) (cliruntime.Command, error) {
+	return command.Launch(spec)
 }
 
-func (Driver) command(spec cliruntime.LaunchSpec) (cliruntime.Command, error) {
-	env, err := cliruntime.BuildEnv(spec, cliruntime.EnvVar{Key: "FAKE_HOME", Value: filepath.Join(spec.Home, ".fake")})
-	if err != nil {
-		return cliruntime.Command{}, err
-	}
-	path := spec.Binary
-	if path == "" {
-		path = Program
-	}
-	return cliruntime.Command{Path: path, Env: env, Dir: spec.Workdir}, nil
+func (Driver) Resume(spec cliruntime.LaunchSpec) (cliruntime.Command, error) {
+	return command.Resume(spec)
 }
 
 func (Driver) CheckInput(in cliruntime.Input) error { return cliruntime.CheckTextInput(in) }

@@ -41,38 +41,30 @@ func (Driver) Kind() cliruntime.Kind { return cliruntime.KindGrok }
 // LaunchTransport is stdio (R-TR-2, R-TR-4).
 func (Driver) LaunchTransport() cliruntime.LaunchTransport { return cliruntime.TransportStdio }
 
-// Launch is `grok agent stdio`.
-func (d Driver) Launch(spec cliruntime.LaunchSpec) (cliruntime.Command, error) {
-	if spec.ConversationID != "" {
-		return cliruntime.Command{}, cliruntime.ErrUnexpectedConversation
-	}
-	return d.command(spec)
+// command is `grok agent stdio` for both launch and resume: the session is
+// loaded in the protocol. Grok's home (config, auth, sessions) goes under the
+// profile home, and its self-updater is off: a supervised binary must not
+// change under a live run. A profile may turn the updater back on.
+var command = cliruntime.ProtocolCommand{
+	Name: Name,
+	Args: []string{"agent", "stdio"},
+	Vars: func(home string) []cliruntime.EnvVar {
+		return []cliruntime.EnvVar{
+			{Key: "GROK_HOME", Value: filepath.Join(home, ".grok")},
+			{Key: "GROK_DISABLE_AUTOUPDATER", Value: "1", Overridable: true},
+		}
+	},
+	CheckID: cliruntime.CheckOpaqueID,
 }
 
-// Resume is the same command line; the session is loaded in the protocol.
-func (d Driver) Resume(spec cliruntime.LaunchSpec) (cliruntime.Command, error) {
-	if err := cliruntime.CheckOpaqueID(spec.ConversationID); err != nil {
-		return cliruntime.Command{}, err
-	}
-	return d.command(spec)
+// Launch starts a new session.
+func (Driver) Launch(spec cliruntime.LaunchSpec) (cliruntime.Command, error) {
+	return command.Launch(spec)
 }
 
-// command keeps Grok's home (config, auth, sessions) under the profile home,
-// and turns off its self-updater: a supervised binary must not change under
-// a live run. A profile may turn the updater back on.
-func (Driver) command(spec cliruntime.LaunchSpec) (cliruntime.Command, error) {
-	env, err := cliruntime.BuildEnv(spec,
-		cliruntime.EnvVar{Key: "GROK_HOME", Value: filepath.Join(spec.Home, ".grok")},
-		cliruntime.EnvVar{Key: "GROK_DISABLE_AUTOUPDATER", Value: "1", Overridable: true},
-	)
-	if err != nil {
-		return cliruntime.Command{}, err
-	}
-	path := spec.Binary
-	if path == "" {
-		path = Name
-	}
-	return cliruntime.Command{Path: path, Args: []string{"agent", "stdio"}, Env: env, Dir: spec.Workdir}, nil
+// Resume starts the same command line on a stored session id.
+func (Driver) Resume(spec cliruntime.LaunchSpec) (cliruntime.Command, error) {
+	return command.Resume(spec)
 }
 
 // CheckInput takes text (R-IN-2).
