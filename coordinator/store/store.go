@@ -10,6 +10,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/olivares-dev/olivares/shared/apitypes"
 )
 
 // Sentinel errors. Implementations return these (possibly wrapped) so that
@@ -126,5 +128,54 @@ type Store interface {
 	// transaction; fn's error aborts it. ErrNotFound if absent.
 	UpdateNode(ctx context.Context, id string, fn func(*Node) error) (Node, error)
 
+	// Run index (a read model agents push into, ARCHITECTURE "who owns
+	// what"). PutRun stores r when no row has its RunRef, or replaces the
+	// stored row when r.Rev is greater; it reports whether it wrote. A row
+	// whose Tenant or NodeID differs from the stored one is refused with
+	// ErrConflict (an agent can only update its own runs).
+	PutRun(ctx context.Context, r apitypes.Run) (bool, error)
+	// GetRun returns the row; ErrNotFound if absent.
+	GetRun(ctx context.Context, ref string) (apitypes.Run, error)
+	// ListRuns returns one page of q.Tenant's runs, newest first (CreatedAt
+	// descending, then RunRef descending), and the opaque cursor of the next
+	// page ("" on the last one). See RunQuery for the modes.
+	ListRuns(ctx context.Context, q RunQuery) ([]apitypes.Run, string, error)
+
+	// Profiles and workspaces index: the agent owns the record, the
+	// coordinator keeps what it needs to route and list. Names are unique
+	// per tenant (ErrExists), refs globally (ErrExists).
+	CreateProfile(ctx context.Context, p apitypes.Profile) error
+	GetProfile(ctx context.Context, ref string) (apitypes.Profile, error)
+	// ListProfiles lists a tenant's profiles ordered by name.
+	ListProfiles(ctx context.Context, tenant string) ([]apitypes.Profile, error)
+	CreateWorkspace(ctx context.Context, w apitypes.Workspace) error
+	GetWorkspace(ctx context.Context, ref string) (apitypes.Workspace, error)
+	// ListWorkspaces lists a tenant's workspaces ordered by name.
+	ListWorkspaces(ctx context.Context, tenant string) ([]apitypes.Workspace, error)
+
 	Close() error
+}
+
+// ErrConflict: the write contradicts the stored record (PutRun of another
+// tenant's or node's run).
+var ErrConflict = errors.New("store: conflicting record")
+
+// ErrBadCursor: a ListRuns cursor this store did not issue.
+var ErrBadCursor = errors.New("store: bad cursor")
+
+// RunQuery selects a page of runs (R-LIST-1, R-LIST-5).
+type RunQuery struct {
+	Tenant string // required
+	// Exact-match filters; "" matches everything (R-LIST-1, Q-09).
+	State           string
+	LiveRef         string
+	ClaudeSessionID string
+	// Limit is the page size, 1..200 (the caller validates; 0 means 50).
+	Limit int
+	// Offset mode (Cursor == "" and !CursorMode): skip Offset matching rows.
+	Offset int
+	// CursorMode pages with an opaque cursor instead: Cursor "" is the first
+	// page, then the returned next.
+	CursorMode bool
+	Cursor     string
 }

@@ -1,0 +1,167 @@
+package proto
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/olivares-dev/olivares/shared/apitypes"
+)
+
+// Run ops. Coordinator→agent unless noted. Every one carries the run's ref
+// in wire.Header.RunRef where it has one, and answers with a wire.Error
+// whose HTTP status the coordinator passes through (R-API-4).
+const (
+	OpProfileCreate   = "profile.create"   // ProfileCreate → apitypes.Profile
+	OpWorkspaceCreate = "workspace.create" // WorkspaceCreate → apitypes.Workspace
+	OpRunLaunch       = "run.launch"       // RunLaunch → apitypes.Run
+	OpRunGet          = "run.get"          // → apitypes.Run
+	OpRunEvents       = "run.events"       // RunEvents → apitypes.EventList
+	OpRunAttach       = "run.attach"       // RunAttach → RunAttachReply, then attach frames
+	OpRunInput        = "run.input"        // apitypes.InputRequest → apitypes.Accepted
+	OpRunInterrupt    = "run.interrupt"    // → apitypes.Accepted
+	OpRunStop         = "run.stop"         // → apitypes.Run once the exit is observed
+	OpRunResume       = "run.resume"       // → apitypes.Run (new generation)
+
+	// OpRunsPush is agent→coordinator: run rows for the index. The agent
+	// sends every row once per session (Full) and then each change.
+	OpRunsPush = "runs.push" // RunsPush → nothing
+)
+
+// ProfileCreate asks the agent to store a profile the coordinator named.
+type ProfileCreate struct {
+	Ref    string            `json:"ref"`
+	Tenant string            `json:"tenant"`
+	Tool   string            `json:"tool"`
+	Name   string            `json:"name"`
+	Home   string            `json:"home,omitempty"`
+	Env    map[string]string `json:"env,omitempty"`
+}
+
+// WorkspaceCreate asks the agent to register a directory.
+type WorkspaceCreate struct {
+	Ref    string `json:"ref"`
+	Tenant string `json:"tenant"`
+	Name   string `json:"name"`
+	Path   string `json:"path"`
+}
+
+// RunLaunch asks the agent to create and start a run.
+type RunLaunch struct {
+	RunRef       string `json:"run_ref"`
+	Tenant       string `json:"tenant"`
+	ProfileRef   string `json:"profile_ref"`
+	WorkspaceRef string `json:"workspace_ref"`
+	Isolation    string `json:"isolation"`
+	TemplateRef  string `json:"template_ref,omitempty"`
+	Name         string `json:"name,omitempty"`
+}
+
+// RunEvents pages the lifecycle ledger: rows after After, at most Limit.
+type RunEvents struct {
+	After uint64 `json:"after,omitempty"`
+	Limit int    `json:"limit,omitempty"`
+}
+
+// RunAttach opens an output stream from seq From (0: the oldest retained).
+type RunAttach struct {
+	From uint64 `json:"from"`
+}
+
+// RunAttachReply precedes the frames.
+type RunAttachReply struct {
+	Live       bool   `json:"live"`
+	Generation uint32 `json:"generation"`
+}
+
+// RunsPush carries index rows to the coordinator.
+type RunsPush struct {
+	Full bool           `json:"full,omitempty"`
+	Runs []apitypes.Run `json:"runs"`
+}
+
+// Attach frames: after RunAttachReply the agent writes wire frames, each
+// one byte of type and a body. Output is binary so no byte of the hot path
+// is JSON (ARCHITECTURE, the tunnel); the rare kinds carry JSON.
+//
+//	AttachOutput: seq u64 | generation u32 | stream u8 | at unix-nanos i64 | data
+//	AttachLag:    apitypes.Lag JSON
+//	AttachNotice: apitypes.Notice JSON; the stream then ends
+//	AttachEnd:    apitypes.End JSON; the stream then ends
+const (
+	AttachOutput byte = 1
+	AttachLag    byte = 2
+	AttachNotice byte = 3
+	AttachEnd    byte = 4
+)
+
+const outputHeader = 1 + 8 + 4 + 1 + 8
+
+// Stream tags of AttachOutput (R-TR-9), as the ring numbers them.
+var streamNames = [...]string{1: "stdout", 2: "stderr", 3: "pty"}
+
+// StreamName returns the tag of a stream number, "" when unknown.
+func StreamName(s byte) string {
+	if int(s) < len(streamNames) {
+		return streamNames[s]
+	}
+	return ""
+}
+
+// AppendOutput appends an AttachOutput frame body to b.
+func AppendOutput(b []byte, seq uint64, gen uint32, stream byte, at time.Time, data []byte) []byte {
+	b = append(b, AttachOutput)
+	b = binary.BigEndian.AppendUint64(b, seq)
+	b = binary.BigEndian.AppendUint32(b, gen)
+	b = append(b, stream)
+	b = binary.BigEndian.AppendUint64(b, uint64(at.UnixNano()))
+	return append(b, data...)
+}
+
+// AttachFrame is one decoded attach frame.
+type AttachFrame struct {
+	Type       byte
+	Seq        uint64
+	Generation uint32
+	Stream     byte
+	At         time.Time
+	Data       []byte // Output data (aliases the input), or the JSON body
+}
+
+// ErrBadFrame: an attach frame that does not parse.
+var ErrBadFrame = errors.New("proto: bad attach frame")
+
+// ParseAttachFrame decodes p; Data aliases p.
+func ParseAttachFrame(p []byte) (AttachFrame, error) {
+	if len(p) == 0 {
+		return AttachFrame{}, ErrBadFrame
+	}
+	f := AttachFrame{Type: p[0]}
+	switch f.Type {
+	case AttachOutput:
+		if len(p) < outputHeader {
+			return AttachFrame{}, fmt.Errorf("%w: output frame of %d bytes", ErrBadFrame, len(p))
+		}
+		f.Seq = binary.BigEndian.Uint64(p[1:9])
+		f.Generation = binary.BigEndian.Uint32(p[9:13])
+		f.Stream = p[13]
+		f.At = time.Unix(0, int64(binary.BigEndian.Uint64(p[14:22]))).UTC()
+		f.Data = p[outputHeader:]
+	case AttachLag, AttachNotice, AttachEnd:
+		if !json.Valid(p[1:]) {
+			return AttachFrame{}, fmt.Errorf("%w: type %d body is not JSON", ErrBadFrame, f.Type)
+		}
+		f.Data = p[1:]
+	default:
+		return AttachFrame{}, fmt.Errorf("%w: type %d", ErrBadFrame, f.Type)
+	}
+	return f, nil
+}
+
+// AppendJSONFrame appends a frame of type t with v as JSON.
+func AppendJSONFrame(b []byte, t byte, v any) []byte {
+	j, _ := json.Marshal(v)
+	return append(append(b, t), j...)
+}
