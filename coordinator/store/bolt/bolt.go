@@ -8,7 +8,10 @@
 package bolt
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,19 +21,41 @@ import (
 	bolterrors "go.etcd.io/bbolt/errors"
 
 	"github.com/olivares-dev/olivares/coordinator/store"
+	"github.com/olivares-dev/olivares/shared/apitypes"
 )
 
 // Buckets. Values are the JSON of the store record types; keys are ids, or
-// the token hash for credentials and join tokens.
+// the token hash for credentials and join tokens, or the ref for runs,
+// profiles and workspaces.
+//
+// The by-tenant buckets are secondary indexes, written in the same
+// transaction as the record they point at. Their keys start with
+// tenantPrefix, so a listing reads only its own tenant's range (R-TEN-2):
+//   - runs_by_tenant: prefix, runTime(CreatedAt), run ref → empty. Listed
+//     backwards, which is newest first and ref descending on a tie.
+//   - profile_names, workspace_names: prefix, name → ref. Listed forwards,
+//     which is by name; a taken key is a taken name.
 var (
-	bucketTenants    = []byte("tenants")
-	bucketPrincipals = []byte("principals")
-	bucketCreds      = []byte("credentials")
-	bucketJoinTokens = []byte("join_tokens")
-	bucketNodes      = []byte("nodes")
+	bucketTenants        = []byte("tenants")
+	bucketPrincipals     = []byte("principals")
+	bucketCreds          = []byte("credentials")
+	bucketJoinTokens     = []byte("join_tokens")
+	bucketNodes          = []byte("nodes")
+	bucketRuns           = []byte("runs")
+	bucketRunsByTenant   = []byte("runs_by_tenant")
+	bucketProfiles       = []byte("profiles")
+	bucketProfileNames   = []byte("profile_names")
+	bucketWorkspaces     = []byte("workspaces")
+	bucketWorkspaceNames = []byte("workspace_names")
 
-	allBuckets = [][]byte{bucketTenants, bucketPrincipals, bucketCreds, bucketJoinTokens, bucketNodes}
+	allBuckets = [][]byte{
+		bucketTenants, bucketPrincipals, bucketCreds, bucketJoinTokens, bucketNodes,
+		bucketRuns, bucketRunsByTenant, bucketProfiles, bucketProfileNames, bucketWorkspaces, bucketWorkspaceNames,
+	}
 )
+
+// defaultRunLimit is the page size of a RunQuery whose Limit is zero.
+const defaultRunLimit = 50
 
 // lockTimeout is how long Open waits for the file lock before it gives up.
 // bbolt waits forever when its Timeout is zero; a second coordinator should
@@ -291,6 +316,348 @@ func (s *Store) UpdateNode(ctx context.Context, id string, fn func(*store.Node) 
 	})
 	if err != nil {
 		return store.Node{}, err
+	}
+	return out, nil
+}
+
+// PutRun keeps, per ref, the row with the highest Rev, so pushes that arrive
+// out of order leave the index on the last state the agent reported
+// (R-STATE-7). An equal Rev is a duplicate push and is not written.
+func (s *Store) PutRun(ctx context.Context, r apitypes.Run) (bool, error) {
+	if r.RunRef == "" {
+		return false, errors.New("put run: empty run_ref")
+	}
+	if r.Tenant == "" {
+		return false, fmt.Errorf("put run %q: empty tenant", r.RunRef)
+	}
+	wrote := false
+	err := s.update(ctx, func(tx *bbolt.Tx) error {
+		runs, index := tx.Bucket(bucketRuns), tx.Bucket(bucketRunsByTenant)
+		key := runIndexKey(r.Tenant, r.CreatedAt, r.RunRef)
+		var old apitypes.Run
+		switch err := get(runs, r.RunRef, &old); {
+		case errors.Is(err, store.ErrNotFound):
+		case err != nil:
+			return fmt.Errorf("run %q: %w", r.RunRef, err)
+		default:
+			// Checked before Rev: a foreign push is refused even when it
+			// would lose anyway, so the caller learns of it. The message
+			// does not name the owner, which belongs to the other side.
+			if old.Tenant != r.Tenant || old.NodeID != r.NodeID {
+				return fmt.Errorf("run %q belongs to another tenant or node: %w", r.RunRef, store.ErrConflict)
+			}
+			if r.Rev <= old.Rev {
+				return nil
+			}
+			// CreatedAt is fixed for a ref, but a row that moved must not
+			// be listed twice.
+			if oldKey := runIndexKey(old.Tenant, old.CreatedAt, old.RunRef); !bytes.Equal(oldKey, key) {
+				if err := index.Delete(oldKey); err != nil {
+					return err
+				}
+			}
+		}
+		if err := put(runs, r.RunRef, r); err != nil {
+			return err
+		}
+		if err := index.Put(key, []byte{}); err != nil {
+			return err
+		}
+		wrote = true
+		return nil
+	})
+	if err != nil {
+		return false, err
+	}
+	return wrote, nil
+}
+
+func (s *Store) GetRun(ctx context.Context, ref string) (apitypes.Run, error) {
+	var r apitypes.Run
+	err := s.view(ctx, func(tx *bbolt.Tx) error {
+		return get(tx.Bucket(bucketRuns), ref, &r)
+	})
+	if err != nil {
+		return apitypes.Run{}, fmt.Errorf("run %q: %w", ref, err)
+	}
+	return r, nil
+}
+
+// ListRuns walks q.Tenant's range of the index from the newest row down.
+// Filters are applied to the decoded rows, so a filter or an offset costs a
+// read of every row it passes over; pages themselves never touch another
+// tenant's keys (R-LIST-6, R-TEN-2).
+//
+// A cursor is the index position of the last row returned, so the next page
+// starts strictly below it: rows added above it (newer) are not shown and
+// rows added below it are, and no row is seen twice (R-LIST-5). A Cursor
+// without CursorMode is still a cursor. Offset and a cursor together, a
+// negative Limit or Offset and an empty Tenant are errors.
+func (s *Store) ListRuns(ctx context.Context, q store.RunQuery) ([]apitypes.Run, string, error) {
+	if q.Tenant == "" {
+		return nil, "", errors.New("list runs: empty tenant")
+	}
+	if q.Limit < 0 || q.Offset < 0 {
+		return nil, "", fmt.Errorf("list runs: negative limit (%d) or offset (%d)", q.Limit, q.Offset)
+	}
+	cursorMode := q.CursorMode || q.Cursor != ""
+	if cursorMode && q.Offset != 0 {
+		return nil, "", errors.New("list runs: offset and cursor are exclusive")
+	}
+	limit := q.Limit
+	if limit == 0 {
+		limit = defaultRunLimit
+	}
+	prefix := tenantPrefix(q.Tenant)
+	// below is the exclusive upper bound of the walk; nil starts at the
+	// newest row of the tenant.
+	var below []byte
+	if q.Cursor != "" {
+		pos, err := decodeCursor(q.Cursor)
+		if err != nil {
+			return nil, "", fmt.Errorf("list runs: %w", err)
+		}
+		below = append(append([]byte(nil), prefix...), pos...)
+	}
+
+	out := []apitypes.Run{}
+	next := ""
+	err := s.view(ctx, func(tx *bbolt.Tx) error {
+		runs := tx.Bucket(bucketRuns)
+		c := tx.Bucket(bucketRunsByTenant).Cursor()
+		skip := q.Offset
+		var last []byte // index key of the last row in out
+		for k := lastBelow(c, prefix, below); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Prev() {
+			if len(k) <= len(prefix)+runTimeLen {
+				return fmt.Errorf("run index: malformed key %x", k)
+			}
+			ref := string(k[len(prefix)+runTimeLen:])
+			var r apitypes.Run
+			if err := get(runs, ref, &r); err != nil {
+				return fmt.Errorf("run %q of the tenant index: %w", ref, err)
+			}
+			if r.Tenant != q.Tenant {
+				return fmt.Errorf("run %q of the tenant index: stored under another tenant", ref)
+			}
+			if !runMatches(q, r) {
+				continue
+			}
+			if skip > 0 {
+				skip--
+				continue
+			}
+			if len(out) == limit {
+				// Look-ahead found one more row: there is a next page. A
+				// page that ends exactly at the last row gets no cursor.
+				if cursorMode {
+					next = encodeCursor(last[len(prefix):])
+				}
+				return nil
+			}
+			out = append(out, r)
+			last = append(last[:0], k...)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, "", fmt.Errorf("list runs: %w", err)
+	}
+	return out, next, nil
+}
+
+// runMatches applies RunQuery's exact-match filters; "" matches any value
+// (R-LIST-1).
+func runMatches(q store.RunQuery, r apitypes.Run) bool {
+	return (q.State == "" || r.State == q.State) &&
+		(q.LiveRef == "" || r.LiveRef == q.LiveRef) &&
+		(q.ClaudeSessionID == "" || r.ClaudeSessionID == q.ClaudeSessionID)
+}
+
+// lastBelow positions c on the greatest key below bound, or on the greatest
+// key of prefix's range when bound is nil, and returns it (nil if there is
+// none; the caller checks the prefix).
+func lastBelow(c *bbolt.Cursor, prefix, bound []byte) []byte {
+	if bound == nil {
+		bound = prefixEnd(prefix)
+	}
+	if bound == nil {
+		k, _ := c.Last()
+		return k
+	}
+	if k, _ := c.Seek(bound); k == nil {
+		k, _ = c.Last()
+		return k
+	}
+	k, _ := c.Prev()
+	return k
+}
+
+// prefixEnd returns the smallest key greater than every key that starts with
+// prefix, or nil if there is none (prefix is all 0xff).
+func prefixEnd(prefix []byte) []byte {
+	end := append([]byte(nil), prefix...)
+	for i := len(end) - 1; i >= 0; i-- {
+		if end[i] < 0xff {
+			end[i]++
+			return end[:i+1]
+		}
+	}
+	return nil
+}
+
+// tenantPrefix starts every key of a by-tenant index: the tenant's length,
+// then its bytes. The length keeps tenant "t" from owning tenant "t1"'s keys.
+func tenantPrefix(tenant string) []byte {
+	k := make([]byte, 4, 4+len(tenant))
+	binary.BigEndian.PutUint32(k, uint32(len(tenant)))
+	return append(k, tenant...)
+}
+
+// runTimeLen is the length of runTime's encoding.
+const runTimeLen = 12
+
+// runTime encodes ts so that byte order is time order over the whole range
+// of time.Time, the zero time and times before 1970 included (UnixNano would
+// overflow): Unix seconds with the sign bit flipped, then the nanoseconds.
+func runTime(ts time.Time) []byte {
+	b := make([]byte, runTimeLen)
+	binary.BigEndian.PutUint64(b, uint64(ts.Unix())^(1<<63))
+	binary.BigEndian.PutUint32(b[8:], uint32(ts.Nanosecond()))
+	return b
+}
+
+func runIndexKey(tenant string, createdAt time.Time, ref string) []byte {
+	k := tenantPrefix(tenant)
+	k = append(k, runTime(createdAt)...)
+	return append(k, ref...)
+}
+
+// cursorVersion is the first byte of every cursor, so that a later format
+// can tell old cursors apart.
+const cursorVersion = 1
+
+// encodeCursor makes the opaque cursor of an index position (runTime and
+// ref, without the tenant prefix: the query names the tenant).
+func encodeCursor(pos []byte) string {
+	return base64.RawURLEncoding.EncodeToString(append([]byte{cursorVersion}, pos...))
+}
+
+func decodeCursor(cursor string) ([]byte, error) {
+	raw, err := base64.RawURLEncoding.DecodeString(cursor)
+	if err != nil {
+		return nil, store.ErrBadCursor
+	}
+	if len(raw) <= 1+runTimeLen || raw[0] != cursorVersion {
+		return nil, store.ErrBadCursor
+	}
+	if nanos := binary.BigEndian.Uint32(raw[1+8:]); nanos >= uint32(time.Second) {
+		return nil, store.ErrBadCursor
+	}
+	return raw[1:], nil
+}
+
+// CreateProfile stores p; its Ref, Tenant and Name may not be empty.
+func (s *Store) CreateProfile(ctx context.Context, p apitypes.Profile) error {
+	if err := checkNamed("profile", p.Ref, p.Tenant, p.Name); err != nil {
+		return err
+	}
+	return s.update(ctx, func(tx *bbolt.Tx) error {
+		return createNamed(tx.Bucket(bucketProfiles), tx.Bucket(bucketProfileNames), "profile", p.Ref, p.Tenant, p.Name, p)
+	})
+}
+
+func (s *Store) GetProfile(ctx context.Context, ref string) (apitypes.Profile, error) {
+	var p apitypes.Profile
+	err := s.view(ctx, func(tx *bbolt.Tx) error {
+		return get(tx.Bucket(bucketProfiles), ref, &p)
+	})
+	if err != nil {
+		return apitypes.Profile{}, fmt.Errorf("profile %q: %w", ref, err)
+	}
+	return p, nil
+}
+
+// ListProfiles orders by name in byte order. An empty tenant is an error.
+func (s *Store) ListProfiles(ctx context.Context, tenant string) ([]apitypes.Profile, error) {
+	return listNamed[apitypes.Profile](ctx, s, bucketProfiles, bucketProfileNames, "profiles", tenant)
+}
+
+// CreateWorkspace stores w; its Ref, Tenant and Name may not be empty.
+func (s *Store) CreateWorkspace(ctx context.Context, w apitypes.Workspace) error {
+	if err := checkNamed("workspace", w.Ref, w.Tenant, w.Name); err != nil {
+		return err
+	}
+	return s.update(ctx, func(tx *bbolt.Tx) error {
+		return createNamed(tx.Bucket(bucketWorkspaces), tx.Bucket(bucketWorkspaceNames), "workspace", w.Ref, w.Tenant, w.Name, w)
+	})
+}
+
+func (s *Store) GetWorkspace(ctx context.Context, ref string) (apitypes.Workspace, error) {
+	var w apitypes.Workspace
+	err := s.view(ctx, func(tx *bbolt.Tx) error {
+		return get(tx.Bucket(bucketWorkspaces), ref, &w)
+	})
+	if err != nil {
+		return apitypes.Workspace{}, fmt.Errorf("workspace %q: %w", ref, err)
+	}
+	return w, nil
+}
+
+// ListWorkspaces orders by name in byte order. An empty tenant is an error.
+func (s *Store) ListWorkspaces(ctx context.Context, tenant string) ([]apitypes.Workspace, error) {
+	return listNamed[apitypes.Workspace](ctx, s, bucketWorkspaces, bucketWorkspaceNames, "workspaces", tenant)
+}
+
+func checkNamed(kind, ref, tenant, name string) error {
+	switch {
+	case ref == "":
+		return fmt.Errorf("create %s: empty ref", kind)
+	case tenant == "":
+		return fmt.Errorf("create %s %q: empty tenant", kind, ref)
+	case name == "":
+		return fmt.Errorf("create %s %q: empty name", kind, ref)
+	}
+	return nil
+}
+
+// createNamed stores v under ref in records and claims its name in names,
+// the tenant's name index. Refs are unique across tenants, names within one.
+func createNamed(records, names *bbolt.Bucket, kind, ref, tenant, name string, v any) error {
+	if records.Get([]byte(ref)) != nil {
+		return fmt.Errorf("%s %q: %w", kind, ref, store.ErrExists)
+	}
+	nameKey := append(tenantPrefix(tenant), name...)
+	if names.Get(nameKey) != nil {
+		return fmt.Errorf("%s name %q: %w", kind, name, store.ErrExists)
+	}
+	if err := put(records, ref, v); err != nil {
+		return err
+	}
+	return names.Put(nameKey, []byte(ref))
+}
+
+// listNamed returns the records of tenant's range of the names index, in
+// name order.
+func listNamed[T any](ctx context.Context, s *Store, records, names []byte, what, tenant string) ([]T, error) {
+	if tenant == "" {
+		return nil, fmt.Errorf("list %s: empty tenant", what)
+	}
+	prefix := tenantPrefix(tenant)
+	out := []T{}
+	err := s.view(ctx, func(tx *bbolt.Tx) error {
+		b := tx.Bucket(records)
+		c := tx.Bucket(names).Cursor()
+		for k, ref := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, ref = c.Next() {
+			var v T
+			if err := get(b, string(ref), &v); err != nil {
+				return fmt.Errorf("%q of the name index: %w", ref, err)
+			}
+			out = append(out, v)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", what, err)
 	}
 	return out, nil
 }

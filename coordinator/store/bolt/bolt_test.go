@@ -2,6 +2,8 @@ package bolt
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/binary"
 	"errors"
 	"os"
 	"path/filepath"
@@ -14,6 +16,7 @@ import (
 
 	"github.com/olivares-dev/olivares/coordinator/store"
 	"github.com/olivares-dev/olivares/coordinator/store/storetest"
+	"github.com/olivares-dev/olivares/shared/apitypes"
 )
 
 func TestConformance(t *testing.T) {
@@ -217,5 +220,216 @@ func TestCanceledContext(t *testing.T) {
 	}
 	if _, err := s.GetTenant(t.Context(), "t1"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("GetTenant: got %v, want %v", err, store.ErrNotFound)
+	}
+}
+
+// TestRejectsBadIndexInput covers the run, profile and workspace checks this
+// backend makes beyond the interface comments. Nothing is written on
+// rejection.
+func TestRejectsBadIndexInput(t *testing.T) {
+	ctx := t.Context()
+	s := mustOpen(t, filepath.Join(t.TempDir(), "coordinator.db"))
+	tests := []struct {
+		name string
+		call func() error
+	}{
+		{"PutRun empty ref", func() error { _, err := s.PutRun(ctx, apitypes.Run{Tenant: "t1", Rev: 1}); return err }},
+		{"PutRun empty tenant", func() error { _, err := s.PutRun(ctx, apitypes.Run{RunRef: "r-1", Rev: 1}); return err }},
+		{"ListRuns empty tenant", func() error { _, _, err := s.ListRuns(ctx, store.RunQuery{}); return err }},
+		{"ListRuns negative limit", func() error { _, _, err := s.ListRuns(ctx, store.RunQuery{Tenant: "t1", Limit: -1}); return err }},
+		{"ListRuns negative offset", func() error { _, _, err := s.ListRuns(ctx, store.RunQuery{Tenant: "t1", Offset: -1}); return err }},
+		{"ListRuns offset with cursor mode", func() error {
+			_, _, err := s.ListRuns(ctx, store.RunQuery{Tenant: "t1", Offset: 2, CursorMode: true})
+			return err
+		}},
+		{"CreateProfile empty ref", func() error { return s.CreateProfile(ctx, apitypes.Profile{Tenant: "t1", Name: "a"}) }},
+		{"CreateProfile empty tenant", func() error { return s.CreateProfile(ctx, apitypes.Profile{Ref: "pp-1", Name: "a"}) }},
+		{"CreateProfile empty name", func() error { return s.CreateProfile(ctx, apitypes.Profile{Ref: "pp-1", Tenant: "t1"}) }},
+		{"ListProfiles empty tenant", func() error { _, err := s.ListProfiles(ctx, ""); return err }},
+		{"CreateWorkspace empty ref", func() error { return s.CreateWorkspace(ctx, apitypes.Workspace{Tenant: "t1", Name: "a"}) }},
+		{"CreateWorkspace empty tenant", func() error { return s.CreateWorkspace(ctx, apitypes.Workspace{Ref: "ws-1", Name: "a"}) }},
+		{"CreateWorkspace empty name", func() error { return s.CreateWorkspace(ctx, apitypes.Workspace{Ref: "ws-1", Tenant: "t1"}) }},
+		{"ListWorkspaces empty tenant", func() error { _, err := s.ListWorkspaces(ctx, ""); return err }},
+	}
+	for _, tt := range tests {
+		if err := tt.call(); err == nil {
+			t.Errorf("%s: got nil error", tt.name)
+		}
+	}
+	for _, ref := range []string{"", "r-1"} {
+		if _, err := s.GetRun(ctx, ref); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("GetRun(%q) after rejected puts: got %v, want %v", ref, err, store.ErrNotFound)
+		}
+	}
+	if _, err := s.GetProfile(ctx, "pp-1"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("GetProfile after rejected creates: got %v, want %v", err, store.ErrNotFound)
+	}
+	if _, err := s.GetWorkspace(ctx, "ws-1"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("GetWorkspace after rejected creates: got %v, want %v", err, store.ErrNotFound)
+	}
+}
+
+// TestRunTimeOrder: the index orders by the full time.Time, which the
+// conformance suite (whole seconds only) cannot see: nanoseconds, times
+// before 1970 and the zero time, where UnixNano would overflow.
+func TestRunTimeOrder(t *testing.T) {
+	ctx := t.Context()
+	s := mustOpen(t, filepath.Join(t.TempDir(), "coordinator.db"))
+	times := []struct {
+		ref string
+		at  time.Time
+	}{
+		// Newest first.
+		{"r-far", time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.UTC)},
+		{"r-1s", t0.Add(time.Second)},
+		{"r-999ms", t0.Add(999 * time.Millisecond)},
+		{"r-1ns", t0.Add(time.Nanosecond)},
+		{"r-t0", t0},
+		{"r-t0-1ns", t0.Add(-time.Nanosecond)},
+		{"r-epoch", time.Unix(0, 0)},
+		{"r-1960", time.Date(1960, 1, 1, 0, 0, 0, 500, time.FixedZone("x", 3600))},
+		{"r-zero", time.Time{}},
+	}
+	want := make([]string, len(times))
+	for i, tt := range times {
+		want[i] = tt.ref
+	}
+	// Put oldest first so that insertion order is not the answer.
+	for i := len(times) - 1; i >= 0; i-- {
+		r := apitypes.Run{RunRef: times[i].ref, Tenant: "t1", NodeID: "n1", CreatedAt: times[i].at, Rev: 1}
+		if _, err := s.PutRun(ctx, r); err != nil {
+			t.Fatalf("PutRun(%s): %v", r.RunRef, err)
+		}
+	}
+	runs, _, err := s.ListRuns(ctx, store.RunQuery{Tenant: "t1"})
+	if err != nil {
+		t.Fatalf("ListRuns: %v", err)
+	}
+	var got []string
+	for _, r := range runs {
+		got = append(got, r.RunRef)
+	}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("ListRuns order: got %v, want %v", got, want)
+	}
+	got = nil
+	q := store.RunQuery{Tenant: "t1", Limit: 1, CursorMode: true}
+	for range len(times) + 1 {
+		runs, next, err := s.ListRuns(ctx, q)
+		if err != nil {
+			t.Fatalf("ListRuns(cursor %q): %v", q.Cursor, err)
+		}
+		for _, r := range runs {
+			got = append(got, r.RunRef)
+		}
+		if next == "" {
+			break
+		}
+		q.Cursor = next
+	}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("cursor pages order: got %v, want %v", got, want)
+	}
+}
+
+// TestCursorFormat: cursors that decode as base64 but are not this store's
+// format are ErrBadCursor, not a silent first page.
+func TestCursorFormat(t *testing.T) {
+	ctx := t.Context()
+	s := mustOpen(t, filepath.Join(t.TempDir(), "coordinator.db"))
+	for i := range 3 {
+		r := apitypes.Run{RunRef: "r-" + string(rune('a'+i)), Tenant: "t1", NodeID: "n1", CreatedAt: t0.Add(time.Duration(i) * time.Minute), Rev: 1}
+		if _, err := s.PutRun(ctx, r); err != nil {
+			t.Fatalf("PutRun: %v", err)
+		}
+	}
+	_, next, err := s.ListRuns(ctx, store.RunQuery{Tenant: "t1", Limit: 1, CursorMode: true})
+	if err != nil || next == "" {
+		t.Fatalf("ListRuns: next %q, %v; want a cursor", next, err)
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(next)
+	if err != nil {
+		t.Fatalf("cursor %q is not unpadded base64url: %v", next, err)
+	}
+	enc := func(b []byte) string { return base64.RawURLEncoding.EncodeToString(b) }
+	edit := func(fn func(b []byte) []byte) string {
+		return enc(fn(append([]byte(nil), raw...)))
+	}
+	bad := map[string]string{
+		"version only":  enc(raw[:1]),
+		"no ref":        enc(raw[:1+runTimeLen]),
+		"other version": edit(func(b []byte) []byte { b[0] = 2; return b }),
+		"nanoseconds >= 1s": edit(func(b []byte) []byte {
+			binary.BigEndian.PutUint32(b[1+8:], uint32(time.Second))
+			return b
+		}),
+		"padded":        next + "==",
+		"std alphabet":  strings.NewReplacer("-", "+", "_", "/").Replace(next) + "+/",
+		"trailing junk": next + "!",
+	}
+	for name, c := range bad {
+		if _, _, err := s.ListRuns(ctx, store.RunQuery{Tenant: "t1", CursorMode: true, Cursor: c}); !errors.Is(err, store.ErrBadCursor) {
+			t.Errorf("ListRuns(cursor %s %q): got %v, want %v", name, c, err, store.ErrBadCursor)
+		}
+	}
+	// A Cursor without CursorMode is still a cursor, not ignored.
+	runs, _, err := s.ListRuns(ctx, store.RunQuery{Tenant: "t1", Limit: 5, Cursor: next})
+	if err != nil || len(runs) != 2 {
+		t.Errorf("ListRuns(Cursor set, CursorMode false): got %d runs, %v; want 2, nil", len(runs), err)
+	}
+}
+
+// TestReopenIndexes: the run, profile and workspace indexes survive a restart
+// and stay in step with their records.
+func TestReopenIndexes(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "coordinator.db")
+	s := mustOpen(t, path)
+	for i := range 3 {
+		r := apitypes.Run{RunRef: "r-" + string(rune('a'+i)), Tenant: "t1", NodeID: "n1", CreatedAt: t0.Add(time.Duration(i) * time.Minute), Rev: 2}
+		if _, err := s.PutRun(ctx, r); err != nil {
+			t.Fatalf("PutRun: %v", err)
+		}
+	}
+	steps := []error{
+		s.CreateProfile(ctx, apitypes.Profile{Ref: "pp-1", Tenant: "t1", NodeID: "n1", Tool: "claude", Name: "work", CreatedAt: t0}),
+		s.CreateWorkspace(ctx, apitypes.Workspace{Ref: "ws-1", Tenant: "t1", NodeID: "n1", Name: "olivares", Path: "/src", CreatedAt: t0}),
+	}
+	if err := errors.Join(steps...); err != nil {
+		t.Fatalf("setup: %v", err)
+	}
+	_, next, err := s.ListRuns(ctx, store.RunQuery{Tenant: "t1", Limit: 1, CursorMode: true})
+	if err != nil || next == "" {
+		t.Fatalf("ListRuns: next %q, %v; want a cursor", next, err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+
+	s = mustOpen(t, path)
+	// A cursor issued before the restart still pages on.
+	runs, _, err := s.ListRuns(ctx, store.RunQuery{Tenant: "t1", CursorMode: true, Cursor: next})
+	if err != nil || len(runs) != 2 || runs[0].RunRef != "r-b" || runs[1].RunRef != "r-a" {
+		t.Errorf("ListRuns(cursor from before reopen): got %+v, %v; want r-b, r-a", runs, err)
+	}
+	if wrote, err := s.PutRun(ctx, apitypes.Run{RunRef: "r-a", Tenant: "t1", NodeID: "n1", CreatedAt: t0, Rev: 1}); err != nil || wrote {
+		t.Errorf("PutRun(stale rev) after reopen: got %v, %v; want false, nil", wrote, err)
+	}
+	if _, err := s.PutRun(ctx, apitypes.Run{RunRef: "r-a", Tenant: "t2", NodeID: "n1", CreatedAt: t0, Rev: 9}); !errors.Is(err, store.ErrConflict) {
+		t.Errorf("PutRun(other tenant) after reopen: got %v, want %v", err, store.ErrConflict)
+	}
+	err = s.CreateProfile(ctx, apitypes.Profile{Ref: "pp-2", Tenant: "t1", NodeID: "n1", Tool: "codex", Name: "work", CreatedAt: t0})
+	if !errors.Is(err, store.ErrExists) {
+		t.Errorf("CreateProfile(taken name) after reopen: got %v, want %v", err, store.ErrExists)
+	}
+	err = s.CreateWorkspace(ctx, apitypes.Workspace{Ref: "ws-2", Tenant: "t1", NodeID: "n1", Name: "olivares", Path: "/src2", CreatedAt: t0})
+	if !errors.Is(err, store.ErrExists) {
+		t.Errorf("CreateWorkspace(taken name) after reopen: got %v, want %v", err, store.ErrExists)
+	}
+	if ps, err := s.ListProfiles(ctx, "t1"); err != nil || len(ps) != 1 || ps[0].Ref != "pp-1" {
+		t.Errorf("ListProfiles after reopen: got %+v, %v; want pp-1", ps, err)
+	}
+	if ws, err := s.ListWorkspaces(ctx, "t1"); err != nil || len(ws) != 1 || ws[0].Ref != "ws-1" {
+		t.Errorf("ListWorkspaces after reopen: got %+v, %v; want ws-1", ws, err)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/olivares-dev/olivares/coordinator/store"
+	"github.com/olivares-dev/olivares/shared/apitypes"
 )
 
 // Run runs the conformance suite. open must return a new, empty store each
@@ -37,6 +38,14 @@ import (
 //   - After Close every method returns an error wrapping store.ErrClosed.
 //   - Records are values: changing a map or slice passed in or returned never
 //     changes what is stored.
+//   - PutRun with a Rev equal to the stored one does not write. ErrConflict is
+//     checked before Rev, so a foreign push is refused even when stale.
+//   - RunRef ties in ListRuns order are broken in byte order; profile and
+//     workspace names are ordered in byte order and compared exactly.
+//   - A cursor page starts strictly after the last row of the page before:
+//     rows written meanwhile never repeat a row, rows older than the cursor
+//     are reached, and a page with a next cursor is never empty.
+//   - An empty list may be nil or empty.
 func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	newStore := func(t *testing.T) store.Store {
 		t.Helper()
@@ -75,8 +84,36 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Node/UpdateFnError", testNodeUpdateFnError},
 		{"Node/UpdateUnknown", testNodeUpdateUnknown},
 		{"Node/UpdateConcurrent", testNodeUpdateConcurrent},
+		{"Run/PutGet", testRunPutGet},
+		{"Run/GetUnknown", testRunGetUnknown},
+		{"Run/RevOrder", testRunRevOrder},
+		{"Run/Conflict", testRunConflict},
+		{"Run/CreatedAtMoves", testRunCreatedAtMoves},
+		{"Run/PutConcurrent", testRunPutConcurrent},
+		{"Run/ListFilters", testRunListFilters},
+		{"Run/ListOrder", testRunListOrder},
+		{"Run/ListDefaultLimit", testRunListDefaultLimit},
+		{"Run/ListOffset", testRunListOffset},
+		{"Run/ListCursor", testRunListCursor},
+		{"Run/ListCursorWrites", testRunListCursorWrites},
+		{"Run/ListCursorEnd", testRunListCursorEnd},
+		{"Run/ListCursorFilters", testRunListCursorFilters},
+		{"Run/ListBadCursor", testRunListBadCursor},
+		{"Run/ListTenant", testRunListTenant},
+		{"Profile/CreateGet", testProfileCreateGet},
+		{"Profile/GetUnknown", func(t *testing.T, s store.Store) { testNamedGetUnknown(t, s, profileKind) }},
+		{"Profile/DuplicateRef", func(t *testing.T, s store.Store) { testNamedDuplicateRef(t, s, profileKind) }},
+		{"Profile/DuplicateName", func(t *testing.T, s store.Store) { testNamedDuplicateName(t, s, profileKind) }},
+		{"Profile/List", func(t *testing.T, s store.Store) { testNamedList(t, s, profileKind) }},
+		{"Workspace/CreateGet", testWorkspaceCreateGet},
+		{"Workspace/GetUnknown", func(t *testing.T, s store.Store) { testNamedGetUnknown(t, s, workspaceKind) }},
+		{"Workspace/DuplicateRef", func(t *testing.T, s store.Store) { testNamedDuplicateRef(t, s, workspaceKind) }},
+		{"Workspace/DuplicateName", func(t *testing.T, s store.Store) { testNamedDuplicateName(t, s, workspaceKind) }},
+		{"Workspace/List", func(t *testing.T, s store.Store) { testNamedList(t, s, workspaceKind) }},
 		{"Copies/Principal", testCopiesPrincipal},
 		{"Copies/Node", testCopiesNode},
+		{"Copies/Run", testCopiesRun},
+		{"Copies/Profile", testCopiesProfile},
 		{"Close", testClose},
 	}
 	for _, tt := range tests {
@@ -751,6 +788,19 @@ func testClose(t *testing.T, s store.Store) {
 			_, err := s.UpdateNode(ctx, "n1", func(*store.Node) error { return nil })
 			return err
 		},
+		"PutRun":   func() error { _, err := s.PutRun(ctx, newRun("r-1", "t1", 0)); return err },
+		"GetRun":   func() error { _, err := s.GetRun(ctx, "r-1"); return err },
+		"ListRuns": func() error { _, _, err := s.ListRuns(ctx, store.RunQuery{Tenant: "t1"}); return err },
+		"CreateProfile": func() error {
+			return s.CreateProfile(ctx, apitypes.Profile{Ref: "pp-1", Tenant: "t1", NodeID: "n1", Tool: "claude", Name: "a", CreatedAt: t0})
+		},
+		"GetProfile":   func() error { _, err := s.GetProfile(ctx, "pp-1"); return err },
+		"ListProfiles": func() error { _, err := s.ListProfiles(ctx, "t1"); return err },
+		"CreateWorkspace": func() error {
+			return s.CreateWorkspace(ctx, apitypes.Workspace{Ref: "ws-1", Tenant: "t1", NodeID: "n1", Name: "a", Path: "/a", CreatedAt: t0})
+		},
+		"GetWorkspace":   func() error { _, err := s.GetWorkspace(ctx, "ws-1"); return err },
+		"ListWorkspaces": func() error { _, err := s.ListWorkspaces(ctx, "t1"); return err },
 	}
 	for name, call := range calls {
 		assertErrorIs(t, name+" after Close", call(), store.ErrClosed)
