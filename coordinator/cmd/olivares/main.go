@@ -1,11 +1,18 @@
-// Command olivares is the operator CLI of the Olivares coordinator API.
+// Command olivares is the operator CLI of the Olivares coordinator API. Every
+// command is a thin client of one or a few HTTP routes (R-CLI-2): it never
+// derives a run's state or invents a result itself, it prints what the API
+// answers and exits with the code its HTTP status maps to (see exitCode).
 //
 //	olivares login --url URL --token T --tenant T [--ca-file FILE]
 //	olivares whoami [--json]
 //	olivares node list|show ID|revoke ID [--json]
+//	olivares profile add|list|show REF [--json]
+//	olivares workspace add|list [--json]
+//	olivares session start|list|show|events|input|interrupt|stop|resume|attach
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -15,10 +22,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	neturl "net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -39,24 +48,97 @@ Usage:
   olivares node show ID [--json]
   olivares node revoke ID [--json]      cut the node off now and for good (admin)
 
+  olivares profile add --node ID --tool claude|codex|grok --name NAME [--home DIR]
+                       [--env K=V ...] [--json]
+      Register a provider profile: one account/config home of one tool on one
+      node. Env values stay on the node; only their names are shown again.
+  olivares profile list [--json]
+  olivares profile show REF [--json]
+  olivares workspace add --node ID --path DIR --name NAME [--json]
+      Register a directory on a node; DIR is a path on the node, sent as given.
+  olivares workspace list [--json]
+
+  olivares session start --profile REF|NAME [--workspace REF|NAME] [--name N]
+                         [--isolation native|container|sandbox] [--worktree]
+                         [--worktree-from REV] [--no-setup] [--json]
+      Launch a run. A profile or workspace not given by ref (prof_…, ws_…) is
+      looked up by its exact name.
+  olivares session list [--state S] [--limit N] [--offset N] [--archived] [--json]
+      Archived runs are left out unless --archived is given (R-ARC-4).
+  olivares session show REF [--json]
+  olivares session events REF [--json]   the run's lifecycle evidence
+  olivares session input REF (--text T | --message M | --line JSON)
+      --text for codex and grok; --message (plain text) or --line (one raw
+      stream-json object) for claude.
+  olivares session interrupt REF         cancel the active turn
+  olivares session stop REF [--json]     SIGTERM, then SIGKILL, the process group
+  olivares session resume REF [--json]   a new generation on the same conversation
+  olivares session attach REF [--from N] [--raw]
+      Stream the run's output: stdout and pty frames to stdout, stderr frames
+      to stderr. Reconnects by itself at the next seq after a dropped stream;
+      exits after the run ends or when it is not live. --raw prints every
+      event as one JSON line {"event","id","data"} instead.
+
+Exit status: 0 on success, 2 for a usage error, 3 when the API answers 403,
+4 for 404, 5 for 409, 6 for 422, and 1 for anything else.
+
 Credentials live in $OLIVARES_CONFIG_DIR/credentials.json, else
 <user config dir>/olivares/credentials.json.
 `
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "olivares:", err)
-		var ue usageError
-		if errors.As(err, &ue) {
-			os.Exit(2)
-		}
-		os.Exit(1)
+	code := report(run(ctx, os.Args[1:], os.Stdout, os.Stderr), os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// report prints err, if any, as "olivares: <message> (<code>)" and returns
+// the process exit code for it.
+func report(err error, stderr io.Writer) int {
+	if err == nil {
+		return 0
 	}
+	fmt.Fprintln(stderr, "olivares:", err)
+	return exitCode(err)
 }
 
 type usageError struct{ error }
+
+// exitCode maps an error to the exit status R-CLI-2 names: the API's HTTP
+// status decides, a usage error is 2 and anything that is not an API answer
+// (no coordinator, bad local file) is 1.
+func exitCode(err error) int {
+	if err == nil {
+		return 0
+	}
+	var ue usageError
+	if errors.As(err, &ue) {
+		return 2
+	}
+	var ae *apiError
+	if errors.As(err, &ae) {
+		return statusExit(ae.Status)
+	}
+	return 1
+}
+
+// statusExit is R-CLI-2's table.
+func statusExit(status int) int {
+	switch {
+	case status >= 200 && status < 300:
+		return 0
+	case status == http.StatusForbidden:
+		return 3
+	case status == http.StatusNotFound:
+		return 4
+	case status == http.StatusConflict:
+		return 5
+	case status == http.StatusUnprocessableEntity:
+		return 6
+	}
+	return 1
+}
 
 // Credentials is the saved login.
 type Credentials struct {
@@ -100,6 +182,9 @@ func loadCreds() (Credentials, error) {
 type client struct {
 	c    Credentials
 	http *http.Client
+	// stream carries attach: it has no overall timeout, since a stream lives
+	// as long as the run, only one for the response headers.
+	stream *http.Client
 }
 
 func newClient(c Credentials) (*client, error) {
@@ -119,24 +204,72 @@ func newClient(c Credentials) (*client, error) {
 		}
 		tr.TLSClientConfig = &tls.Config{RootCAs: pool}
 	}
-	return &client{c: c, http: &http.Client{Transport: tr, Timeout: 60 * time.Second}}, nil
+	str := tr.Clone()
+	str.ResponseHeaderTimeout = 60 * time.Second
+	return &client{
+		c:      c,
+		http:   &http.Client{Transport: tr, Timeout: 60 * time.Second},
+		stream: &http.Client{Transport: str},
+	}, nil
 }
 
+// apiError is an error answer of the API (R-API-4).
 type apiError struct {
 	Status  int
 	Code    string
 	Message string
 }
 
-func (e *apiError) Error() string { return fmt.Sprintf("%s (%d %s)", e.Message, e.Status, e.Code) }
+func (e *apiError) Error() string {
+	if e.Code == "" {
+		return fmt.Sprintf("%s (HTTP %d)", e.Message, e.Status)
+	}
+	return fmt.Sprintf("%s (%s)", e.Message, e.Code)
+}
 
-func (cl *client) do(ctx context.Context, method, path string, result any) error {
-	req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(cl.c.URL, "/")+path, nil)
+// readAPIError turns a non-2xx response into an *apiError.
+func readAPIError(resp *http.Response, raw []byte) error {
+	var body struct {
+		Error struct{ Code, Message string } `json:"error"`
+	}
+	json.Unmarshal(raw, &body)
+	if body.Error.Message == "" {
+		body.Error.Message = strings.TrimSpace(strings.TrimPrefix(resp.Status, strconv.Itoa(resp.StatusCode)))
+		if body.Error.Message == "" {
+			body.Error.Message = http.StatusText(resp.StatusCode)
+		}
+	}
+	return &apiError{Status: resp.StatusCode, Code: body.Error.Code, Message: body.Error.Message}
+}
+
+func (cl *client) newRequest(ctx context.Context, method, path string, body io.Reader) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(cl.c.URL, "/")+path, body)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	req.Header.Set("Authorization", "Bearer "+cl.c.Token)
 	req.Header.Set("X-Olivares-Tenant", cl.c.Tenant)
+	return req, nil
+}
+
+// do sends body (nil for none) as JSON and decodes a 2xx answer into result
+// (nil to drop it).
+func (cl *client) do(ctx context.Context, method, path string, body, result any) error {
+	var rd io.Reader
+	if body != nil {
+		raw, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		rd = bytes.NewReader(raw)
+	}
+	req, err := cl.newRequest(ctx, method, path, rd)
+	if err != nil {
+		return err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	resp, err := cl.http.Do(req)
 	if err != nil {
 		return fmt.Errorf("cannot reach the coordinator at %s: %w", cl.c.URL, err)
@@ -147,14 +280,7 @@ func (cl *client) do(ctx context.Context, method, path string, result any) error
 		return err
 	}
 	if resp.StatusCode >= 300 {
-		var body struct {
-			Error struct{ Code, Message string } `json:"error"`
-		}
-		json.Unmarshal(raw, &body)
-		if body.Error.Message == "" {
-			body.Error.Message = resp.Status
-		}
-		return &apiError{Status: resp.StatusCode, Code: body.Error.Code, Message: body.Error.Message}
+		return readAPIError(resp, raw)
 	}
 	if result != nil {
 		return json.Unmarshal(raw, result)
@@ -162,21 +288,36 @@ func (cl *client) do(ctx context.Context, method, path string, result any) error
 	return nil
 }
 
-func run(ctx context.Context, args []string, out io.Writer) error {
+// groups are the commands that take a subcommand word.
+var groups = map[string]string{
+	"node":      "list, show or revoke",
+	"profile":   "add, list or show",
+	"workspace": "add or list",
+	"session":   "start, list, show, events, input, interrupt, stop, resume or attach",
+}
+
+func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		fmt.Fprint(out, usage)
 		return nil
 	}
 	cmd, rest := args[0], args[1:]
-	if cmd == "node" {
-		if len(rest) == 0 {
-			return usageError{errors.New("node: want list, show or revoke")}
+	if want, ok := groups[cmd]; ok {
+		if len(rest) > 0 && (rest[0] == "-h" || rest[0] == "--help" || rest[0] == "help") {
+			fmt.Fprint(out, usage)
+			return nil
 		}
-		cmd, rest = "node "+rest[0], rest[1:]
+		if len(rest) == 0 {
+			return usageError{fmt.Errorf("%s: want %s", cmd, want)}
+		}
+		cmd, rest = cmd+" "+rest[0], rest[1:]
 	}
 	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
 	fs.SetOutput(out)
-	asJSON := fs.Bool("json", false, "print JSON")
+	var o cmdOpts
+	if cmd != "session attach" { // attach prints a stream; --raw is its JSON
+		fs.BoolVar(&o.json, "json", false, "print JSON")
+	}
 	var url, token, tenant, caFile, devFile *string
 	if cmd == "login" {
 		url = fs.String("url", "", "coordinator API URL")
@@ -185,7 +326,8 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		caFile = fs.String("ca-file", "", "CA PEM to trust for https (the coordinator's ca.pem)")
 		devFile = fs.String("dev", "", "take url, token and tenant from a dev mode dev.json")
 	}
-	// Flags may come after the node id (olivares node show ID --json).
+	o.define(cmd, fs)
+	// Flags may come after the positional argument (olivares node show ID --json).
 	var pos []string
 	for {
 		if err := fs.Parse(rest); err != nil {
@@ -200,14 +342,16 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		pos = append(pos, fs.Arg(0))
 		rest = fs.Args()[1:]
 	}
-	needArg := func() (string, error) {
+	o.set = map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { o.set[f.Name] = true })
+	needArg := func(what string) (string, error) {
 		if len(pos) != 1 {
-			return "", usageError{fmt.Errorf("%s: want exactly one node id", cmd)}
+			return "", usageError{fmt.Errorf("%s: want exactly one %s", cmd, what)}
 		}
 		return pos[0], nil
 	}
 	emit := func(v any, text func()) error {
-		if *asJSON {
+		if o.json {
 			enc := json.NewEncoder(out)
 			enc.SetIndent("", "  ")
 			return enc.Encode(v)
@@ -248,7 +392,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 			return err
 		}
 		var who map[string]any
-		if err := cl.do(ctx, "GET", "/v1/whoami", &who); err != nil {
+		if err := cl.do(ctx, "GET", "/v1/whoami", nil, &who); err != nil {
 			return fmt.Errorf("login refused: %w", err)
 		}
 		p, err := credPath()
@@ -266,6 +410,14 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 			fmt.Fprintf(out, "logged in to %s as %v (%v in %s); credentials in %s\n", *url, who["name"], who["role"], *tenant, p)
 		})
 	}
+	if !knownCommand(cmd) {
+		return usageError{fmt.Errorf("unknown command %q; see olivares --help", cmd)}
+	}
+	// Usage errors come before the credentials, so that a typo says so even
+	// when not logged in.
+	if err := o.check(cmd, pos); err != nil {
+		return err
+	}
 
 	creds, err := loadCreds()
 	if err != nil {
@@ -281,7 +433,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 			return usageError{errors.New("whoami takes no argument")}
 		}
 		var who map[string]any
-		if err := cl.do(ctx, "GET", "/v1/whoami", &who); err != nil {
+		if err := cl.do(ctx, "GET", "/v1/whoami", nil, &who); err != nil {
 			return err
 		}
 		return emit(who, func() {
@@ -292,7 +444,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 			return usageError{errors.New("node list takes no argument")}
 		}
 		var res apitypes.NodeList
-		if err := cl.do(ctx, "GET", "/v1/nodes", &res); err != nil {
+		if err := cl.do(ctx, "GET", "/v1/nodes", nil, &res); err != nil {
 			return err
 		}
 		return emit(res, func() {
@@ -305,21 +457,21 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 			tw.Flush()
 		})
 	case "node show", "node revoke":
-		id, err := needArg()
+		id, err := needArg("node id")
 		if err != nil {
 			return err
 		}
-		method, path := "GET", "/v1/nodes/"+id
+		method, path := "GET", "/v1/nodes/"+neturl.PathEscape(id)
 		if cmd == "node revoke" {
 			method, path = "POST", path+"/revoke"
 		}
 		var n node
-		if err := cl.do(ctx, method, path, &n); err != nil {
+		if err := cl.do(ctx, method, path, nil, &n); err != nil {
 			return err
 		}
 		return emit(n, func() { n.print(out) })
 	}
-	return usageError{fmt.Errorf("unknown command %q; see olivares --help", cmd)}
+	return runSessions(ctx, cl, cmd, pos, &o, out, errOut, emit)
 }
 
 type node struct{ apitypes.Node }

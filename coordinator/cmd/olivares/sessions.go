@@ -1,0 +1,566 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	neturl "net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/olivares-dev/olivares/shared/apitypes"
+)
+
+// sessionsAPI is the base path of the session routes (R-API-1). The
+// workspace and profile routes are mounted under it too.
+const sessionsAPI = "/v1/m/sessions"
+
+// Ref prefixes: a --profile or --workspace value without one is a name.
+const (
+	profileRefPrefix   = "prof_"
+	workspaceRefPrefix = "ws_"
+)
+
+// cmdOpts holds the flags of the profile, workspace and session commands.
+// Each command defines only its own flags, so a flag it does not take is a
+// usage error.
+type cmdOpts struct {
+	json bool
+	set  map[string]bool // the flags given on the command line
+
+	node, tool, name, home, path string
+	env                          envFlag
+
+	profile, workspace, isolation, worktreeFrom string
+	worktree, noSetup                           bool
+
+	state         string
+	limit, offset int
+	archived      bool
+	text, message string
+	line          string
+	from          uint64
+	raw           bool
+}
+
+// commands lists each command with its positional argument, if any.
+var commands = map[string]string{
+	"whoami": "", "node list": "", "node show": "node id", "node revoke": "node id",
+	"profile add": "", "profile list": "", "profile show": "profile ref",
+	"workspace add": "", "workspace list": "",
+	"session start": "", "session list": "",
+	"session show": "run ref", "session events": "run ref", "session input": "run ref",
+	"session interrupt": "run ref", "session stop": "run ref", "session resume": "run ref",
+	"session attach": "run ref",
+}
+
+func knownCommand(cmd string) bool {
+	_, ok := commands[cmd]
+	return ok
+}
+
+func (o *cmdOpts) define(cmd string, fs *flag.FlagSet) {
+	switch cmd {
+	case "profile add":
+		fs.StringVar(&o.node, "node", "", "node id the profile lives on")
+		fs.StringVar(&o.tool, "tool", "", "claude, codex or grok")
+		fs.StringVar(&o.name, "name", "", "profile name")
+		fs.StringVar(&o.home, "home", "", "config home directory on the node (default: the tool's own)")
+		fs.Var(&o.env, "env", "K=V environment for the tool, repeatable; values stay on the node")
+	case "workspace add":
+		fs.StringVar(&o.node, "node", "", "node id the directory is on")
+		fs.StringVar(&o.path, "path", "", "absolute directory path on the node")
+		fs.StringVar(&o.name, "name", "", "workspace name")
+	case "session start":
+		fs.StringVar(&o.profile, "profile", "", "provider profile ref or exact name")
+		fs.StringVar(&o.workspace, "workspace", "", "workspace ref or exact name")
+		fs.StringVar(&o.name, "name", "", "display name")
+		fs.StringVar(&o.isolation, "isolation", "", "native (default), container or sandbox")
+		fs.BoolVar(&o.worktree, "worktree", false, "run in a new git worktree of the workspace")
+		fs.StringVar(&o.worktreeFrom, "worktree-from", "", "branch or commit the worktree starts from (with --worktree)")
+		fs.BoolVar(&o.noSetup, "no-setup", false, "skip the workspace setup command for this launch")
+	case "session list":
+		fs.StringVar(&o.state, "state", "", "only runs in this state")
+		fs.IntVar(&o.limit, "limit", 0, "page size, 1..200 (default: the server's, 50)")
+		fs.IntVar(&o.offset, "offset", 0, "skip this many runs")
+		fs.BoolVar(&o.archived, "archived", false, "include archived runs")
+	case "session input":
+		fs.StringVar(&o.text, "text", "", "plain user text (codex, grok)")
+		fs.StringVar(&o.message, "message", "", "user message text, sent as a JSON string (claude)")
+		fs.StringVar(&o.line, "line", "", "one raw stream-json object, forwarded as is (claude)")
+	case "session attach":
+		fs.Uint64Var(&o.from, "from", 0, "first seq to stream (default: the oldest retained frame)")
+		fs.BoolVar(&o.raw, "raw", false, "print each event as one JSON line instead of the output")
+	}
+}
+
+// check validates what the server cannot: arity and required flags.
+func (o *cmdOpts) check(cmd string, pos []string) error {
+	switch what := commands[cmd]; {
+	case what != "" && len(pos) != 1:
+		return usageError{fmt.Errorf("%s: want exactly one %s", cmd, what)}
+	case what == "" && len(pos) > 0:
+		return usageError{fmt.Errorf("%s takes no argument", cmd)}
+	}
+	required := func(names ...string) error {
+		var missing []string
+		for _, n := range names {
+			if !o.set[n] {
+				missing = append(missing, "--"+n)
+			}
+		}
+		if len(missing) > 0 {
+			return usageError{fmt.Errorf("%s: %s required", cmd, strings.Join(missing, ", "))}
+		}
+		return nil
+	}
+	switch cmd {
+	case "profile add":
+		return required("node", "tool", "name")
+	case "workspace add":
+		return required("node", "path", "name")
+	case "session start":
+		return required("profile")
+	case "session input":
+		n := 0
+		for _, f := range []string{"text", "message", "line"} {
+			if o.set[f] {
+				n++
+			}
+		}
+		if n != 1 {
+			return usageError{errors.New("session input: give exactly one of --text, --message or --line")}
+		}
+		if o.set["line"] && !json.Valid([]byte(o.line)) {
+			return usageError{errors.New("session input: --line is not valid JSON")}
+		}
+	}
+	return nil
+}
+
+// envFlag collects repeated --env K=V.
+type envFlag map[string]string
+
+func (e *envFlag) String() string {
+	keys := make([]string, 0, len(*e))
+	for k := range *e {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return strings.Join(keys, ",")
+}
+
+func (e *envFlag) Set(s string) error {
+	k, v, ok := strings.Cut(s, "=")
+	if !ok || k == "" {
+		return fmt.Errorf("want K=V, got %q", s)
+	}
+	if *e == nil {
+		*e = envFlag{}
+	}
+	if _, dup := (*e)[k]; dup {
+		return fmt.Errorf("%s given twice", k)
+	}
+	(*e)[k] = v
+	return nil
+}
+
+func runPath(ref string, rest ...string) string {
+	p := sessionsAPI + "/runs/" + neturl.PathEscape(ref)
+	for _, r := range rest {
+		p += "/" + r
+	}
+	return p
+}
+
+func runSessions(ctx context.Context, cl *client, cmd string, pos []string, o *cmdOpts, out, errOut io.Writer, emit func(any, func()) error) error {
+	arg := ""
+	if len(pos) == 1 {
+		arg = pos[0]
+	}
+	switch cmd {
+	case "profile add":
+		req := apitypes.ProfileCreate{NodeID: o.node, Tool: o.tool, Name: o.name, Home: o.home, Env: o.env}
+		var p apitypes.Profile
+		if err := cl.do(ctx, "POST", sessionsAPI+"/profiles", req, &p); err != nil {
+			return err
+		}
+		return emit(p, func() { printProfile(out, p) })
+	case "profile list":
+		var res apitypes.ProfileList
+		if err := cl.do(ctx, "GET", sessionsAPI+"/profiles", nil, &res); err != nil {
+			return err
+		}
+		return emit(res, func() {
+			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "PROFILE\tTOOL\tNAME\tNODE\tHOME\tENV\tCREATED")
+			for _, p := range res.Items {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.Ref, p.Tool, p.Name, p.NodeID, dash(p.Home), dash(strings.Join(p.EnvKeys, ",")), stamp(p.CreatedAt))
+			}
+			tw.Flush()
+		})
+	case "profile show":
+		var p apitypes.Profile
+		if err := cl.do(ctx, "GET", sessionsAPI+"/profiles/"+neturl.PathEscape(arg), nil, &p); err != nil {
+			return err
+		}
+		return emit(p, func() { printProfile(out, p) })
+	case "workspace add":
+		req := apitypes.WorkspaceCreate{NodeID: o.node, Path: o.path, Name: o.name}
+		var w apitypes.Workspace
+		if err := cl.do(ctx, "POST", sessionsAPI+"/workspaces", req, &w); err != nil {
+			return err
+		}
+		return emit(w, func() {
+			fmt.Fprintf(out, "workspace %s (%s) on %s: %s\n", w.Ref, w.Name, w.NodeID, w.Path)
+		})
+	case "workspace list":
+		var res apitypes.WorkspaceList
+		if err := cl.do(ctx, "GET", sessionsAPI+"/workspaces", nil, &res); err != nil {
+			return err
+		}
+		return emit(res, func() {
+			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "WORKSPACE\tNAME\tNODE\tPATH\tCREATED")
+			for _, w := range res.Items {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", w.Ref, w.Name, w.NodeID, w.Path, stamp(w.CreatedAt))
+			}
+			tw.Flush()
+		})
+
+	case "session start":
+		req := apitypes.LaunchRequest{Name: o.name, Isolation: o.isolation, WorktreeFrom: o.worktreeFrom, NoSetup: o.noSetup}
+		// R-CRT-2: worktree absent and false are the same; send it only when asked.
+		if o.worktree {
+			t := true
+			req.Worktree = &t
+		}
+		var err error
+		if req.ProviderProfileRef, err = resolveProfile(ctx, cl, o.profile); err != nil {
+			return err
+		}
+		if o.workspace != "" {
+			if req.WorkspaceRef, err = resolveWorkspace(ctx, cl, o.workspace); err != nil {
+				return err
+			}
+		}
+		var r apitypes.Run
+		if err := cl.do(ctx, "POST", sessionsAPI+"/runs", req, &r); err != nil {
+			return err
+		}
+		return emit(r, func() { printRun(out, r) })
+	case "session list":
+		q := neturl.Values{}
+		if o.set["state"] {
+			q.Set("state", o.state)
+		}
+		if o.set["limit"] {
+			q.Set("limit", strconv.Itoa(o.limit))
+		}
+		if o.set["offset"] {
+			q.Set("offset", strconv.Itoa(o.offset))
+		}
+		path := sessionsAPI + "/runs"
+		if len(q) > 0 {
+			path += "?" + q.Encode()
+		}
+		var res apitypes.RunList
+		if err := cl.do(ctx, "GET", path, nil, &res); err != nil {
+			return err
+		}
+		// R-ARC-4: the list route does not hide archived runs; each client does.
+		if !o.archived {
+			kept := res.Items[:0]
+			for _, r := range res.Items {
+				if r.ArchivedAt == nil {
+					kept = append(kept, r)
+				}
+			}
+			res.Items = kept
+		}
+		return emit(res, func() {
+			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "RUN\tSTATE\tDRIVER\tGEN\tEXIT\tNODE\tNAME\tCREATED")
+			for _, r := range res.Items {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", r.RunRef, runState(r), dash(r.Driver), r.Generation, exitShort(r), r.NodeID, dash(r.Name), stamp(r.CreatedAt))
+			}
+			tw.Flush()
+		})
+	case "session show":
+		var r apitypes.Run
+		if err := cl.do(ctx, "GET", runPath(arg), nil, &r); err != nil {
+			return err
+		}
+		return emit(r, func() { printRun(out, r) })
+	case "session events":
+		res, err := allEvents(ctx, cl, arg)
+		if err != nil {
+			return err
+		}
+		return emit(res, func() {
+			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "SEQ\tAT\tKIND\tGEN\tDETAIL")
+			for _, e := range res.Items {
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\n", e.Seq, stamp(e.At), e.Kind, e.Generation, eventDetail(e))
+			}
+			tw.Flush()
+		})
+	case "session input":
+		var req apitypes.InputRequest
+		switch {
+		case o.set["text"]:
+			req.Text = &o.text
+		case o.set["message"]:
+			m, _ := json.Marshal(o.message)
+			req.Message = m
+		default:
+			req.Line = json.RawMessage(o.line)
+		}
+		var acc apitypes.Accepted
+		if err := cl.do(ctx, "POST", runPath(arg, "input"), req, &acc); err != nil {
+			return err
+		}
+		return emit(acc, func() { fmt.Fprintln(out, "input accepted") })
+	case "session interrupt":
+		var acc apitypes.Accepted
+		if err := cl.do(ctx, "POST", runPath(arg, "interrupt"), nil, &acc); err != nil {
+			return err
+		}
+		return emit(acc, func() { fmt.Fprintln(out, "interrupt accepted") })
+	case "session stop":
+		var r apitypes.Run
+		if err := cl.do(ctx, "POST", runPath(arg, "stop"), nil, &r); err != nil {
+			return err
+		}
+		return emit(r, func() { fmt.Fprintf(out, "%s %s, %s\n", r.RunRef, runState(r), exitLong(r)) })
+	case "session resume":
+		var r apitypes.Run
+		if err := cl.do(ctx, "POST", runPath(arg, "resume"), nil, &r); err != nil {
+			return err
+		}
+		return emit(r, func() { fmt.Fprintf(out, "%s %s, generation %d\n", r.RunRef, runState(r), r.Generation) })
+	case "session attach":
+		a := newAttacher(cl, arg, o.raw, out, errOut)
+		return a.run(ctx, o.from, o.set["from"])
+	}
+	return usageError{fmt.Errorf("unknown command %q; see olivares --help", cmd)}
+}
+
+// resolveProfile returns v when it is a profile ref, else the ref of the one
+// profile named exactly v.
+func resolveProfile(ctx context.Context, cl *client, v string) (string, error) {
+	if strings.HasPrefix(v, profileRefPrefix) {
+		return v, nil
+	}
+	var res apitypes.ProfileList
+	if err := cl.do(ctx, "GET", sessionsAPI+"/profiles", nil, &res); err != nil {
+		return "", fmt.Errorf("looking up profile %q: %w", v, err)
+	}
+	var refs []string
+	for _, p := range res.Items {
+		if p.Name == v {
+			refs = append(refs, p.Ref+" on "+p.NodeID)
+		}
+	}
+	return pickOne("profile", v, refs, "olivares profile list")
+}
+
+// resolveWorkspace is resolveProfile for workspaces.
+func resolveWorkspace(ctx context.Context, cl *client, v string) (string, error) {
+	if strings.HasPrefix(v, workspaceRefPrefix) {
+		return v, nil
+	}
+	var res apitypes.WorkspaceList
+	if err := cl.do(ctx, "GET", sessionsAPI+"/workspaces", nil, &res); err != nil {
+		return "", fmt.Errorf("looking up workspace %q: %w", v, err)
+	}
+	var refs []string
+	for _, w := range res.Items {
+		if w.Name == v {
+			refs = append(refs, w.Ref+" on "+w.NodeID)
+		}
+	}
+	return pickOne("workspace", v, refs, "olivares workspace list")
+}
+
+// pickOne returns the ref of the single match; each match is "REF on NODE".
+func pickOne(kind, name string, matches []string, listCmd string) (string, error) {
+	switch len(matches) {
+	case 0:
+		return "", fmt.Errorf("no %s is named %q; see %s", kind, name, listCmd)
+	case 1:
+		ref, _, _ := strings.Cut(matches[0], " ")
+		return ref, nil
+	}
+	return "", fmt.Errorf("%d %ss are named %q (%s); pass the ref instead", len(matches), kind, name, strings.Join(matches, ", "))
+}
+
+// maxEventPages bounds how many next pages session events follows, so a
+// server that hands back the same cursor cannot keep the CLI looping.
+const maxEventPages = 10000
+
+// allEvents reads every page of a run's lifecycle ledger. next is the
+// opaque cursor handed back as after=.
+func allEvents(ctx context.Context, cl *client, ref string) (apitypes.EventList, error) {
+	var all apitypes.EventList
+	all.Items = []apitypes.Event{}
+	after := ""
+	for range maxEventPages {
+		path := runPath(ref, "events")
+		if after != "" {
+			path += "?" + neturl.Values{"after": {after}}.Encode()
+		}
+		var page apitypes.EventList
+		if err := cl.do(ctx, "GET", path, nil, &page); err != nil {
+			return all, err
+		}
+		all.Items = append(all.Items, page.Items...)
+		if page.Next == "" {
+			return all, nil
+		}
+		if page.Next == after {
+			return all, fmt.Errorf("the coordinator returned the same events cursor %q twice", after)
+		}
+		after = page.Next
+	}
+	return all, fmt.Errorf("more than %d pages of events", maxEventPages)
+}
+
+func printProfile(out io.Writer, p apitypes.Profile) {
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "profile\t%s\n", p.Ref)
+	fmt.Fprintf(tw, "name\t%s\n", p.Name)
+	fmt.Fprintf(tw, "tool\t%s\n", p.Tool)
+	fmt.Fprintf(tw, "node\t%s\n", p.NodeID)
+	fmt.Fprintf(tw, "home\t%s\n", dash(p.Home))
+	fmt.Fprintf(tw, "env\t%s\n", dash(strings.Join(p.EnvKeys, ", ")))
+	fmt.Fprintf(tw, "created\t%s\n", stamp(p.CreatedAt))
+	tw.Flush()
+}
+
+// runState is the state as the API gives it, marked when it is only the last
+// one the node reported (R-STATE-7).
+func runState(r apitypes.Run) string {
+	if r.NodeReachable != nil && !*r.NodeReachable {
+		return r.State + " (unreachable)"
+	}
+	return r.State
+}
+
+// exitShort is the EXIT column: the observed code or signal (R-EXIT-*).
+func exitShort(r apitypes.Run) string {
+	switch {
+	case r.ExitCode != nil:
+		return strconv.Itoa(*r.ExitCode)
+	case r.Signal != "":
+		return r.Signal
+	}
+	return "-"
+}
+
+func exitLong(r apitypes.Run) string {
+	s := "no exit observed"
+	switch {
+	case r.ExitCode != nil:
+		s = fmt.Sprintf("exit code %d", *r.ExitCode)
+	case r.Signal != "":
+		s = "signal " + r.Signal
+	}
+	if r.Reason != "" {
+		s += " (" + r.Reason + ")"
+	}
+	return s
+}
+
+func stamp(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.Format(time.RFC3339)
+}
+
+func stampPtr(t *time.Time) string {
+	if t == nil {
+		return "-"
+	}
+	return stamp(*t)
+}
+
+func eventDetail(e apitypes.Event) string {
+	var parts []string
+	if e.PID != 0 {
+		parts = append(parts, "pid="+strconv.Itoa(e.PID))
+	}
+	if e.ExitCode != nil {
+		parts = append(parts, "exit_code="+strconv.Itoa(*e.ExitCode))
+	}
+	if e.Signal != "" {
+		parts = append(parts, "signal="+e.Signal)
+	}
+	if e.Reason != "" {
+		parts = append(parts, "reason="+e.Reason)
+	}
+	if len(e.Detail) > 0 && string(e.Detail) != "null" {
+		parts = append(parts, string(e.Detail))
+	}
+	return dash(strings.Join(parts, " "))
+}
+
+func printRun(out io.Writer, r apitypes.Run) {
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "run\t%s\n", r.RunRef)
+	fmt.Fprintf(tw, "state\t%s\n", runState(r))
+	fmt.Fprintf(tw, "exit\t%s\n", exitLong(r))
+	fmt.Fprintf(tw, "driver\t%s\n", dash(r.Driver))
+	fmt.Fprintf(tw, "generation\t%d\n", r.Generation)
+	if r.PID != 0 {
+		fmt.Fprintf(tw, "pid\t%d\n", r.PID)
+	}
+	fmt.Fprintf(tw, "isolation\t%s\n", dash(r.Isolation))
+	fmt.Fprintf(tw, "node\t%s\n", r.NodeID)
+	fmt.Fprintf(tw, "profile\t%s\n", dash(r.ProviderProfileRef))
+	fmt.Fprintf(tw, "workspace\t%s\n", dash(r.WorkspaceRef))
+	fmt.Fprintf(tw, "directory\t%s\n", dash(r.WorkspacePath))
+	if r.WorktreeBranch != "" {
+		fmt.Fprintf(tw, "worktree branch\t%s\n", r.WorktreeBranch)
+	}
+	if r.Name != "" {
+		fmt.Fprintf(tw, "name\t%s\n", r.Name)
+	}
+	if r.ConversationID != "" {
+		fmt.Fprintf(tw, "conversation\t%s\n", r.ConversationID)
+	}
+	if r.LiveRef != "" {
+		fmt.Fprintf(tw, "live ref\t%s\n", r.LiveRef)
+	}
+	if r.HandoffOf != "" {
+		fmt.Fprintf(tw, "handoff of\t%s\n", r.HandoffOf)
+	}
+	if r.Limit != nil {
+		resets := ""
+		if r.Limit.ResetsAt != nil {
+			resets = ", resets " + stamp(*r.Limit.ResetsAt)
+		}
+		fmt.Fprintf(tw, "limit\t%s on %s%s\n", r.Limit.Kind, r.Limit.AccountRef, resets)
+	}
+	if r.RingLast != 0 {
+		fmt.Fprintf(tw, "output seq\t%d..%d\n", r.RingFirst, r.RingLast)
+	}
+	fmt.Fprintf(tw, "pinned / done\t%v / %v\n", r.Pinned, r.Done)
+	if r.SnoozedUntil != nil {
+		fmt.Fprintf(tw, "snoozed until\t%s\n", stamp(*r.SnoozedUntil))
+	}
+	if r.ArchivedAt != nil {
+		fmt.Fprintf(tw, "archived\t%s\n", stamp(*r.ArchivedAt))
+	}
+	fmt.Fprintf(tw, "created\t%s\n", stamp(r.CreatedAt))
+	fmt.Fprintf(tw, "started\t%s\n", stampPtr(r.StartedAt))
+	fmt.Fprintf(tw, "ended\t%s\n", stampPtr(r.EndedAt))
+	tw.Flush()
+}
