@@ -53,6 +53,7 @@ type Env struct {
 	// AdminToken is an admin of Tenant.
 	AdminToken string
 	agents     []*Agent
+	procs      []*AgentProc
 }
 
 // NewEnv starts a coordinator on 127.0.0.1 with plain HTTP for the API.

@@ -20,9 +20,13 @@ import (
 
 	"github.com/olivares-dev/olivares/agent/caps"
 	"github.com/olivares-dev/olivares/agent/identity"
+	"github.com/olivares-dev/olivares/agent/ledger"
 	"github.com/olivares-dev/olivares/agent/link"
 	"github.com/olivares-dev/olivares/agent/localapi"
+	"github.com/olivares-dev/olivares/agent/ring"
+	"github.com/olivares-dev/olivares/agent/sessions"
 	"github.com/olivares-dev/olivares/agent/state"
+	"github.com/olivares-dev/olivares/agent/supervisor"
 	"github.com/olivares-dev/olivares/shared/config"
 	"github.com/olivares-dev/olivares/shared/localsock"
 	"github.com/olivares-dev/olivares/shared/proto"
@@ -52,12 +56,28 @@ type Config struct {
 		// Default 30s.
 		QUICRetry config.Duration `toml:"quic_retry"`
 	} `toml:"tunnel"`
+	Runs RunsConfig `toml:"runs"`
+}
+
+// RunsConfig tunes the run runtime.
+type RunsConfig struct {
+	// StopGrace is the time between SIGTERM and SIGKILL (R-STOP-3).
+	// Default 10s.
+	StopGrace config.Duration `toml:"stop_grace"`
+	// RingMaxBytes and RingMaxFrames bound each run's retained output
+	// (R-RC-7). Defaults 8 MiB and 65,536.
+	RingMaxBytes  int64 `toml:"ring_max_bytes"`
+	RingMaxFrames int64 `toml:"ring_max_frames"`
+	// ViewerQueue is the frames one attach may have waiting before it is
+	// dropped as slow. Default 1024.
+	ViewerQueue int `toml:"viewer_queue"`
 }
 
 // DefaultConfig returns the defaults.
 func DefaultConfig() Config {
 	c := Config{Transport: link.TransportAuto}
 	c.Tunnel.QUICRetry.Duration = link.DefaultQUICRetry
+	c.Runs.StopGrace.Duration = sessions.DefaultGrace
 	return c
 }
 
@@ -84,6 +104,15 @@ func (c *Config) CheckAndSetDefaults() error {
 	if c.Tunnel.QUICRetry.Duration <= 0 {
 		c.Tunnel.QUICRetry.Duration = link.DefaultQUICRetry
 	}
+	switch {
+	case c.Runs.StopGrace.Duration < 0:
+		return errors.New("config: runs.stop_grace must not be negative")
+	case c.Runs.RingMaxBytes < 0 || c.Runs.RingMaxFrames < 0 || c.Runs.ViewerQueue < 0:
+		return errors.New("config: runs.ring_max_bytes, ring_max_frames and viewer_queue must not be negative")
+	}
+	if c.Runs.StopGrace.Duration == 0 {
+		c.Runs.StopGrace.Duration = sessions.DefaultGrace
+	}
 	return nil
 }
 
@@ -98,6 +127,10 @@ type Agent struct {
 
 	capsOnce sync.Mutex
 	caps     *proto.Capabilities
+
+	rings  *ring.Store
+	sup    *supervisor.Supervisor
+	pusher *pusher
 }
 
 // New opens the state and the identity.
@@ -121,6 +154,17 @@ func New(cfg Config, logf func(string, ...any)) (*Agent, error) {
 		return nil, err
 	}
 	a := &Agent{cfg: cfg, logf: logf, db: db, id: id, started: time.Now().UTC()}
+	if err := a.openRuns(); err != nil {
+		db.Close()
+		return nil, err
+	}
+	handlers := map[string]link.Handler{
+		proto.OpPing:   a.ping,
+		proto.OpStatus: a.statusOp,
+	}
+	for op, h := range a.runHandlers() {
+		handlers[op] = h
+	}
 	addr := cfg.Coordinator
 	if addr == "" {
 		addr = id.Coordinator
@@ -131,14 +175,47 @@ func New(cfg Config, logf func(string, ...any)) (*Agent, error) {
 		Transport: cfg.Transport,
 		QUICRetry: cfg.Tunnel.QUICRetry.Duration,
 		Hello:     a.hello,
-		Handlers: map[string]link.Handler{
-			proto.OpPing:   a.ping,
-			proto.OpStatus: a.statusOp,
-		},
-		Logf: logf,
+		Handlers:  handlers,
+		OnSession: a.pusher.session,
+		Logf:      logf,
 	})
 	return a, nil
 }
+
+// openRuns opens the ring, the ledger and the supervisor on the state file;
+// runs that were live when the agent last stopped are recorded lost here.
+func (a *Agent) openRuns() error {
+	rings, err := ring.Open(a.db, ring.Options{MaxBytes: a.cfg.Runs.RingMaxBytes, MaxFrames: a.cfg.Runs.RingMaxFrames})
+	if err != nil {
+		return err
+	}
+	led, err := ledger.Open(a.db)
+	if err != nil {
+		rings.Close()
+		return err
+	}
+	a.pusher = newPusher(a)
+	sup, err := supervisor.Open(supervisor.Options{
+		DB: a.db, Ring: rings, Ledger: led,
+		ProfilesDir:      filepath.Join(a.cfg.StateDir, "profiles"),
+		Path:             a.cfg.Path,
+		Drivers:          drivers(),
+		Runners:          runners(),
+		StopGrace:        a.cfg.Runs.StopGrace.Duration,
+		ContainerRuntime: containerRuntime(),
+		OnChange:         a.pusher.changed,
+		Logf:             a.logf,
+	})
+	if err != nil {
+		rings.Close()
+		return err
+	}
+	a.rings, a.sup = rings, sup
+	return nil
+}
+
+// Supervisor is the run runtime (dev mode registers profiles through it).
+func (a *Agent) Supervisor() *supervisor.Supervisor { return a.sup }
 
 // NodeID is the enrolled identity.
 func (a *Agent) NodeID() string { return a.id.NodeID }
@@ -151,7 +228,11 @@ func (a *Agent) Link() link.Status { return a.link.Status() }
 
 // Run serves until ctx ends, then closes the state file.
 func (a *Agent) Run(ctx context.Context) error {
-	defer a.db.Close()
+	defer func() {
+		a.sup.Close()
+		a.rings.Close()
+		a.db.Close()
+	}()
 	ln, err := localsock.Listen(a.SocketPath())
 	if err != nil {
 		return err
@@ -191,7 +272,7 @@ func (a *Agent) hello(ctx context.Context) proto.Hello {
 func (a *Agent) Status(ctx context.Context) localapi.Status {
 	return localapi.Status{
 		NodeID: a.id.NodeID, Tenant: a.id.Tenant, Version: Version, StateDir: a.cfg.StateDir,
-		StartedAt: a.started, Link: a.link.Status(), Capabilities: a.capabilities(ctx), Runs: []any{},
+		StartedAt: a.started, Link: a.link.Status(), Capabilities: a.capabilities(ctx), Runs: a.sup.Live(),
 	}
 }
 

@@ -59,6 +59,10 @@ type Options struct {
 	Hello func(ctx context.Context) proto.Hello
 	// Handlers by op.
 	Handlers map[string]Handler
+	// OnSession, when set, runs in its own goroutine for each session once
+	// the hello was answered, with a ctx that ends with the session; open
+	// opens agent→coordinator streams on it (the run index push).
+	OnSession func(ctx context.Context, open func(context.Context) (tunnel.Stream, error))
 	// Logf: when nil, logs are dropped.
 	Logf func(string, ...any)
 }
@@ -294,6 +298,14 @@ func (l *Link) session(ctx context.Context, sess tunnel.Session) (tunnel.Session
 			}()
 		}
 	}()
+
+	if l.o.OnSession != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			l.o.OnSession(ctx, sess.OpenStream)
+		}()
+	}
 
 	// Renewal at half-life ±10 %.
 	wg.Add(1)

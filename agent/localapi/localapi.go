@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/olivares-dev/olivares/agent/link"
+	"github.com/olivares-dev/olivares/agent/supervisor"
 	"github.com/olivares-dev/olivares/shared/localsock"
 	"github.com/olivares-dev/olivares/shared/proto"
 )
@@ -31,8 +32,9 @@ type Status struct {
 	StartedAt    time.Time          `json:"started_at"`
 	Link         link.Status        `json:"link"`
 	Capabilities proto.Capabilities `json:"capabilities"`
-	// Runs lists live runs; none until the run runtime lands.
-	Runs []any `json:"runs"`
+	// Runs lists the live runs: ref, driver, generation, pid, state and
+	// the ring's seq range (issue 3).
+	Runs []supervisor.LiveRun `json:"runs"`
 }
 
 // Handlers are the routes of the socket.

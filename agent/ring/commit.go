@@ -211,6 +211,8 @@ func (b *batch) write(root *bbolt.Bucket, o *Options) error {
 		switch p.kind {
 		case opEnd:
 			st.ended, st.reason = true, p.reason
+		case opReopen:
+			st.ended, st.reason = false, ""
 		case opFrame:
 			f := p.f
 			if err := fb.Put(seqKey(f.Seq), encodeFrame(f)); err != nil {

@@ -383,6 +383,7 @@ const (
 	opFrame opKind = iota
 	opEnd
 	opFlush
+	opReopen
 )
 
 // op is one entry of a ring's pending queue, committed in order.
@@ -390,7 +391,7 @@ type op struct {
 	kind   opKind
 	f      *Frame     // opFrame
 	reason string     // opEnd
-	done   chan error // opEnd, opFlush: cap 1, receives exactly one value
+	done   chan error // opEnd, opFlush, opReopen: cap 1, receives exactly one value
 }
 
 // Ring is one run's output. Append, End and Flush may be called from any
@@ -542,6 +543,12 @@ func (r *Ring) End(reason string) error {
 	}
 	return r.barrier(op{kind: opEnd, reason: reason})
 }
+
+// Reopen makes an ended ring live again before its next frame: a resume's
+// new generation is live from its spawn, not from its first output, so a
+// viewer that subscribes in between tails it instead of ending (R-RC-3).
+// It returns after the commit; on a live ring it changes nothing.
+func (r *Ring) Reopen() error { return r.barrier(op{kind: opReopen}) }
 
 // Flush returns once every frame appended before the call is committed.
 func (r *Ring) Flush() error { return r.barrier(op{kind: opFlush}) }

@@ -907,3 +907,43 @@ func TestEvictionRaceLagExact(t *testing.T) {
 	}
 	t.Logf("%d lags seen", lagged.Load())
 }
+
+// TestReopen: a resume's generation is live from its spawn. After End and
+// Reopen, a new viewer tails instead of ending, and gets the next frame
+// (R-RC-3); the reopened state survives a restart like End does.
+func TestReopen(t *testing.T) {
+	e := newEnv(t, Options{})
+	r, _ := e.s.Ring("run_reopen")
+	if _, err := r.Append(1, Stdout, []byte("one")); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.End("exited"); err != nil {
+		t.Fatal(err)
+	}
+	if r.Live() {
+		t.Fatal("live after End")
+	}
+	if err := r.Reopen(); err != nil {
+		t.Fatal(err)
+	}
+	if !r.Live() {
+		t.Fatal("not live after Reopen")
+	}
+	v := r.Subscribe(2, 0)
+	defer v.Close()
+	if _, err := r.Append(2, Stdout, []byte("two")); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), testDeadline)
+	defer cancel()
+	ev, err := v.Next(ctx)
+	if err != nil || ev.Kind != EventFrame || string(ev.Frame.Data) != "two" || ev.Frame.Generation != 2 {
+		t.Fatalf("Next = %+v, %v; want generation 2's frame", ev, err)
+	}
+	v.Close()
+	e.close()
+	e.open()
+	if r, _ := e.s.Ring("run_reopen"); !r.Live() {
+		t.Fatal("a reopened ring is not live after a restart")
+	}
+}

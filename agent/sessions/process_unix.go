@@ -56,7 +56,11 @@ func startChild(ctx context.Context, s Spec, stdio [3]*os.File, attr *syscall.Sy
 		Stderr:      stdio[2],
 		SysProcAttr: attr,
 	}
-	if err := cmd.Start(); err != nil {
+	dieWithAgent(attr)
+	unlock := lockForkThread()
+	err = cmd.Start()
+	unlock()
+	if err != nil {
 		return nil, fmt.Errorf("sessions: start %q: %w", s.Path, err)
 	}
 	return cmd, nil

@@ -78,14 +78,14 @@ type Route struct {
 
 // routes is the route table: every authorized route is here, nowhere else.
 func (s *Server) routes() []Route {
-	return []Route{
+	return append([]Route{
 		{http.MethodGet, "/v1/whoami", "", s.whoami},
 		// Node routes: reading the registry is run:read; revoking is
 		// run:admin (issue 2; the seeds name no fleet permission).
 		{http.MethodGet, "/v1/nodes", auth.PermRunRead, s.listNodes},
 		{http.MethodGet, "/v1/nodes/:id", auth.PermRunRead, s.getNode},
 		{http.MethodPost, "/v1/nodes/:id/revoke", auth.PermRunAdmin, s.revokeNode},
-	}
+	}, s.runRoutes()...)
 }
 
 // Routes lists the authorized routes (for the R-AUTH-8 walk).

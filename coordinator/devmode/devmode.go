@@ -20,6 +20,7 @@ import (
 	agentenroll "github.com/olivares-dev/olivares/agent/enroll"
 	"github.com/olivares-dev/olivares/agent/identity"
 	"github.com/olivares-dev/olivares/agent/state"
+	"github.com/olivares-dev/olivares/shared/apitypes"
 	"github.com/olivares-dev/olivares/certs"
 	"github.com/olivares-dev/olivares/coordinator/auth"
 	"github.com/olivares-dev/olivares/coordinator/coordd"
@@ -150,6 +151,9 @@ func Run(ctx context.Context, o Options) error {
 	if err := awaitConnected(ctx, c, a.NodeID(), 30*time.Second, agentDone); err != nil {
 		return err
 	}
+	if err := setupRuns(ctx, c, a, step); err != nil {
+		return err
+	}
 	info := Info{
 		APIURL: c.APIURL(), AdminToken: token, Tenant: Tenant, NodeID: a.NodeID(),
 		AgentSocket: a.SocketPath(), CAFile: c.CAFile(),
@@ -189,6 +193,55 @@ Ctrl-C stops everything.
 		}
 		return fmt.Errorf("dev: embedded agent: %w", err)
 	}
+}
+
+// setupRuns makes dev mode ready to launch (issue 3): one profile per
+// vendor CLI found on the agent's PATH, named after the tool, whose home is
+// the user's own (so the CLI's existing login is used), and the directory
+// dev mode was started in as workspace "default". Both are made once and
+// kept across restarts.
+func setupRuns(ctx context.Context, c *coordd.Coordinator, a *agentd.Agent, step func(string, ...any)) error {
+	ps, err := c.Store.ListProfiles(ctx, Tenant)
+	if err != nil {
+		return err
+	}
+	have := map[string]bool{}
+	for _, p := range ps {
+		have[p.Name] = true
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return err
+	}
+	for _, cli := range a.Status(ctx).Capabilities.CLIs {
+		if have[cli.Name] || (cli.Name != "claude" && cli.Name != "codex" && cli.Name != "grok") {
+			continue
+		}
+		p, err := c.API.CreateProfile(ctx, Tenant, apitypes.ProfileCreate{NodeID: a.NodeID(), Tool: cli.Name, Name: cli.Name, Home: home})
+		if err != nil {
+			return fmt.Errorf("dev: profile %s: %w", cli.Name, err)
+		}
+		step("profile %s (%s, home %s)", p.Name, p.Ref, p.Home)
+	}
+	ws, err := c.Store.ListWorkspaces(ctx, Tenant)
+	if err != nil {
+		return err
+	}
+	for _, w := range ws {
+		if w.Name == "default" {
+			return nil
+		}
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return err
+	}
+	w, err := c.API.CreateWorkspace(ctx, Tenant, apitypes.WorkspaceCreate{NodeID: a.NodeID(), Path: wd, Name: "default"})
+	if err != nil {
+		return fmt.Errorf("dev: workspace default: %w", err)
+	}
+	step("workspace default (%s, %s)", w.Ref, w.Path)
+	return nil
 }
 
 // adminToken reuses dev.json's admin token when the store still knows it.

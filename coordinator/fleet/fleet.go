@@ -23,6 +23,7 @@ import (
 	"github.com/olivares-dev/olivares/certs"
 	"github.com/olivares-dev/olivares/coordinator/enroll"
 	"github.com/olivares-dev/olivares/coordinator/store"
+	"github.com/olivares-dev/olivares/shared/apitypes"
 	"github.com/olivares-dev/olivares/shared/proto"
 	"github.com/olivares-dev/olivares/shared/tunnel"
 	"github.com/olivares-dev/olivares/shared/wire"
@@ -232,9 +233,37 @@ func (f *Fleet) serveStream(ctx context.Context, l *link, s tunnel.Stream, hello
 		}
 		f.logf("fleet: node %s renewed its certificate", l.nodeID)
 		wire.Respond(s, resp, nil)
+	case proto.OpRunsPush:
+		var req proto.RunsPush
+		if err := json.Unmarshal(h.Params, &req); err != nil {
+			wire.Respond(s, nil, &wire.Error{Status: http.StatusBadRequest, Code: "bad_request", Message: "runs.push: bad params"})
+			return
+		}
+		wire.Respond(s, nil, f.indexRuns(ctx, l.nodeID, req.Runs))
 	default:
 		wire.Respond(s, nil, &wire.Error{Status: http.StatusNotFound, Code: "unknown_op", Message: fmt.Sprintf("coordinator has no op %q", h.Op)})
 	}
+}
+
+// indexRuns stores run rows an agent pushed. The node and tenant come from
+// the verified tunnel identity and the registry, never from the row: an
+// agent can only index its own runs in its own tenant.
+func (f *Fleet) indexRuns(ctx context.Context, nodeID string, runs []apitypes.Run) error {
+	n, err := f.store.GetNode(ctx, nodeID)
+	if err != nil {
+		return err
+	}
+	for _, r := range runs {
+		r.NodeID, r.Tenant, r.NodeReachable = nodeID, n.Tenant, nil
+		if _, err := f.store.PutRun(ctx, r); err != nil {
+			f.logf("fleet: node %s: index run %s: %v", nodeID, r.RunRef, err)
+			if errors.Is(err, store.ErrConflict) {
+				continue
+			}
+			return err
+		}
+	}
+	return nil
 }
 
 // control runs the hello exchange and then echoes heartbeats until the

@@ -16,6 +16,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"text/tabwriter"
 	"time"
 
 	"github.com/olivares-dev/olivares/agent/agentd"
@@ -200,5 +201,17 @@ func printStatus(out io.Writer, st localapi.Status) {
 	}
 	if len(st.Runs) == 0 {
 		fmt.Fprintf(out, "live runs:     none\n")
+		return
 	}
+	fmt.Fprintf(out, "live runs:     %d\n", len(st.Runs))
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  RUN\tDRIVER\tGEN\tPID\tSTATE\tRING SEQ")
+	for _, r := range st.Runs {
+		seq := "empty"
+		if r.LastSeq != 0 {
+			seq = fmt.Sprintf("%d..%d", r.FirstSeq, r.LastSeq)
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%d\t%d\t%s\t%s\n", r.RunRef, r.Driver, r.Generation, r.PID, r.State, seq)
+	}
+	tw.Flush()
 }

@@ -1,0 +1,373 @@
+package supervisor
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/olivares-dev/olivares/agent/ledger"
+	"github.com/olivares-dev/olivares/agent/ring"
+	"github.com/olivares-dev/olivares/agent/sessions"
+	"github.com/olivares-dev/olivares/shared/apitypes"
+	"github.com/olivares-dev/olivares/shared/sessions/cliruntime"
+)
+
+var errStdinClosed = errors.New("the process no longer reads its input")
+
+// generation is one process of a run.
+type generation struct {
+	r      *run
+	n      uint32
+	proc   sessions.Process
+	sess   cliruntime.Session
+	resume bool
+
+	mu          sync.Mutex // guards the fields below and the order of writes
+	queue       [][]byte   // lines for stdin, in call order
+	wake        chan struct{}
+	stdinDone   bool
+	handshaken  bool
+	unavailable bool
+
+	handshake chan struct{} // closed once handshaken (or never)
+	ended     chan struct{} // closed after the exit is recorded
+}
+
+// start spawns generation rec.Generation+1 and its goroutines. It records
+// started (or failed: spawn_failed) and returns nil when the spawn failed.
+// The caller holds r.op.
+func (r *run) start(ctx context.Context, d cliruntime.Driver, spec cliruntime.LaunchSpec, resume bool) *generation {
+	s := r.s
+	var cmd cliruntime.Command
+	var err error
+	if resume {
+		cmd, err = d.Resume(spec)
+	} else {
+		cmd, err = d.Launch(spec)
+	}
+	r.mu.Lock()
+	n := r.rec.Generation + 1
+	r.mu.Unlock()
+	var proc sessions.Process
+	if err == nil {
+		var rn sessions.Runner
+		rn, err = s.runner(d)
+		if err == nil {
+			proc, err = rn.Start(ctx, sessions.Spec{Path: cmd.Path, Args: cmd.Args, Env: cmd.Env, Dir: cmd.Dir})
+		}
+	}
+	now := time.Now().UTC()
+	if err != nil {
+		detail, _ := json.Marshal(map[string]string{"error": err.Error()})
+		s.o.Logf("supervisor: run %s generation %d: spawn: %v", r.ref, n, err)
+		r.update(ledger.Event{Kind: ledger.KindFailed, Generation: n, Reason: apitypes.ReasonSpawnFailed, Detail: detail}, func(rec *record) {
+			rec.Generation, rec.PID, rec.Ended, rec.FailReason = n, 0, true, apitypes.ReasonSpawnFailed
+			rec.ExitCode, rec.Signal, rec.StopRequested, rec.Handshaken = nil, "", false, false
+			rec.StartedAt, rec.EndedAt = now, now
+		})
+		r.ring.End(apitypes.ReasonSpawnFailed)
+		return nil
+	}
+	// Live from the spawn on, not from the first output (R-RC-3).
+	if err := r.ring.Reopen(); err != nil {
+		s.o.Logf("supervisor: run %s: ring: %v", r.ref, err)
+	}
+	g := &generation{r: r, n: n, proc: proc, sess: d.NewSession(spec), resume: resume,
+		wake: make(chan struct{}, 1), handshake: make(chan struct{}), ended: make(chan struct{})}
+	first := g.sess.Start()
+	// A form without a protocol handshake (Claude's stream-json) is ready
+	// once spawned; the others once the tool named the conversation.
+	g.handshaken = len(first.Write) == 0
+	if g.handshaken {
+		close(g.handshake)
+	}
+	r.update(ledger.Event{Kind: ledger.KindStarted, Generation: n, PID: proc.Pid()}, func(rec *record) {
+		r.gen = g // under r.mu, with the record: never live with the old generation
+		rec.Generation, rec.PID, rec.Ended, rec.FailReason = n, proc.Pid(), false, ""
+		rec.ExitCode, rec.Signal, rec.StopRequested = nil, "", false
+		rec.Handshaken = g.handshaken
+		rec.StartedAt, rec.EndedAt = now, time.Time{}
+	})
+	g.push(first.Write)
+	g.events(first.Events)
+
+	var readers sync.WaitGroup
+	readers.Add(2)
+	s.wg.Add(3)
+	go func() { defer s.wg.Done(); g.writeStdin() }()
+	go func() {
+		defer s.wg.Done()
+		defer readers.Done()
+		stream := ring.Stdout
+		if rnName(s, d) == "pty" {
+			stream = ring.PTY
+		}
+		g.read(proc.Stdout(), stream, true)
+	}()
+	go func() {
+		defer s.wg.Done()
+		defer readers.Done()
+		g.read(proc.Stderr(), ring.Stderr, false)
+	}()
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		g.wait(&readers)
+	}()
+	return g
+}
+
+func rnName(s *Supervisor, d cliruntime.Driver) string {
+	if rn := s.o.Runners[d.LaunchTransport()]; rn != nil {
+		return rn.Name()
+	}
+	return ""
+}
+
+// push queues lines for stdin; the writer goroutine writes them in order
+// (never the stdout reader itself, which could deadlock against a child
+// blocked on a full stdout, cliruntime.Session).
+func (g *generation) push(lines [][]byte) {
+	if len(lines) == 0 {
+		return
+	}
+	g.mu.Lock()
+	g.queue = append(g.queue, lines...)
+	g.mu.Unlock()
+	select {
+	case g.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (g *generation) writeStdin() {
+	w := g.proc.Stdin()
+	defer w.Close()
+	for {
+		g.mu.Lock()
+		lines := g.queue
+		g.queue = nil
+		done := g.stdinDone
+		g.mu.Unlock()
+		for _, l := range lines {
+			if _, err := w.Write(l); err != nil {
+				g.mu.Lock()
+				g.stdinDone = true
+				g.mu.Unlock()
+				return
+			}
+		}
+		if done {
+			return
+		}
+		select {
+		case <-g.wake:
+		case <-g.proc.Done():
+			g.mu.Lock()
+			g.stdinDone = true
+			g.mu.Unlock()
+			return
+		}
+	}
+}
+
+// encode turns one input into protocol lines under g.mu, so that lines of
+// different calls keep their call order.
+func (g *generation) encode(in cliruntime.Input) error {
+	g.mu.Lock()
+	if g.stdinDone {
+		g.mu.Unlock()
+		return errStdinClosed
+	}
+	st, err := g.sess.Encode(in)
+	g.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	g.push(st.Write)
+	g.events(st.Events)
+	return nil
+}
+
+func (g *generation) interrupt() bool {
+	g.mu.Lock()
+	st, active := g.sess.Interrupt()
+	g.mu.Unlock()
+	g.push(st.Write)
+	g.events(st.Events)
+	return active
+}
+
+// read copies one output stream into the ring, and (stdout) hands each line
+// to the driver.
+func (g *generation) read(rd io.Reader, stream ring.Stream, observe bool) {
+	buf := make([]byte, ring.MaxFrameData)
+	var line []byte
+	overlong := false
+	for {
+		n, err := rd.Read(buf)
+		if n > 0 {
+			chunk := buf[:n]
+			if _, aerr := g.r.ring.Append(g.n, stream, chunk); aerr != nil {
+				g.r.s.o.Logf("supervisor: run %s: ring: %v", g.r.ref, aerr)
+			}
+			if observe {
+				for len(chunk) > 0 {
+					i := bytes.IndexByte(chunk, '\n')
+					if i < 0 {
+						if !overlong {
+							line = append(line, chunk...)
+							if len(line) > maxLine {
+								line, overlong = nil, true
+							}
+						}
+						break
+					}
+					if !overlong {
+						line = append(line, chunk[:i]...)
+						g.observe(line)
+					}
+					line, overlong = line[:0], false
+					chunk = chunk[i+1:]
+				}
+			}
+		}
+		if err != nil {
+			if observe && len(line) > 0 && !overlong {
+				g.observe(line)
+			}
+			return
+		}
+	}
+}
+
+func (g *generation) observe(line []byte) {
+	g.mu.Lock()
+	st := g.sess.Observe(line)
+	g.mu.Unlock()
+	g.push(st.Write)
+	g.events(st.Events)
+}
+
+// events applies what the driver learned to the run.
+func (g *generation) events(evs []cliruntime.Event) {
+	r := g.r
+	for _, e := range evs {
+		switch e.Kind {
+		case cliruntime.EventConversation:
+			g.mu.Lock()
+			first := !g.handshaken
+			g.handshaken = true
+			g.mu.Unlock()
+			if first {
+				close(g.handshake)
+			}
+			r.update(ledger.Event{}, func(rec *record) {
+				rec.ConversationID, rec.Handshaken = e.ConversationID, true
+			})
+		case cliruntime.EventConversationUnavailable:
+			g.markUnavailable()
+			// The tool cannot continue it; this process takes no input.
+			// Resume stops it and answers 409 (R-RES-2).
+		case cliruntime.EventTurnStarted:
+			r.touch()
+		case cliruntime.EventTurnEnded:
+			if !e.IsError {
+				// R-LIM-8: the next successful turn clears limit.
+				r.mu.Lock()
+				had := r.rec.Limit != nil
+				r.mu.Unlock()
+				if had {
+					r.update(ledger.Event{}, func(rec *record) { rec.Limit = nil })
+					continue
+				}
+			}
+			r.touch()
+		case cliruntime.EventLimit:
+			if e.Limit == nil {
+				continue
+			}
+			r.mu.Lock()
+			l := limitOf(e.Limit, r.rec.ProfileRef, time.Now())
+			old := r.rec.Limit
+			r.mu.Unlock()
+			ev := ledger.Event{}
+			if old == nil || old.Kind != l.Kind || old.AccountRef != l.AccountRef {
+				// R-LIM-7, R-LIM-10: a new fact gets one limit_reached.
+				detail, _ := json.Marshal(map[string]string{"kind": l.Kind, "account_ref": l.AccountRef})
+				ev = ledger.Event{Kind: ledger.KindLimitReached, Generation: g.n, Detail: detail}
+			}
+			r.update(ev, func(rec *record) { rec.Limit = l })
+		}
+	}
+}
+
+func (g *generation) markUnavailable() {
+	g.mu.Lock()
+	g.unavailable = true
+	g.mu.Unlock()
+}
+
+// wait records the generation's end once the leader exited and its output
+// was drained into the ring: the exited row (R-EXIT-1, R-EXIT-3), then the
+// ring's End, so that every frame reaches viewers before end (R-RC-9).
+func (g *generation) wait(readers *sync.WaitGroup) {
+	r, s := g.r, g.r.s
+	exit := g.proc.Wait()
+	drained := make(chan struct{})
+	go func() { readers.Wait(); close(drained) }()
+	select {
+	case <-drained:
+	case <-time.After(drainTimeout):
+		// A grandchild holds the pipes open: stop reading them.
+		for _, rd := range []io.Reader{g.proc.Stdout(), g.proc.Stderr()} {
+			if c, ok := rd.(io.Closer); ok {
+				c.Close()
+			}
+		}
+		<-drained
+	}
+	defer close(g.ended)
+	if s.closed() {
+		// The agent is going down and the child with it: record nothing,
+		// the next Open records the generation lost (R-STATE-6).
+		r.mu.Lock()
+		r.gen = nil
+		r.mu.Unlock()
+		return
+	}
+	r.ring.Flush()
+	g.mu.Lock()
+	unavailable := g.unavailable
+	g.mu.Unlock()
+	ev := ledger.Event{Kind: ledger.KindExited, Generation: g.n, PID: g.proc.Pid(), ExitCode: exit.Code, Signal: exit.Signal}
+	if exit.Code == nil && exit.Signal == "" {
+		ev = ledger.Event{Kind: ledger.KindLost, Generation: g.n, PID: g.proc.Pid(), Reason: ledger.ReasonProcessLost}
+	}
+	err := r.update(ev, func(rec *record) {
+		r.gen = nil
+		rec.Ended, rec.ExitCode, rec.Signal, rec.EndedAt = true, exit.Code, exit.Signal, exit.At.UTC()
+		if rec.EndedAt.IsZero() {
+			rec.EndedAt = time.Now().UTC()
+		}
+		switch {
+		case unavailable:
+			rec.FailReason = apitypes.ReasonConversationGone
+		case exit.Code == nil && exit.Signal == "":
+			rec.FailReason = apitypes.ReasonProcessLost
+		}
+	})
+	if err != nil {
+		s.o.Logf("supervisor: run %s: record exit: %v", r.ref, err)
+	}
+	r.mu.Lock()
+	r.gen = nil
+	reason := endReason(r.rec)
+	r.mu.Unlock()
+	r.ring.End(reason)
+	s.o.OnChange(r.ref)
+}

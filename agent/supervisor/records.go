@@ -1,0 +1,118 @@
+package supervisor
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	bbolt "go.etcd.io/bbolt"
+
+	"github.com/olivares-dev/olivares/shared/apitypes"
+)
+
+// Buckets (owned by this package; nothing else opens them). Values are the
+// JSON of the record types below, keyed by ref.
+var (
+	bucketProfiles   = []byte("profiles")
+	bucketWorkspaces = []byte("workspaces")
+	bucketRuns       = []byte("runs")
+)
+
+// profile is a provider profile as the agent stores it: the env values live
+// here and only here.
+type profile struct {
+	Ref       string            `json:"ref"`
+	Tenant    string            `json:"tenant"`
+	Tool      string            `json:"tool"`
+	Name      string            `json:"name"`
+	Home      string            `json:"home"`
+	Env       map[string]string `json:"env,omitempty"`
+	CreatedAt time.Time         `json:"created_at"`
+}
+
+type workspace struct {
+	Ref       string    `json:"ref"`
+	Tenant    string    `json:"tenant"`
+	Name      string    `json:"name"`
+	Path      string    `json:"path"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// record is a run's persisted facts. State is not among them: it is
+// derived (R-STATE-1) from these and the live process.
+type record struct {
+	RunRef        string `json:"run_ref"`
+	Tenant        string `json:"tenant"`
+	Driver        string `json:"driver"`
+	ProfileRef    string `json:"profile_ref"`
+	WorkspaceRef  string `json:"workspace_ref,omitempty"`
+	WorkspacePath string `json:"workspace_path"`
+	Isolation     string `json:"isolation"`
+	TemplateRef   string `json:"template_ref,omitempty"`
+	Name          string `json:"name,omitempty"`
+
+	ConversationID string `json:"conversation_id,omitempty"`
+	// Generation is the last generation spawned (0 before the first).
+	Generation uint32 `json:"generation"`
+	PID        int    `json:"pid,omitempty"`
+	// Handshaken: the last generation completed its handshake.
+	Handshaken bool `json:"handshaken,omitempty"`
+	// Ended: the last generation's end was recorded.
+	Ended         bool   `json:"ended"`
+	StopRequested bool   `json:"stop_requested,omitempty"`
+	ExitCode      *int   `json:"exit_code,omitempty"`
+	Signal        string `json:"signal,omitempty"`
+	FailReason    string `json:"fail_reason,omitempty"`
+
+	Limit *apitypes.Limit `json:"limit,omitempty"`
+
+	CreatedAt time.Time `json:"created_at"`
+	StartedAt time.Time `json:"started_at,omitempty"`
+	EndedAt   time.Time `json:"ended_at,omitempty"`
+	Rev       uint64    `json:"rev"`
+}
+
+func putJSON(tx *bbolt.Tx, bucket []byte, key string, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return tx.Bucket(bucket).Put([]byte(key), b)
+}
+
+func getJSON(tx *bbolt.Tx, bucket []byte, key string, v any) (bool, error) {
+	raw := tx.Bucket(bucket).Get([]byte(key))
+	if raw == nil {
+		return false, nil
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		return true, fmt.Errorf("supervisor: %s/%s: %w", bucket, key, err)
+	}
+	return true, nil
+}
+
+func createBuckets(db *bbolt.DB) error {
+	return db.Update(func(tx *bbolt.Tx) error {
+		for _, b := range [][]byte{bucketProfiles, bucketWorkspaces, bucketRuns} {
+			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+func loadAll[T any](db *bbolt.DB, bucket []byte) ([]T, error) {
+	var out []T
+	err := db.View(func(tx *bbolt.Tx) error {
+		return tx.Bucket(bucket).ForEach(func(k, v []byte) error {
+			var x T
+			if err := json.Unmarshal(v, &x); err != nil {
+				return fmt.Errorf("supervisor: %s/%s: %w", bucket, k, err)
+			}
+			out = append(out, x)
+			return nil
+		})
+	})
+	return out, err
+}

@@ -1,0 +1,597 @@
+package api
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/olivares-dev/olivares/coordinator/auth"
+	"github.com/olivares-dev/olivares/coordinator/store"
+	"github.com/olivares-dev/olivares/shared/apierr"
+	"github.com/olivares-dev/olivares/shared/apitypes"
+	"github.com/olivares-dev/olivares/shared/proto"
+	"github.com/olivares-dev/olivares/shared/wire"
+)
+
+// Limits of the run routes.
+const (
+	maxInputBody = 1 << 20 // R-IN-3
+	maxJSONBody  = 1 << 20
+	callTimeout  = 60 * time.Second
+	// getTimeout bounds the fresh read of GET /runs/{ref}; past it the
+	// index row is served.
+	getTimeout = 5 * time.Second
+)
+
+// Tools a profile may name (R-DRV-1).
+var tools = []string{"claude", "codex", "grok"}
+
+func (s *Server) runRoutes() []Route {
+	return []Route{
+		// Profiles and workspaces: reading is run:read; registering one is
+		// workspace administration (R-AUTH-5 models it as its own
+		// permission; the seeds name no profile permission).
+		{http.MethodPost, Base + "/profiles", auth.PermWorkspaceAdmin, s.createProfile},
+		{http.MethodGet, Base + "/profiles", auth.PermRunRead, s.listProfiles},
+		{http.MethodGet, Base + "/profiles/:ref", auth.PermRunRead, s.getProfile},
+		{http.MethodPost, Base + "/workspaces", auth.PermWorkspaceAdmin, s.createWorkspace},
+		{http.MethodGet, Base + "/workspaces", auth.PermRunRead, s.listWorkspaces},
+		// Runs (R-AUTH-1).
+		{http.MethodGet, Base + "/runs", auth.PermRunRead, s.listRuns},
+		{http.MethodPost, Base + "/runs", auth.PermRunWrite, s.launch},
+		{http.MethodGet, Base + "/runs/:ref", auth.PermRunRead, s.getRun},
+		{http.MethodGet, Base + "/runs/:ref/events", auth.PermRunRead, s.runEvents},
+		{http.MethodGet, Base + "/runs/:ref/attach", auth.PermRunRead, s.attach},
+		{http.MethodPost, Base + "/runs/:ref/input", auth.PermRunWrite, s.input},
+		{http.MethodPost, Base + "/runs/:ref/interrupt", auth.PermRunWrite, s.interrupt},
+		{http.MethodPost, Base + "/runs/:ref/stop", auth.PermRunWrite, s.stop},
+		{http.MethodPost, Base + "/runs/:ref/resume", auth.PermRunWrite, s.resume},
+	}
+}
+
+// decodeStrict reads a JSON body, refusing unknown fields (R-API-7) and
+// trailing data. An empty body decodes as {}.
+func decodeStrict(c echo.Context, limit int64, v any) error {
+	body, err := io.ReadAll(http.MaxBytesReader(c.Response(), c.Request().Body, limit))
+	if err != nil {
+		var mb *http.MaxBytesError
+		if errors.As(err, &mb) {
+			return apierr.New(http.StatusRequestEntityTooLarge, "body_too_large", "the request body is over %d bytes", limit)
+		}
+		return apierr.BadRequest("bad_body", "cannot read the request body: %v", err)
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		body = []byte("{}")
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return apierr.BadRequest("bad_body", "invalid JSON body: %v", err)
+	}
+	if dec.More() {
+		return apierr.BadRequest("bad_body", "invalid JSON body: data after the object")
+	}
+	return nil
+}
+
+// --- profiles and workspaces ---
+
+// CreateProfile registers a profile on its node and in the index. Dev mode
+// calls it directly.
+func (s *Server) CreateProfile(ctx context.Context, tenant string, req apitypes.ProfileCreate) (apitypes.Profile, error) {
+	if _, err := s.nodeInTenant(ctx, tenant, req.NodeID); err != nil {
+		return apitypes.Profile{}, err
+	}
+	if !slices.Contains(tools, req.Tool) {
+		return apitypes.Profile{}, apierr.BadRequest("unknown_tool", "tool %q: use claude, codex or grok", req.Tool)
+	}
+	if req.Name == "" {
+		return apitypes.Profile{}, apierr.BadRequest("bad_name", "a profile needs a name")
+	}
+	if err := s.nameFree(ctx, tenant, "profile", req.Name); err != nil {
+		return apitypes.Profile{}, err
+	}
+	ref := auth.NewID("prof_")
+	var p apitypes.Profile
+	err := s.call(ctx, req.NodeID, wire.Header{Op: proto.OpProfileCreate},
+		proto.ProfileCreate{Ref: ref, Tenant: tenant, Tool: req.Tool, Name: req.Name, Home: req.Home, Env: req.Env}, &p)
+	if err != nil {
+		return apitypes.Profile{}, err
+	}
+	p.Tenant, p.NodeID = tenant, req.NodeID
+	if err := s.o.Store.CreateProfile(ctx, p); err != nil {
+		if errors.Is(err, store.ErrExists) {
+			return apitypes.Profile{}, apierr.New(http.StatusConflict, "name_taken", "a profile named %q exists in this tenant", req.Name)
+		}
+		return apitypes.Profile{}, err
+	}
+	return p, nil
+}
+
+func (s *Server) nameFree(ctx context.Context, tenant, kind, name string) error {
+	var taken bool
+	switch kind {
+	case "profile":
+		ps, err := s.o.Store.ListProfiles(ctx, tenant)
+		if err != nil {
+			return err
+		}
+		taken = slices.ContainsFunc(ps, func(p apitypes.Profile) bool { return p.Name == name })
+	default:
+		ws, err := s.o.Store.ListWorkspaces(ctx, tenant)
+		if err != nil {
+			return err
+		}
+		taken = slices.ContainsFunc(ws, func(w apitypes.Workspace) bool { return w.Name == name })
+	}
+	if taken {
+		return apierr.New(http.StatusConflict, "name_taken", "a %s named %q exists in this tenant; pick another name", kind, name)
+	}
+	return nil
+}
+
+func (s *Server) createProfile(c echo.Context) error {
+	var req apitypes.ProfileCreate
+	if err := decodeStrict(c, maxJSONBody, &req); err != nil {
+		return err
+	}
+	p, err := s.CreateProfile(c.Request().Context(), CallerOf(c).Tenant, req)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusCreated, p)
+}
+
+func (s *Server) listProfiles(c echo.Context) error {
+	ps, err := s.o.Store.ListProfiles(c.Request().Context(), CallerOf(c).Tenant)
+	if err != nil {
+		return err
+	}
+	if ps == nil {
+		ps = []apitypes.Profile{}
+	}
+	return c.JSON(http.StatusOK, apitypes.ProfileList{Items: ps})
+}
+
+func (s *Server) profileInTenant(ctx context.Context, tenant, ref string) (apitypes.Profile, error) {
+	p, err := s.o.Store.GetProfile(ctx, ref)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && p.Tenant != tenant) {
+		return apitypes.Profile{}, apierr.NotFound("profile", ref)
+	}
+	return p, err
+}
+
+func (s *Server) getProfile(c echo.Context) error {
+	p, err := s.profileInTenant(c.Request().Context(), CallerOf(c).Tenant, c.Param("ref"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, p)
+}
+
+// CreateWorkspace registers a directory of a node.
+func (s *Server) CreateWorkspace(ctx context.Context, tenant string, req apitypes.WorkspaceCreate) (apitypes.Workspace, error) {
+	if _, err := s.nodeInTenant(ctx, tenant, req.NodeID); err != nil {
+		return apitypes.Workspace{}, err
+	}
+	if req.Name == "" || req.Path == "" {
+		return apitypes.Workspace{}, apierr.BadRequest("bad_request", "a workspace needs a name and a path")
+	}
+	if err := s.nameFree(ctx, tenant, "workspace", req.Name); err != nil {
+		return apitypes.Workspace{}, err
+	}
+	ref := auth.NewID("ws_")
+	var w apitypes.Workspace
+	err := s.call(ctx, req.NodeID, wire.Header{Op: proto.OpWorkspaceCreate},
+		proto.WorkspaceCreate{Ref: ref, Tenant: tenant, Name: req.Name, Path: req.Path}, &w)
+	if err != nil {
+		return apitypes.Workspace{}, err
+	}
+	w.Tenant, w.NodeID = tenant, req.NodeID
+	if err := s.o.Store.CreateWorkspace(ctx, w); err != nil {
+		if errors.Is(err, store.ErrExists) {
+			return apitypes.Workspace{}, apierr.New(http.StatusConflict, "name_taken", "a workspace named %q exists in this tenant", req.Name)
+		}
+		return apitypes.Workspace{}, err
+	}
+	return w, nil
+}
+
+func (s *Server) createWorkspace(c echo.Context) error {
+	var req apitypes.WorkspaceCreate
+	if err := decodeStrict(c, maxJSONBody, &req); err != nil {
+		return err
+	}
+	w, err := s.CreateWorkspace(c.Request().Context(), CallerOf(c).Tenant, req)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusCreated, w)
+}
+
+func (s *Server) listWorkspaces(c echo.Context) error {
+	ws, err := s.o.Store.ListWorkspaces(c.Request().Context(), CallerOf(c).Tenant)
+	if err != nil {
+		return err
+	}
+	if ws == nil {
+		ws = []apitypes.Workspace{}
+	}
+	return c.JSON(http.StatusOK, apitypes.WorkspaceList{Items: ws})
+}
+
+// --- runs ---
+
+// call is a fleet call with the route's timeout.
+func (s *Server) call(ctx context.Context, node string, h wire.Header, params, result any) error {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	return s.o.Fleet.Call(ctx, node, h, params, result)
+}
+
+// runView is the run object for the caller (R-API-6): the row with the
+// node's reachability (R-STATE-7). Per-caller marks come with the marks
+// issue; until then every caller has none.
+func (s *Server) runView(r apitypes.Run) apitypes.Run {
+	if !s.o.Fleet.Link(r.NodeID).Connected {
+		f := false
+		r.NodeReachable = &f
+	} else {
+		r.NodeReachable = nil
+	}
+	return r
+}
+
+// index stores a row the agent answered with and returns the view.
+func (s *Server) index(ctx context.Context, r apitypes.Run) apitypes.Run {
+	if _, err := s.o.Store.PutRun(ctx, r); err != nil {
+		s.echo.Logger.Errorf("api: index run %s: %v", r.RunRef, err)
+	}
+	return s.runView(r)
+}
+
+// runInTenant loads an index row; another tenant's run is a 404 (R-TEN-3).
+func (s *Server) runInTenant(ctx context.Context, tenant, ref string) (apitypes.Run, error) {
+	r, err := s.o.Store.GetRun(ctx, ref)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && r.Tenant != tenant) {
+		return apitypes.Run{}, apierr.NotFound("run", ref)
+	}
+	return r, err
+}
+
+func (s *Server) launch(c echo.Context) error {
+	ctx := c.Request().Context()
+	tenant := CallerOf(c).Tenant
+	var req apitypes.LaunchRequest
+	if err := decodeStrict(c, maxJSONBody, &req); err != nil {
+		return err
+	}
+	if req.ProviderProfileRef == "" {
+		return apierr.BadRequest("profile_required", "provider_profile_ref is required: the profile (account and tool) to run")
+	}
+	// R-API-3: resource lookups (404) before validation (400/422).
+	p, err := s.profileInTenant(ctx, tenant, req.ProviderProfileRef)
+	if err != nil {
+		return err
+	}
+	node := p.NodeID
+	if req.WorkspaceRef != "" {
+		w, err := s.o.Store.GetWorkspace(ctx, req.WorkspaceRef)
+		if errors.Is(err, store.ErrNotFound) || (err == nil && w.Tenant != tenant) {
+			return apierr.NotFound("workspace", req.WorkspaceRef)
+		}
+		if err != nil {
+			return err
+		}
+		if w.NodeID != node {
+			return apierr.New(http.StatusUnprocessableEntity, "node_mismatch", "workspace %s is on node %s and profile %s on node %s; a run needs both on one node", w.Ref, w.NodeID, p.Ref, node)
+		}
+	}
+	worktree := req.Worktree != nil && *req.Worktree
+	switch {
+	case req.WorktreeFrom != "" && !worktree:
+		return apierr.New(http.StatusUnprocessableEntity, "worktree_from_without_worktree", "worktree_from needs worktree:true (R-WTF-3)")
+	case worktree:
+		return apierr.New(http.StatusUnprocessableEntity, "worktree_unsupported", "worktree launches are not available in this version; launch without worktree")
+	}
+	ref := auth.NewID("run_")
+	var r apitypes.Run
+	err = s.call(ctx, node, wire.Header{Op: proto.OpRunLaunch, RunRef: ref}, proto.RunLaunch{
+		RunRef: ref, Tenant: tenant, ProfileRef: p.Ref, WorkspaceRef: req.WorkspaceRef,
+		Isolation: req.Isolation, TemplateRef: req.TemplateRef, Name: req.Name}, &r)
+	if err != nil {
+		return err
+	}
+	r.NodeID, r.Tenant = node, tenant
+	return c.JSON(http.StatusCreated, s.index(ctx, r))
+}
+
+func (s *Server) listRuns(c echo.Context) error {
+	q := store.RunQuery{Tenant: CallerOf(c).Tenant, Limit: 50}
+	qp := c.QueryParams()
+	for k := range qp {
+		switch k {
+		case "state", "live_ref", "claude_session_id", "limit", "offset", "pagination", "cursor":
+		default:
+			return apierr.BadRequest("bad_query", "unknown query parameter %q", k)
+		}
+	}
+	q.State, q.LiveRef, q.ClaudeSessionID = qp.Get("state"), qp.Get("live_ref"), qp.Get("claude_session_id")
+	if q.State != "" && !slices.Contains(apitypes.States, q.State) {
+		return apierr.BadRequest("bad_query", "state %q: use one of %s", q.State, strings.Join(apitypes.States, ", "))
+	}
+	if v := qp.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 200 {
+			return apierr.BadRequest("bad_query", "limit must be an integer from 1 to 200 (R-LIST-5)")
+		}
+		q.Limit = n
+	}
+	switch qp.Get("pagination") {
+	case "":
+	case "cursor":
+		q.CursorMode, q.Cursor = true, qp.Get("cursor")
+	default:
+		return apierr.BadRequest("bad_query", "pagination must be \"cursor\" or absent")
+	}
+	if v := qp.Get("offset"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 || q.CursorMode {
+			return apierr.BadRequest("bad_query", "offset must be a non-negative integer, and not combined with pagination=cursor")
+		}
+		q.Offset = n
+	}
+	if qp.Get("cursor") != "" && !q.CursorMode {
+		return apierr.BadRequest("bad_query", "cursor needs pagination=cursor")
+	}
+	rows, next, err := s.o.Store.ListRuns(c.Request().Context(), q)
+	if errors.Is(err, store.ErrBadCursor) {
+		return apierr.BadRequest("bad_cursor", "the cursor is not one this coordinator issued; start again without it")
+	}
+	if err != nil {
+		return err
+	}
+	out := apitypes.RunList{Items: make([]apitypes.Run, 0, len(rows)), Next: next}
+	for _, r := range rows {
+		out.Items = append(out.Items, s.runView(r))
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+// freshRun is the index row refreshed from its agent when the node is
+// reachable; otherwise the last reported row, marked unreachable
+// (R-STATE-7: the state is never invented).
+func (s *Server) freshRun(ctx context.Context, r apitypes.Run) apitypes.Run {
+	if !s.o.Fleet.Link(r.NodeID).Connected {
+		return s.runView(r)
+	}
+	ctx, cancel := context.WithTimeout(ctx, getTimeout)
+	defer cancel()
+	var fresh apitypes.Run
+	if err := s.o.Fleet.Call(ctx, r.NodeID, wire.Header{Op: proto.OpRunGet, RunRef: r.RunRef}, nil, &fresh); err != nil {
+		return s.runView(r)
+	}
+	fresh.NodeID, fresh.Tenant = r.NodeID, r.Tenant
+	return s.index(ctx, fresh)
+}
+
+func (s *Server) getRun(c echo.Context) error {
+	ctx := c.Request().Context()
+	r, err := s.runInTenant(ctx, CallerOf(c).Tenant, c.Param("ref"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, s.freshRun(ctx, r))
+}
+
+func (s *Server) runEvents(c echo.Context) error {
+	ctx := c.Request().Context()
+	r, err := s.runInTenant(ctx, CallerOf(c).Tenant, c.Param("ref"))
+	if err != nil {
+		return err
+	}
+	p := proto.RunEvents{Limit: 100}
+	if v := c.QueryParam("after"); v != "" {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			return apierr.BadRequest("bad_query", "after must be a non-negative integer (a seq from an earlier page's next)")
+		}
+		p.After = n
+	}
+	if v := c.QueryParam("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 500 {
+			return apierr.BadRequest("bad_query", "limit must be an integer from 1 to 500")
+		}
+		p.Limit = n
+	}
+	var out apitypes.EventList
+	if err := s.call(ctx, r.NodeID, wire.Header{Op: proto.OpRunEvents, RunRef: r.RunRef}, p, &out); err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+// runCall forwards a run op to the run's node and, for ops answering a
+// row, indexes it.
+func (s *Server) runCall(c echo.Context, op string, params, result any, timeout time.Duration) (apitypes.Run, error) {
+	ctx := c.Request().Context()
+	r, err := s.runInTenant(ctx, CallerOf(c).Tenant, c.Param("ref"))
+	if err != nil {
+		return apitypes.Run{}, err
+	}
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if err := s.o.Fleet.Call(cctx, r.NodeID, wire.Header{Op: op, RunRef: r.RunRef}, params, result); err != nil {
+		return r, err
+	}
+	return r, nil
+}
+
+func (s *Server) input(c echo.Context) error {
+	var in apitypes.InputRequest
+	if err := decodeStrict(c, maxInputBody, &in); err != nil {
+		return err
+	}
+	n := 0
+	for _, set := range []bool{in.Line != nil, in.Message != nil, in.Text != nil} {
+		if set {
+			n++
+		}
+	}
+	if n != 1 {
+		return apierr.BadRequest("invalid_input", "give exactly one of \"line\" or \"message\" (Claude Code) or \"text\" (Codex, Grok)")
+	}
+	var out apitypes.Accepted
+	if _, err := s.runCall(c, proto.OpRunInput, in, &out, callTimeout); err != nil {
+		return err
+	}
+	return c.JSON(http.StatusAccepted, out)
+}
+
+func (s *Server) interrupt(c echo.Context) error {
+	var out apitypes.Accepted
+	if _, err := s.runCall(c, proto.OpRunInterrupt, nil, &out, callTimeout); err != nil {
+		return err
+	}
+	return c.JSON(http.StatusAccepted, out)
+}
+
+func (s *Server) stop(c echo.Context) error {
+	var out apitypes.Run
+	// The agent answers once the exit is observed: up to the grace and
+	// the SIGKILL after it.
+	r, err := s.runCall(c, proto.OpRunStop, nil, &out, 5*time.Minute)
+	if err != nil {
+		return err
+	}
+	out.NodeID, out.Tenant = r.NodeID, r.Tenant
+	return c.JSON(http.StatusOK, s.index(c.Request().Context(), out))
+}
+
+func (s *Server) resume(c echo.Context) error {
+	var out apitypes.Run
+	r, err := s.runCall(c, proto.OpRunResume, nil, &out, callTimeout)
+	if err != nil {
+		return err
+	}
+	out.NodeID, out.Tenant = r.NodeID, r.Tenant
+	return c.JSON(http.StatusOK, s.index(c.Request().Context(), out))
+}
+
+// attach relays the run's output as SSE (R-ATT-1, R-ATT-4): the agent
+// streams binary frames over one tunnel stream (R-TR-10) and this turns
+// each into one event whose id is the seq. A tunnel loss or a coordinator
+// restart ends the stream without end (R-RC-8); the client reconnects with
+// from=last+1 (R-RC-1).
+func (s *Server) attach(c echo.Context) error {
+	ctx := c.Request().Context()
+	r, err := s.runInTenant(ctx, CallerOf(c).Tenant, c.Param("ref"))
+	if err != nil {
+		return err
+	}
+	var from uint64
+	if v := c.QueryParam("from"); v != "" {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			return apierr.BadRequest("bad_query", "from must be a non-negative integer (the seq to start at)")
+		}
+		from = n
+	} else if v := c.Request().Header.Get("Last-Event-ID"); v != "" {
+		// R-ATT-5: Last-Event-ID is honoured as from = id+1.
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			return apierr.BadRequest("bad_query", "Last-Event-ID must be a seq")
+		}
+		from = n + 1
+	}
+	octx, cancel := context.WithTimeout(ctx, callTimeout)
+	var reply proto.RunAttachReply
+	st, err := s.o.Fleet.Open(octx, r.NodeID, wire.Header{Op: proto.OpRunAttach, RunRef: r.RunRef}, proto.RunAttach{From: from}, &reply)
+	cancel()
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	stop := context.AfterFunc(ctx, func() { st.Close() })
+	defer stop()
+
+	w := c.Response()
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	w.Flush()
+	br := bufio.NewReaderSize(st, 256<<10)
+	bw := bufio.NewWriterSize(w, 256<<10)
+	buf := make([]byte, 0, 64<<10+64)
+	var out []byte
+	for {
+		p, err := wire.ReadFrame(br, buf)
+		if err != nil {
+			bw.Flush()
+			w.Flush()
+			return nil
+		}
+		f, err := proto.ParseAttachFrame(p)
+		if err != nil {
+			bw.Flush()
+			w.Flush()
+			return nil
+		}
+		out = appendEvent(out[:0], f)
+		bw.Write(out)
+		final := f.Type == proto.AttachEnd || f.Type == proto.AttachNotice
+		// Flush once nothing more is waiting: bulk output goes in large
+		// writes, a lone echo goes at once.
+		if final || br.Buffered() == 0 {
+			if err := bw.Flush(); err != nil {
+				return nil
+			}
+			w.Flush()
+		}
+		if final {
+			return nil
+		}
+	}
+}
+
+// appendEvent appends one SSE event for f (R-ATT-4).
+func appendEvent(b []byte, f proto.AttachFrame) []byte {
+	switch f.Type {
+	case proto.AttachOutput:
+		o := apitypes.Output{Seq: f.Seq, Generation: f.Generation, Stream: proto.StreamName(f.Stream), At: f.At}
+		if utf8.Valid(f.Data) {
+			o.Data, o.Encoding = string(f.Data), "utf8"
+		} else {
+			o.Data, o.Encoding = base64.StdEncoding.EncodeToString(f.Data), "base64"
+		}
+		j, _ := json.Marshal(o)
+		b = fmt.Appendf(b, "id: %d\nevent: %s\ndata: ", f.Seq, apitypes.SSEOutput)
+		b = append(b, j...)
+	case proto.AttachLag:
+		b = fmt.Appendf(b, "event: %s\ndata: ", apitypes.SSELag)
+		b = append(b, f.Data...)
+	case proto.AttachNotice:
+		b = fmt.Appendf(b, "event: %s\ndata: ", apitypes.SSENotice)
+		b = append(b, f.Data...)
+	case proto.AttachEnd:
+		b = fmt.Appendf(b, "event: %s\ndata: ", apitypes.SSEEnd)
+		b = append(b, f.Data...)
+	}
+	return append(b, '\n', '\n')
+}

@@ -1,0 +1,92 @@
+// Package journeys runs the journeys of REQUIREMENTS Part 6 end to end: the
+// coordinator's HTTP API, the tunnel on both transports (QUIC and yamux),
+// and real olivares-agent processes whose children are the fakecli peer
+// (R-DRV-2). Nothing sleeps; every wait has a deadline.
+package journeys
+
+import (
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/olivares-dev/olivares/coordinator/store"
+	"github.com/olivares-dev/olivares/integration"
+	"github.com/olivares-dev/olivares/shared/apitypes"
+)
+
+const wait = 30 * time.Second
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	integration.RemoveBinaries()
+	os.Exit(code)
+}
+
+// transports are the two tunnel transports every journey runs on (R-DRV-7).
+var transports = []string{"quic", "yamux"}
+
+// fixture is one coordinator, one agent process, and credentials.
+type fixture struct {
+	t        *testing.T
+	env      *integration.Env
+	agent    *integration.AgentProc
+	admin    *integration.Client
+	operator *integration.Client
+	viewer   *integration.Client
+	ws       apitypes.Workspace
+	wsDir    string
+}
+
+func setup(t *testing.T, transport string, o integration.ProcOptions) *fixture {
+	t.Helper()
+	env := integration.NewEnv(t)
+	o.Transport = transport
+	a := env.StartAgentProcess(o)
+	a.AwaitConnected(wait)
+	f := &fixture{t: t, env: env, agent: a,
+		admin:    env.Client(env.AdminToken),
+		operator: env.Client(env.Principal(integration.Tenant, store.RoleOperator, store.KindHuman)),
+		viewer:   env.Client(env.Principal(integration.Tenant, store.RoleViewer, store.KindHuman)),
+		wsDir:    t.TempDir(),
+	}
+	f.admin.Must(http.StatusCreated, http.MethodPost, "/v1/m/sessions/workspaces",
+		apitypes.WorkspaceCreate{NodeID: a.ID, Path: f.wsDir, Name: "w"}, &f.ws)
+	return f
+}
+
+// profile creates a profile of tool with a fresh home (R-DRV-5).
+func (f *fixture) profile(tool string) apitypes.Profile {
+	f.t.Helper()
+	var p apitypes.Profile
+	home := filepath.Join(f.t.TempDir(), "home")
+	f.admin.Must(http.StatusCreated, http.MethodPost, "/v1/m/sessions/profiles",
+		apitypes.ProfileCreate{NodeID: f.agent.ID, Tool: tool, Name: fmt.Sprintf("%s-%d", tool, time.Now().UnixNano()), Home: home}, &p)
+	return p
+}
+
+// launch starts a run of profile p in the fixture's workspace.
+func (f *fixture) launch(p apitypes.Profile) apitypes.Run {
+	f.t.Helper()
+	var r apitypes.Run
+	f.operator.Must(http.StatusCreated, http.MethodPost, "/v1/m/sessions/runs",
+		apitypes.LaunchRequest{ProviderProfileRef: p.Ref, WorkspaceRef: f.ws.Ref}, &r)
+	return r
+}
+
+func (f *fixture) post(c *integration.Client, want int, ref, action string, body, out any) integration.Response {
+	f.t.Helper()
+	return c.Must(want, http.MethodPost, "/v1/m/sessions/runs/"+ref+"/"+action, body, out)
+}
+
+// byTransport runs fn once per tunnel transport, in parallel.
+func byTransport(t *testing.T, fn func(t *testing.T, transport string)) {
+	for _, tr := range transports {
+		t.Run(tr, func(t *testing.T) {
+			t.Parallel()
+			fn(t, tr)
+		})
+	}
+}

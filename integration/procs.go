@@ -1,0 +1,268 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	agentenroll "github.com/olivares-dev/olivares/agent/enroll"
+	"github.com/olivares-dev/olivares/agent/localapi"
+	"github.com/olivares-dev/olivares/coordinator/fleet"
+)
+
+// The binaries (olivares-coordinator, olivares, olivares-agent) and the
+// fakecli peer, built once per test binary into one directory. A package
+// whose tests use them calls RemoveBinaries from its TestMain.
+var (
+	buildOnce sync.Once
+	binDir    string
+	buildErr  error
+)
+
+func repoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Dir(filepath.Dir(file))
+}
+
+func goBin() string {
+	if g := filepath.Join(runtime.GOROOT(), "bin", "go"); fileExists(g) {
+		return g
+	}
+	return "go"
+}
+
+func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+// Binaries returns the directory holding the built binaries. The peer
+// program is in its peers subdirectory, linked as claude, codex and grok
+// (PeerPath).
+func Binaries(t testing.TB) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		binDir, buildErr = os.MkdirTemp("", "olv-bin-")
+		if buildErr != nil {
+			return
+		}
+		peers := filepath.Join(binDir, "peers")
+		if buildErr = os.Mkdir(peers, 0o755); buildErr != nil {
+			return
+		}
+		for _, b := range []struct{ out, pkg string }{
+			{binDir + "/", "./coordinator/cmd/olivares-coordinator"},
+			{binDir + "/", "./coordinator/cmd/olivares"},
+			{binDir + "/", "./agent/cmd/olivares-agent"},
+			{filepath.Join(peers, "fakecli"), "./integration/peers/fakecli"},
+		} {
+			cmd := exec.Command(goBin(), "build", "-o", b.out, b.pkg)
+			cmd.Dir = repoRoot()
+			if out, err := cmd.CombinedOutput(); err != nil {
+				buildErr = fmt.Errorf("go build %s: %v\n%s", b.pkg, err, out)
+				return
+			}
+		}
+		for _, k := range []string{"claude", "codex", "grok"} {
+			if buildErr = os.Symlink("fakecli", filepath.Join(peers, k)); buildErr != nil {
+				return
+			}
+		}
+	})
+	if buildErr != nil {
+		t.Fatalf("build: %v", buildErr)
+	}
+	return binDir
+}
+
+// PeerPath is a PATH whose claude, codex and grok are the fakecli peer.
+func PeerPath(t testing.TB) string {
+	return filepath.Join(Binaries(t), "peers") + ":/usr/local/bin:/usr/bin:/bin"
+}
+
+// RemoveBinaries removes what Binaries built.
+func RemoveBinaries() {
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
+}
+
+// ProcOptions shape an agent that runs as its own process.
+type ProcOptions struct {
+	// Transport: when empty, "auto".
+	Transport string
+	// Path is the children's PATH; when empty, PeerPath.
+	Path string
+	// StopGrace: when zero, 10 s.
+	StopGrace time.Duration
+	// RingMaxBytes and RingMaxFrames: when zero, the defaults.
+	RingMaxBytes, RingMaxFrames int64
+	// ViewerQueue: when zero, the default.
+	ViewerQueue int
+}
+
+// AgentProc is an olivares-agent process enrolled in the env.
+type AgentProc struct {
+	env        *Env
+	t          testing.TB
+	ID         string
+	Dir        string
+	config     string // the agent binary
+	configFile string
+
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+	out  *syncBuffer
+	done chan error
+}
+
+// StartAgentProcess enrolls a node through the real join-token flow and
+// runs the real olivares-agent binary on it.
+func (e *Env) StartAgentProcess(o ProcOptions) *AgentProc {
+	e.t.Helper()
+	bin := Binaries(e.t)
+	ctx := context.Background()
+	iss, err := e.Coord.Enroll.CreateToken(ctx, Tenant, map[string]string{"test": "true"}, 0)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.mu.Lock()
+	dir := filepath.Join(e.Dir, fmt.Sprintf("p%d", len(e.procs)))
+	e.mu.Unlock()
+	if _, err := agentenroll.Enroll(ctx, agentenroll.Options{Coordinator: e.TunnelAddr(), Token: iss.Token, CAPin: iss.CAPin, StateDir: dir}); err != nil {
+		e.t.Fatal(err)
+	}
+	if o.Path == "" {
+		o.Path = PeerPath(e.t)
+	}
+	if o.Transport == "" {
+		o.Transport = "auto"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "state_dir = %q\ncoordinator = %q\ntransport = %q\npath = %q\n[runs]\n", dir, e.TunnelAddr(), o.Transport, o.Path)
+	if o.StopGrace != 0 {
+		fmt.Fprintf(&b, "stop_grace = %q\n", o.StopGrace.String())
+	}
+	if o.RingMaxBytes != 0 {
+		fmt.Fprintf(&b, "ring_max_bytes = %d\n", o.RingMaxBytes)
+	}
+	if o.RingMaxFrames != 0 {
+		fmt.Fprintf(&b, "ring_max_frames = %d\n", o.RingMaxFrames)
+	}
+	if o.ViewerQueue != 0 {
+		fmt.Fprintf(&b, "viewer_queue = %d\n", o.ViewerQueue)
+	}
+	cfg := filepath.Join(dir, "agent.toml")
+	if err := os.WriteFile(cfg, []byte(b.String()), 0o600); err != nil {
+		e.t.Fatal(err)
+	}
+	a := &AgentProc{env: e, t: e.t, ID: iss.NodeID, Dir: dir, config: filepath.Join(bin, "olivares-agent")}
+	a.configFile = cfg
+	e.mu.Lock()
+	e.procs = append(e.procs, a)
+	e.mu.Unlock()
+	a.Start()
+	e.t.Cleanup(a.Kill)
+	return a
+}
+
+// Start runs the agent process (again).
+func (a *AgentProc) Start() {
+	a.t.Helper()
+	cmd := exec.Command(a.config, "run", "--config", a.configFile)
+	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + a.Dir}
+	out := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		a.t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	a.mu.Lock()
+	a.cmd, a.out, a.done = cmd, out, done
+	a.mu.Unlock()
+}
+
+// Pid is the agent process's pid.
+func (a *AgentProc) Pid() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.cmd.Process.Pid
+}
+
+// Output is what the agent process printed.
+func (a *AgentProc) Output() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.out.String()
+}
+
+// Kill sends SIGKILL to the agent process (only the pid this env started)
+// and waits for it; its children die with it (Pdeathsig).
+func (a *AgentProc) Kill() {
+	a.mu.Lock()
+	cmd, done := a.cmd, a.done
+	a.mu.Unlock()
+	if cmd == nil || cmd.ProcessState != nil {
+		return
+	}
+	cmd.Process.Signal(syscall.SIGKILL)
+	err := <-done
+	done <- err
+}
+
+// Terminate sends SIGTERM and waits up to d for a clean exit.
+func (a *AgentProc) Terminate(d time.Duration) error {
+	a.mu.Lock()
+	cmd, done := a.cmd, a.done
+	a.mu.Unlock()
+	cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-done:
+		done <- err
+		return err
+	case <-time.After(d):
+		return errors.New("agent did not stop")
+	}
+}
+
+// AwaitConnected waits until the coordinator has a live tunnel from a.
+func (a *AgentProc) AwaitConnected(d time.Duration) fleet.Link {
+	a.t.Helper()
+	var l fleet.Link
+	Await(a.t, d, "node "+a.ID+" to connect\n"+a.Output(), func() bool {
+		l = a.env.Fleet().Link(a.ID)
+		return l.Connected
+	})
+	return l
+}
+
+// Status asks the agent's local socket for its status.
+func (a *AgentProc) Status(ctx context.Context) (localapi.Status, error) {
+	return localapi.GetStatus(ctx, localapi.SocketPath(a.Dir))
+}
+
+// syncBuffer collects a process's output.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
