@@ -20,11 +20,11 @@ import (
 	agentenroll "github.com/olivares-dev/olivares/agent/enroll"
 	"github.com/olivares-dev/olivares/agent/identity"
 	"github.com/olivares-dev/olivares/agent/state"
-	"github.com/olivares-dev/olivares/shared/apitypes"
 	"github.com/olivares-dev/olivares/certs"
 	"github.com/olivares-dev/olivares/coordinator/auth"
 	"github.com/olivares-dev/olivares/coordinator/coordd"
 	"github.com/olivares-dev/olivares/coordinator/store"
+	"github.com/olivares-dev/olivares/shared/apitypes"
 )
 
 // Tenant is dev mode's tenant.
