@@ -266,3 +266,10 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// AwaitDisconnectedFrom waits until the coordinator has no live tunnel
+// from a.
+func (a *AgentProc) AwaitDisconnectedFrom(e *Env, d time.Duration) {
+	a.t.Helper()
+	Await(a.t, d, "node "+a.ID+" to disconnect", func() bool { return !e.Fleet().Link(a.ID).Connected })
+}

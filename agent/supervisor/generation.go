@@ -34,6 +34,7 @@ type generation struct {
 	unavailable bool
 
 	handshake chan struct{} // closed once handshaken (or never)
+	refused   chan struct{} // closed once the tool refused the conversation
 	ended     chan struct{} // closed after the exit is recorded
 }
 
@@ -77,7 +78,8 @@ func (r *run) start(ctx context.Context, d cliruntime.Driver, spec cliruntime.La
 		s.o.Logf("supervisor: run %s: ring: %v", r.ref, err)
 	}
 	g := &generation{r: r, n: n, proc: proc, sess: d.NewSession(spec), resume: resume,
-		wake: make(chan struct{}, 1), handshake: make(chan struct{}), ended: make(chan struct{})}
+		wake: make(chan struct{}, 1), handshake: make(chan struct{}), refused: make(chan struct{}),
+		ended: make(chan struct{})}
 	first := g.sess.Start()
 	// A form without a protocol handshake (Claude's stream-json) is ready
 	// once spawned; the others once the tool named the conversation.
@@ -308,8 +310,12 @@ func (g *generation) events(evs []cliruntime.Event) {
 
 func (g *generation) markUnavailable() {
 	g.mu.Lock()
+	first := !g.unavailable
 	g.unavailable = true
 	g.mu.Unlock()
+	if first {
+		close(g.refused)
+	}
 }
 
 // wait records the generation's end once the leader exited and its output

@@ -891,6 +891,7 @@ func (s *Supervisor) Resume(ctx context.Context, ref string) (apitypes.Run, erro
 	defer timer.Stop()
 	select {
 	case <-g.handshake:
+	case <-g.refused:
 	case <-g.ended:
 	case <-ctx.Done():
 	case <-timer.C:
