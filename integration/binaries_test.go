@@ -109,7 +109,9 @@ func TestDevModeBinaries(t *testing.T) {
 	bin := binaries(t)
 	dir := shortTempDir(t)
 	state := filepath.Join(dir, "dev")
-	env := []string{"OLIVARES_CONFIG_DIR=" + filepath.Join(dir, "cfg")}
+	// The peer stands in for the vendor CLIs on PATH; HOME is the test's,
+	// since dev profiles use the user's own home.
+	env := []string{"OLIVARES_CONFIG_DIR=" + filepath.Join(dir, "cfg"), "PATH=" + PeerPath(t), "HOME=" + filepath.Join(dir, "home")}
 	coord, cli, agent := filepath.Join(bin, "olivares-coordinator"), filepath.Join(bin, "olivares"), filepath.Join(bin, "olivares-agent")
 
 	dev := start(t, env, coord, "dev", "--state-dir", state, "--http", "127.0.0.1:0", "--tunnel", "127.0.0.1:0")
@@ -156,6 +158,51 @@ func TestDevModeBinaries(t *testing.T) {
 	}
 	if out, code := runCmd(t, env, cli, "node", "show", info.NodeID); code != 0 || !strings.Contains(out, "connected") {
 		t.Fatalf("node show: %d %s", code, out)
+	}
+
+	// Dev mode made a profile per CLI on PATH and the workspace default;
+	// a session runs through the CLI end to end (issue 3).
+	if out, code := runCmd(t, env, cli, "profile", "list"); code != 0 || !strings.Contains(out, "claude") || !strings.Contains(out, "codex") || !strings.Contains(out, "grok") {
+		t.Fatalf("profile list: %d %s", code, out)
+	}
+	if out, code := runCmd(t, env, cli, "workspace", "list"); code != 0 || !strings.Contains(out, "default") {
+		t.Fatalf("workspace list: %d %s", code, out)
+	}
+	out, code = runCmd(t, env, cli, "session", "start", "--profile", "codex", "--workspace", "default", "--json")
+	var run struct {
+		RunRef string `json:"run_ref"`
+		State  string `json:"state"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &run) != nil || run.RunRef == "" {
+		t.Fatalf("session start: %d %s", code, out)
+	}
+	if out, code := runCmd(t, env, cli, "session", "input", run.RunRef, "--text", "hello"); code != 0 {
+		t.Fatalf("session input: %d %s", code, out)
+	}
+	if out, code := runCmd(t, env, cli, "session", "input", run.RunRef, "--message", "hello"); code != 1 || !strings.Contains(out, "wrong_input_field") {
+		t.Fatalf("session input with the wrong field: %d %s", code, out)
+	}
+	Await(t, 20*time.Second, "the run to go idle", func() bool {
+		out, _ := runCmd(t, env, cli, "session", "show", run.RunRef, "--json")
+		return strings.Contains(out, `"state": "idle"`) || strings.Contains(out, `"state":"idle"`)
+	})
+	if out, code := runCmd(t, env, agent, "status", "--state-dir", filepath.Join(state, "agent")); code != 0 || !strings.Contains(out, run.RunRef) || !strings.Contains(out, "codex") {
+		t.Fatalf("agent status lists no live run: %d %s", code, out)
+	}
+	if out, code := runCmd(t, env, cli, "session", "stop", run.RunRef); code != 0 || !strings.Contains(out, "stopped") {
+		t.Fatalf("session stop: %d %s", code, out)
+	}
+	if out, code := runCmd(t, env, cli, "session", "attach", run.RunRef, "--from", "0"); code != 0 || !strings.Contains(out, "pong: hello") || !strings.Contains(out, "not live") {
+		t.Fatalf("session attach after stop: %d %s", code, out)
+	}
+	if out, code := runCmd(t, env, cli, "session", "events", run.RunRef); code != 0 || !strings.Contains(out, "stop_requested") || !strings.Contains(out, "exited") {
+		t.Fatalf("session events: %d %s", code, out)
+	}
+	if out, code := runCmd(t, env, cli, "session", "list"); code != 0 || !strings.Contains(out, run.RunRef) {
+		t.Fatalf("session list: %d %s", code, out)
+	}
+	if out, code := runCmd(t, env, cli, "session", "show", "run_0000000000000000"); code != 4 {
+		t.Fatalf("session show of an unknown run: %d %s, want exit 4 (R-CLI-2)", code, out)
 	}
 
 	agentDir := filepath.Join(state, "agent")
@@ -214,7 +261,8 @@ func TestDevModeBinaries(t *testing.T) {
 	if out, code := runCmd(t, venv, cli, "login", "--url", info.APIURL, "--token", pr.Token, "--tenant", "default"); code != 0 {
 		t.Fatalf("viewer login: %d %s", code, out)
 	}
-	if out, code := runCmd(t, venv, cli, "node", "revoke", tok.NodeID); code != 1 || !strings.Contains(out, "permission_denied") {
+	if out, code := runCmd(t, venv, cli, "node", "revoke", tok.NodeID); code != 3 || !strings.Contains(out, "permission_denied") {
+		// R-CLI-2: 403 exits 3.
 		t.Fatalf("viewer revoke: %d %s", code, out)
 	}
 	if out, code := runCmd(t, env, cli, "node", "revoke", tok.NodeID, "--json"); code != 0 || !strings.Contains(out, "revoked_at") {

@@ -198,7 +198,7 @@ func (a *Agent) openRuns() error {
 	sup, err := supervisor.Open(supervisor.Options{
 		DB: a.db, Ring: rings, Ledger: led,
 		ProfilesDir:      filepath.Join(a.cfg.StateDir, "profiles"),
-		Path:             a.cfg.Path,
+		Path:             a.childPath(),
 		Drivers:          drivers(),
 		Runners:          runners(),
 		StopGrace:        a.cfg.Runs.StopGrace.Duration,
@@ -212,6 +212,16 @@ func (a *Agent) openRuns() error {
 	}
 	a.rings, a.sup = rings, sup
 	return nil
+}
+
+// childPath is the PATH children get when their profile sets none: the
+// configured path, else the agent's own PATH, the one the vendor CLIs were
+// found on (caps). Nothing else of the agent's environment reaches them.
+func (a *Agent) childPath() string {
+	if a.cfg.Path != "" {
+		return a.cfg.Path
+	}
+	return os.Getenv("PATH")
 }
 
 // Supervisor is the run runtime (dev mode registers profiles through it).

@@ -970,7 +970,7 @@ type LiveRun struct {
 
 // Live lists the live runs (R-ARCH-5).
 func (s *Supervisor) Live() []LiveRun {
-	var out []LiveRun
+	out := []LiveRun{}
 	for _, v := range s.List() {
 		if !apitypes.Live(v.State) {
 			continue
