@@ -5,6 +5,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"net"
+	"net/url"
+	"sync"
 
 	"io"
 	"net/http"
@@ -152,7 +156,9 @@ type Stream struct {
 	resp   *http.Response
 	cancel context.CancelFunc
 	events chan SSEEvent
-	err    chan error
+
+	mu      sync.Mutex
+	readErr error
 }
 
 // Attach opens GET /runs/{ref}/attach with query q (e.g. "from=5"), and
@@ -181,7 +187,7 @@ func (c *Client) Attach(ref, q string, hdr ...string) *Stream {
 		cancel()
 		c.t.Fatalf("attach %s: status %d: %s", ref, resp.StatusCode, b)
 	}
-	s := &Stream{t: c.t, resp: resp, cancel: cancel, events: make(chan SSEEvent, 4096), err: make(chan error, 1)}
+	s := &Stream{t: c.t, resp: resp, cancel: cancel, events: make(chan SSEEvent, 4096)}
 	go s.read()
 	c.t.Cleanup(s.Close)
 	return s
@@ -209,8 +215,17 @@ func (s *Stream) read() {
 			data = append(data, []byte(line[len("data: "):]))
 		}
 	}
-	s.err <- sc.Err()
+	s.mu.Lock()
+	s.readErr = sc.Err()
+	s.mu.Unlock()
 	close(s.events)
+}
+
+// Err is why the stream ended: nil at a clean end of the body.
+func (s *Stream) Err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.readErr
 }
 
 // Next returns the next event; ok is false once the stream has ended.
@@ -302,3 +317,25 @@ func Text(s string) map[string]string { return map[string]string{"text": s} }
 
 // Message returns a JSON body for a stream-json message input.
 func Message(s string) map[string]string { return map[string]string{"message": s} }
+
+// AttachRaw sends GET /runs/{ref}/attach on a bare connection and reads
+// nothing: a viewer that stops reading. The caller reads the raw HTTP
+// response from the connection later, and closes it.
+func (c *Client) AttachRaw(ref, q string) net.Conn {
+	c.t.Helper()
+	u, err := url.Parse(c.base)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	conn, err := net.Dial("tcp", u.Host)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	path := "/v1/m/sessions/runs/" + ref + "/attach"
+	if q != "" {
+		path += "?" + q
+	}
+	fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nX-Olivares-Tenant: %s\r\n\r\n", path, u.Host, c.Token, c.Tenant)
+	c.t.Cleanup(func() { conn.Close() })
+	return conn
+}

@@ -42,7 +42,9 @@ type fixture struct {
 
 func setup(t *testing.T, transport string, o integration.ProcOptions) *fixture {
 	t.Helper()
-	env := integration.NewEnv(t)
+	// A bulk flood delays heartbeats behind its data on one TCP
+	// connection; under -race on 2 cores 3 × 500 ms is too tight.
+	env := integration.NewEnv(t, integration.Options{Heartbeat: 2 * time.Second})
 	o.Transport = transport
 	a := env.StartAgentProcess(o)
 	a.AwaitConnected(wait)
