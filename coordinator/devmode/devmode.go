@@ -172,6 +172,8 @@ Olivares dev mode is ready (node %s connected over %s).
 Try:
   go run ./coordinator/cmd/olivares login --dev %s
   go run ./coordinator/cmd/olivares node list
+  go run ./coordinator/cmd/olivares profile list
+  go run ./coordinator/cmd/olivares session start --profile codex --workspace default
   go run ./agent/cmd/olivares-agent status --state-dir %s
 
 Ctrl-C stops everything.
