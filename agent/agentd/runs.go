@@ -208,7 +208,7 @@ func (a *Agent) attachOp(ctx context.Context, h wire.Header, s tunnel.Stream) {
 		wire.Respond(s, nil, err)
 		return
 	}
-	v, live, state, err := a.sup.Attach(h.RunRef, p.From, a.cfg.Runs.ViewerQueue)
+	v, live, err := a.sup.Attach(h.RunRef, p.From, a.cfg.Runs.ViewerQueue)
 	if err != nil {
 		wire.Respond(s, nil, err)
 		return
@@ -246,7 +246,6 @@ func (a *Agent) attachOp(ctx context.Context, h wire.Header, s tunnel.Stream) {
 			default:
 				buf = proto.AppendJSONFrame(buf, proto.AttachEnd, a.sup.EndOf(h.RunRef))
 			}
-			_ = state
 			wire.WriteFrame(s, buf)
 			return
 		}

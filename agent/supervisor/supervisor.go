@@ -924,17 +924,16 @@ func claudeTranscriptExists(home, id string) bool {
 // Attach subscribes to the run's output from seq from (0: the oldest
 // retained). live says whether the run was live at the subscription; when
 // it was not, the viewer replays and ends, and the caller sends the
-// not-live notice with state (R-ATT-6).
-func (s *Supervisor) Attach(ref string, from uint64, queue int) (v *ring.Viewer, live bool, state string, err error) {
+// not-live notice with the run's state (R-ATT-6).
+func (s *Supervisor) Attach(ref string, from uint64, queue int) (v *ring.Viewer, live bool, err error) {
 	r, err := s.get(ref)
 	if err != nil {
-		return nil, false, "", err
+		return nil, false, err
 	}
 	r.mu.Lock()
 	live = r.gen != nil
 	r.mu.Unlock()
-	v = r.ring.Subscribe(from, queue)
-	return v, live, r.snapshot().State, nil
+	return r.ring.Subscribe(from, queue), live, nil
 }
 
 // EndOf returns the last generation's exit for an end frame (R-ATT-4).
