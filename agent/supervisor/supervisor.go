@@ -830,6 +830,15 @@ func (s *Supervisor) Stop(ref string, grace time.Duration) (apitypes.Run, error)
 	if g == nil {
 		return r.snapshot(), nil
 	}
+	select {
+	case <-g.proc.Done():
+		// The child already exited on its own; its end is being recorded.
+		// That exit is the tool's, not an operator stop (R-STATE-3), and
+		// nothing is signalled or written (R-STOP-4).
+		<-g.ended
+		return r.snapshot(), nil
+	default:
+	}
 	if err := r.update(ledger.Event{Kind: ledger.KindStopRequested, Generation: g.n}, func(rec *record) { rec.StopRequested = true }); err != nil {
 		return apitypes.Run{}, err
 	}
