@@ -87,7 +87,14 @@ type session struct {
 	starting  bool     // a turn/start is out and has no answer or turn id yet
 	turn      string   // active turn id
 	interrupt bool     // interrupt asked for before the turn id was known
-	windows   rateWindows
+	// notified: turn/started was seen for the active turn. Codex answers
+	// a turn/interrupt sent between the turn/start result and turn/started
+	// with "no active turn to interrupt" (issue 4, measured on 0.169.0),
+	// so such a refusal is retried once, at turn/started.
+	notified bool
+	retry    bool // resend the interrupt at turn/started
+	retried  bool // the one retry of this turn was spent
+	windows  rateWindows
 }
 
 func (s *session) requestLocked(method string, params any) []byte {
@@ -283,8 +290,16 @@ func (s *session) responseLocked(m jsonrpc.Message, raw json.RawMessage) clirunt
 		// The result comes before turn/started (real-clis.md §2.4).
 		return s.turnStartedLocked(r.Turn.ID, raw)
 	case "turn/interrupt":
-		// An error here is "no active turn to interrupt": the turn ended
-		// first, which is the R-INT-2 no-op.
+		// An error here is "no active turn to interrupt". After the turn
+		// ended it is the R-INT-2 no-op; while the turn is still ours it
+		// came too early, before Codex registered the turn: retry once.
+		if m.HasError && s.turn != "" && !s.retried {
+			s.retried = true
+			if s.notified {
+				return cliruntime.Step{Write: [][]byte{s.interruptLocked()}}
+			}
+			s.retry = true
+		}
 	}
 	return cliruntime.Step{}
 }
@@ -324,6 +339,7 @@ func (s *session) turnStartedLocked(id string, raw json.RawMessage) cliruntime.S
 	}
 	s.starting = false
 	s.turn = id
+	s.notified, s.retry, s.retried = false, false, false
 	out := step(cliruntime.Event{Kind: cliruntime.EventTurnStarted, ConversationID: s.thread, TurnID: id, Raw: raw})
 	if s.interrupt {
 		out.Write = append(out.Write, s.interruptLocked())
@@ -347,7 +363,15 @@ func (s *session) notificationLocked(m jsonrpc.Message, raw json.RawMessage) cli
 	case "turn/started":
 		var n turnNotification
 		_ = json.Unmarshal(m.Params, &n)
-		return s.turnStartedLocked(n.Turn.ID, raw)
+		out := s.turnStartedLocked(n.Turn.ID, raw)
+		if n.Turn.ID != "" && n.Turn.ID == s.turn {
+			s.notified = true
+			if s.retry {
+				s.retry = false
+				out.Write = append(out.Write, s.interruptLocked())
+			}
+		}
+		return out
 	case "turn/completed":
 		var n turnNotification
 		if json.Unmarshal(m.Params, &n) != nil || n.Turn.ID == "" || n.Turn.ID != s.turn {
@@ -389,7 +413,7 @@ func (s *session) turnCompletedLocked(n *turnNotification, raw json.RawMessage) 
 	}
 	evs = append(evs, ev)
 	s.turn = ""
-	s.interrupt = false
+	s.interrupt, s.retry = false, false
 	return merge(cliruntime.Step{Events: evs}, s.flushLocked())
 }
 
