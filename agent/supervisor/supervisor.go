@@ -149,7 +149,10 @@ func Open(o Options) (*Supervisor, error) {
 		r := &run{s: s, ref: rec.RunRef, ring: rg, rec: rec}
 		s.runs[rec.RunRef] = r
 		s.lastRev = max(s.lastRev, rec.Rev)
-		if !rec.Ended {
+		// A run still at generation 0 was being launched: the agent died
+		// between created and started, so no process will ever move it
+		// on (and a child it may have spawned died with the agent).
+		if !rec.Ended || rec.Generation == 0 {
 			if err := r.recordLost(); err != nil {
 				return nil, err
 			}
@@ -169,6 +172,10 @@ func (r *run) recordLost() error {
 	s := r.s
 	r.mu.Lock()
 	rec := r.rec
+	if rec.Generation == 0 {
+		// Generation 1's spawn was under way (Open): it was attempted.
+		rec.Generation = 1
+	}
 	rec.Ended, rec.FailReason, rec.EndedAt = true, apitypes.ReasonProcessLost, time.Now().UTC()
 	rec.Rev = s.rev()
 	err := s.o.DB.Update(func(tx *bbolt.Tx) error {
