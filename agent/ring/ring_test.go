@@ -145,7 +145,7 @@ func TestOptionsDefaults(t *testing.T) {
 	}
 	// R-RC-7: 8 MiB or 65,536 frames per run.
 	if o.MaxBytes != 8<<20 || o.MaxFrames != 65536 || o.FlushFrames != 64 || o.FlushBytes != 256<<10 ||
-		o.FlushInterval != 10*time.Millisecond || o.Now == nil {
+		o.FlushInterval != 2*time.Millisecond || o.Now == nil {
 		t.Errorf("defaults: got %+v", o)
 	}
 	for _, tc := range []struct {
