@@ -43,6 +43,12 @@ type generation struct {
 // The caller holds r.op.
 func (r *run) start(ctx context.Context, d cliruntime.Driver, spec cliruntime.LaunchSpec, resume bool) *generation {
 	s := r.s
+	// Close waits for a spawn under way, so that no child outlives it.
+	s.spawnMu.RLock()
+	defer s.spawnMu.RUnlock()
+	if s.closed() {
+		return nil
+	}
 	var cmd cliruntime.Command
 	var err error
 	if resume {

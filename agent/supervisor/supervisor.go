@@ -89,7 +89,8 @@ type Supervisor struct {
 	runs    map[string]*run
 	lastRev uint64
 
-	wg sync.WaitGroup // generation goroutines
+	wg      sync.WaitGroup // generation goroutines
+	spawnMu sync.RWMutex   // held (read) by a spawn; Close takes it to wait for them
 }
 
 // run is one run in memory.
@@ -226,6 +227,9 @@ func (s *Supervisor) Close() {
 	default:
 	}
 	close(s.closing)
+	// Wait for the spawns under way; later ones see closing and stop.
+	s.spawnMu.Lock()
+	s.spawnMu.Unlock() //nolint:staticcheck // a barrier, not a critical section
 	s.mu.Lock()
 	runs := make([]*run, 0, len(s.runs))
 	for _, r := range s.runs {
