@@ -1,0 +1,82 @@
+package journeys
+
+import (
+	"context"
+	"net/http"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/olivares-dev/olivares/integration"
+	"github.com/olivares-dev/olivares/integration/fakemodel"
+	"github.com/olivares-dev/olivares/shared/apitypes"
+	"github.com/olivares-dev/olivares/shared/sessions/cliruntime"
+)
+
+// J01 and J03 with the real Claude Code binary (2.1.328) through the
+// coordinator, the tunnel and a real agent process, its turns answered by a
+// fake Messages API on 127.0.0.1 (R-DRV-3, R-DRV-5, R-TR-2): a message in,
+// the answer out on attach, SIGTERM observed as 143, and --resume of the
+// same session appending to the same transcript with its history.
+func TestRealClaudeThroughCoordinator(t *testing.T) {
+	bin := realBin(t, "claude")
+	byTransport(t, func(t *testing.T, transport string) {
+		fake := fakemodel.NewAnthropic()
+		defer fake.Close()
+		f := setup(t, transport, integration.ProcOptions{Path: bin + ":" + cliruntime.DefaultPath})
+		var p apitypes.Profile
+		f.admin.Must(http.StatusCreated, http.MethodPost, "/v1/m/sessions/profiles", apitypes.ProfileCreate{
+			NodeID: f.agent.ID, Tool: "claude", Name: "claude-real", Home: filepath.Join(t.TempDir(), "home"),
+			Env: map[string]string{
+				"ANTHROPIC_BASE_URL": fake.URL(), "ANTHROPIC_API_KEY": "test",
+				// Only 127.0.0.1, and no minutes of retries (real-clis.md §1.9, §1.10).
+				"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "CLAUDE_CODE_MAX_RETRIES": "0",
+			}}, &p)
+		r := f.launch(p)
+		s := f.viewer.Attach(r.RunRef, "from=0")
+		f.post(f.operator, http.StatusAccepted, r.RunRef, "input", integration.Message("hello"), nil)
+		s.UntilOutput("pong: hello", wait)
+		idle := f.operator.AwaitRun(r.RunRef, wait, "idle with its session id", func(r apitypes.Run) bool {
+			return r.State == apitypes.StateIdle && r.ConversationID != ""
+		})
+		sid := idle.ConversationID
+		if idle.ClaudeSessionID != sid {
+			t.Fatalf("claude_session_id %q, conversation_id %q", idle.ClaudeSessionID, sid)
+		}
+		transcript := filepath.Join(p.Home, ".claude", "projects", "*", sid+".jsonl")
+		if m, _ := filepath.Glob(transcript); len(m) != 1 {
+			t.Fatalf("transcript %s: %v", transcript, m)
+		}
+
+		// Claude Code exits 143 on SIGTERM (real-clis.md §1.8).
+		var stopped apitypes.Run
+		f.post(f.operator, http.StatusOK, r.RunRef, "stop", nil, &stopped)
+		if stopped.State != apitypes.StateStopped || stopped.ExitCode == nil || *stopped.ExitCode != 143 {
+			t.Fatalf("stop: state %q exit %v signal %q", stopped.State, stopped.ExitCode, stopped.Signal)
+		}
+
+		var res apitypes.Run
+		f.post(f.operator, http.StatusOK, r.RunRef, "resume", nil, &res)
+		if res.Generation != 2 || res.ConversationID != sid {
+			t.Fatalf("resume: gen %d session %q, want 2 %q", res.Generation, res.ConversationID, sid)
+		}
+		s = f.viewer.Attach(r.RunRef, "")
+		f.post(f.operator, http.StatusAccepted, r.RunRef, "input", integration.Message("again"), nil)
+		s.UntilOutput("pong: again", wait)
+		ctx, cancel := context.WithTimeout(context.Background(), wait)
+		defer cancel()
+		if _, err := fake.Await(ctx, fakemodel.MessagesPath, 2); err != nil {
+			t.Fatal(err)
+		}
+		reqs := fake.ModelRequests()
+		said := reqs[len(reqs)-1].Said()
+		if !slices.ContainsFunc(said, func(s string) bool { return strings.Contains(s, "hello") }) {
+			t.Fatalf("the resumed turn's request holds no earlier turn: %q", said)
+		}
+		if m, _ := filepath.Glob(filepath.Join(p.Home, ".claude", "projects", "*", "*.jsonl")); len(m) != 1 {
+			t.Fatalf("resume wrote another transcript: %v", m)
+		}
+		f.post(f.operator, http.StatusOK, r.RunRef, "stop", nil, nil)
+	})
+}
