@@ -77,6 +77,23 @@ func TestRealClaudeThroughCoordinator(t *testing.T) {
 		if m, _ := filepath.Glob(filepath.Join(p.Home, ".claude", "projects", "*", "*.jsonl")); len(m) != 1 {
 			t.Fatalf("resume wrote another transcript: %v", m)
 		}
+
+		// R-LIM-1/4/5/7/8: a 429 ends the turn on a rate limit; the run
+		// carries it under its profile, the ledger records it once, and
+		// the next successful turn clears it.
+		fake.Push(fakemodel.AnthropicRateLimited())
+		f.post(f.operator, http.StatusAccepted, r.RunRef, "input", integration.Message("limited"), nil)
+		lim := f.operator.AwaitRun(r.RunRef, wait, "a limit", func(r apitypes.Run) bool { return r.Limit != nil })
+		if lim.Limit.Kind != "rate" || lim.Limit.AccountRef != p.Ref {
+			t.Fatalf("limit %+v, want rate under %s", lim.Limit, p.Ref)
+		}
+		f.operator.AwaitRun(r.RunRef, wait, "idle", func(r apitypes.Run) bool { return r.State == apitypes.StateIdle })
+		f.post(f.operator, http.StatusAccepted, r.RunRef, "input", integration.Message("fine"), nil)
+		s.UntilOutput("pong: fine", wait)
+		f.operator.AwaitRun(r.RunRef, wait, "the limit cleared", func(r apitypes.Run) bool { return r.Limit == nil })
+		if n := countOf(integration.Kinds(f.viewer.Events(r.RunRef)), "limit_reached"); n != 1 {
+			t.Fatalf("%d limit_reached rows, want 1", n)
+		}
 		f.post(f.operator, http.StatusOK, r.RunRef, "stop", nil, nil)
 	})
 }
