@@ -2,12 +2,14 @@ package journeys
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/olivares-dev/olivares/integration"
 	"github.com/olivares-dev/olivares/integration/fakemodel"
@@ -76,6 +78,36 @@ stream_max_retries = 0
 			t.Fatalf("rollout files of thread %s: %v", thread, rollouts)
 		}
 
+		// Reconnect at last+1 (R-RC-1): the next output is exactly that seq.
+		s.Close()
+		last := f.viewer.Run(r.RunRef).RingLast
+		s = f.viewer.Attach(r.RunRef, fmt.Sprintf("from=%d", last+1))
+
+		// Interrupt a turn the fake model holds open: it is cancelled, the
+		// process stays and takes the next turn (R-INT-1).
+		g := fakemodel.NewGate()
+		defer g.Release()
+		fake.Push(fakemodel.Held(g))
+		f.post(f.operator, http.StatusAccepted, r.RunRef, "input", integration.Text("hold on"), nil)
+		ev, ok := s.Next(wait)
+		if !ok || ev.Name != apitypes.SSEOutput || ev.Output(t).Seq != last+1 {
+			t.Fatalf("first event after reconnecting at %d: %s %s", last+1, ev.Name, ev.Data)
+		}
+		select {
+		case <-g.Arrived():
+		case <-time.After(wait):
+			t.Fatal("the held turn never reached the fake model")
+		}
+		f.post(f.operator, http.StatusAccepted, r.RunRef, "interrupt", nil, nil)
+		after := f.operator.AwaitRun(r.RunRef, wait, "idle after the interrupt", func(r apitypes.Run) bool { return r.State == apitypes.StateIdle })
+		if after.PID != idle.PID || after.Generation != 1 {
+			t.Fatalf("interrupt changed the process: %+v", after)
+		}
+		g.Release()
+		f.post(f.operator, http.StatusAccepted, r.RunRef, "input", integration.Text("next"), nil)
+		s.UntilOutput("pong: next", wait)
+		f.operator.AwaitRun(r.RunRef, wait, "idle", func(r apitypes.Run) bool { return r.State == apitypes.StateIdle })
+
 		// Codex exits 0 on SIGTERM (real-clis.md §2.1); the row says so.
 		var stopped apitypes.Run
 		f.post(f.operator, http.StatusOK, r.RunRef, "stop", nil, &stopped)
@@ -95,7 +127,7 @@ stream_max_retries = 0
 		s.UntilOutput("pong: again", wait)
 		ctx, cancel := context.WithTimeout(context.Background(), wait)
 		defer cancel()
-		reqs, err := fake.Await(ctx, fakemodel.ResponsesPath, 2)
+		reqs, err := fake.Await(ctx, fakemodel.ResponsesPath, 4)
 		if err != nil {
 			t.Fatal(err)
 		}
