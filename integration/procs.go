@@ -18,10 +18,11 @@ import (
 	agentenroll "github.com/olivares-dev/olivares/agent/enroll"
 	"github.com/olivares-dev/olivares/agent/localapi"
 	"github.com/olivares-dev/olivares/coordinator/fleet"
+	"github.com/olivares-dev/olivares/integration/peers/peerbin"
 )
 
-// The binaries (olivares-coordinator, olivares, olivares-agent) and the
-// fakecli peer, built once per test binary into one directory. A package
+// The binaries (olivares-coordinator, olivares, olivares-agent), built once
+// per test binary into one directory (the fakecli peer is peerbin's). A package
 // whose tests use them calls RemoveBinaries from its TestMain.
 var (
 	buildOnce sync.Once
@@ -43,9 +44,7 @@ func goBin() string {
 
 func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
 
-// Binaries returns the directory holding the built binaries. The peer
-// program is in its peers subdirectory, linked as claude, codex and grok
-// (PeerPath).
+// Binaries returns the directory holding the built binaries.
 func Binaries(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
@@ -53,25 +52,15 @@ func Binaries(t testing.TB) string {
 		if buildErr != nil {
 			return
 		}
-		peers := filepath.Join(binDir, "peers")
-		if buildErr = os.Mkdir(peers, 0o755); buildErr != nil {
-			return
-		}
 		for _, b := range []struct{ out, pkg string }{
 			{binDir + "/", "./coordinator/cmd/olivares-coordinator"},
 			{binDir + "/", "./coordinator/cmd/olivares"},
 			{binDir + "/", "./agent/cmd/olivares-agent"},
-			{filepath.Join(peers, "fakecli"), "./integration/peers/fakecli"},
 		} {
 			cmd := exec.Command(goBin(), "build", "-o", b.out, b.pkg)
 			cmd.Dir = repoRoot()
 			if out, err := cmd.CombinedOutput(); err != nil {
 				buildErr = fmt.Errorf("go build %s: %v\n%s", b.pkg, err, out)
-				return
-			}
-		}
-		for _, k := range []string{"claude", "codex", "grok"} {
-			if buildErr = os.Symlink("fakecli", filepath.Join(peers, k)); buildErr != nil {
 				return
 			}
 		}
@@ -84,14 +73,15 @@ func Binaries(t testing.TB) string {
 
 // PeerPath is a PATH whose claude, codex and grok are the fakecli peer.
 func PeerPath(t testing.TB) string {
-	return filepath.Join(Binaries(t), "peers") + ":/usr/local/bin:/usr/bin:/bin"
+	return peerbin.Dir(t) + ":/usr/local/bin:/usr/bin:/bin"
 }
 
-// RemoveBinaries removes what Binaries built.
+// RemoveBinaries removes what Binaries and PeerPath built.
 func RemoveBinaries() {
 	if binDir != "" {
 		os.RemoveAll(binDir)
 	}
+	peerbin.Remove()
 }
 
 // ProcOptions shape an agent that runs as its own process.

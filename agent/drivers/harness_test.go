@@ -6,11 +6,9 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"errors"
+	"github.com/olivares-dev/olivares/integration/peers/peerbin"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,53 +22,17 @@ import (
 // deadline bounds every wait; nothing in these tests sleeps.
 const deadline = 10 * time.Second
 
-// fakecli is built once per test binary, into a directory TestMain removes.
-var (
-	buildOnce sync.Once
-	binDir    string
-	buildErr  error
-)
-
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if binDir != "" {
-		_ = os.RemoveAll(binDir)
-	}
+	peerbin.Remove()
 	os.Exit(code)
 }
 
-// fakecliBin returns the path of a fakecli symlink named after kind, so that
+// fakecliBin returns the path of a fakecli link named after kind, so that
 // the peer picks its protocol from argv[0].
 func fakecliBin(t *testing.T, kind cliruntime.Kind) string {
 	t.Helper()
-	buildOnce.Do(func() {
-		binDir, buildErr = os.MkdirTemp("", "olv-fakecli-")
-		if buildErr != nil {
-			return
-		}
-		_, file, _, _ := runtime.Caller(0)
-		root := filepath.Join(filepath.Dir(file), "..", "..")
-		gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
-		if _, err := os.Stat(gobin); err != nil {
-			gobin = "go"
-		}
-		cmd := exec.Command(gobin, "build", "-o", filepath.Join(binDir, "fakecli"), "./integration/peers/fakecli")
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = errors.New(err.Error() + ": " + string(out))
-			return
-		}
-		for _, k := range []string{"claude", "codex", "grok"} {
-			if err := os.Symlink("fakecli", filepath.Join(binDir, k)); err != nil {
-				buildErr = err
-				return
-			}
-		}
-	})
-	if buildErr != nil {
-		t.Fatalf("build fakecli: %v", buildErr)
-	}
-	return filepath.Join(binDir, string(kind))
+	return filepath.Join(peerbin.Dir(t), string(kind))
 }
 
 // notifyBuffer is a byte buffer that wakes waiters on every write.

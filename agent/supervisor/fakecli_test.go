@@ -9,12 +9,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/olivares-dev/olivares/integration/peers/peerbin"
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -35,51 +33,13 @@ import (
 // linked as claude, codex and grok, so that the peer picks its protocol
 // from argv[0] (as agent/drivers/harness_test.go does). The children find
 // it through Options.Path.
-var (
-	buildOnce sync.Once
-	binDir    string
-	buildErr  error
-)
-
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if binDir != "" {
-		_ = os.RemoveAll(binDir)
-	}
+	peerbin.Remove()
 	os.Exit(code)
 }
 
-func fakecliDir(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		binDir, buildErr = os.MkdirTemp("", "olv-sup-fakecli-")
-		if buildErr != nil {
-			return
-		}
-		_, file, _, _ := runtime.Caller(0)
-		root := filepath.Join(filepath.Dir(file), "..", "..")
-		gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
-		if _, err := os.Stat(gobin); err != nil {
-			gobin = "go"
-		}
-		cmd := exec.Command(gobin, "build", "-o", filepath.Join(binDir, "fakecli"), "./integration/peers/fakecli")
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = errors.New(err.Error() + ": " + string(out))
-			return
-		}
-		for _, k := range []string{"claude", "codex", "grok"} {
-			if err := os.Symlink("fakecli", filepath.Join(binDir, k)); err != nil {
-				buildErr = err
-				return
-			}
-		}
-	})
-	if buildErr != nil {
-		t.Fatalf("build fakecli: %v", buildErr)
-	}
-	return binDir
-}
+func fakecliDir(t *testing.T) string { return peerbin.Dir(t) }
 
 // procEnv is the composition root's wiring (R-TR-2) with fakecli on the
 // children's PATH: claude and codex drivers, runner for stdio.
