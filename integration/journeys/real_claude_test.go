@@ -2,13 +2,11 @@ package journeys
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/olivares-dev/olivares/integration"
 	"github.com/olivares-dev/olivares/integration/fakemodel"
@@ -83,29 +81,7 @@ func TestRealClaudeThroughCoordinator(t *testing.T) {
 		// Reconnect at last+1, then interrupt a turn the fake model holds
 		// open: cancelled by a control_request, the process stays and takes
 		// the next turn (R-RC-1, R-INT-1).
-		s.Close()
-		last := f.viewer.Run(r.RunRef).RingLast
-		s = f.viewer.Attach(r.RunRef, fmt.Sprintf("from=%d", last+1))
-		pid := f.operator.AwaitRun(r.RunRef, wait, "idle", func(r apitypes.Run) bool { return r.State == apitypes.StateIdle }).PID
-		g := fakemodel.NewGate()
-		defer g.Release()
-		fake.Push(fakemodel.Held(g))
-		f.post(f.operator, http.StatusAccepted, r.RunRef, "input", integration.Message("hold on"), nil)
-		ev, ok := s.Next(wait)
-		if !ok || ev.Name != apitypes.SSEOutput || ev.Output(t).Seq != last+1 {
-			t.Fatalf("first event after reconnecting at %d: %s %s", last+1, ev.Name, ev.Data)
-		}
-		select {
-		case <-g.Arrived():
-		case <-time.After(wait):
-			t.Fatal("the held turn never reached the fake model")
-		}
-		f.post(f.operator, http.StatusAccepted, r.RunRef, "interrupt", nil, nil)
-		after := f.operator.AwaitRun(r.RunRef, wait, "idle after the interrupt", func(r apitypes.Run) bool { return r.State == apitypes.StateIdle })
-		if after.PID != pid || after.Generation != 2 {
-			t.Fatalf("interrupt changed the process: %+v", after)
-		}
-		g.Release()
+		s = f.reconnectAndInterrupt(t, s, r.RunRef, fake.Push, integration.Message("hold on"))
 
 		// R-LIM-1/4/5/7/8: a 429 ends the turn on a rate limit; the run
 		// carries it under its profile, the ledger records it once, and

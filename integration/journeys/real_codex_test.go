@@ -78,32 +78,7 @@ stream_max_retries = 0
 			t.Fatalf("rollout files of thread %s: %v", thread, rollouts)
 		}
 
-		// Reconnect at last+1 (R-RC-1): the next output is exactly that seq.
-		s.Close()
-		last := f.viewer.Run(r.RunRef).RingLast
-		s = f.viewer.Attach(r.RunRef, fmt.Sprintf("from=%d", last+1))
-
-		// Interrupt a turn the fake model holds open: it is cancelled, the
-		// process stays and takes the next turn (R-INT-1).
-		g := fakemodel.NewGate()
-		defer g.Release()
-		fake.Push(fakemodel.Held(g))
-		f.post(f.operator, http.StatusAccepted, r.RunRef, "input", integration.Text("hold on"), nil)
-		ev, ok := s.Next(wait)
-		if !ok || ev.Name != apitypes.SSEOutput || ev.Output(t).Seq != last+1 {
-			t.Fatalf("first event after reconnecting at %d: %s %s", last+1, ev.Name, ev.Data)
-		}
-		select {
-		case <-g.Arrived():
-		case <-time.After(wait):
-			t.Fatal("the held turn never reached the fake model")
-		}
-		f.post(f.operator, http.StatusAccepted, r.RunRef, "interrupt", nil, nil)
-		after := f.operator.AwaitRun(r.RunRef, wait, "idle after the interrupt", func(r apitypes.Run) bool { return r.State == apitypes.StateIdle })
-		if after.PID != idle.PID || after.Generation != 1 {
-			t.Fatalf("interrupt changed the process: %+v", after)
-		}
-		g.Release()
+		s = f.reconnectAndInterrupt(t, s, r.RunRef, fake.Push, integration.Text("hold on"))
 		f.post(f.operator, http.StatusAccepted, r.RunRef, "input", integration.Text("next"), nil)
 		s.UntilOutput("pong: next", wait)
 		f.operator.AwaitRun(r.RunRef, wait, "idle", func(r apitypes.Run) bool { return r.State == apitypes.StateIdle })
@@ -140,4 +115,35 @@ stream_max_retries = 0
 		}
 		f.post(f.operator, http.StatusOK, r.RunRef, "stop", nil, nil)
 	})
+}
+
+// reconnectAndInterrupt drops s, reconnects at last+1 (R-RC-1), and
+// interrupts a turn the fake model holds open (R-INT-1): the first event
+// after the reconnect is seq last+1, the turn is cancelled, and the process
+// is the same. It returns the new stream.
+func (f *fixture) reconnectAndInterrupt(t *testing.T, s *integration.Stream, ref string, push func(...fakemodel.Reply), input any) *integration.Stream {
+	t.Helper()
+	s.Close()
+	last := f.viewer.Run(ref).RingLast
+	s = f.viewer.Attach(ref, fmt.Sprintf("from=%d", last+1))
+	before := f.operator.AwaitRun(ref, wait, "idle", func(r apitypes.Run) bool { return r.State == apitypes.StateIdle })
+	g := fakemodel.NewGate()
+	defer g.Release()
+	push(fakemodel.Held(g))
+	f.post(f.operator, http.StatusAccepted, ref, "input", input, nil)
+	ev, ok := s.Next(wait)
+	if !ok || ev.Name != apitypes.SSEOutput || ev.Output(t).Seq != last+1 {
+		t.Fatalf("first event after reconnecting at %d: %s %s", last+1, ev.Name, ev.Data)
+	}
+	select {
+	case <-g.Arrived():
+	case <-time.After(wait):
+		t.Fatal("the held turn never reached the fake model")
+	}
+	f.post(f.operator, http.StatusAccepted, ref, "interrupt", nil, nil)
+	after := f.operator.AwaitRun(ref, wait, "idle after the interrupt", func(r apitypes.Run) bool { return r.State == apitypes.StateIdle })
+	if after.PID != before.PID || after.Generation != before.Generation {
+		t.Fatalf("interrupt changed the process: pid %d gen %d, was pid %d gen %d", after.PID, after.Generation, before.PID, before.Generation)
+	}
+	return s
 }
