@@ -312,7 +312,7 @@ func Seq(t testing.TB, ev SSEEvent) uint64 {
 	return n
 }
 
-// MustText returns a JSON body for a text input.
+// Text returns a JSON body for a text input.
 func Text(s string) map[string]string { return map[string]string{"text": s} }
 
 // Message returns a JSON body for a stream-json message input.

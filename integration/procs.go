@@ -3,7 +3,6 @@ package integration
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -16,7 +15,6 @@ import (
 	"time"
 
 	agentenroll "github.com/olivares-dev/olivares/agent/enroll"
-	"github.com/olivares-dev/olivares/agent/localapi"
 	"github.com/olivares-dev/olivares/coordinator/fleet"
 	"github.com/olivares-dev/olivares/integration/peers/peerbin"
 )
@@ -208,21 +206,6 @@ func (a *AgentProc) Kill() {
 	done <- err
 }
 
-// Terminate sends SIGTERM and waits up to d for a clean exit.
-func (a *AgentProc) Terminate(d time.Duration) error {
-	a.mu.Lock()
-	cmd, done := a.cmd, a.done
-	a.mu.Unlock()
-	cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case err := <-done:
-		done <- err
-		return err
-	case <-time.After(d):
-		return errors.New("agent did not stop")
-	}
-}
-
 // AwaitConnected waits until the coordinator has a live tunnel from a.
 func (a *AgentProc) AwaitConnected(d time.Duration) fleet.Link {
 	a.t.Helper()
@@ -232,11 +215,6 @@ func (a *AgentProc) AwaitConnected(d time.Duration) fleet.Link {
 		return l.Connected
 	})
 	return l
-}
-
-// Status asks the agent's local socket for its status.
-func (a *AgentProc) Status(ctx context.Context) (localapi.Status, error) {
-	return localapi.GetStatus(ctx, localapi.SocketPath(a.Dir))
 }
 
 // syncBuffer collects a process's output.

@@ -224,9 +224,6 @@ func (a *Agent) childPath() string {
 	return os.Getenv("PATH")
 }
 
-// Supervisor is the run runtime (dev mode registers profiles through it).
-func (a *Agent) Supervisor() *supervisor.Supervisor { return a.sup }
-
 // NodeID is the enrolled identity.
 func (a *Agent) NodeID() string { return a.id.NodeID }
 

@@ -372,26 +372,6 @@ func (w workspace) view() apitypes.Workspace {
 	return apitypes.Workspace{Ref: w.Ref, Tenant: w.Tenant, Name: w.Name, Path: w.Path, CreatedAt: w.CreatedAt}
 }
 
-// Profiles lists the stored profiles (for dev mode and status).
-func (s *Supervisor) Profiles() ([]apitypes.Profile, error) {
-	ps, err := loadAll[profile](s.o.DB, bucketProfiles)
-	out := make([]apitypes.Profile, len(ps))
-	for i, p := range ps {
-		out[i] = p.view()
-	}
-	return out, err
-}
-
-// Workspaces lists the registered workspaces.
-func (s *Supervisor) Workspaces() ([]apitypes.Workspace, error) {
-	ws, err := loadAll[workspace](s.o.DB, bucketWorkspaces)
-	out := make([]apitypes.Workspace, len(ws))
-	for i, w := range ws {
-		out[i] = w.view()
-	}
-	return out, err
-}
-
 func (s *Supervisor) profile(ref string) (profile, bool, error) {
 	var p profile
 	var ok bool
