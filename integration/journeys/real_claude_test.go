@@ -25,14 +25,7 @@ func TestRealClaudeThroughCoordinator(t *testing.T) {
 		fake := fakemodel.NewAnthropic()
 		defer fake.Close()
 		f := setup(t, transport, integration.ProcOptions{Path: bin + ":" + cliruntime.DefaultPath})
-		var p apitypes.Profile
-		f.admin.Must(http.StatusCreated, http.MethodPost, "/v1/m/sessions/profiles", apitypes.ProfileCreate{
-			NodeID: f.agent.ID, Tool: "claude", Name: "claude-real", Home: filepath.Join(t.TempDir(), "home"),
-			Env: map[string]string{
-				"ANTHROPIC_BASE_URL": fake.URL(), "ANTHROPIC_API_KEY": "test",
-				// Only 127.0.0.1, and no minutes of retries (real-clis.md §1.9, §1.10).
-				"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "CLAUDE_CODE_MAX_RETRIES": "0",
-			}}, &p)
+		p := f.realClaudeProfile(fake)
 		r := f.launch(p)
 		s := f.viewer.Attach(r.RunRef, "from=0")
 		f.post(f.operator, http.StatusAccepted, r.RunRef, "input", integration.Message("hello"), nil)

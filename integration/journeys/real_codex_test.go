@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -17,21 +16,6 @@ import (
 	"github.com/olivares-dev/olivares/shared/sessions/cliruntime"
 )
 
-// realBin returns the folder of the pinned vendor CLIs (scripts/install-clis)
-// holding name, or skips: R-DRV-8, OLIVARES_REAL_CLI=1 makes it a failure.
-func realBin(t *testing.T, name string) string {
-	t.Helper()
-	dir := os.Getenv("OLIVARES_CLIS_BIN")
-	if _, err := os.Stat(filepath.Join(dir, name)); dir == "" || err != nil {
-		msg := "the pinned " + name + " is not installed (bash scripts/install-clis; scripts/test sets OLIVARES_CLIS_BIN)"
-		if os.Getenv("OLIVARES_REAL_CLI") == "1" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	return dir
-}
-
 // J01 and J03 with the real Codex binary (0.169.0) through the coordinator,
 // the tunnel and a real agent process, its turns answered by a fake
 // Responses API on 127.0.0.1 (R-DRV-3, R-DRV-5; issue 4's coordinator-level
@@ -43,26 +27,7 @@ func TestRealCodexThroughCoordinator(t *testing.T) {
 		fake := fakemodel.NewOpenAI()
 		defer fake.Close()
 		f := setup(t, transport, integration.ProcOptions{Path: bin + ":" + cliruntime.DefaultPath})
-		var p apitypes.Profile
-		f.admin.Must(http.StatusCreated, http.MethodPost, "/v1/m/sessions/profiles", apitypes.ProfileCreate{
-			NodeID: f.agent.ID, Tool: "codex", Name: "codex-real", Home: filepath.Join(t.TempDir(), "home"),
-			Env: map[string]string{"FAKE_OPENAI_KEY": "test"}}, &p)
-		config := `model = "fake-model"
-model_provider = "fake"
-approval_policy = "never"
-sandbox_mode = "read-only"
-
-[model_providers.fake]
-name = "Fake local"
-base_url = "` + fake.BaseURL() + `"
-wire_api = "responses"
-env_key = "FAKE_OPENAI_KEY"
-request_max_retries = 0
-stream_max_retries = 0
-`
-		if err := os.WriteFile(filepath.Join(p.Home, ".codex", "config.toml"), []byte(config), 0o600); err != nil {
-			t.Fatal(err)
-		}
+		p := f.realCodexProfile(t, fake)
 		r := f.launch(p)
 		idle := f.operator.AwaitRun(r.RunRef, wait, "the app-server handshake", func(r apitypes.Run) bool {
 			return r.State == apitypes.StateIdle && r.ConversationID != ""
@@ -82,6 +47,36 @@ stream_max_retries = 0
 		f.post(f.operator, http.StatusAccepted, r.RunRef, "input", integration.Text("next"), nil)
 		s.UntilOutput("pong: next", wait)
 		f.operator.AwaitRun(r.RunRef, wait, "idle", func(r apitypes.Run) bool { return r.State == apitypes.StateIdle })
+
+		// R-LIM-1/3/6/7/8: an HTTP 429 usage_limit_reached is a failed turn
+		// typed usageLimitExceeded; the reset is the later of the two
+		// exhausted windows of account/rateLimits/updated (real-clis.md
+		// §2.5). The run carries it under its profile, the ledger records
+		// it once (a second limited turn adds no row), and the next good
+		// turn clears it.
+		now := time.Now().Truncate(time.Second).UTC()
+		late := now.Add(50 * time.Hour)
+		windows := fakemodel.CodexWindows(
+			&fakemodel.Window{UsedPercent: 100, Minutes: 300, ResetAt: now.Add(2 * time.Hour)},
+			&fakemodel.Window{UsedPercent: 100, Minutes: 10080, ResetAt: late})
+		for _, text := range []string{"limited", "still limited"} {
+			fake.Push(fakemodel.OpenAIUsageLimit(windows))
+			f.post(f.operator, http.StatusAccepted, r.RunRef, "input", integration.Text(text), nil)
+			s.UntilOutput(`"usageLimitExceeded"`, wait)
+			lim := f.operator.AwaitRun(r.RunRef, wait, "a usage limit", func(r apitypes.Run) bool {
+				return r.Limit != nil && r.State == apitypes.StateIdle
+			})
+			if lim.Limit.Kind != "usage" || lim.Limit.AccountRef != p.Ref || lim.Limit.ResetsAt == nil || !lim.Limit.ResetsAt.Equal(late) {
+				t.Fatalf("limit %+v, want usage under %s resetting at %v", lim.Limit, p.Ref, late)
+			}
+		}
+		f.post(f.operator, http.StatusAccepted, r.RunRef, "input", integration.Text("fine"), nil)
+		s.UntilOutput("pong: fine", wait)
+		f.operator.AwaitRun(r.RunRef, wait, "the limit cleared", func(r apitypes.Run) bool { return r.Limit == nil })
+		// The clearing came after both limited turns were observed.
+		if n := countOf(integration.Kinds(f.viewer.Events(r.RunRef)), "limit_reached"); n != 1 {
+			t.Fatalf("%d limit_reached rows after two limited turns, want 1", n)
+		}
 
 		// Codex exits 0 on SIGTERM (real-clis.md §2.1); the row says so.
 		var stopped apitypes.Run

@@ -1,0 +1,69 @@
+package journeys
+
+import (
+	"net/http"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/olivares-dev/olivares/integration/fakemodel"
+	"github.com/olivares-dev/olivares/shared/apitypes"
+)
+
+// realBin returns the folder of the pinned vendor CLIs (scripts/install-clis)
+// holding name, or skips: R-DRV-8, OLIVARES_REAL_CLI=1 makes it a failure.
+func realBin(t *testing.T, name string) string {
+	t.Helper()
+	dir := os.Getenv("OLIVARES_CLIS_BIN")
+	if _, err := os.Stat(filepath.Join(dir, name)); dir == "" || err != nil {
+		msg := "the pinned " + name + " is not installed (bash scripts/install-clis; scripts/test sets OLIVARES_CLIS_BIN)"
+		if os.Getenv("OLIVARES_REAL_CLI") == "1" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	return dir
+}
+
+// realClaudeProfile is a claude profile with a fresh home (R-DRV-5) whose
+// model is the fake Messages API: only 127.0.0.1, and no minutes of retries
+// (real-clis.md §1.9, §1.10).
+func (f *fixture) realClaudeProfile(fake *fakemodel.Anthropic) apitypes.Profile {
+	f.t.Helper()
+	var p apitypes.Profile
+	f.admin.Must(http.StatusCreated, http.MethodPost, "/v1/m/sessions/profiles", apitypes.ProfileCreate{
+		NodeID: f.agent.ID, Tool: "claude", Name: "claude-real", Home: filepath.Join(f.t.TempDir(), "home"),
+		Env: map[string]string{
+			"ANTHROPIC_BASE_URL": fake.URL(), "ANTHROPIC_API_KEY": "test",
+			"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "CLAUDE_CODE_MAX_RETRIES": "0",
+		}}, &p)
+	return p
+}
+
+// realCodexProfile is a codex profile with a fresh home whose config.toml
+// names the fake Responses API as its provider, with no retries
+// (real-clis.md §2.4).
+func (f *fixture) realCodexProfile(t *testing.T, fake *fakemodel.OpenAI) apitypes.Profile {
+	t.Helper()
+	var p apitypes.Profile
+	f.admin.Must(http.StatusCreated, http.MethodPost, "/v1/m/sessions/profiles", apitypes.ProfileCreate{
+		NodeID: f.agent.ID, Tool: "codex", Name: "codex-real", Home: filepath.Join(t.TempDir(), "home"),
+		Env: map[string]string{"FAKE_OPENAI_KEY": "test"}}, &p)
+	config := `model = "fake-model"
+model_provider = "fake"
+approval_policy = "never"
+sandbox_mode = "read-only"
+
+[model_providers.fake]
+name = "Fake local"
+base_url = "` + fake.BaseURL() + `"
+wire_api = "responses"
+env_key = "FAKE_OPENAI_KEY"
+request_max_retries = 0
+stream_max_retries = 0
+`
+	if err := os.WriteFile(filepath.Join(p.Home, ".codex", "config.toml"), []byte(config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
