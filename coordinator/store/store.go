@@ -62,7 +62,11 @@ type Principal struct {
 // Credential is one bearer token of a principal, stored as its hash.
 type Credential struct {
 	// Hash is the lowercase hex SHA-256 of the bearer token; the primary key.
-	Hash        string    `json:"hash"`
+	Hash string `json:"hash"`
+	// ID is the credential's public id (see PublicID).
+	ID string `json:"id,omitempty"`
+	// Kind is CredSession (the default when empty) or CredAPIToken.
+	Kind        string    `json:"kind,omitempty"`
 	PrincipalID string    `json:"principal_id"`
 	Label       string    `json:"label,omitempty"`
 	CreatedAt   time.Time `json:"created_at"`
@@ -152,6 +156,8 @@ type Store interface {
 	GetWorkspace(ctx context.Context, ref string) (apitypes.Workspace, error)
 	// ListWorkspaces lists a tenant's workspaces ordered by name.
 	ListWorkspaces(ctx context.Context, tenant string) ([]apitypes.Workspace, error)
+
+	Marker
 
 	Close() error
 }

@@ -242,3 +242,30 @@ type WorkspaceCreate struct {
 type WorkspaceList struct {
 	Items []Workspace `json:"items"`
 }
+
+// Per-caller marks (R-PIN-*, R-SNZ-*, R-DONE-*).
+
+// PinState answers POST and DELETE /runs/{ref}/pin (R-PIN-1, R-PIN-8).
+type PinState struct {
+	RunRef   string     `json:"run_ref"`
+	Pinned   bool       `json:"pinned"`
+	PinnedAt *time.Time `json:"pinned_at"`
+}
+
+// MarkState answers the snooze and done routes (R-SNZ-1, R-DONE-1).
+type MarkState struct {
+	RunRef       string     `json:"run_ref"`
+	SnoozedUntil *time.Time `json:"snoozed_until,omitempty"`
+	Done         bool       `json:"done"`
+}
+
+// SnoozeRequest is POST /runs/{ref}/snooze (R-SNZ-2).
+type SnoozeRequest struct {
+	Until *string `json:"until"`
+}
+
+// NameRequest is PUT /runs/{ref}/name (R-NAME-*). Name is a pointer so a
+// missing field is told from an empty one (R-NAME-3).
+type NameRequest struct {
+	Name *string `json:"name"`
+}

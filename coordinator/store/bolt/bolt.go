@@ -86,7 +86,7 @@ func open(path string, timeout time.Duration) (*Store, error) {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	err = db.Update(func(tx *bbolt.Tx) error {
-		for _, name := range allBuckets {
+		for _, name := range append(allBuckets, markBuckets...) {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 				return fmt.Errorf("create bucket %s: %w", name, err)
 			}
@@ -333,6 +333,10 @@ func (s *Store) PutRun(ctx context.Context, r apitypes.Run) (bool, error) {
 	wrote := false
 	err := s.update(ctx, func(tx *bbolt.Tx) error {
 		runs, index := tx.Bucket(bucketRuns), tx.Bucket(bucketRunsByTenant)
+		if tx.Bucket(bucketTombstones).Get([]byte(r.RunRef)) != nil {
+			// A late push of a deleted run (R-DEL-1): it stays deleted.
+			return nil
+		}
 		key := runIndexKey(r.Tenant, r.CreatedAt, r.RunRef)
 		var old apitypes.Run
 		switch err := get(runs, r.RunRef, &old); {

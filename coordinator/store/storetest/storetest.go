@@ -116,6 +116,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Copies/Profile", testCopiesProfile},
 		{"Close", testClose},
 	}
+	tests = append(tests, markCases...)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()

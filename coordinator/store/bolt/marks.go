@@ -1,0 +1,467 @@
+package bolt
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"go.etcd.io/bbolt"
+
+	"github.com/olivares-dev/olivares/coordinator/store"
+	"github.com/olivares-dev/olivares/shared/apitypes"
+	"github.com/olivares-dev/olivares/shared/auditchain"
+)
+
+// Buckets of marks, session metas and the audit ledger.
+//   - marks: tenantPrefix, lp(owner), ref → store.Marks.
+//   - marks_by_run: lp(ref), tenantPrefix, owner → empty: every owner with
+//     a mark on a run, so a release or a delete finds them all.
+//   - pins: tenantPrefix, lp(owner), runTime(pinned_at), ref → empty: an
+//     owner's pins, oldest first (R-PIN-3's eviction, R-LIST-3's extras).
+//   - run_meta: ref → store.RunMeta.
+//   - run_tombstones: ref → deletion time. A deleted run's late push from
+//     its agent must not bring the row back.
+//   - audit: tenantPrefix, seq (8 bytes) → apitypes.AuditEntry.
+//   - audit_heads: tenant → the tenant's last entry, the one the next seals
+//     onto.
+var (
+	bucketMarks      = []byte("marks")
+	bucketMarksByRun = []byte("marks_by_run")
+	bucketPins       = []byte("pins")
+	bucketRunMeta    = []byte("run_meta")
+	bucketTombstones = []byte("run_tombstones")
+	bucketAudit      = []byte("audit")
+	bucketAuditHeads = []byte("audit_heads")
+
+	markBuckets = [][]byte{bucketMarks, bucketMarksByRun, bucketPins, bucketRunMeta, bucketTombstones, bucketAudit, bucketAuditHeads}
+)
+
+// defaultAuditLimit is the page size of an AuditQuery whose Limit is zero.
+const defaultAuditLimit = 100
+
+// lp is a length-prefixed string: no value can own another's key range.
+func lp(s string) []byte {
+	b := make([]byte, 4, 4+len(s))
+	binary.BigEndian.PutUint32(b, uint32(len(s)))
+	return append(b, s...)
+}
+
+// cutLP splits a length-prefixed string off the front of b.
+func cutLP(b []byte) (string, []byte, bool) {
+	if len(b) < 4 {
+		return "", nil, false
+	}
+	n := binary.BigEndian.Uint32(b)
+	if uint64(len(b)-4) < uint64(n) {
+		return "", nil, false
+	}
+	return string(b[4 : 4+n]), b[4+n:], true
+}
+
+func ownerPrefix(tenant, owner string) []byte {
+	return append(tenantPrefix(tenant), lp(owner)...)
+}
+
+func markKey(k store.MarkKey) []byte {
+	return append(ownerPrefix(k.Tenant, k.Owner), k.RunRef...)
+}
+
+func markByRunKey(k store.MarkKey) []byte {
+	return append(append(lp(k.RunRef), tenantPrefix(k.Tenant)...), k.Owner...)
+}
+
+func pinKey(k store.MarkKey, at time.Time) []byte {
+	return append(append(ownerPrefix(k.Tenant, k.Owner), runTime(at)...), k.RunRef...)
+}
+
+// indexedRun loads a run of the index, checking its tenant.
+func indexedRun(tx *bbolt.Tx, tenant, ref string) (apitypes.Run, error) {
+	var r apitypes.Run
+	if err := get(tx.Bucket(bucketRuns), ref, &r); err != nil {
+		return r, fmt.Errorf("run %q: %w", ref, err)
+	}
+	if tenant != "" && r.Tenant != tenant {
+		return r, fmt.Errorf("run %q: %w", ref, store.ErrNotFound)
+	}
+	return r, nil
+}
+
+func released(tx *bbolt.Tx, ref string) (bool, error) {
+	var m store.RunMeta
+	switch err := get(tx.Bucket(bucketRunMeta), ref, &m); {
+	case errors.Is(err, store.ErrNotFound):
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	return m.ReleasedAt != nil, nil
+}
+
+// UpdateMarks implements store.Marker.
+func (s *Store) UpdateMarks(ctx context.Context, key store.MarkKey, fn func(*store.Marks)) (store.Marks, error) {
+	if key.Tenant == "" || key.Owner == "" || key.RunRef == "" {
+		return store.Marks{}, fmt.Errorf("update marks: empty tenant, owner or run (%+v)", key)
+	}
+	var out store.Marks
+	err := s.update(ctx, func(tx *bbolt.Tx) error {
+		if _, err := indexedRun(tx, key.Tenant, key.RunRef); err != nil {
+			return err
+		}
+		if rel, err := released(tx, key.RunRef); err != nil {
+			return err
+		} else if rel {
+			return fmt.Errorf("run %q: %w", key.RunRef, store.ErrReleased)
+		}
+		marks, byRun, pins := tx.Bucket(bucketMarks), tx.Bucket(bucketMarksByRun), tx.Bucket(bucketPins)
+		var old store.Marks
+		if err := get(marks, string(markKey(key)), &old); err != nil && !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		m := old
+		m.RunRef = key.RunRef
+		fn(&m)
+		m.RunRef = key.RunRef
+		if err := putMarks(marks, byRun, key, m); err != nil {
+			return err
+		}
+		if old.PinnedAt != nil && (m.PinnedAt == nil || !old.PinnedAt.Equal(*m.PinnedAt)) {
+			if err := pins.Delete(pinKey(key, *old.PinnedAt)); err != nil {
+				return err
+			}
+		}
+		if m.PinnedAt != nil {
+			if err := pins.Put(pinKey(key, *m.PinnedAt), []byte{}); err != nil {
+				return err
+			}
+			if err := evictPins(tx, key); err != nil {
+				return err
+			}
+		}
+		out = m
+		return nil
+	})
+	return out, err
+}
+
+// putMarks stores m, or removes the record when m marks nothing.
+func putMarks(marks, byRun *bbolt.Bucket, key store.MarkKey, m store.Marks) error {
+	if m.Empty() {
+		if err := marks.Delete(markKey(key)); err != nil {
+			return err
+		}
+		return byRun.Delete(markByRunKey(key))
+	}
+	if err := put(marks, string(markKey(key)), m); err != nil {
+		return err
+	}
+	return byRun.Put(markByRunKey(key), []byte{})
+}
+
+// evictPins drops the owner's oldest pins beyond MaxPins (R-PIN-3); the pin
+// just written is the newest unless the clock went back, and it is never
+// the one dropped.
+func evictPins(tx *bbolt.Tx, key store.MarkKey) error {
+	marks, byRun, pins := tx.Bucket(bucketMarks), tx.Bucket(bucketMarksByRun), tx.Bucket(bucketPins)
+	prefix := ownerPrefix(key.Tenant, key.Owner)
+	var all [][]byte
+	c := pins.Cursor()
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		all = append(all, append([]byte(nil), k...))
+	}
+	for i := 0; len(all)-i > store.MaxPins; i++ {
+		k := all[i]
+		ref := string(k[len(prefix)+runTimeLen:])
+		if ref == key.RunRef {
+			continue
+		}
+		other := store.MarkKey{Tenant: key.Tenant, Owner: key.Owner, RunRef: ref}
+		var m store.Marks
+		if err := get(marks, string(markKey(other)), &m); err != nil && !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		m.PinnedAt = nil
+		if err := putMarks(marks, byRun, other, m); err != nil {
+			return err
+		}
+		if err := pins.Delete(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// GetMarks implements store.Marker.
+func (s *Store) GetMarks(ctx context.Context, tenant, owner string, refs []string) (map[string]store.Marks, error) {
+	out := make(map[string]store.Marks, len(refs))
+	err := s.view(ctx, func(tx *bbolt.Tx) error {
+		b := tx.Bucket(bucketMarks)
+		for _, ref := range refs {
+			var m store.Marks
+			switch err := get(b, string(markKey(store.MarkKey{Tenant: tenant, Owner: owner, RunRef: ref})), &m); {
+			case errors.Is(err, store.ErrNotFound):
+			case err != nil:
+				return err
+			default:
+				out[ref] = m
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// PinnedMarks implements store.Marker.
+func (s *Store) PinnedMarks(ctx context.Context, tenant, owner string) ([]store.Marks, error) {
+	var out []store.Marks
+	err := s.view(ctx, func(tx *bbolt.Tx) error {
+		marks := tx.Bucket(bucketMarks)
+		prefix := ownerPrefix(tenant, owner)
+		c := tx.Bucket(bucketPins).Cursor()
+		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+			if len(k) <= len(prefix)+runTimeLen {
+				return fmt.Errorf("pins: malformed key %x", k)
+			}
+			ref := string(k[len(prefix)+runTimeLen:])
+			var m store.Marks
+			if err := get(marks, string(markKey(store.MarkKey{Tenant: tenant, Owner: owner, RunRef: ref})), &m); err != nil {
+				return fmt.Errorf("pin of run %q: %w", ref, err)
+			}
+			out = append(out, m)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// GetRunMeta implements store.Marker.
+func (s *Store) GetRunMeta(ctx context.Context, refs []string) (map[string]store.RunMeta, error) {
+	out := make(map[string]store.RunMeta, len(refs))
+	err := s.view(ctx, func(tx *bbolt.Tx) error {
+		b := tx.Bucket(bucketRunMeta)
+		for _, ref := range refs {
+			var m store.RunMeta
+			switch err := get(b, ref, &m); {
+			case errors.Is(err, store.ErrNotFound):
+			case err != nil:
+				return err
+			default:
+				out[ref] = m
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// UpdateRunMeta implements store.Marker.
+func (s *Store) UpdateRunMeta(ctx context.Context, ref string, fn func(*store.RunMeta) (*apitypes.AuditEntry, error)) (store.RunMeta, error) {
+	var out store.RunMeta
+	err := s.update(ctx, func(tx *bbolt.Tx) error {
+		r, err := indexedRun(tx, "", ref)
+		if err != nil {
+			return err
+		}
+		b := tx.Bucket(bucketRunMeta)
+		var m store.RunMeta
+		if err := get(b, ref, &m); err != nil && !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		m.RunRef, m.Tenant = ref, r.Tenant
+		audit, err := fn(&m)
+		if err != nil {
+			return err
+		}
+		m.RunRef, m.Tenant = ref, r.Tenant
+		if audit != nil {
+			if _, err := appendAuditTx(tx, *audit); err != nil {
+				return err
+			}
+		}
+		out = m
+		return putAndReload(b, ref, m, &out)
+	})
+	return out, err
+}
+
+// ReleaseRun implements store.Marker.
+func (s *Store) ReleaseRun(ctx context.Context, ref string, at time.Time) (store.RunMeta, error) {
+	var out store.RunMeta
+	err := s.update(ctx, func(tx *bbolt.Tx) error {
+		r, err := indexedRun(tx, "", ref)
+		if err != nil {
+			return err
+		}
+		b := tx.Bucket(bucketRunMeta)
+		var m store.RunMeta
+		if err := get(b, ref, &m); err != nil && !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		m.RunRef, m.Tenant = ref, r.Tenant
+		if m.ReleasedAt == nil {
+			t := at.UTC()
+			m.ReleasedAt = &t
+		}
+		if err := removeMarks(tx, ref); err != nil {
+			return err
+		}
+		return putAndReload(b, ref, m, &out)
+	})
+	return out, err
+}
+
+// removeMarks deletes every owner's marks on ref.
+func removeMarks(tx *bbolt.Tx, ref string) error {
+	marks, byRun, pins := tx.Bucket(bucketMarks), tx.Bucket(bucketMarksByRun), tx.Bucket(bucketPins)
+	prefix := lp(ref)
+	var keys [][]byte
+	c := byRun.Cursor()
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		keys = append(keys, append([]byte(nil), k...))
+	}
+	for _, k := range keys {
+		tenant, rest, ok := cutLP(k[len(prefix):])
+		if !ok {
+			return fmt.Errorf("marks_by_run: malformed key %x", k)
+		}
+		key := store.MarkKey{Tenant: tenant, Owner: string(rest), RunRef: ref}
+		var m store.Marks
+		if err := get(marks, string(markKey(key)), &m); err != nil && !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		if m.PinnedAt != nil {
+			if err := pins.Delete(pinKey(key, *m.PinnedAt)); err != nil {
+				return err
+			}
+		}
+		if err := marks.Delete(markKey(key)); err != nil {
+			return err
+		}
+		if err := byRun.Delete(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// DeleteRun implements store.Marker.
+func (s *Store) DeleteRun(ctx context.Context, ref string, audit apitypes.AuditEntry) error {
+	return s.update(ctx, func(tx *bbolt.Tx) error {
+		r, err := indexedRun(tx, "", ref)
+		if err != nil {
+			return err
+		}
+		if audit.Tenant != r.Tenant {
+			return fmt.Errorf("delete run %q: audit entry of tenant %q for a run of another tenant", ref, audit.Tenant)
+		}
+		if err := removeMarks(tx, ref); err != nil {
+			return err
+		}
+		if err := tx.Bucket(bucketRunsByTenant).Delete(runIndexKey(r.Tenant, r.CreatedAt, ref)); err != nil {
+			return err
+		}
+		if err := tx.Bucket(bucketRuns).Delete([]byte(ref)); err != nil {
+			return err
+		}
+		if err := tx.Bucket(bucketRunMeta).Delete([]byte(ref)); err != nil {
+			return err
+		}
+		if err := put(tx.Bucket(bucketTombstones), ref, audit.At.UTC()); err != nil {
+			return err
+		}
+		_, err = appendAuditTx(tx, audit)
+		return err
+	})
+}
+
+// AppendAudit implements store.Marker.
+func (s *Store) AppendAudit(ctx context.Context, e apitypes.AuditEntry) (apitypes.AuditEntry, error) {
+	var out apitypes.AuditEntry
+	err := s.update(ctx, func(tx *bbolt.Tx) error {
+		var err error
+		out, err = appendAuditTx(tx, e)
+		return err
+	})
+	return out, err
+}
+
+// appendAuditTx seals e onto its tenant's chain inside tx.
+func appendAuditTx(tx *bbolt.Tx, e apitypes.AuditEntry) (apitypes.AuditEntry, error) {
+	if e.Tenant == "" || e.Event == "" {
+		return e, fmt.Errorf("audit: empty tenant or event (%q, %q)", e.Tenant, e.Event)
+	}
+	heads := tx.Bucket(bucketAuditHeads)
+	var head apitypes.AuditEntry
+	if err := get(heads, e.Tenant, &head); err != nil && !errors.Is(err, store.ErrNotFound) {
+		return e, err
+	}
+	sealed, err := auditchain.Seal(head, e)
+	if err != nil {
+		return e, err
+	}
+	key := binary.BigEndian.AppendUint64(tenantPrefix(e.Tenant), sealed.Seq)
+	if err := put(tx.Bucket(bucketAudit), string(key), sealed); err != nil {
+		return e, err
+	}
+	if err := put(heads, e.Tenant, sealed); err != nil {
+		return e, err
+	}
+	return sealed, nil
+}
+
+// ListAudit implements store.Marker. The cursor is the seq of the last entry
+// of the page before.
+func (s *Store) ListAudit(ctx context.Context, q store.AuditQuery) ([]apitypes.AuditEntry, string, error) {
+	if q.Tenant == "" {
+		return nil, "", errors.New("list audit: empty tenant")
+	}
+	limit := q.Limit
+	if limit <= 0 {
+		limit = defaultAuditLimit
+	}
+	var after uint64
+	if q.Cursor != "" {
+		n, err := strconv.ParseUint(q.Cursor, 10, 64)
+		if err != nil {
+			return nil, "", store.ErrBadCursor
+		}
+		after = n
+	}
+	prefix := tenantPrefix(q.Tenant)
+	out := []apitypes.AuditEntry{}
+	next := ""
+	err := s.view(ctx, func(tx *bbolt.Tx) error {
+		c := tx.Bucket(bucketAudit).Cursor()
+		start := binary.BigEndian.AppendUint64(append([]byte(nil), prefix...), after+1)
+		for k, v := c.Seek(start); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+			var e apitypes.AuditEntry
+			if err := json.Unmarshal(v, &e); err != nil {
+				return fmt.Errorf("decode audit entry %x: %w", k, err)
+			}
+			if !auditMatches(q, e) {
+				continue
+			}
+			if len(out) == limit {
+				next = strconv.FormatUint(out[len(out)-1].Seq, 10)
+				return nil
+			}
+			out = append(out, e)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, "", fmt.Errorf("list audit: %w", err)
+	}
+	return out, next, nil
+}
+
+func auditMatches(q store.AuditQuery, e apitypes.AuditEntry) bool {
+	return (q.Event == "" || e.Event == q.Event) &&
+		(q.RunRef == "" || e.Target.RunRef == q.RunRef) &&
+		(q.Actor == "" || e.Actor.CredentialID == q.Actor || e.Actor.PrincipalID == q.Actor) &&
+		(q.Since.IsZero() || !e.At.Before(q.Since))
+}

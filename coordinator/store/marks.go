@@ -1,0 +1,135 @@
+package store
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"time"
+
+	"github.com/olivares-dev/olivares/shared/apitypes"
+)
+
+// Credential kinds. A person's interactive credentials (the console, each
+// `olivares login`) share the person's marks; an API token is its own owner
+// (R-PIN-6, R-SNZ-4).
+const (
+	CredSession  = "session"
+	CredAPIToken = "api_token"
+)
+
+// ID is the credential's public id: the one audit rows and mark owners
+// name. Records written before credentials had ids get one derived from the
+// hash (a hash of a hash: it reveals nothing of the token).
+func (c Credential) PublicID() string {
+	if c.ID != "" {
+		return c.ID
+	}
+	sum := sha256.Sum256([]byte("olivares credential id:" + c.Hash))
+	return "cred_" + hex.EncodeToString(sum[:8])
+}
+
+// MarkOwner is whose per-caller marks a credential reads and writes: the
+// person for session credentials, the token itself for an API token.
+func MarkOwner(p Principal, c Credential) string {
+	if c.Kind == CredAPIToken {
+		return "tok:" + c.PublicID()
+	}
+	return "prn:" + p.ID
+}
+
+// AuditActor is the actor of an audit row for a credential (R-AUD-3).
+func AuditActor(p Principal, c Credential) apitypes.AuditActor {
+	kind := p.Kind
+	if c.Kind == CredAPIToken {
+		kind = apitypes.ActorToken
+	}
+	return apitypes.AuditActor{CredentialID: c.PublicID(), PrincipalID: p.ID, Kind: kind}
+}
+
+// MaxPins is how many runs one owner keeps pinned; pinning one more drops
+// the oldest pin (R-PIN-3).
+const MaxPins = 20
+
+// ErrReleased: the run was released (cleanup succeeded), so it takes no
+// more marks (R-PIN-7, R-SNZ-6, R-DONE-4).
+var ErrReleased = errors.New("store: run released")
+
+// MarkKey names one owner's marks on one run (R-TEN-5).
+type MarkKey struct {
+	Tenant, Owner, RunRef string
+}
+
+// Marks are one owner's marks on one run. The zero value is "no marks".
+type Marks struct {
+	RunRef       string     `json:"run_ref"`
+	PinnedAt     *time.Time `json:"pinned_at,omitempty"`
+	SnoozedUntil *time.Time `json:"snoozed_until,omitempty"`
+	Done         bool       `json:"done,omitempty"`
+}
+
+// Empty reports whether m marks nothing.
+func (m Marks) Empty() bool { return m.PinnedAt == nil && m.SnoozedUntil == nil && !m.Done }
+
+// RunMeta is what belongs to the session itself rather than to its process:
+// its name (R-NAME-4), its archive mark (R-ARC-3) and when it was released.
+// The coordinator owns it; agents never push it.
+type RunMeta struct {
+	RunRef     string     `json:"run_ref"`
+	Tenant     string     `json:"tenant"`
+	Name       string     `json:"name,omitempty"`
+	ArchivedAt *time.Time `json:"archived_at,omitempty"`
+	ReleasedAt *time.Time `json:"released_at,omitempty"`
+}
+
+// AuditQuery selects a page of a tenant's audit ledger, oldest first.
+type AuditQuery struct {
+	Tenant string // required
+	// Filters; "" or zero matches everything.
+	Event  string
+	RunRef string
+	// Actor matches the credential id or the principal id.
+	Actor string
+	Since time.Time
+	// Limit is the page size (0 means 100).
+	Limit int
+	// Cursor continues after the previous page (its next).
+	Cursor string
+}
+
+// Marker is the per-caller and per-session part of the store. It is part of
+// Store; it is a separate interface only to keep store.go readable.
+type Marker interface {
+	// UpdateMarks applies fn to key's marks on a run of key.Tenant and
+	// stores the result in one transaction. ErrNotFound if the run is not
+	// in the tenant's index, ErrReleased once it was released. When fn
+	// leaves the marks pinned and the owner then holds more than MaxPins
+	// pins, the oldest other pins are dropped (R-PIN-3).
+	UpdateMarks(ctx context.Context, key MarkKey, fn func(*Marks)) (Marks, error)
+	// GetMarks returns owner's marks on refs (absent: none).
+	GetMarks(ctx context.Context, tenant, owner string, refs []string) (map[string]Marks, error)
+	// PinnedMarks returns owner's pinned marks, oldest pin first.
+	PinnedMarks(ctx context.Context, tenant, owner string) ([]Marks, error)
+
+	// GetRunMeta returns the metas of refs (absent: none).
+	GetRunMeta(ctx context.Context, refs []string) (map[string]RunMeta, error)
+	// UpdateRunMeta applies fn to the meta of an indexed run and stores it
+	// in one transaction together with the audit entry fn returns, if any
+	// (R-AUD-1). fn's error aborts it. ErrNotFound if the run is not
+	// indexed.
+	UpdateRunMeta(ctx context.Context, ref string, fn func(*RunMeta) (*apitypes.AuditEntry, error)) (RunMeta, error)
+	// ReleaseRun records the release (once) and removes every owner's
+	// marks on the run, in one transaction (R-CLN-7).
+	ReleaseRun(ctx context.Context, ref string, at time.Time) (RunMeta, error)
+	// DeleteRun removes the run's index row, meta and every mark on it and
+	// appends audit, all in one transaction (R-DEL-3, R-DEL-4).
+	// ErrNotFound if the run is not indexed.
+	DeleteRun(ctx context.Context, ref string, audit apitypes.AuditEntry) error
+
+	// AppendAudit seals e onto its tenant's chain (shared/auditchain) and
+	// returns the stored entry.
+	AppendAudit(ctx context.Context, e apitypes.AuditEntry) (apitypes.AuditEntry, error)
+	// ListAudit returns a page of the ledger and the cursor of the next
+	// page ("" on the last one).
+	ListAudit(ctx context.Context, q AuditQuery) ([]apitypes.AuditEntry, string, error)
+}
