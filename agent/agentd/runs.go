@@ -64,6 +64,8 @@ func (a *Agent) runHandlers() map[string]link.Handler {
 		proto.OpRunInterrupt:    a.interruptOp,
 		proto.OpRunStop:         a.stopOp,
 		proto.OpRunResume:       a.resumeOp,
+		proto.OpRunRelease:      a.releaseOp,
+		proto.OpRunDelete:       a.deleteOp,
 	}
 }
 
@@ -196,6 +198,21 @@ func (a *Agent) stopOp(ctx context.Context, h wire.Header, s tunnel.Stream) {
 func (a *Agent) resumeOp(ctx context.Context, h wire.Header, s tunnel.Stream) {
 	r, err := a.sup.Resume(context.WithoutCancel(ctx), h.RunRef)
 	a.respondRun(s, r, err)
+}
+
+func (a *Agent) releaseOp(ctx context.Context, h wire.Header, s tunnel.Stream) {
+	var p proto.RunRelease
+	if err := params(h, &p); err != nil {
+		wire.Respond(s, nil, err)
+		return
+	}
+	s.SetDeadline(time.Time{})
+	r, err := a.sup.Release(context.WithoutCancel(ctx), h.RunRef, p.DiscardWorktree)
+	a.respondRun(s, r, err)
+}
+
+func (a *Agent) deleteOp(ctx context.Context, h wire.Header, s tunnel.Stream) {
+	wire.Respond(s, nil, a.sup.Delete(h.RunRef))
 }
 
 // attachOp streams the ring from p.From: the reply, then output and lag
@@ -344,5 +361,5 @@ func supervisorProfile(p proto.ProfileCreate) supervisor.ProfileParams {
 
 func supervisorLaunch(p proto.RunLaunch) supervisor.LaunchParams {
 	return supervisor.LaunchParams{RunRef: p.RunRef, Tenant: p.Tenant, ProfileRef: p.ProfileRef,
-		WorkspaceRef: p.WorkspaceRef, Isolation: p.Isolation, TemplateRef: p.TemplateRef, Name: p.Name}
+		WorkspaceRef: p.WorkspaceRef, Isolation: p.Isolation, TemplateRef: p.TemplateRef}
 }

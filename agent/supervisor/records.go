@@ -49,7 +49,6 @@ type record struct {
 	WorkspacePath string `json:"workspace_path"`
 	Isolation     string `json:"isolation"`
 	TemplateRef   string `json:"template_ref,omitempty"`
-	Name          string `json:"name,omitempty"`
 
 	ConversationID string `json:"conversation_id,omitempty"`
 	// Generation is the last generation spawned (0 before the first).
@@ -65,6 +64,10 @@ type record struct {
 	FailReason    string `json:"fail_reason,omitempty"`
 
 	Limit *apitypes.Limit `json:"limit,omitempty"`
+
+	// Released: cleanup succeeded (R-CLN-3/5, R-CLN-9); the run takes no
+	// new generation and may be deleted.
+	Released bool `json:"released,omitempty"`
 
 	CreatedAt time.Time `json:"created_at"`
 	StartedAt time.Time `json:"started_at,omitempty"`

@@ -165,6 +165,9 @@ func Open(o Options) (*Supervisor, error) {
 			}
 		}
 	}
+	if err := s.sweepOrphans(); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -398,7 +401,7 @@ func (s *Supervisor) workspace(ref string) (workspace, bool, error) {
 
 // LaunchParams is a run to create.
 type LaunchParams struct {
-	RunRef, Tenant, ProfileRef, WorkspaceRef, Isolation, TemplateRef, Name string
+	RunRef, Tenant, ProfileRef, WorkspaceRef, Isolation, TemplateRef string
 }
 
 // Launch creates a run and spawns its first generation (R-CRT-1, R-CRT-4:
@@ -461,7 +464,7 @@ func (s *Supervisor) Launch(ctx context.Context, p LaunchParams) (apitypes.Run, 
 	r := &run{s: s, ref: p.RunRef, ring: rg, rec: record{
 		RunRef: p.RunRef, Tenant: p.Tenant, Driver: string(d.Kind()), ProfileRef: prof.Ref,
 		WorkspaceRef: p.WorkspaceRef, WorkspacePath: workdir, Isolation: p.Isolation,
-		TemplateRef: p.TemplateRef, Name: p.Name, CreatedAt: time.Now().UTC(), Ended: true,
+		TemplateRef: p.TemplateRef, CreatedAt: time.Now().UTC(), Ended: true,
 	}}
 	r.rec.Rev = s.rev()
 	r.op.Lock()
@@ -615,6 +618,7 @@ func (r *run) snapshot() apitypes.Run {
 	rec, g := r.rec, r.gen
 	r.mu.Unlock()
 	f := Facts{
+		Released:      rec.Released,
 		Started:       rec.Generation > 0,
 		Live:          g != nil,
 		Handshaken:    rec.Handshaken,
@@ -631,7 +635,7 @@ func (r *run) snapshot() apitypes.Run {
 		RunRef: rec.RunRef, Tenant: rec.Tenant, State: state, Reason: reason,
 		Driver: rec.Driver, Generation: rec.Generation, Isolation: rec.Isolation,
 		ProviderProfileRef: rec.ProfileRef, WorkspaceRef: rec.WorkspaceRef, WorkspacePath: rec.WorkspacePath,
-		TemplateRef: rec.TemplateRef, ConversationID: rec.ConversationID, Name: rec.Name, Limit: rec.Limit,
+		TemplateRef: rec.TemplateRef, ConversationID: rec.ConversationID, Limit: rec.Limit,
 		CreatedAt: rec.CreatedAt, Rev: rec.Rev,
 	}
 	if rec.Ended {
@@ -855,6 +859,10 @@ func (s *Supervisor) Resume(ctx context.Context, ref string) (apitypes.Run, erro
 	r.mu.Unlock()
 	if live {
 		return apitypes.Run{}, errf(http.StatusConflict, "run_live", "run %s is live; stop it before resuming", ref)
+	}
+	if rec.Released {
+		// R-RES-6: a released run takes no new generation.
+		return apitypes.Run{}, errf(http.StatusConflict, "released", "run %s was released (cleaned up); start a new run instead", ref)
 	}
 	if rec.ConversationID == "" {
 		return apitypes.Run{}, errf(http.StatusConflict, "conversation_unavailable", "run %s has no stored conversation to resume (the tool never named one)", ref)

@@ -24,6 +24,8 @@ const (
 	OpRunInterrupt    = "run.interrupt"    // → apitypes.Accepted
 	OpRunStop         = "run.stop"         // → apitypes.Run once the exit is observed
 	OpRunResume       = "run.resume"       // → apitypes.Run (new generation)
+	OpRunRelease      = "run.release"      // RunRelease → apitypes.Run (released)
+	OpRunDelete       = "run.delete"       // → nothing; the run's record, ring and ledger are gone
 
 	// OpRunsPush is agent→coordinator: run rows for the index. The agent
 	// sends every row once per session (Full) and then each change.
@@ -56,7 +58,12 @@ type RunLaunch struct {
 	WorkspaceRef string `json:"workspace_ref"`
 	Isolation    string `json:"isolation"`
 	TemplateRef  string `json:"template_ref,omitempty"`
-	Name         string `json:"name,omitempty"`
+}
+
+// RunRelease is POST /runs/{ref}/cleanup's confirmation: only an explicit
+// JSON true confirms (R-CLN-2).
+type RunRelease struct {
+	DiscardWorktree bool `json:"discard_worktree,omitempty"`
 }
 
 // RunEvents pages the lifecycle ledger: rows after After, at most Limit.

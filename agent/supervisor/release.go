@@ -1,0 +1,106 @@
+package supervisor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+
+	bbolt "go.etcd.io/bbolt"
+
+	"github.com/olivares-dev/olivares/agent/ledger"
+	"github.com/olivares-dev/olivares/shared/apitypes"
+)
+
+// Worktree outcomes of a release, as the cleaned event records them
+// (R-CLN-6). WorktreeNone is a run that had no worktree (R-CLN-9).
+const (
+	WorktreeNone          = "none"
+	WorktreeMergedRemoved = "merged_removed"
+	WorktreeDiscarded     = "discarded"
+	WorktreeLeftInPlace   = "left_in_place"
+)
+
+// Release is POST /runs/{ref}/cleanup on the node: it releases a run that
+// is not live (R-CLN-8: a live run is 409). A run without a worktree keeps
+// its ring and ledger until it is deleted (R-CLN-9). Releasing a released
+// run changes nothing and writes no event (R-CLN-8).
+func (s *Supervisor) Release(ctx context.Context, ref string, discard bool) (apitypes.Run, error) {
+	r, err := s.get(ref)
+	if err != nil {
+		return apitypes.Run{}, err
+	}
+	r.op.Lock()
+	defer r.op.Unlock()
+	r.mu.Lock()
+	rec, live := r.rec, r.gen != nil
+	r.mu.Unlock()
+	if rec.Released {
+		return r.snapshot(), nil
+	}
+	if live {
+		return apitypes.Run{}, errf(http.StatusConflict, "run_live", "run %s is live (state=%s); stop it before cleanup", ref, r.snapshot().State)
+	}
+	detail, _ := json.Marshal(map[string]string{"worktree": WorktreeNone})
+	if err := r.update(ledger.Event{Kind: ledger.KindCleaned, Generation: rec.Generation, Detail: detail}, func(rec *record) {
+		rec.Released = true
+	}); err != nil {
+		return apitypes.Run{}, err
+	}
+	return r.snapshot(), nil
+}
+
+// Delete removes a released run from the node: its record, its output ring
+// and its lifecycle ledger (R-DEL-1). A run that is not released is 409
+// with R-DEL-2's message.
+func (s *Supervisor) Delete(ref string) error {
+	r, err := s.get(ref)
+	if err != nil {
+		return err
+	}
+	r.op.Lock()
+	defer r.op.Unlock()
+	if snap := r.snapshot(); snap.State != apitypes.StateReleased {
+		return errf(http.StatusConflict, "not_released", "session must be cleaned before delete (state=%s)", snap.State)
+	}
+	s.mu.Lock()
+	delete(s.runs, ref)
+	s.mu.Unlock()
+	// The record goes first: a crash before the ring and ledger are gone
+	// leaves orphans that Open sweeps, never a record without its evidence.
+	if err := s.o.DB.Update(func(tx *bbolt.Tx) error {
+		return tx.Bucket(bucketRuns).Delete([]byte(ref))
+	}); err != nil {
+		return err
+	}
+	return errors.Join(s.o.Ring.Delete(ref), s.o.Ledger.Delete(ref))
+}
+
+// sweepOrphans removes rings and ledgers whose run record is gone (a
+// Delete cut short by a crash).
+func (s *Supervisor) sweepOrphans() error {
+	rings, err := s.o.Ring.Runs()
+	if err != nil {
+		return err
+	}
+	ledgers, err := s.o.Ledger.Runs()
+	if err != nil {
+		return err
+	}
+	for _, ref := range rings {
+		if s.runs[ref] == nil {
+			if err := s.o.Ring.Delete(ref); err != nil {
+				return fmt.Errorf("sweep ring %s: %w", ref, err)
+			}
+		}
+	}
+	for _, ref := range ledgers {
+		if s.runs[ref] == nil {
+			if err := s.o.Ledger.Delete(ref); err != nil {
+				return fmt.Errorf("sweep ledger %s: %w", ref, err)
+			}
+		}
+	}
+	return nil
+}
