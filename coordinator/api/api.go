@@ -44,6 +44,9 @@ type Options struct {
 	Version string
 	// Ready reports readiness for /readyz. When nil, always ready.
 	Ready func() error
+	// Now is the clock of marks, names and audit rows; when nil,
+	// time.Now. Tests inject one to see a snooze run out (R-SNZ-5).
+	Now func() time.Time
 }
 
 // Server is the API's handler.
@@ -57,6 +60,9 @@ func New(o Options) *Server {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = errorHandler
+	if o.Now == nil {
+		o.Now = time.Now
+	}
 	s := &Server{o: o, echo: e}
 
 	e.GET("/healthz", func(c echo.Context) error { return c.JSON(http.StatusOK, map[string]string{"status": "ok"}) })
@@ -85,7 +91,9 @@ func (s *Server) routes() []Route {
 		{http.MethodGet, "/v1/nodes", auth.PermRunRead, s.listNodes},
 		{http.MethodGet, "/v1/nodes/:id", auth.PermRunRead, s.getNode},
 		{http.MethodPost, "/v1/nodes/:id/revoke", auth.PermRunAdmin, s.revokeNode},
-	}, s.runRoutes()...)
+		// The audit ledger is read by administrators (issue 5).
+		{http.MethodGet, "/v1/audit", auth.PermRunAdmin, s.listAudit},
+	}, append(s.runRoutes(), s.markRoutes()...)...)
 }
 
 // Routes lists the authorized routes (for the R-AUTH-8 walk).
@@ -126,12 +134,20 @@ func errorHandler(err error, c echo.Context) {
 	c.JSON(ae.Status, apierr.Body{Error: ae})
 }
 
-// Caller is the authenticated principal of a request, in a tenant.
+// Caller is the authenticated principal of a request, in a tenant, with
+// the credential it presented.
 type Caller struct {
-	Principal store.Principal
-	Tenant    string
-	Role      string
+	Principal  store.Principal
+	Credential store.Credential
+	Tenant     string
+	Role       string
 }
+
+// Owner is whose per-caller marks the request reads and writes (R-PIN-6).
+func (c Caller) Owner() string { return store.MarkOwner(c.Principal, c.Credential) }
+
+// Actor is the caller as an audit row names it (R-AUD-3).
+func (c Caller) Actor() apitypes.AuditActor { return store.AuditActor(c.Principal, c.Credential) }
 
 const callerKey = "olivares.caller"
 
@@ -149,7 +165,7 @@ func (s *Server) authorize(perm string) echo.MiddlewareFunc {
 			if !ok || tok == "" {
 				return apierr.Unauthenticated()
 			}
-			p, _, err := s.o.Store.PrincipalByCredential(c.Request().Context(), auth.Hash(tok))
+			p, cred, err := s.o.Store.PrincipalByCredential(c.Request().Context(), auth.Hash(tok))
 			if err != nil {
 				if errors.Is(err, store.ErrNotFound) {
 					return apierr.Unauthenticated()
@@ -167,7 +183,7 @@ func (s *Server) authorize(perm string) echo.MiddlewareFunc {
 			if perm != "" && !auth.Grants(role, perm) {
 				return apierr.PermissionDenied(perm)
 			}
-			c.Set(callerKey, Caller{Principal: p, Tenant: tenant, Role: role})
+			c.Set(callerKey, Caller{Principal: p, Credential: cred, Tenant: tenant, Role: role})
 			return next(c)
 		}
 	}

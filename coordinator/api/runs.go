@@ -242,25 +242,12 @@ func (s *Server) call(ctx context.Context, node string, h wire.Header, params, r
 	return s.o.Fleet.Call(ctx, node, h, params, result)
 }
 
-// runView is the run object for the caller (R-API-6): the row with the
-// node's reachability (R-STATE-7). Per-caller marks come with the marks
-// issue; until then every caller has none.
-func (s *Server) runView(r apitypes.Run) apitypes.Run {
-	if !s.o.Fleet.Link(r.NodeID).Connected {
-		f := false
-		r.NodeReachable = &f
-	} else {
-		r.NodeReachable = nil
-	}
-	return r
-}
-
-// index stores a row the agent answered with and returns the view.
+// index stores a row the agent answered with and returns it.
 func (s *Server) index(ctx context.Context, r apitypes.Run) apitypes.Run {
 	if _, err := s.o.Store.PutRun(ctx, r); err != nil {
 		s.echo.Logger.Errorf("api: index run %s: %v", r.RunRef, err)
 	}
-	return s.runView(r)
+	return r
 }
 
 // runInTenant loads an index row; another tenant's run is a 404 (R-TEN-3).
@@ -300,6 +287,10 @@ func (s *Server) launch(c echo.Context) error {
 			return apierr.New(http.StatusUnprocessableEntity, "node_mismatch", "workspace %s is on node %s and profile %s on node %s; a run needs both on one node", w.Ref, w.NodeID, p.Ref, node)
 		}
 	}
+	name, err := checkName(req.Name)
+	if err != nil {
+		return err
+	}
 	worktree := req.Worktree != nil && *req.Worktree
 	switch {
 	case req.WorktreeFrom != "" && !worktree:
@@ -311,12 +302,23 @@ func (s *Server) launch(c echo.Context) error {
 	var r apitypes.Run
 	err = s.call(ctx, node, wire.Header{Op: proto.OpRunLaunch, RunRef: ref}, proto.RunLaunch{
 		RunRef: ref, Tenant: tenant, ProfileRef: p.Ref, WorkspaceRef: req.WorkspaceRef,
-		Isolation: req.Isolation, TemplateRef: req.TemplateRef, Name: req.Name}, &r)
+		Isolation: req.Isolation, TemplateRef: req.TemplateRef}, &r)
 	if err != nil {
 		return err
 	}
 	r.NodeID, r.Tenant = node, tenant
-	return c.JSON(http.StatusCreated, s.index(ctx, r))
+	s.index(ctx, r)
+	if name != "" {
+		// The name belongs to the session, which the coordinator keeps
+		// (R-NAME-4); no audit entry for a name given at launch.
+		if _, err := s.o.Store.UpdateRunMeta(ctx, ref, func(m *store.RunMeta) (*apitypes.AuditEntry, error) {
+			m.Name = name
+			return nil, nil
+		}); err != nil {
+			return err
+		}
+	}
+	return s.respondRun(c, http.StatusCreated, r)
 }
 
 func (s *Server) listRuns(c echo.Context) error {
@@ -364,25 +366,34 @@ func (s *Server) listRuns(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := apitypes.RunList{Items: make([]apitypes.Run, 0, len(rows)), Next: next}
-	for _, r := range rows {
-		out.Items = append(out.Items, s.runView(r))
+	if !q.CursorMode {
+		// R-LIST-3: the caller's pins outside the page are added (R-LIST-4:
+		// never in cursor mode).
+		extra, err := s.pinnedExtras(c, q, rows)
+		if err != nil {
+			return err
+		}
+		rows = append(rows, extra...)
 	}
-	return c.JSON(http.StatusOK, out)
+	items, err := s.runViews(c, rows...)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, apitypes.RunList{Items: items, Next: next})
 }
 
 // freshRun is the index row refreshed from its agent when the node is
-// reachable; otherwise the last reported row, marked unreachable
-// (R-STATE-7: the state is never invented).
+// reachable; otherwise the last reported row, which runViews marks
+// unreachable (R-STATE-7: the state is never invented).
 func (s *Server) freshRun(ctx context.Context, r apitypes.Run) apitypes.Run {
 	if !s.o.Fleet.Link(r.NodeID).Connected {
-		return s.runView(r)
+		return r
 	}
 	ctx, cancel := context.WithTimeout(ctx, getTimeout)
 	defer cancel()
 	var fresh apitypes.Run
 	if err := s.o.Fleet.Call(ctx, r.NodeID, wire.Header{Op: proto.OpRunGet, RunRef: r.RunRef}, nil, &fresh); err != nil {
-		return s.runView(r)
+		return r
 	}
 	fresh.NodeID, fresh.Tenant = r.NodeID, r.Tenant
 	return s.index(ctx, fresh)
@@ -394,7 +405,7 @@ func (s *Server) getRun(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, s.freshRun(ctx, r))
+	return s.respondRun(c, http.StatusOK, s.freshRun(ctx, r))
 }
 
 func (s *Server) runEvents(c echo.Context) error {
@@ -479,7 +490,7 @@ func (s *Server) stop(c echo.Context) error {
 		return err
 	}
 	out.NodeID, out.Tenant = r.NodeID, r.Tenant
-	return c.JSON(http.StatusOK, s.index(c.Request().Context(), out))
+	return s.respondRun(c, http.StatusOK, s.index(c.Request().Context(), out))
 }
 
 func (s *Server) resume(c echo.Context) error {
@@ -489,7 +500,7 @@ func (s *Server) resume(c echo.Context) error {
 		return err
 	}
 	out.NodeID, out.Tenant = r.NodeID, r.Tenant
-	return c.JSON(http.StatusOK, s.index(c.Request().Context(), out))
+	return s.respondRun(c, http.StatusOK, s.index(c.Request().Context(), out))
 }
 
 // attach relays the run's output as SSE (R-ATT-1, R-ATT-4): the agent

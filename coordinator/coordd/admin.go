@@ -35,6 +35,21 @@ type PrincipalResponse struct {
 	Token       string `json:"token"`
 }
 
+// CredentialRequest is the admin socket's body for POST /credentials.
+type CredentialRequest struct {
+	PrincipalID string `json:"principal_id"`
+	Kind        string `json:"kind"`
+	Label       string `json:"label,omitempty"`
+}
+
+// CredentialResponse carries the new token, shown once.
+type CredentialResponse struct {
+	PrincipalID  string `json:"principal_id"`
+	CredentialID string `json:"credential_id"`
+	Kind         string `json:"kind"`
+	Token        string `json:"token"`
+}
+
 // TokenRequest is the admin socket's body for POST /join-tokens.
 type TokenRequest struct {
 	Tenant string            `json:"tenant"`
@@ -62,6 +77,19 @@ func serveAdmin(ctx context.Context, ln net.Listener, c *Coordinator) error {
 			return
 		}
 		localsock.WriteJSON(w, http.StatusCreated, PrincipalResponse{PrincipalID: p.ID, Tenant: req.Tenant, Name: p.Name, Role: req.Role, Kind: p.Kind, Token: tok})
+	})
+	mux.HandleFunc("POST /credentials", func(w http.ResponseWriter, r *http.Request) {
+		var req CredentialRequest
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			localsock.WriteError(w, http.StatusBadRequest, "bad_request", err.Error())
+			return
+		}
+		tok, cred, err := c.AddCredential(r.Context(), req.PrincipalID, req.Kind, req.Label)
+		if err != nil {
+			localsock.WriteError(w, http.StatusBadRequest, "bad_request", err.Error())
+			return
+		}
+		localsock.WriteJSON(w, http.StatusCreated, CredentialResponse{PrincipalID: cred.PrincipalID, CredentialID: cred.ID, Kind: cred.Kind, Token: tok})
 	})
 	mux.HandleFunc("POST /join-tokens", func(w http.ResponseWriter, r *http.Request) {
 		var req TokenRequest

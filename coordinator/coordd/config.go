@@ -16,7 +16,10 @@ import (
 type Config struct {
 	// StateDir holds the store, the CA and the admin socket. Required.
 	StateDir string `toml:"state_dir"`
-	API      struct {
+	// Now is the API's clock (marks, names, audit rows); nil means
+	// time.Now. Not in the file: tests set it.
+	Now func() time.Time `toml:"-"`
+	API struct {
 		// Listen is the public API address. Default 127.0.0.1:7443.
 		Listen string `toml:"listen"`
 		// TLSCert and TLSKey are PEM files for the public API. When both are

@@ -90,7 +90,7 @@ func New(cfg Config, logf func(string, ...any)) (*Coordinator, error) {
 	c := &Coordinator{cfg: cfg, logf: logf, Store: st, Authority: a, cert: cert, errs: make(chan error, 8)}
 	c.Enroll = &enroll.Server{Store: st, Authority: a, Validity: cfg.PKI.NodeCertValidity.Duration, Logf: logf}
 	c.Fleet = fleet.New(fleet.Options{Store: st, Authority: a, Enroll: c.Enroll, Heartbeat: cfg.Tunnel.Heartbeat.Duration, Logf: logf})
-	c.API = api.New(api.Options{Store: st, Fleet: c.Fleet, Version: Version, Ready: c.readyErr})
+	c.API = api.New(api.Options{Store: st, Fleet: c.Fleet, Version: Version, Ready: c.readyErr, Now: cfg.Now})
 	return c, nil
 }
 
@@ -317,8 +317,34 @@ func (c *Coordinator) CreatePrincipal(ctx context.Context, tenant, name, role, k
 		return "", store.Principal{}, err
 	}
 	p := store.Principal{ID: auth.NewID("prn_"), Name: name, Kind: kind, Roles: map[string]string{tenant: role}, CreatedAt: now}
-	if err := c.Store.CreatePrincipal(ctx, p, store.Credential{Hash: auth.Hash(tok), PrincipalID: p.ID, Label: "created", CreatedAt: now}); err != nil {
+	cred := store.Credential{Hash: auth.Hash(tok), ID: auth.NewID("cred_"), Kind: store.CredSession, PrincipalID: p.ID, Label: "created", CreatedAt: now}
+	if err := c.Store.CreatePrincipal(ctx, p, cred); err != nil {
 		return "", store.Principal{}, err
 	}
 	return tok, p, nil
+}
+
+// AddCredential gives an existing principal another bearer token. A
+// session credential (a console or `olivares login` session) shares the
+// person's marks; an API token keeps its own (R-PIN-6).
+func (c *Coordinator) AddCredential(ctx context.Context, principalID, kind, label string) (string, store.Credential, error) {
+	switch kind {
+	case "":
+		kind = store.CredSession
+	case store.CredSession, store.CredAPIToken:
+	default:
+		return "", store.Credential{}, fmt.Errorf("credential kind %q: use %s or %s", kind, store.CredSession, store.CredAPIToken)
+	}
+	tok, err := auth.NewToken(auth.PrefixAPIToken)
+	if err != nil {
+		return "", store.Credential{}, err
+	}
+	cred := store.Credential{Hash: auth.Hash(tok), ID: auth.NewID("cred_"), Kind: kind, PrincipalID: principalID, Label: label, CreatedAt: time.Now().UTC()}
+	if err := c.Store.AddCredential(ctx, cred); err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return "", store.Credential{}, fmt.Errorf("no principal %q", principalID)
+		}
+		return "", store.Credential{}, err
+	}
+	return tok, cred, nil
 }

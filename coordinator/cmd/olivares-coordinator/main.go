@@ -7,6 +7,7 @@
 //	olivares-coordinator ca rotate|promote --dir DIR
 //	olivares-coordinator token create [--ttl 30m] [--label k=v]... [--tenant T] [--json]
 //	olivares-coordinator principal create --tenant T --name N --role viewer|operator|admin --kind human|agent [--json]
+//	olivares-coordinator principal add-credential --principal ID [--kind session|api_token] [--label L] [--json]
 package main
 
 import (
@@ -44,6 +45,10 @@ Usage:
       A single-use join token for one new node, and the CA pin to check.
   olivares-coordinator principal create --tenant T --name N --role viewer|operator|admin --kind human|agent [--state-dir DIR] [--json]
       A principal and its bearer token (shown once).
+  olivares-coordinator principal add-credential --principal ID [--kind session|api_token] [--label L] [--state-dir DIR] [--json]
+      Another bearer token for the principal (shown once). A session credential
+      (a console or olivares login session) shares the person's pins, snoozes and
+      done marks; an API token keeps its own.
 
 token and principal talk to the running coordinator over DIR/admin.sock:
 only the coordinator opens its store.
@@ -85,10 +90,13 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		}
 		return cmdTokenCreate(ctx, args[2:], out)
 	case "principal":
-		if len(args) < 2 || args[1] != "create" {
-			return usageError{errors.New("principal: want principal create")}
+		switch {
+		case len(args) >= 2 && args[1] == "create":
+			return cmdPrincipalCreate(ctx, args[2:], out)
+		case len(args) >= 2 && args[1] == "add-credential":
+			return cmdAddCredential(ctx, args[2:], out)
 		}
-		return cmdPrincipalCreate(ctx, args[2:], out)
+		return usageError{errors.New("principal: want principal create or principal add-credential")}
 	}
 	return usageError{fmt.Errorf("unknown command %q; see olivares-coordinator --help", args[0])}
 }
@@ -271,5 +279,30 @@ func cmdPrincipalCreate(ctx context.Context, args []string, out io.Writer) error
 		return json.NewEncoder(out).Encode(resp)
 	}
 	fmt.Fprintf(out, "principal %s (%s, %s in %s)\ntoken: %s\n(shown once; it is stored only as a hash)\n", resp.PrincipalID, resp.Kind, resp.Role, resp.Tenant, resp.Token)
+	return nil
+}
+
+func cmdAddCredential(ctx context.Context, args []string, out io.Writer) error {
+	fs := newFlags("principal add-credential", out)
+	principal := fs.String("principal", "", "principal id (prn_...)")
+	kind := fs.String("kind", "session", "session (shares the person's marks) or api_token (its own)")
+	label := fs.String("label", "", "what the credential is for")
+	dir := fs.String("state-dir", defaultStateDir(), "the running coordinator's state directory")
+	asJSON := fs.Bool("json", false, "print JSON")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if *principal == "" {
+		return usageError{errors.New("principal add-credential: --principal is required")}
+	}
+	var resp coordd.CredentialResponse
+	err := localsock.Do(ctx, adminSock(*dir), "POST", "/credentials", coordd.CredentialRequest{PrincipalID: *principal, Kind: *kind, Label: *label}, &resp)
+	if err != nil {
+		return notRunning(err, *dir)
+	}
+	if *asJSON {
+		return json.NewEncoder(out).Encode(resp)
+	}
+	fmt.Fprintf(out, "credential %s (%s) of principal %s\ntoken: %s\n(shown once; it is stored only as a hash)\n", resp.CredentialID, resp.Kind, resp.PrincipalID, resp.Token)
 	return nil
 }

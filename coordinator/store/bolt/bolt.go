@@ -100,6 +100,11 @@ func open(path string, timeout time.Duration) (*Store, error) {
 	return &Store{db: db}, nil
 }
 
+// SetNoSync turns fsync off (true) or back on. It is for bulk loads in
+// tests and benchmarks: while it is off, a crash may lose or corrupt what
+// was written.
+func (s *Store) SetNoSync(noSync bool) { s.db.NoSync = noSync }
+
 // Close closes the file. It is safe to call more than once; every other
 // method returns store.ErrClosed afterwards.
 func (s *Store) Close() error {
