@@ -63,8 +63,10 @@ Usage:
                          [--worktree-from REV] [--no-setup] [--json]
       Launch a run. A profile or workspace not given by ref (prof_…, ws_…) is
       looked up by its exact name.
-  olivares session list [--state S] [--limit N] [--offset N] [--archived] [--json]
-      Archived runs are left out unless --archived is given (R-ARC-4).
+  olivares session list [--state S] [--limit N] [--offset N] [--archived] [--snoozed] [--json]
+      Your pinned runs first, then the others, then those you marked done
+      ("Earlier"). Runs you snoozed are hidden until due, archived runs unless
+      --archived is given (R-ARC-4).
   olivares session show REF [--json]
   olivares session events REF [--json]   the run's lifecycle evidence
   olivares session input REF (--text T | --message M | --line JSON)
@@ -78,6 +80,21 @@ Usage:
       to stderr. Reconnects by itself at the next seq after a dropped stream;
       exits after the run ends or when it is not live. --raw prints every
       event as one JSON line {"event","id","data"} instead.
+  olivares session pin|unpin REF        your pin (at most 20; the oldest drops)
+  olivares session snooze REF --until T  hide it from your list until T (RFC 3339, or 2h)
+  olivares session unsnooze REF
+  olivares session done|undone REF      file it under "Earlier" in your list
+  olivares session rename REF --name N   the session's name for everyone; empty clears
+  olivares session archive|unarchive REF archived for everyone; it keeps running
+  olivares session cleanup REF [--discard-worktree]
+      Release a run that is not live (admin): its marks go, it can be deleted.
+  olivares session delete REF           delete a released run (admin)
+
+  olivares audit list [--event E] [--run REF] [--actor ID] [--since T] [--limit N] [--all] [--json]
+      The tenant's audit ledger, oldest first (admin).
+  olivares audit verify [--json]
+      Read the whole ledger and recompute its hash chain here; exits 1 and names
+      the first broken link when an entry was changed or removed.
 
 Exit status: 0 on success, 2 for a usage error, 3 when the API answers 403,
 4 for 404, 5 for 409, 6 for 422, and 1 for anything else.
@@ -293,7 +310,7 @@ var groups = map[string]string{
 	"node":      "list, show or revoke",
 	"profile":   "add, list or show",
 	"workspace": "add or list",
-	"session":   "start, list, show, events, input, interrupt, stop, resume or attach",
+	"session":   "start, list, show, events, input, interrupt, stop, resume, attach, pin, unpin, snooze, unsnooze, done, undone, rename, archive, unarchive, cleanup or delete",
 }
 
 func run(ctx context.Context, args []string, out, errOut io.Writer) error {

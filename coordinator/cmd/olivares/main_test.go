@@ -601,7 +601,8 @@ func TestSessionListAndEvents(t *testing.T) {
 		t.Fatalf("list: exit %d, %s", rc, stderr)
 	}
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if len(lines) != 3 || !strings.HasPrefix(lines[0], "RUN") || !strings.Contains(lines[1], "running (unreachable)") || !strings.Contains(lines[2], "failed") || !strings.Contains(lines[2], " 1 ") {
+	if len(lines) != 6 || lines[0] != "Sessions" || !strings.HasPrefix(lines[1], "RUN") || !strings.Contains(lines[2], "running (unreachable)") ||
+		!strings.Contains(lines[3], "failed") || !strings.Contains(lines[3], " 1 ") || !strings.HasPrefix(lines[5], "1 archived run(s) hidden") {
 		t.Errorf("list table:\n%s", out)
 	}
 	out, _, _ = cli(t, "session", "list", "--state", "running", "--limit", "5", "--offset", "10", "--archived", "--json")
@@ -679,5 +680,42 @@ func TestStopAndResumeText(t *testing.T) {
 		if out, stderr, rc := cli(t, tt.args...); rc != 0 || out != tt.want {
 			t.Errorf("%q: exit %d, out %q (stderr %q), want %q", tt.args, rc, out, stderr, tt.want)
 		}
+	}
+}
+
+// session list groups the caller's runs the way a console does: pinned
+// first, snoozed hidden until due, done under "Earlier", archived hidden
+// unless asked, and a pinned run the page repeats (R-LIST-3) shown once.
+func TestSessionListGroups(t *testing.T) {
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	fakeAPI(t, func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, 200, apitypes.RunList{Items: []apitypes.Run{
+			{RunRef: "run_a", State: "idle", NodeID: "n1"},
+			{RunRef: "run_p", State: "idle", NodeID: "n1", Pinned: true, PinnedAt: &at},
+			{RunRef: "run_d", State: "stopped", NodeID: "n1", Done: true},
+			{RunRef: "run_s", State: "idle", NodeID: "n1", SnoozedUntil: &at},
+			{RunRef: "run_x", State: "idle", NodeID: "n1", ArchivedAt: &at},
+			{RunRef: "run_p", State: "idle", NodeID: "n1", Pinned: true, PinnedAt: &at},
+		}})
+	})
+	out, stderr, rc := cli(t, "session", "list")
+	if rc != 0 {
+		t.Fatalf("exit %d: %s", rc, stderr)
+	}
+	order := []string{"Pinned", "run_p", "Sessions", "run_a", "Earlier", "run_d", "1 snoozed run(s) hidden", "1 archived run(s) hidden"}
+	rest := out
+	for _, w := range order {
+		i := strings.Index(rest, w)
+		if i < 0 {
+			t.Fatalf("%q missing or out of order in:\n%s", w, out)
+		}
+		rest = rest[i+len(w):]
+	}
+	if strings.Count(out, "run_p") != 1 || strings.Contains(out, "run_s") || strings.Contains(out, "run_x") {
+		t.Errorf("list:\n%s", out)
+	}
+	out, _, _ = cli(t, "session", "list", "--snoozed", "--archived")
+	if !strings.Contains(out, "run_s") || !strings.Contains(out, "run_x  idle") && !strings.Contains(out, "(archived)") {
+		t.Errorf("list --snoozed --archived:\n%s", out)
 	}
 }

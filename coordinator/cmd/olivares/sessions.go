@@ -47,6 +47,11 @@ type cmdOpts struct {
 	line          string
 	from          uint64
 	raw           bool
+
+	until            string
+	discard, snoozed bool
+	all              bool
+	auditFilter      map[string]string
 }
 
 // commands lists each command with its positional argument, if any.
@@ -90,6 +95,7 @@ func (o *cmdOpts) define(cmd string, fs *flag.FlagSet) {
 		fs.IntVar(&o.limit, "limit", 0, "page size, 1..200 (default: the server's, 50)")
 		fs.IntVar(&o.offset, "offset", 0, "skip this many runs")
 		fs.BoolVar(&o.archived, "archived", false, "include archived runs")
+		fs.BoolVar(&o.snoozed, "snoozed", false, "include runs you snoozed")
 	case "session input":
 		fs.StringVar(&o.text, "text", "", "plain user text (codex, grok)")
 		fs.StringVar(&o.message, "message", "", "user message text, sent as a JSON string (claude)")
@@ -97,6 +103,19 @@ func (o *cmdOpts) define(cmd string, fs *flag.FlagSet) {
 	case "session attach":
 		fs.Uint64Var(&o.from, "from", 0, "first seq to stream (default: the oldest retained frame)")
 		fs.BoolVar(&o.raw, "raw", false, "print each event as one JSON line instead of the output")
+	case "session snooze":
+		fs.StringVar(&o.until, "until", "", "when the snooze ends: an RFC 3339 instant, or a duration from now (2h)")
+	case "session rename":
+		fs.StringVar(&o.name, "name", "", "the new name; empty clears it")
+	case "session cleanup":
+		fs.BoolVar(&o.discard, "discard-worktree", false, "remove the worktree and its branch even with unmerged work")
+	case "audit list":
+		o.auditFilter = map[string]string{}
+		for _, f := range []string{"event", "run", "actor", "since"} {
+			fs.Func(f, "only entries with this "+f, func(v string) error { o.auditFilter[f] = v; return nil })
+		}
+		fs.IntVar(&o.limit, "limit", 0, "page size, 1..500 (default 100)")
+		fs.BoolVar(&o.all, "all", false, "read every page")
 	}
 }
 
@@ -127,6 +146,10 @@ func (o *cmdOpts) check(cmd string, pos []string) error {
 		return required("node", "path", "name")
 	case "session start":
 		return required("profile")
+	case "session snooze":
+		return required("until")
+	case "session rename":
+		return required("name")
 	case "session input":
 		n := 0
 		for _, f := range []string{"text", "message", "line"} {
@@ -183,6 +206,12 @@ func runSessions(ctx context.Context, cl *client, cmd string, pos []string, o *c
 	arg := ""
 	if len(pos) == 1 {
 		arg = pos[0]
+	}
+	if ok, err := runMarks(ctx, cl, cmd, arg, o, out, emit); ok {
+		return err
+	}
+	if cmd == "audit list" || cmd == "audit verify" {
+		return runAudit(ctx, cl, cmd, o, out, emit)
 	}
 	switch cmd {
 	case "profile add":
@@ -275,23 +304,16 @@ func runSessions(ctx context.Context, cl *client, cmd string, pos []string, o *c
 			return err
 		}
 		// R-ARC-4: the list route does not hide archived runs; each client does.
+		all := res.Items
 		if !o.archived {
-			kept := res.Items[:0]
-			for _, r := range res.Items {
+			res.Items = []apitypes.Run{}
+			for _, r := range all {
 				if r.ArchivedAt == nil {
-					kept = append(kept, r)
+					res.Items = append(res.Items, r)
 				}
 			}
-			res.Items = kept
 		}
-		return emit(res, func() {
-			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "RUN\tSTATE\tDRIVER\tGEN\tEXIT\tNODE\tNAME\tCREATED")
-			for _, r := range res.Items {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", r.RunRef, runState(r), dash(r.Driver), r.Generation, exitShort(r), r.NodeID, dash(r.Name), stamp(r.CreatedAt))
-			}
-			tw.Flush()
-		})
+		return emit(res, func() { listGroups(out, all, o) })
 	case "session show":
 		var r apitypes.Run
 		if err := cl.do(ctx, "GET", runPath(arg), nil, &r); err != nil {
