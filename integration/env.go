@@ -38,6 +38,8 @@ type Options struct {
 	NodeCertValidity time.Duration
 	// Heartbeat: when zero, 500ms (tests want fast detection).
 	Heartbeat time.Duration
+	// Now is the API's clock; when nil, time.Now (R-SNZ-5 tests move it).
+	Now func() time.Time
 }
 
 // Env is one coordinator and its agents.
@@ -73,6 +75,7 @@ func NewEnv(t testing.TB, o ...Options) *Env {
 	cfg.API.Plain = true
 	cfg.Tunnel.DisableQUIC = opts.DisableQUIC
 	cfg.Tunnel.Heartbeat.Duration = opts.Heartbeat
+	cfg.Now = opts.Now
 	if opts.NodeCertValidity != 0 {
 		cfg.PKI.NodeCertValidity.Duration = opts.NodeCertValidity
 	}
@@ -207,6 +210,28 @@ func (e *Env) TunnelAddr() string { return e.Coord.TunnelAddr() }
 func (e *Env) Principal(tenant, role, kind string) string {
 	e.t.Helper()
 	tok, _, err := e.Coord.CreatePrincipal(context.Background(), tenant, "p-"+role, role, kind)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return tok
+}
+
+// PrincipalNamed creates a principal with a name and returns its id and
+// first (session) token.
+func (e *Env) PrincipalNamed(tenant, name, role, kind string) (id, token string) {
+	e.t.Helper()
+	tok, p, err := e.Coord.CreatePrincipal(context.Background(), tenant, name, role, kind)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return p.ID, tok
+}
+
+// Credential gives principal id another token of kind (store.CredSession
+// or store.CredAPIToken) and returns it.
+func (e *Env) Credential(id, kind string) string {
+	e.t.Helper()
+	tok, _, err := e.Coord.AddCredential(context.Background(), id, kind, "test")
 	if err != nil {
 		e.t.Fatal(err)
 	}

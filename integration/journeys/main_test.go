@@ -42,9 +42,16 @@ type fixture struct {
 
 func setup(t *testing.T, transport string, o integration.ProcOptions) *fixture {
 	t.Helper()
+	return setupEnv(t, transport, integration.Options{}, o)
+}
+
+// setupEnv is setup with the coordinator's options (a clock, say).
+func setupEnv(t *testing.T, transport string, eo integration.Options, o integration.ProcOptions) *fixture {
+	t.Helper()
 	// A bulk flood delays heartbeats behind its data on one TCP
 	// connection; under -race on 2 cores 3 × 500 ms is too tight.
-	env := integration.NewEnv(t, integration.Options{Heartbeat: 2 * time.Second})
+	eo.Heartbeat = 2 * time.Second
+	env := integration.NewEnv(t, eo)
 	o.Transport = transport
 	a := env.StartAgentProcess(o)
 	a.AwaitConnected(wait)
