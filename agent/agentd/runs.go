@@ -102,7 +102,8 @@ func (a *Agent) workspaceCreateOp(ctx context.Context, h wire.Header, s tunnel.S
 		wire.Respond(s, nil, err)
 		return
 	}
-	w, err := a.sup.CreateWorkspace(p.Ref, p.Tenant, p.Name, p.Path)
+	w, err := a.sup.CreateWorkspace(supervisor.WorkspaceParams{Ref: p.Ref, Tenant: p.Tenant, Name: p.Name, Path: p.Path,
+		ReadOnly: p.ReadOnly, AllowedSubpaths: p.AllowedSubpaths, MaxReadBytes: p.MaxReadBytes, DLP: p.DLP})
 	if err == nil {
 		w.NodeID = a.id.NodeID
 	}

@@ -31,11 +31,15 @@ type profile struct {
 }
 
 type workspace struct {
-	Ref       string    `json:"ref"`
-	Tenant    string    `json:"tenant"`
-	Name      string    `json:"name"`
-	Path      string    `json:"path"`
-	CreatedAt time.Time `json:"created_at"`
+	Ref             string    `json:"ref"`
+	Tenant          string    `json:"tenant"`
+	Name            string    `json:"name"`
+	Path            string    `json:"path"`
+	ReadOnly        bool      `json:"read_only,omitempty"`
+	AllowedSubpaths []string  `json:"allowed_subpaths,omitempty"`
+	MaxReadBytes    int64     `json:"max_read_bytes,omitempty"`
+	DLP             string    `json:"dlp,omitempty"`
+	CreatedAt       time.Time `json:"created_at"`
 }
 
 // record is a run's persisted facts. State is not among them: it is

@@ -19,10 +19,12 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	pathpkg "path"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -336,8 +338,36 @@ func (p profile) view() apitypes.Profile {
 	return v
 }
 
+// WorkspaceParams is a directory to register with its file rules.
+type WorkspaceParams struct {
+	Ref, Tenant, Name, Path string
+	ReadOnly                bool
+	AllowedSubpaths         []string
+	MaxReadBytes            int64
+	DLP                     string
+}
+
 // CreateWorkspace registers an existing directory.
-func (s *Supervisor) CreateWorkspace(ref, tenant, name, path string) (apitypes.Workspace, error) {
+func (s *Supervisor) CreateWorkspace(p WorkspaceParams) (apitypes.Workspace, error) {
+	ref, tenant, name, path := p.Ref, p.Tenant, p.Name, p.Path
+	switch p.DLP {
+	case "":
+		p.DLP = apitypes.DLPAllow
+	case apitypes.DLPAllow, apitypes.DLPDeny:
+	default:
+		return apitypes.Workspace{}, errf(http.StatusBadRequest, "bad_dlp", "dlp %q: use allow or deny", p.DLP)
+	}
+	switch {
+	case p.MaxReadBytes < 0:
+		return apitypes.Workspace{}, errf(http.StatusBadRequest, "bad_max_read_bytes", "max_read_bytes %d: give a positive byte count, or none for the default (1 MiB)", p.MaxReadBytes)
+	case p.MaxReadBytes == 0:
+		p.MaxReadBytes = apitypes.DefaultMaxReadBytes
+	}
+	for _, sp := range p.AllowedSubpaths {
+		if sp == "" || sp == "." || pathpkg.IsAbs(sp) || pathpkg.Clean(sp) != sp || sp == ".." || strings.HasPrefix(sp, "../") {
+			return apitypes.Workspace{}, errf(http.StatusBadRequest, "bad_subpath", "allowed sub-path %q: give a clean relative path inside the workspace, like src or docs/api", sp)
+		}
+	}
 	switch {
 	case !refRE.MatchString(ref) || tenant == "":
 		return apitypes.Workspace{}, errf(http.StatusBadRequest, "bad_request", "workspace ref %q or tenant is malformed", ref)
@@ -351,7 +381,8 @@ func (s *Supervisor) CreateWorkspace(ref, tenant, name, path string) (apitypes.W
 	if err != nil || !fi.IsDir() {
 		return apitypes.Workspace{}, errf(http.StatusUnprocessableEntity, "bad_path", "workspace path %s is not a directory on node: %v", path, errOrNotDir(err))
 	}
-	w := workspace{Ref: ref, Tenant: tenant, Name: name, Path: path, CreatedAt: time.Now().UTC()}
+	w := workspace{Ref: ref, Tenant: tenant, Name: name, Path: path, ReadOnly: p.ReadOnly,
+		AllowedSubpaths: p.AllowedSubpaths, MaxReadBytes: p.MaxReadBytes, DLP: p.DLP, CreatedAt: time.Now().UTC()}
 	err = s.o.DB.Update(func(tx *bbolt.Tx) error {
 		if tx.Bucket(bucketWorkspaces).Get([]byte(ref)) != nil {
 			return errf(http.StatusConflict, "exists", "workspace %q exists", ref)
@@ -372,7 +403,16 @@ func errOrNotDir(err error) error {
 }
 
 func (w workspace) view() apitypes.Workspace {
-	return apitypes.Workspace{Ref: w.Ref, Tenant: w.Tenant, Name: w.Name, Path: w.Path, CreatedAt: w.CreatedAt}
+	v := apitypes.Workspace{Ref: w.Ref, Tenant: w.Tenant, Name: w.Name, Path: w.Path, ReadOnly: w.ReadOnly,
+		AllowedSubpaths: w.AllowedSubpaths, MaxReadBytes: w.MaxReadBytes, DLP: w.DLP, CreatedAt: w.CreatedAt}
+	// Records from before the file rules read as the defaults.
+	if v.MaxReadBytes == 0 {
+		v.MaxReadBytes = apitypes.DefaultMaxReadBytes
+	}
+	if v.DLP == "" {
+		v.DLP = apitypes.DLPAllow
+	}
+	return v
 }
 
 func (s *Supervisor) profile(ref string) (profile, bool, error) {

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -93,7 +94,7 @@ func (s *Server) routes() []Route {
 		{http.MethodPost, "/v1/nodes/:id/revoke", auth.PermRunAdmin, s.revokeNode},
 		// The audit ledger is read by administrators (issue 5).
 		{http.MethodGet, "/v1/audit", auth.PermRunAdmin, s.listAudit},
-	}, append(s.runRoutes(), s.markRoutes()...)...)
+	}, slices.Concat(s.runRoutes(), s.markRoutes(), s.workspaceRoutes())...)
 }
 
 // Routes lists the authorized routes (for the R-AUTH-8 walk).

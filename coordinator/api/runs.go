@@ -196,7 +196,8 @@ func (s *Server) CreateWorkspace(ctx context.Context, tenant string, req apitype
 	ref := auth.NewID("ws_")
 	var w apitypes.Workspace
 	err := s.call(ctx, req.NodeID, wire.Header{Op: proto.OpWorkspaceCreate},
-		proto.WorkspaceCreate{Ref: ref, Tenant: tenant, Name: req.Name, Path: req.Path}, &w)
+		proto.WorkspaceCreate{Ref: ref, Tenant: tenant, Name: req.Name, Path: req.Path, ReadOnly: req.ReadOnly,
+			AllowedSubpaths: req.AllowedSubpaths, MaxReadBytes: req.MaxReadBytes, DLP: req.DLP}, &w)
 	if err != nil {
 		return apitypes.Workspace{}, err
 	}

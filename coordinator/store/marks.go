@@ -133,3 +133,39 @@ type Marker interface {
 	// page ("" on the last one).
 	ListAudit(ctx context.Context, q AuditQuery) ([]apitypes.AuditEntry, string, error)
 }
+
+// Approval is a person's approval of exactly one text, by its hash
+// (R-SETUP-5, R-PCS-11).
+type Approval struct {
+	SHA256 string    `json:"sha256"`
+	Actor  string    `json:"actor"` // the credential's public id
+	At     time.Time `json:"at"`
+}
+
+// WorkspaceSettings is what the coordinator keeps of a workspace beyond its
+// registration: the setup command (R-SETUP-1: in the engine's store, out of
+// reach of repository files) and the last approvals, each committed with its
+// audit entry (R-AUD-1). Approvals stay as evidence after the text changes;
+// they apply only while their hash is the current one (R-SETUP-6, R-SETUP-9).
+type WorkspaceSettings struct {
+	Ref           string    `json:"ref"`
+	Tenant        string    `json:"tenant"`
+	SetupCommand  string    `json:"setup_command,omitempty"`
+	SetupApproval *Approval `json:"setup_approval,omitempty"`
+	// ProjectConfigApproval is the last approval of the flagged part of the
+	// repository's agent configuration (R-PCS-11).
+	ProjectConfigApproval *Approval `json:"project_config_approval,omitempty"`
+}
+
+// Workspacer is the workspace-settings part of Store.
+type Workspacer interface {
+	// GetWorkspaceSettings returns the settings of a registered workspace
+	// (the zero settings when none were written). ErrNotFound if the
+	// workspace is not registered.
+	GetWorkspaceSettings(ctx context.Context, ref string) (WorkspaceSettings, error)
+	// UpdateWorkspaceSettings applies fn and stores the result together
+	// with the audit entry fn returns, if any, in one transaction
+	// (R-AUD-1). fn's error aborts both. ErrNotFound if the workspace is
+	// not registered.
+	UpdateWorkspaceSettings(ctx context.Context, ref string, fn func(*WorkspaceSettings) (*apitypes.AuditEntry, error)) (WorkspaceSettings, error)
+}

@@ -158,6 +158,7 @@ type Store interface {
 	ListWorkspaces(ctx context.Context, tenant string) ([]apitypes.Workspace, error)
 
 	Marker
+	Workspacer
 
 	Close() error
 }

@@ -221,21 +221,71 @@ type ProfileList struct {
 	Items []Profile `json:"items"`
 }
 
-// Workspace is a registered directory on a node.
+// Workspace DLP postures: whether the workspace's file contents may be read
+// through the API (diff/file, R-DIFF-5).
+const (
+	DLPAllow = "allow"
+	DLPDeny  = "deny"
+)
+
+// DefaultMaxReadBytes is a workspace's max_read_bytes when unset (Q-43).
+const DefaultMaxReadBytes = 1 << 20
+
+// Workspace is a registered directory on a node, with its file rules.
 type Workspace struct {
-	Ref       string    `json:"ref"`
-	Tenant    string    `json:"tenant"`
-	NodeID    string    `json:"node_id"`
-	Name      string    `json:"name"`
-	Path      string    `json:"path"`
+	Ref    string `json:"ref"`
+	Tenant string `json:"tenant"`
+	NodeID string `json:"node_id"`
+	Name   string `json:"name"`
+	Path   string `json:"path"`
+	// ReadOnly: no run may write the folder; a worktree launch is refused
+	// (R-WT-3).
+	ReadOnly bool `json:"read_only"`
+	// AllowedSubpaths, when set, are the only sub-paths (relative, slash
+	// separated) whose files the API shows (R-DIFF-5); empty allows all.
+	AllowedSubpaths []string `json:"allowed_subpaths,omitempty"`
+	// MaxReadBytes caps a file read through the API (R-DIFF-7).
+	MaxReadBytes int64 `json:"max_read_bytes"`
+	// DLP is DLPAllow or DLPDeny (R-DIFF-5).
+	DLP       string    `json:"dlp"`
 	CreatedAt time.Time `json:"created_at"`
+
+	// The setup command and its approval (R-SETUP-5), filled by GET
+	// /workspaces/{ref} and the setup routes.
+	SetupCommand       *string        `json:"setup_command,omitempty"`
+	SetupCommandSHA256 string         `json:"setup_command_sha256,omitempty"`
+	SetupApproved      *bool          `json:"setup_approved,omitempty"`
+	SetupApproval      *ApprovalState `json:"setup_approval,omitempty"`
+}
+
+// ApprovalState is a person's last approval of a text: the hash they
+// reviewed, who and when (R-SETUP-5, R-PCS-10).
+type ApprovalState struct {
+	SHA256 string    `json:"sha256"`
+	Actor  string    `json:"actor"`
+	At     time.Time `json:"at"`
 }
 
 // WorkspaceCreate is POST /workspaces.
 type WorkspaceCreate struct {
-	NodeID string `json:"node_id"`
-	Path   string `json:"path"`
-	Name   string `json:"name"`
+	NodeID          string   `json:"node_id"`
+	Path            string   `json:"path"`
+	Name            string   `json:"name"`
+	ReadOnly        bool     `json:"read_only,omitempty"`
+	AllowedSubpaths []string `json:"allowed_subpaths,omitempty"`
+	MaxReadBytes    int64    `json:"max_read_bytes,omitempty"`
+	DLP             string   `json:"dlp,omitempty"`
+}
+
+// SetupCommandRequest is PUT /workspaces/{ref}/setup-command (R-SETUP-3).
+type SetupCommandRequest struct {
+	Command *string `json:"command"`
+}
+
+// ApproveRequest is the body of both approval routes: the hash the person
+// reviewed (R-SETUP-7, R-PCS-11).
+type ApproveRequest struct {
+	SHA256 *string `json:"sha256"`
 }
 
 // WorkspaceList is GET /workspaces.

@@ -42,12 +42,17 @@ type ProfileCreate struct {
 	Env    map[string]string `json:"env,omitempty"`
 }
 
-// WorkspaceCreate asks the agent to register a directory.
+// WorkspaceCreate asks the agent to register a directory with its file
+// rules (apitypes.Workspace).
 type WorkspaceCreate struct {
-	Ref    string `json:"ref"`
-	Tenant string `json:"tenant"`
-	Name   string `json:"name"`
-	Path   string `json:"path"`
+	Ref             string   `json:"ref"`
+	Tenant          string   `json:"tenant"`
+	Name            string   `json:"name"`
+	Path            string   `json:"path"`
+	ReadOnly        bool     `json:"read_only,omitempty"`
+	AllowedSubpaths []string `json:"allowed_subpaths,omitempty"`
+	MaxReadBytes    int64    `json:"max_read_bytes,omitempty"`
+	DLP             string   `json:"dlp,omitempty"`
 }
 
 // RunLaunch asks the agent to create and start a run.

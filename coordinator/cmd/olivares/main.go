@@ -54,9 +54,17 @@ Usage:
       node. Env values stay on the node; only their names are shown again.
   olivares profile list [--json]
   olivares profile show REF [--json]
-  olivares workspace add --node ID --path DIR --name NAME [--json]
+  olivares workspace add --node ID --path DIR --name NAME [--read-only]
+                         [--allow-subpath P ...] [--max-read-bytes N] [--dlp allow|deny] [--json]
       Register a directory on a node; DIR is a path on the node, sent as given.
+      The file rules apply to what the API shows of it (diffs).
   olivares workspace list [--json]
+  olivares workspace show REF|NAME [--json]
+  olivares agent workspace setup REF|NAME [--command TEXT]
+      Show the workspace's setup command and its hash, or set it to the exact
+      TEXT (admin; empty clears). Nothing runs it yet.
+  olivares agent workspace approve-setup REF|NAME --sha256 HASH
+      Approve the text you reviewed (admin, a person): worktree launches need it.
 
   olivares session start --profile REF|NAME [--workspace REF|NAME] [--name N]
                          [--isolation native|container|sandbox] [--worktree]
@@ -328,6 +336,12 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 			return usageError{fmt.Errorf("%s: want %s", cmd, want)}
 		}
 		cmd, rest = cmd+" "+rest[0], rest[1:]
+		if cmd == "agent workspace" {
+			if len(rest) == 0 || strings.HasPrefix(rest[0], "-") {
+				return usageError{fmt.Errorf("agent workspace: want %s", agentWorkspaceWords)}
+			}
+			cmd, rest = cmd+" "+rest[0], rest[1:]
+		}
 	}
 	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
 	fs.SetOutput(out)

@@ -48,6 +48,11 @@ type cmdOpts struct {
 	from          uint64
 	raw           bool
 
+	command, sha256  string
+	readOnly         bool
+	subpaths         listFlag
+	maxRead          int64
+	dlp              string
 	until            string
 	discard, snoozed bool
 	all              bool
@@ -82,6 +87,14 @@ func (o *cmdOpts) define(cmd string, fs *flag.FlagSet) {
 		fs.StringVar(&o.node, "node", "", "node id the directory is on")
 		fs.StringVar(&o.path, "path", "", "absolute directory path on the node")
 		fs.StringVar(&o.name, "name", "", "workspace name")
+		fs.BoolVar(&o.readOnly, "read-only", false, "runs may not write it (no worktree launches)")
+		fs.Var(&o.subpaths, "allow-subpath", "relative sub-path whose files the API may show, repeatable (default: all)")
+		fs.Int64Var(&o.maxRead, "max-read-bytes", 0, "cap of a file read through the API (default 1 MiB)")
+		fs.StringVar(&o.dlp, "dlp", "", "allow (default) or deny file reads through the API")
+	case "agent workspace setup":
+		fs.StringVar(&o.command, "command", "", "set the setup command to this exact text (empty clears); without it, show it")
+	case "agent workspace approve-setup":
+		fs.StringVar(&o.sha256, "sha256", "", "the sha256 of the text you reviewed")
 	case "session start":
 		fs.StringVar(&o.profile, "profile", "", "provider profile ref or exact name")
 		fs.StringVar(&o.workspace, "workspace", "", "workspace ref or exact name")
@@ -148,6 +161,8 @@ func (o *cmdOpts) check(cmd string, pos []string) error {
 		return required("profile")
 	case "session snooze":
 		return required("until")
+	case "agent workspace approve-setup":
+		return required("sha256")
 	case "session rename":
 		return required("name")
 	case "session input":
@@ -164,6 +179,16 @@ func (o *cmdOpts) check(cmd string, pos []string) error {
 			return usageError{errors.New("session input: --line is not valid JSON")}
 		}
 	}
+	return nil
+}
+
+// listFlag collects a repeated flag.
+type listFlag []string
+
+func (l *listFlag) String() string { return strings.Join(*l, ",") }
+
+func (l *listFlag) Set(s string) error {
+	*l = append(*l, s)
 	return nil
 }
 
@@ -210,6 +235,9 @@ func runSessions(ctx context.Context, cl *client, cmd string, pos []string, o *c
 	if ok, err := runMarks(ctx, cl, cmd, arg, o, out, emit); ok {
 		return err
 	}
+	if ok, err := runWorkspaces(ctx, cl, cmd, arg, o, out, emit); ok {
+		return err
+	}
 	if cmd == "audit list" || cmd == "audit verify" {
 		return runAudit(ctx, cl, cmd, o, out, emit)
 	}
@@ -241,14 +269,13 @@ func runSessions(ctx context.Context, cl *client, cmd string, pos []string, o *c
 		}
 		return emit(p, func() { printProfile(out, p) })
 	case "workspace add":
-		req := apitypes.WorkspaceCreate{NodeID: o.node, Path: o.path, Name: o.name}
+		req := apitypes.WorkspaceCreate{NodeID: o.node, Path: o.path, Name: o.name, ReadOnly: o.readOnly,
+			AllowedSubpaths: o.subpaths, MaxReadBytes: o.maxRead, DLP: o.dlp}
 		var w apitypes.Workspace
 		if err := cl.do(ctx, "POST", sessionsAPI+"/workspaces", req, &w); err != nil {
 			return err
 		}
-		return emit(w, func() {
-			fmt.Fprintf(out, "workspace %s (%s) on %s: %s\n", w.Ref, w.Name, w.NodeID, w.Path)
-		})
+		return emit(w, func() { printWorkspace(out, w) })
 	case "workspace list":
 		var res apitypes.WorkspaceList
 		if err := cl.do(ctx, "GET", sessionsAPI+"/workspaces", nil, &res); err != nil {

@@ -465,3 +465,57 @@ func auditMatches(q store.AuditQuery, e apitypes.AuditEntry) bool {
 		(q.Actor == "" || e.Actor.CredentialID == q.Actor || e.Actor.PrincipalID == q.Actor) &&
 		(q.Since.IsZero() || !e.At.Before(q.Since))
 }
+
+// bucketWorkspaceSettings: workspace ref → store.WorkspaceSettings.
+var bucketWorkspaceSettings = []byte("workspace_settings")
+
+func init() { markBuckets = append(markBuckets, bucketWorkspaceSettings) }
+
+// GetWorkspaceSettings implements store.Workspacer.
+func (s *Store) GetWorkspaceSettings(ctx context.Context, ref string) (store.WorkspaceSettings, error) {
+	var out store.WorkspaceSettings
+	err := s.view(ctx, func(tx *bbolt.Tx) error {
+		var w apitypes.Workspace
+		if err := get(tx.Bucket(bucketWorkspaces), ref, &w); err != nil {
+			return fmt.Errorf("workspace %q: %w", ref, err)
+		}
+		if err := get(tx.Bucket(bucketWorkspaceSettings), ref, &out); err != nil && !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		out.Ref, out.Tenant = ref, w.Tenant
+		return nil
+	})
+	return out, err
+}
+
+// UpdateWorkspaceSettings implements store.Workspacer.
+func (s *Store) UpdateWorkspaceSettings(ctx context.Context, ref string, fn func(*store.WorkspaceSettings) (*apitypes.AuditEntry, error)) (store.WorkspaceSettings, error) {
+	var out store.WorkspaceSettings
+	err := s.update(ctx, func(tx *bbolt.Tx) error {
+		var w apitypes.Workspace
+		if err := get(tx.Bucket(bucketWorkspaces), ref, &w); err != nil {
+			return fmt.Errorf("workspace %q: %w", ref, err)
+		}
+		b := tx.Bucket(bucketWorkspaceSettings)
+		var ws store.WorkspaceSettings
+		if err := get(b, ref, &ws); err != nil && !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		ws.Ref, ws.Tenant = ref, w.Tenant
+		audit, err := fn(&ws)
+		if err != nil {
+			return err
+		}
+		ws.Ref, ws.Tenant = ref, w.Tenant
+		if audit != nil {
+			if audit.Tenant != w.Tenant {
+				return fmt.Errorf("workspace %q: audit entry of tenant %q for a workspace of another tenant", ref, audit.Tenant)
+			}
+			if _, err := appendAuditTx(tx, *audit); err != nil {
+				return err
+			}
+		}
+		return putAndReload(b, ref, ws, &out)
+	})
+	return out, err
+}

@@ -29,6 +29,8 @@ var markCases = []struct {
 	{"Delete/Tombstone", testDeleteTombstone},
 	{"Audit/Chain", testAuditChain},
 	{"Audit/Filters", testAuditFilters},
+	{"WorkspaceSettings/AuditSameTransaction", testSettingsAudit},
+	{"WorkspaceSettings/Unknown", testSettingsUnknown},
 }
 
 func ptime(t time.Time) *time.Time { return &t }
@@ -383,5 +385,66 @@ func testAuditFilters(t *testing.T, s store.Store) {
 		if got := seqs(tc.q); fmt.Sprint(got) != fmt.Sprint(tc.want) {
 			t.Errorf("ListAudit(%+v): got %v, want %v", tc.q, got, tc.want)
 		}
+	}
+}
+
+// R-AUD-1: an approval and its audit entry commit together or not at all.
+func testSettingsAudit(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	w := apitypes.Workspace{Ref: "ws_1", Tenant: "t1", NodeID: "n1", Name: "w", Path: "/w", CreatedAt: t0}
+	if err := s.CreateWorkspace(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.GetWorkspaceSettings(ctx, "ws_1")
+	if err != nil || got.SetupCommand != "" || got.SetupApproval != nil || got.Tenant != "t1" {
+		t.Fatalf("fresh settings: %+v, %v", got, err)
+	}
+	approve := func(m *store.WorkspaceSettings) (*apitypes.AuditEntry, error) {
+		m.SetupCommand = "npm ci"
+		m.SetupApproval = &store.Approval{SHA256: "aa", Actor: "cred_a", At: t0}
+		e := auditEntry("t1", apitypes.AuditWorkspaceApproveSetup, "", t0)
+		e.Target = apitypes.AuditTarget{WorkspaceRef: "ws_1"}
+		return &e, nil
+	}
+	if _, err := s.UpdateWorkspaceSettings(ctx, "ws_1", approve); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.UpdateWorkspaceSettings(ctx, "ws_1", func(m *store.WorkspaceSettings) (*apitypes.AuditEntry, error) {
+		m.SetupCommand = "rm -rf /"
+		e := auditEntry("t1", apitypes.AuditWorkspaceApproveSetup, "", t0)
+		return &e, errBoom
+	})
+	if !errors.Is(err, errBoom) {
+		t.Fatalf("fn error: got %v", err)
+	}
+	// An audit entry of another tenant aborts it too.
+	_, err = s.UpdateWorkspaceSettings(ctx, "ws_1", func(m *store.WorkspaceSettings) (*apitypes.AuditEntry, error) {
+		m.SetupCommand = "rm -rf /"
+		e := auditEntry("t2", apitypes.AuditWorkspaceApproveSetup, "", t0)
+		return &e, nil
+	})
+	if err == nil {
+		t.Fatal("an audit entry of another tenant was accepted")
+	}
+	got, _ = s.GetWorkspaceSettings(ctx, "ws_1")
+	if got.SetupCommand != "npm ci" || got.SetupApproval == nil || got.SetupApproval.SHA256 != "aa" || !got.SetupApproval.At.Equal(t0) {
+		t.Fatalf("settings: %+v", got)
+	}
+	es := listAudit(t, s, store.AuditQuery{Tenant: "t1"})
+	if len(es) != 1 || es[0].Target.WorkspaceRef != "ws_1" {
+		t.Fatalf("audit: %+v, want exactly the first approval", es)
+	}
+	if es := listAudit(t, s, store.AuditQuery{Tenant: "t2"}); len(es) != 0 {
+		t.Fatalf("audit of t2: %+v", es)
+	}
+}
+
+func testSettingsUnknown(t *testing.T, s store.Store) {
+	if _, err := s.GetWorkspaceSettings(t.Context(), "nope"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("Get: got %v, want ErrNotFound", err)
+	}
+	_, err := s.UpdateWorkspaceSettings(t.Context(), "nope", func(*store.WorkspaceSettings) (*apitypes.AuditEntry, error) { return nil, nil })
+	if !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("Update: got %v, want ErrNotFound", err)
 	}
 }

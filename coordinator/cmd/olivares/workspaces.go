@@ -1,0 +1,91 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	neturl "net/url"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/olivares-dev/olivares/shared/apitypes"
+)
+
+// The workspace administration commands named by the seeds (R-SETUP-13,
+// R-PCS-18): `olivares agent workspace setup|approve-setup ...`.
+func init() {
+	groups["agent"] = "workspace"
+	commands["workspace show"] = "workspace ref or name"
+	commands["agent workspace setup"] = "workspace ref or name"
+	commands["agent workspace approve-setup"] = "workspace ref or name"
+}
+
+// agentWorkspaceWords are the third words of `olivares agent workspace`.
+var agentWorkspaceWords = "setup or approve-setup"
+
+// runWorkspaces runs the workspace commands; ok is false for another one.
+func runWorkspaces(ctx context.Context, cl *client, cmd, arg string, o *cmdOpts, out io.Writer, emit func(any, func()) error) (bool, error) {
+	switch cmd {
+	case "workspace show", "agent workspace setup", "agent workspace approve-setup":
+	default:
+		return false, nil
+	}
+	ref, err := resolveWorkspace(ctx, cl, arg)
+	if err != nil {
+		return true, err
+	}
+	path := sessionsAPI + "/workspaces/" + neturl.PathEscape(ref)
+	var w apitypes.Workspace
+	switch {
+	case cmd == "agent workspace setup" && o.set["command"]:
+		err = cl.do(ctx, "PUT", path+"/setup-command", apitypes.SetupCommandRequest{Command: &o.command}, &w)
+	case cmd == "agent workspace approve-setup":
+		err = cl.do(ctx, "POST", path+"/setup-command/approve", apitypes.ApproveRequest{SHA256: &o.sha256}, &w)
+	default:
+		err = cl.do(ctx, "GET", path, nil, &w)
+	}
+	if err != nil {
+		return true, err
+	}
+	return true, emit(w, func() {
+		if cmd == "workspace show" {
+			printWorkspace(out, w)
+		}
+		printSetup(out, w)
+	})
+}
+
+func printWorkspace(out io.Writer, w apitypes.Workspace) {
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "workspace\t%s\n", w.Ref)
+	fmt.Fprintf(tw, "name\t%s\n", w.Name)
+	fmt.Fprintf(tw, "node\t%s\n", w.NodeID)
+	fmt.Fprintf(tw, "path\t%s\n", w.Path)
+	fmt.Fprintf(tw, "read only\t%v\n", w.ReadOnly)
+	fmt.Fprintf(tw, "allowed sub-paths\t%s\n", dash(strings.Join(w.AllowedSubpaths, ", ")))
+	fmt.Fprintf(tw, "max read bytes\t%d\n", w.MaxReadBytes)
+	fmt.Fprintf(tw, "dlp\t%s\n", dash(w.DLP))
+	fmt.Fprintf(tw, "created\t%s\n", stamp(w.CreatedAt))
+	tw.Flush()
+}
+
+// printSetup shows the setup command so a person can review it, with the
+// hash to approve (R-SETUP-5, R-SETUP-13).
+func printSetup(out io.Writer, w apitypes.Workspace) {
+	if w.SetupCommand == nil || *w.SetupCommand == "" {
+		fmt.Fprintf(out, "%s has no setup command\n", w.Ref)
+		return
+	}
+	fmt.Fprintf(out, "setup command of %s (exact text between the lines):\n----\n%s\n----\nsha256: %s\n", w.Ref, *w.SetupCommand, w.SetupCommandSHA256)
+	switch {
+	case w.SetupApproved != nil && *w.SetupApproved:
+		fmt.Fprintf(out, "approved by %s at %s\n", w.SetupApproval.Actor, stamp(w.SetupApproval.At))
+	default:
+		if w.SetupApproval != nil {
+			fmt.Fprintf(out, "NOT approved (the last approval, of %s by %s at %s, was for other text)\n", w.SetupApproval.SHA256, w.SetupApproval.Actor, stamp(w.SetupApproval.At))
+		} else {
+			fmt.Fprintln(out, "NOT approved")
+		}
+		fmt.Fprintf(out, "to approve it after review: olivares agent workspace approve-setup %s --sha256 %s\n", w.Ref, w.SetupCommandSHA256)
+	}
+}
