@@ -55,6 +55,7 @@ func containerRuntime() string {
 func (a *Agent) runHandlers() map[string]link.Handler {
 	return map[string]link.Handler{
 		proto.OpProfileCreate:   a.profileCreateOp,
+		proto.OpProfileUpdate:   a.profileUpdateOp,
 		proto.OpWorkspaceCreate: a.workspaceCreateOp,
 		proto.OpRunLaunch:       a.launchOp,
 		proto.OpRunGet:          a.getOp,
@@ -65,6 +66,7 @@ func (a *Agent) runHandlers() map[string]link.Handler {
 		proto.OpRunStop:         a.stopOp,
 		proto.OpRunResume:       a.resumeOp,
 		proto.OpRunRelease:      a.releaseOp,
+		proto.OpRunApprove:      a.approveOp,
 		proto.OpRunDelete:       a.deleteOp,
 	}
 }
@@ -90,6 +92,20 @@ func (a *Agent) profileCreateOp(ctx context.Context, h wire.Header, s tunnel.Str
 		return
 	}
 	prof, err := a.sup.CreateProfile(supervisorProfile(p))
+	if err == nil {
+		prof.NodeID = a.id.NodeID
+	}
+	wire.Respond(s, prof, err)
+}
+
+func (a *Agent) profileUpdateOp(ctx context.Context, h wire.Header, s tunnel.Stream) {
+	var p proto.ProfileUpdate
+	if err := params(h, &p); err != nil {
+		wire.Respond(s, nil, err)
+		return
+	}
+	prof, err := a.sup.UpdateProfile(p.Ref, p.Tenant, supervisor.ProfileUpdate{Active: p.Active,
+		LaunchRequiresApproval: p.LaunchRequiresApproval, AllowedWorkspaces: p.AllowedWorkspaces, EngineHooks: p.EngineHooks})
 	if err == nil {
 		prof.NodeID = a.id.NodeID
 	}
@@ -209,6 +225,11 @@ func (a *Agent) releaseOp(ctx context.Context, h wire.Header, s tunnel.Stream) {
 	}
 	s.SetDeadline(time.Time{})
 	r, err := a.sup.Release(context.WithoutCancel(ctx), h.RunRef, p.DiscardWorktree)
+	a.respondRun(s, r, err)
+}
+
+func (a *Agent) approveOp(ctx context.Context, h wire.Header, s tunnel.Stream) {
+	r, err := a.sup.Approve(context.WithoutCancel(ctx), h.RunRef)
 	a.respondRun(s, r, err)
 }
 
@@ -357,7 +378,9 @@ func (p *pusher) session(ctx context.Context, open func(context.Context) (tunnel
 }
 
 func supervisorProfile(p proto.ProfileCreate) supervisor.ProfileParams {
-	return supervisor.ProfileParams{Ref: p.Ref, Tenant: p.Tenant, Tool: p.Tool, Name: p.Name, Home: p.Home, Env: p.Env}
+	return supervisor.ProfileParams{Ref: p.Ref, Tenant: p.Tenant, Tool: p.Tool, Name: p.Name, Home: p.Home, Env: p.Env,
+		Policy: supervisor.ProfilePolicy{Inactive: p.Inactive, LaunchRequiresApproval: p.LaunchRequiresApproval,
+			AllowedWorkspaces: p.AllowedWorkspaces, EngineHooks: p.EngineHooks}}
 }
 
 func supervisorLaunch(p proto.RunLaunch) supervisor.LaunchParams {

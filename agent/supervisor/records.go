@@ -28,6 +28,14 @@ type profile struct {
 	Home      string            `json:"home"`
 	Env       map[string]string `json:"env,omitempty"`
 	CreatedAt time.Time         `json:"created_at"`
+
+	// Policy (R-MOVE-3: a profile that "would accept a launch"; Q-53).
+	Inactive               bool     `json:"inactive,omitempty"`
+	LaunchRequiresApproval bool     `json:"launch_requires_approval,omitempty"`
+	AllowedWorkspaces      []string `json:"allowed_workspaces,omitempty"`
+	// EngineHooks: Claude Code runs carry the engine's hooks and load no
+	// settings file of their own (R-PCS-15).
+	EngineHooks bool `json:"engine_hooks,omitempty"`
 }
 
 type workspace struct {
@@ -72,6 +80,10 @@ type record struct {
 	// Released: cleanup succeeded (R-CLN-3/5, R-CLN-9); the run takes no
 	// new generation and may be deleted.
 	Released bool `json:"released,omitempty"`
+	// PendingApproval: the profile's policy holds the launch (or, with
+	// PendingResume, the resume) for a person (Q-53).
+	PendingApproval bool `json:"pending_approval,omitempty"`
+	PendingResume   bool `json:"pending_resume,omitempty"`
 
 	CreatedAt time.Time `json:"created_at"`
 	StartedAt time.Time `json:"started_at,omitempty"`

@@ -19,12 +19,8 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	pathpkg "path"
 	"path/filepath"
-	"regexp"
-	"slices"
 	"sort"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -155,6 +151,10 @@ func Open(o Options) (*Supervisor, error) {
 		// A run still at generation 0 was being launched: the agent died
 		// between created and started, so no process will ever move it
 		// on (and a child it may have spawned died with the agent).
+		if rec.PendingApproval {
+			// Held for a person: no process was ever spawned for it.
+			continue
+		}
 		if !rec.Ended || rec.Generation == 0 {
 			if err := r.recordLost(); err != nil {
 				return nil, err
@@ -260,183 +260,6 @@ func (s *Supervisor) closed() bool {
 	}
 }
 
-// --- profiles and workspaces ---
-
-var (
-	refRE  = regexp.MustCompile(`^[a-z]+_[A-Za-z0-9]{4,64}$`)
-	nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
-	envRE  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
-)
-
-// ProfileParams is a profile to create.
-type ProfileParams struct {
-	Ref, Tenant, Tool, Name, Home string
-	Env                           map[string]string
-}
-
-// CreateProfile stores a profile. Its home is created (0700) when missing,
-// with the tool's config home under it; a profile without a home gets one
-// under ProfilesDir.
-func (s *Supervisor) CreateProfile(p ProfileParams) (apitypes.Profile, error) {
-	d := s.o.Drivers[p.Tool]
-	switch {
-	case !refRE.MatchString(p.Ref) || p.Tenant == "":
-		return apitypes.Profile{}, errf(http.StatusBadRequest, "bad_request", "profile ref %q or tenant is malformed", p.Ref)
-	case d == nil:
-		return apitypes.Profile{}, errf(http.StatusBadRequest, "unknown_tool", "tool %q is not one this agent drives; use claude, codex or grok", p.Tool)
-	case !nameRE.MatchString(p.Name):
-		return apitypes.Profile{}, errf(http.StatusBadRequest, "bad_name", "profile name %q: use 1-64 letters, digits, '.', '_' or '-'", p.Name)
-	}
-	home := p.Home
-	if home == "" {
-		if s.o.ProfilesDir == "" {
-			return apitypes.Profile{}, errf(http.StatusBadRequest, "home_required", "this agent has no profiles directory; give the profile a home")
-		}
-		home = filepath.Join(s.o.ProfilesDir, p.Ref)
-	}
-	if !filepath.IsAbs(home) {
-		return apitypes.Profile{}, errf(http.StatusBadRequest, "bad_home", "profile home %q must be an absolute path on the node", home)
-	}
-	home = filepath.Clean(home)
-	var env []string
-	for k, v := range p.Env {
-		if !envRE.MatchString(k) {
-			return apitypes.Profile{}, errf(http.StatusBadRequest, "bad_env", "environment name %q: use letters, digits and '_'", k)
-		}
-		env = append(env, k+"="+v)
-	}
-	sort.Strings(env)
-	// A dry run of the launch command line validates the env against the
-	// driver (reserved variables, NUL bytes) before anything is stored.
-	if _, err := d.Launch(cliruntime.LaunchSpec{Home: home, Workdir: "/", Env: env}); err != nil {
-		return apitypes.Profile{}, errf(http.StatusBadRequest, "bad_env", "%v", err)
-	}
-	for _, dir := range []string{home, filepath.Join(home, "."+p.Tool)} {
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return apitypes.Profile{}, errf(http.StatusUnprocessableEntity, "bad_home", "cannot create the profile home: %v", err)
-		}
-	}
-	rec := profile{Ref: p.Ref, Tenant: p.Tenant, Tool: p.Tool, Name: p.Name, Home: home, Env: p.Env, CreatedAt: time.Now().UTC()}
-	err := s.o.DB.Update(func(tx *bbolt.Tx) error {
-		if tx.Bucket(bucketProfiles).Get([]byte(p.Ref)) != nil {
-			return errf(http.StatusConflict, "exists", "profile %q exists", p.Ref)
-		}
-		return putJSON(tx, bucketProfiles, p.Ref, rec)
-	})
-	if err != nil {
-		return apitypes.Profile{}, err
-	}
-	return rec.view(), nil
-}
-
-func (p profile) view() apitypes.Profile {
-	v := apitypes.Profile{Ref: p.Ref, Tenant: p.Tenant, Tool: p.Tool, Name: p.Name, Home: p.Home, CreatedAt: p.CreatedAt}
-	for k := range p.Env {
-		v.EnvKeys = append(v.EnvKeys, k)
-	}
-	slices.Sort(v.EnvKeys)
-	return v
-}
-
-// WorkspaceParams is a directory to register with its file rules.
-type WorkspaceParams struct {
-	Ref, Tenant, Name, Path string
-	ReadOnly                bool
-	AllowedSubpaths         []string
-	MaxReadBytes            int64
-	DLP                     string
-}
-
-// CreateWorkspace registers an existing directory.
-func (s *Supervisor) CreateWorkspace(p WorkspaceParams) (apitypes.Workspace, error) {
-	ref, tenant, name, path := p.Ref, p.Tenant, p.Name, p.Path
-	switch p.DLP {
-	case "":
-		p.DLP = apitypes.DLPAllow
-	case apitypes.DLPAllow, apitypes.DLPDeny:
-	default:
-		return apitypes.Workspace{}, errf(http.StatusBadRequest, "bad_dlp", "dlp %q: use allow or deny", p.DLP)
-	}
-	switch {
-	case p.MaxReadBytes < 0:
-		return apitypes.Workspace{}, errf(http.StatusBadRequest, "bad_max_read_bytes", "max_read_bytes %d: give a positive byte count, or none for the default (1 MiB)", p.MaxReadBytes)
-	case p.MaxReadBytes == 0:
-		p.MaxReadBytes = apitypes.DefaultMaxReadBytes
-	}
-	for _, sp := range p.AllowedSubpaths {
-		if sp == "" || sp == "." || pathpkg.IsAbs(sp) || pathpkg.Clean(sp) != sp || sp == ".." || strings.HasPrefix(sp, "../") {
-			return apitypes.Workspace{}, errf(http.StatusBadRequest, "bad_subpath", "allowed sub-path %q: give a clean relative path inside the workspace, like src or docs/api", sp)
-		}
-	}
-	switch {
-	case !refRE.MatchString(ref) || tenant == "":
-		return apitypes.Workspace{}, errf(http.StatusBadRequest, "bad_request", "workspace ref %q or tenant is malformed", ref)
-	case !nameRE.MatchString(name):
-		return apitypes.Workspace{}, errf(http.StatusBadRequest, "bad_name", "workspace name %q: use 1-64 letters, digits, '.', '_' or '-'", name)
-	case !filepath.IsAbs(path):
-		return apitypes.Workspace{}, errf(http.StatusBadRequest, "bad_path", "workspace path %q must be an absolute path on the node", path)
-	}
-	path = filepath.Clean(path)
-	fi, err := os.Stat(path)
-	if err != nil || !fi.IsDir() {
-		return apitypes.Workspace{}, errf(http.StatusUnprocessableEntity, "bad_path", "workspace path %s is not a directory on node: %v", path, errOrNotDir(err))
-	}
-	w := workspace{Ref: ref, Tenant: tenant, Name: name, Path: path, ReadOnly: p.ReadOnly,
-		AllowedSubpaths: p.AllowedSubpaths, MaxReadBytes: p.MaxReadBytes, DLP: p.DLP, CreatedAt: time.Now().UTC()}
-	err = s.o.DB.Update(func(tx *bbolt.Tx) error {
-		if tx.Bucket(bucketWorkspaces).Get([]byte(ref)) != nil {
-			return errf(http.StatusConflict, "exists", "workspace %q exists", ref)
-		}
-		return putJSON(tx, bucketWorkspaces, ref, w)
-	})
-	if err != nil {
-		return apitypes.Workspace{}, err
-	}
-	return w.view(), nil
-}
-
-func errOrNotDir(err error) error {
-	if err != nil {
-		return err
-	}
-	return errors.New("not a directory")
-}
-
-func (w workspace) view() apitypes.Workspace {
-	v := apitypes.Workspace{Ref: w.Ref, Tenant: w.Tenant, Name: w.Name, Path: w.Path, ReadOnly: w.ReadOnly,
-		AllowedSubpaths: w.AllowedSubpaths, MaxReadBytes: w.MaxReadBytes, DLP: w.DLP, CreatedAt: w.CreatedAt}
-	// Records from before the file rules read as the defaults.
-	if v.MaxReadBytes == 0 {
-		v.MaxReadBytes = apitypes.DefaultMaxReadBytes
-	}
-	if v.DLP == "" {
-		v.DLP = apitypes.DLPAllow
-	}
-	return v
-}
-
-func (s *Supervisor) profile(ref string) (profile, bool, error) {
-	var p profile
-	var ok bool
-	err := s.o.DB.View(func(tx *bbolt.Tx) error {
-		var err error
-		ok, err = getJSON(tx, bucketProfiles, ref, &p)
-		return err
-	})
-	return p, ok, err
-}
-
-func (s *Supervisor) workspace(ref string) (workspace, bool, error) {
-	var w workspace
-	var ok bool
-	err := s.o.DB.View(func(tx *bbolt.Tx) error {
-		var err error
-		ok, err = getJSON(tx, bucketWorkspaces, ref, &w)
-		return err
-	})
-	return w, ok, err
-}
-
 // --- runs ---
 
 // LaunchParams is a run to create.
@@ -490,6 +313,9 @@ func (s *Supervisor) Launch(ctx context.Context, p LaunchParams) (apitypes.Run, 
 	default:
 		return apitypes.Run{}, errf(http.StatusBadRequest, "bad_isolation", "isolation %q: use native, container or sandbox", p.Isolation)
 	}
+	if err := prof.accepts(p.WorkspaceRef); err != nil {
+		return apitypes.Run{}, err
+	}
 	spec := s.spec(prof, workdir, "")
 	if _, err := s.runner(d); err != nil {
 		return apitypes.Run{}, err
@@ -516,9 +342,17 @@ func (s *Supervisor) Launch(ctx context.Context, p LaunchParams) (apitypes.Run, 
 	}
 	s.runs[p.RunRef] = r
 	s.mu.Unlock()
+	// Q-53: a profile whose policy wants a person's approval holds the
+	// launch (R-CRT-4: created, then approval_requested).
+	r.rec.PendingApproval = prof.LaunchRequiresApproval
 	err = s.o.DB.Update(func(tx *bbolt.Tx) error {
 		if _, err := s.o.Ledger.AppendTx(tx, p.RunRef, ledger.Event{Kind: ledger.KindCreated}); err != nil {
 			return err
+		}
+		if r.rec.PendingApproval {
+			if _, err := s.o.Ledger.AppendTx(tx, p.RunRef, ledger.Event{Kind: ledger.KindApprovalRequested, Generation: 1}); err != nil {
+				return err
+			}
 		}
 		return putJSON(tx, bucketRuns, p.RunRef, r.rec)
 	})
@@ -528,7 +362,9 @@ func (s *Supervisor) Launch(ctx context.Context, p LaunchParams) (apitypes.Run, 
 		s.mu.Unlock()
 		return apitypes.Run{}, err
 	}
-	r.start(ctx, d, spec, false)
+	if !r.rec.PendingApproval {
+		r.start(ctx, d, spec, false)
+	}
 	return r.snapshot(), nil
 }
 
@@ -545,7 +381,7 @@ func (s *Supervisor) spec(p profile, workdir, conv string) cliruntime.LaunchSpec
 	if !hasPath && s.o.Path != "" {
 		env = append([]string{"PATH=" + s.o.Path}, env...)
 	}
-	return cliruntime.LaunchSpec{Home: p.Home, Workdir: workdir, Env: env, ConversationID: conv}
+	return cliruntime.LaunchSpec{Home: p.Home, Workdir: workdir, Env: env, ConversationID: conv, IsolateSettings: p.EngineHooks}
 }
 
 func (s *Supervisor) runner(d cliruntime.Driver) (sessions.Runner, error) {
@@ -658,7 +494,8 @@ func (r *run) snapshot() apitypes.Run {
 	rec, g := r.rec, r.gen
 	r.mu.Unlock()
 	f := Facts{
-		Released:      rec.Released,
+		Released:        rec.Released,
+		PendingApproval: rec.PendingApproval,
 		Started:       rec.Generation > 0,
 		Live:          g != nil,
 		Handshaken:    rec.Handshaken,
@@ -894,44 +731,90 @@ func (s *Supervisor) Resume(ctx context.Context, ref string) (apitypes.Run, erro
 	}
 	r.op.Lock()
 	defer r.op.Unlock()
-	r.mu.Lock()
-	rec, live := r.rec, r.gen != nil
-	r.mu.Unlock()
-	if live {
-		return apitypes.Run{}, errf(http.StatusConflict, "run_live", "run %s is live; stop it before resuming", ref)
-	}
-	if rec.Released {
-		// R-RES-6: a released run takes no new generation.
-		return apitypes.Run{}, errf(http.StatusConflict, "released", "run %s was released (cleaned up); start a new run instead", ref)
-	}
-	if rec.ConversationID == "" {
-		return apitypes.Run{}, errf(http.StatusConflict, "conversation_unavailable", "run %s has no stored conversation to resume (the tool never named one)", ref)
-	}
-	prof, ok, err := s.profile(rec.ProfileRef)
+	rs, err := s.prepareResume(r, false)
 	if err != nil {
 		return apitypes.Run{}, err
 	}
+	if rs.prof.LaunchRequiresApproval {
+		// The profile's policy holds it for a person (R-RES-5, Q-53).
+		if err := r.update(ledger.Event{Kind: ledger.KindApprovalRequested, Generation: rs.rec.Generation + 1}, func(rec *record) {
+			rec.PendingApproval, rec.PendingResume = true, true
+		}); err != nil {
+			return apitypes.Run{}, err
+		}
+		return r.snapshot(), nil
+	}
+	return s.resume(ctx, r, rs)
+}
+
+// resumeSpec is a checked resume: the run's record and what it resumes
+// with.
+type resumeSpec struct {
+	rec  record
+	prof profile
+	d    cliruntime.Driver
+	spec cliruntime.LaunchSpec
+}
+
+// prepareResume checks everything a resume needs before anything is
+// spawned or written (R-RES-2, R-RES-6); approving is the approval of a
+// held resume. The caller holds r.op.
+func (s *Supervisor) prepareResume(r *run, approving bool) (resumeSpec, error) {
+	r.mu.Lock()
+	rec, live := r.rec, r.gen != nil
+	r.mu.Unlock()
+	ref := rec.RunRef
+	if live {
+		return resumeSpec{}, errf(http.StatusConflict, "run_live", "run %s is live; stop it before resuming", ref)
+	}
+	if rec.Released {
+		// R-RES-6: a released run takes no new generation.
+		return resumeSpec{}, errf(http.StatusConflict, "released", "run %s was released (cleaned up); start a new run instead", ref)
+	}
+	if rec.PendingApproval && !approving {
+		return resumeSpec{}, errf(http.StatusConflict, "pending_approval", "run %s waits for a person's approval; approve it first", ref)
+	}
+	if rec.ConversationID == "" {
+		return resumeSpec{}, errf(http.StatusConflict, "conversation_unavailable", "run %s has no stored conversation to resume (the tool never named one)", ref)
+	}
+	prof, ok, err := s.profile(rec.ProfileRef)
+	if err != nil {
+		return resumeSpec{}, err
+	}
 	if !ok {
-		return apitypes.Run{}, errf(http.StatusConflict, "conversation_unavailable", "the profile %s of run %s is gone", rec.ProfileRef, ref)
+		return resumeSpec{}, errf(http.StatusConflict, "conversation_unavailable", "the profile %s of run %s is gone", rec.ProfileRef, ref)
+	}
+	// R-MOVE-10, R-RES-5: the profile's policy as it is now applies.
+	if err := prof.accepts(rec.WorkspaceRef); err != nil {
+		return resumeSpec{}, err
 	}
 	d := s.o.Drivers[prof.Tool]
 	if d == nil {
-		return apitypes.Run{}, errf(http.StatusUnprocessableEntity, "unknown_tool", "this agent has no driver for tool %q", prof.Tool)
+		return resumeSpec{}, errf(http.StatusUnprocessableEntity, "unknown_tool", "this agent has no driver for tool %q", prof.Tool)
 	}
 	if _, err := s.runner(d); err != nil {
-		return apitypes.Run{}, err
+		return resumeSpec{}, err
 	}
 	spec := s.spec(prof, rec.WorkspacePath, rec.ConversationID)
 	if d.Kind() == cliruntime.KindClaude && !claudeTranscriptExists(prof.Home, rec.ConversationID) {
-		return apitypes.Run{}, errf(http.StatusConflict, "conversation_unavailable", "the stored conversation %s is not in the profile home %s; nothing was started", rec.ConversationID, prof.Home)
+		return resumeSpec{}, errf(http.StatusConflict, "conversation_unavailable", "the stored conversation %s is not in the profile home %s; nothing was started", rec.ConversationID, prof.Home)
 	}
-	if err := s.checkBinary(d, cliruntime.LaunchSpec{Home: spec.Home, Workdir: spec.Workdir, Env: spec.Env}); err != nil {
-		return apitypes.Run{}, err
+	check := spec
+	check.ConversationID = ""
+	if err := s.checkBinary(d, check); err != nil {
+		return resumeSpec{}, err
 	}
+	return resumeSpec{rec: rec, prof: prof, d: d, spec: spec}, nil
+}
+
+// resume starts the next generation on the stored conversation and waits
+// for the tool to confirm it (R-RES-1, R-RES-2). The caller holds r.op.
+func (s *Supervisor) resume(ctx context.Context, r *run, rs resumeSpec) (apitypes.Run, error) {
+	rec := rs.rec
 	if err := r.update(ledger.Event{Kind: ledger.KindResumed, Generation: rec.Generation + 1}, nil); err != nil {
 		return apitypes.Run{}, err
 	}
-	g := r.start(ctx, d, spec, true)
+	g := r.start(ctx, rs.d, rs.spec, true)
 	if g == nil {
 		return r.snapshot(), nil
 	}
@@ -957,6 +840,57 @@ func (s *Supervisor) Resume(ctx context.Context, ref string) (apitypes.Run, erro
 	g.proc.Stop(time.Second)
 	<-g.ended
 	return apitypes.Run{}, errf(http.StatusConflict, "conversation_unavailable", "the tool could not resume the stored conversation %s; no new conversation was started", rec.ConversationID)
+}
+
+// Approve lets a launch or resume that its profile's policy held go on
+// (Q-53, R-CRT-4: approved, then started). A run that waits for nothing is
+// 409.
+func (s *Supervisor) Approve(ctx context.Context, ref string) (apitypes.Run, error) {
+	r, err := s.get(ref)
+	if err != nil {
+		return apitypes.Run{}, err
+	}
+	r.op.Lock()
+	defer r.op.Unlock()
+	r.mu.Lock()
+	rec := r.rec
+	r.mu.Unlock()
+	if !rec.PendingApproval {
+		return apitypes.Run{}, errf(http.StatusConflict, "not_pending", "run %s does not wait for an approval (state=%s)", ref, r.snapshot().State)
+	}
+	approved := ledger.Event{Kind: ledger.KindApproved, Generation: rec.Generation + 1}
+	clear := func(rec *record) { rec.PendingApproval, rec.PendingResume = false, false }
+	if rec.PendingResume {
+		rs, err := s.prepareResume(r, true)
+		if err != nil {
+			return apitypes.Run{}, err
+		}
+		if err := r.update(approved, clear); err != nil {
+			return apitypes.Run{}, err
+		}
+		rs.rec = r.rec
+		return s.resume(ctx, r, rs)
+	}
+	prof, ok, err := s.profile(rec.ProfileRef)
+	if err != nil {
+		return apitypes.Run{}, err
+	}
+	if !ok {
+		return apitypes.Run{}, errf(http.StatusConflict, "profile_gone", "the profile %s of run %s is gone", rec.ProfileRef, ref)
+	}
+	d := s.o.Drivers[prof.Tool]
+	if d == nil {
+		return apitypes.Run{}, errf(http.StatusUnprocessableEntity, "unknown_tool", "this agent has no driver for tool %q", prof.Tool)
+	}
+	spec := s.spec(prof, rec.WorkspacePath, "")
+	if err := s.checkBinary(d, spec); err != nil {
+		return apitypes.Run{}, err
+	}
+	if err := r.update(approved, clear); err != nil {
+		return apitypes.Run{}, err
+	}
+	r.start(ctx, d, spec, false)
+	return r.snapshot(), nil
 }
 
 // claudeTranscriptExists: Claude Code keeps a conversation at

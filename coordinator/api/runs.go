@@ -47,6 +47,7 @@ func (s *Server) runRoutes() []Route {
 		{http.MethodPost, Base + "/profiles", auth.PermWorkspaceAdmin, s.createProfile},
 		{http.MethodGet, Base + "/profiles", auth.PermRunRead, s.listProfiles},
 		{http.MethodGet, Base + "/profiles/:ref", auth.PermRunRead, s.getProfile},
+		{http.MethodPatch, Base + "/profiles/:ref", auth.PermWorkspaceAdmin, s.updateProfile},
 		{http.MethodPost, Base + "/workspaces", auth.PermWorkspaceAdmin, s.createWorkspace},
 		{http.MethodGet, Base + "/workspaces", auth.PermRunRead, s.listWorkspaces},
 		// Runs (R-AUTH-1).
@@ -59,6 +60,9 @@ func (s *Server) runRoutes() []Route {
 		{http.MethodPost, Base + "/runs/:ref/interrupt", auth.PermRunWrite, s.interrupt},
 		{http.MethodPost, Base + "/runs/:ref/stop", auth.PermRunWrite, s.stop},
 		{http.MethodPost, Base + "/runs/:ref/resume", auth.PermRunWrite, s.resume},
+		// the approval a profile's policy asks for, by a person with
+		// workspace administration.
+		{http.MethodPost, Base + "/runs/:ref/approve", auth.PermWorkspaceAdmin, s.approveRun},
 	}
 }
 
@@ -104,10 +108,17 @@ func (s *Server) CreateProfile(ctx context.Context, tenant string, req apitypes.
 	if err := s.nameFree(ctx, tenant, "profile", req.Name); err != nil {
 		return apitypes.Profile{}, err
 	}
+	for _, w := range req.AllowedWorkspaces {
+		if _, err := s.workspaceRefInTenant(ctx, tenant, w); err != nil {
+			return apitypes.Profile{}, err
+		}
+	}
 	ref := auth.NewID("prof_")
 	var p apitypes.Profile
 	err := s.call(ctx, req.NodeID, wire.Header{Op: proto.OpProfileCreate},
-		proto.ProfileCreate{Ref: ref, Tenant: tenant, Tool: req.Tool, Name: req.Name, Home: req.Home, Env: req.Env}, &p)
+		proto.ProfileCreate{Ref: ref, Tenant: tenant, Tool: req.Tool, Name: req.Name, Home: req.Home, Env: req.Env,
+			Inactive: req.Active != nil && !*req.Active, LaunchRequiresApproval: req.LaunchRequiresApproval,
+			AllowedWorkspaces: req.AllowedWorkspaces, EngineHooks: req.EngineHooks}, &p)
 	if err != nil {
 		return apitypes.Profile{}, err
 	}
@@ -180,6 +191,47 @@ func (s *Server) getProfile(c echo.Context) error {
 		return err
 	}
 	return c.JSON(http.StatusOK, p)
+}
+
+// workspaceRefInTenant checks that ref names a workspace of tenant (404
+// otherwise, R-TEN-3).
+func (s *Server) workspaceRefInTenant(ctx context.Context, tenant, ref string) (apitypes.Workspace, error) {
+	w, err := s.o.Store.GetWorkspace(ctx, ref)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && w.Tenant != tenant) {
+		return apitypes.Workspace{}, apierr.NotFound("workspace", ref)
+	}
+	return w, err
+}
+
+// updateProfile is PATCH /profiles/{ref}: the policy applies from the next
+// launch or resume on (R-MOVE-10).
+func (s *Server) updateProfile(c echo.Context) error {
+	ctx := c.Request().Context()
+	tenant := CallerOf(c).Tenant
+	p, err := s.profileInTenant(ctx, tenant, c.Param("ref"))
+	if err != nil {
+		return err
+	}
+	var req apitypes.ProfileUpdate
+	if err := decodeStrict(c, maxJSONBody, &req); err != nil {
+		return err
+	}
+	if req.AllowedWorkspaces != nil {
+		for _, w := range *req.AllowedWorkspaces {
+			if _, err := s.workspaceRefInTenant(ctx, tenant, w); err != nil {
+				return err
+			}
+		}
+	}
+	var out apitypes.Profile
+	if err := s.call(ctx, p.NodeID, wire.Header{Op: proto.OpProfileUpdate}, proto.ProfileUpdate{Ref: p.Ref, Tenant: tenant, ProfileUpdate: req}, &out); err != nil {
+		return err
+	}
+	out.Tenant, out.NodeID = tenant, p.NodeID
+	if err := s.o.Store.UpdateProfile(ctx, out); err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, out)
 }
 
 // CreateWorkspace registers a directory of a node.
@@ -319,7 +371,7 @@ func (s *Server) launch(c echo.Context) error {
 			return err
 		}
 	}
-	return s.respondRun(c, http.StatusCreated, r)
+	return s.respondRun(c, launchStatus(r), r)
 }
 
 func (s *Server) listRuns(c echo.Context) error {
@@ -497,6 +549,37 @@ func (s *Server) stop(c echo.Context) error {
 func (s *Server) resume(c echo.Context) error {
 	var out apitypes.Run
 	r, err := s.runCall(c, proto.OpRunResume, nil, &out, callTimeout)
+	if err != nil {
+		return err
+	}
+	out.NodeID, out.Tenant = r.NodeID, r.Tenant
+	status := http.StatusOK
+	if out.State == apitypes.StatePendingApproval {
+		status = http.StatusAccepted // held for a person (§2.10)
+	}
+	return s.respondRun(c, status, s.index(c.Request().Context(), out))
+}
+
+// launchStatus is 201 for a launched run and 202 for one its profile's
+// policy holds for a person (§2.2).
+func launchStatus(r apitypes.Run) int {
+	if r.State == apitypes.StatePendingApproval {
+		return http.StatusAccepted
+	}
+	return http.StatusCreated
+}
+
+// approveRun lets a held launch or resume go on; agent identities
+// may not approve (R-AUTH-6).
+func (s *Server) approveRun(c echo.Context) error {
+	if err := refuseAgent(c); err != nil {
+		return err
+	}
+	if err := noBody(c); err != nil {
+		return err
+	}
+	var out apitypes.Run
+	r, err := s.runCall(c, proto.OpRunApprove, nil, &out, callTimeout)
 	if err != nil {
 		return err
 	}

@@ -150,6 +150,9 @@ type Store interface {
 	// per tenant (ErrExists), refs globally (ErrExists).
 	CreateProfile(ctx context.Context, p apitypes.Profile) error
 	GetProfile(ctx context.Context, ref string) (apitypes.Profile, error)
+	// UpdateProfile replaces the stored profile of p.Ref, whose tenant and
+	// name may not change. ErrNotFound if absent.
+	UpdateProfile(ctx context.Context, p apitypes.Profile) error
 	// ListProfiles lists a tenant's profiles ordered by name.
 	ListProfiles(ctx context.Context, tenant string) ([]apitypes.Profile, error)
 	CreateWorkspace(ctx context.Context, w apitypes.Workspace) error

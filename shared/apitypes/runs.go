@@ -205,15 +205,35 @@ type Profile struct {
 	Home      string    `json:"home"`
 	EnvKeys   []string  `json:"env_keys,omitempty"`
 	CreatedAt time.Time `json:"created_at"`
+
+	// Policy: what the profile accepts (R-MOVE-3, Q-53).
+	Active                 bool     `json:"active"`
+	LaunchRequiresApproval bool     `json:"launch_requires_approval,omitempty"`
+	AllowedWorkspaces      []string `json:"allowed_workspaces,omitempty"`
+	// EngineHooks (Claude Code): runs carry the engine's hooks and are
+	// launched with --setting-sources "" (R-PCS-15).
+	EngineHooks bool `json:"engine_hooks,omitempty"`
 }
 
 // ProfileCreate is POST /profiles.
 type ProfileCreate struct {
-	NodeID string            `json:"node_id"`
-	Tool   string            `json:"tool"`
-	Name   string            `json:"name"`
-	Home   string            `json:"home,omitempty"`
-	Env    map[string]string `json:"env,omitempty"`
+	NodeID                 string            `json:"node_id"`
+	Tool                   string            `json:"tool"`
+	Name                   string            `json:"name"`
+	Home                   string            `json:"home,omitempty"`
+	Env                    map[string]string `json:"env,omitempty"`
+	Active                 *bool             `json:"active,omitempty"`
+	LaunchRequiresApproval bool              `json:"launch_requires_approval,omitempty"`
+	AllowedWorkspaces      []string          `json:"allowed_workspaces,omitempty"`
+	EngineHooks            bool              `json:"engine_hooks,omitempty"`
+}
+
+// ProfileUpdate is PATCH /profiles/{ref}: the policy fields given change.
+type ProfileUpdate struct {
+	Active                 *bool     `json:"active,omitempty"`
+	LaunchRequiresApproval *bool     `json:"launch_requires_approval,omitempty"`
+	AllowedWorkspaces      *[]string `json:"allowed_workspaces,omitempty"`
+	EngineHooks            *bool     `json:"engine_hooks,omitempty"`
 }
 
 // ProfileList is GET /profiles.

@@ -15,6 +15,7 @@ import (
 // whose HTTP status the coordinator passes through (R-API-4).
 const (
 	OpProfileCreate   = "profile.create"   // ProfileCreate → apitypes.Profile
+	OpProfileUpdate   = "profile.update"   // ProfileUpdate → apitypes.Profile
 	OpWorkspaceCreate = "workspace.create" // WorkspaceCreate → apitypes.Workspace
 	OpRunLaunch       = "run.launch"       // RunLaunch → apitypes.Run
 	OpRunGet          = "run.get"          // → apitypes.Run
@@ -25,6 +26,7 @@ const (
 	OpRunStop         = "run.stop"         // → apitypes.Run once the exit is observed
 	OpRunResume       = "run.resume"       // → apitypes.Run (new generation)
 	OpRunRelease      = "run.release"      // RunRelease → apitypes.Run (released)
+	OpRunApprove      = "run.approve"      // → apitypes.Run (the held launch or resume goes on)
 	OpRunDelete       = "run.delete"       // → nothing; the run's record, ring and ledger are gone
 
 	// OpRunsPush is agent→coordinator: run rows for the index. The agent
@@ -40,6 +42,18 @@ type ProfileCreate struct {
 	Name   string            `json:"name"`
 	Home   string            `json:"home,omitempty"`
 	Env    map[string]string `json:"env,omitempty"`
+
+	Inactive               bool     `json:"inactive,omitempty"`
+	LaunchRequiresApproval bool     `json:"launch_requires_approval,omitempty"`
+	AllowedWorkspaces      []string `json:"allowed_workspaces,omitempty"`
+	EngineHooks            bool     `json:"engine_hooks,omitempty"`
+}
+
+// ProfileUpdate asks the agent to change a profile's policy.
+type ProfileUpdate struct {
+	Ref    string `json:"ref"`
+	Tenant string `json:"tenant"`
+	apitypes.ProfileUpdate
 }
 
 // WorkspaceCreate asks the agent to register a directory with its file

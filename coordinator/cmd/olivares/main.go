@@ -52,8 +52,13 @@ Usage:
                        [--env K=V ...] [--json]
       Register a provider profile: one account/config home of one tool on one
       node. Env values stay on the node; only their names are shown again.
+      Policy: [--active=false] [--requires-approval] [--allow-workspace WS ...]
+      [--engine-hooks] (claude: the engine's hooks, no settings file loaded).
   olivares profile list [--json]
   olivares profile show REF [--json]
+  olivares profile update REF|NAME [--active=BOOL] [--requires-approval=BOOL]
+                          [--allow-workspace WS ...] [--engine-hooks=BOOL] [--json]
+      Change the policy; it applies to the next launch or resume.
   olivares workspace add --node ID --path DIR --name NAME [--read-only]
                          [--allow-subpath P ...] [--max-read-bytes N] [--dlp allow|deny] [--json]
       Register a directory on a node; DIR is a path on the node, sent as given.
@@ -83,6 +88,7 @@ Usage:
   olivares session interrupt REF         cancel the active turn
   olivares session stop REF [--json]     SIGTERM, then SIGKILL, the process group
   olivares session resume REF [--json]   a new generation on the same conversation
+  olivares session approve REF [--json]  let a launch or resume its profile holds go on (a person, admin)
   olivares session attach REF [--from N] [--raw]
       Stream the run's output: stdout and pty frames to stdout, stderr frames
       to stderr. Reconnects by itself at the next seq after a dropped stream;
@@ -316,7 +322,7 @@ func (cl *client) do(ctx context.Context, method, path string, body, result any)
 // groups are the commands that take a subcommand word.
 var groups = map[string]string{
 	"node":      "list, show or revoke",
-	"profile":   "add, list or show",
+	"profile":   "add, list, show or update",
 	"workspace": "add or list",
 	"session":   "start, list, show, events, input, interrupt, stop, resume, attach, pin, unpin, snooze, unsnooze, done, undone, rename, archive, unarchive, cleanup or delete",
 }

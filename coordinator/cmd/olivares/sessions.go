@@ -53,6 +53,7 @@ type cmdOpts struct {
 	subpaths         listFlag
 	maxRead          int64
 	dlp              string
+	policy           policyFlags
 	until            string
 	discard, snoozed bool
 	all              bool
@@ -62,7 +63,8 @@ type cmdOpts struct {
 // commands lists each command with its positional argument, if any.
 var commands = map[string]string{
 	"whoami": "", "node list": "", "node show": "node id", "node revoke": "node id",
-	"profile add": "", "profile list": "", "profile show": "profile ref",
+	"profile add": "", "profile list": "", "profile show": "profile ref", "profile update": "profile ref or name",
+	"session approve": "run ref",
 	"workspace add": "", "workspace list": "",
 	"session start": "", "session list": "",
 	"session show": "run ref", "session events": "run ref", "session input": "run ref",
@@ -83,6 +85,9 @@ func (o *cmdOpts) define(cmd string, fs *flag.FlagSet) {
 		fs.StringVar(&o.name, "name", "", "profile name")
 		fs.StringVar(&o.home, "home", "", "config home directory on the node (default: the tool's own)")
 		fs.Var(&o.env, "env", "K=V environment for the tool, repeatable; values stay on the node")
+		o.definePolicy(fs)
+	case "profile update":
+		o.definePolicy(fs)
 	case "workspace add":
 		fs.StringVar(&o.node, "node", "", "node id the directory is on")
 		fs.StringVar(&o.path, "path", "", "absolute directory path on the node")
@@ -182,6 +187,38 @@ func (o *cmdOpts) check(cmd string, pos []string) error {
 	return nil
 }
 
+// policyFlags are a profile's policy flags (R-MOVE-3, Q-53, R-PCS-15).
+type policyFlags struct {
+	active, requiresApproval, engineHooks bool
+	allowWorkspaces                       listFlag
+}
+
+func (o *cmdOpts) definePolicy(fs *flag.FlagSet) {
+	fs.BoolVar(&o.policy.active, "active", true, "the profile takes launches (--active=false deactivates it)")
+	fs.BoolVar(&o.policy.requiresApproval, "requires-approval", false, "hold each launch and resume until a person approves it (olivares session approve)")
+	fs.BoolVar(&o.policy.engineHooks, "engine-hooks", false, "claude: carry the engine's hooks and load no settings file (--setting-sources \"\")")
+	fs.Var(&o.policy.allowWorkspaces, "allow-workspace", "workspace ref the profile may run in, repeatable (default: any)")
+}
+
+// profileUpdate is the PATCH body of the policy flags given.
+func (o *cmdOpts) profileUpdate() apitypes.ProfileUpdate {
+	var u apitypes.ProfileUpdate
+	if o.set["active"] {
+		u.Active = &o.policy.active
+	}
+	if o.set["requires-approval"] {
+		u.LaunchRequiresApproval = &o.policy.requiresApproval
+	}
+	if o.set["engine-hooks"] {
+		u.EngineHooks = &o.policy.engineHooks
+	}
+	if o.set["allow-workspace"] {
+		ws := []string(o.policy.allowWorkspaces)
+		u.AllowedWorkspaces = &ws
+	}
+	return u
+}
+
 // listFlag collects a repeated flag.
 type listFlag []string
 
@@ -243,7 +280,11 @@ func runSessions(ctx context.Context, cl *client, cmd string, pos []string, o *c
 	}
 	switch cmd {
 	case "profile add":
-		req := apitypes.ProfileCreate{NodeID: o.node, Tool: o.tool, Name: o.name, Home: o.home, Env: o.env}
+		req := apitypes.ProfileCreate{NodeID: o.node, Tool: o.tool, Name: o.name, Home: o.home, Env: o.env,
+			LaunchRequiresApproval: o.policy.requiresApproval, AllowedWorkspaces: o.policy.allowWorkspaces, EngineHooks: o.policy.engineHooks}
+		if o.set["active"] {
+			req.Active = &o.policy.active
+		}
 		var p apitypes.Profile
 		if err := cl.do(ctx, "POST", sessionsAPI+"/profiles", req, &p); err != nil {
 			return err
@@ -262,6 +303,22 @@ func runSessions(ctx context.Context, cl *client, cmd string, pos []string, o *c
 			}
 			tw.Flush()
 		})
+	case "profile update":
+		ref, err := resolveProfile(ctx, cl, arg)
+		if err != nil {
+			return err
+		}
+		var p apitypes.Profile
+		if err := cl.do(ctx, "PATCH", sessionsAPI+"/profiles/"+neturl.PathEscape(ref), o.profileUpdate(), &p); err != nil {
+			return err
+		}
+		return emit(p, func() { printProfile(out, p) })
+	case "session approve":
+		var r apitypes.Run
+		if err := cl.do(ctx, "POST", runPath(arg, "approve"), nil, &r); err != nil {
+			return err
+		}
+		return emit(r, func() { fmt.Fprintf(out, "%s %s, generation %d\n", r.RunRef, runState(r), r.Generation) })
 	case "profile show":
 		var p apitypes.Profile
 		if err := cl.do(ctx, "GET", sessionsAPI+"/profiles/"+neturl.PathEscape(arg), nil, &p); err != nil {
@@ -489,6 +546,12 @@ func printProfile(out io.Writer, p apitypes.Profile) {
 	fmt.Fprintf(tw, "node\t%s\n", p.NodeID)
 	fmt.Fprintf(tw, "home\t%s\n", dash(p.Home))
 	fmt.Fprintf(tw, "env\t%s\n", dash(strings.Join(p.EnvKeys, ", ")))
+	fmt.Fprintf(tw, "active\t%v\n", p.Active)
+	fmt.Fprintf(tw, "requires approval\t%v\n", p.LaunchRequiresApproval)
+	fmt.Fprintf(tw, "allowed workspaces\t%s\n", dash(strings.Join(p.AllowedWorkspaces, ", ")))
+	if p.Tool == "claude" {
+		fmt.Fprintf(tw, "engine hooks\t%v\n", p.EngineHooks)
+	}
 	fmt.Fprintf(tw, "created\t%s\n", stamp(p.CreatedAt))
 	tw.Flush()
 }

@@ -575,6 +575,21 @@ func (s *Store) CreateProfile(ctx context.Context, p apitypes.Profile) error {
 	})
 }
 
+// UpdateProfile implements store.Store.
+func (s *Store) UpdateProfile(ctx context.Context, p apitypes.Profile) error {
+	return s.update(ctx, func(tx *bbolt.Tx) error {
+		b := tx.Bucket(bucketProfiles)
+		var old apitypes.Profile
+		if err := get(b, p.Ref, &old); err != nil {
+			return fmt.Errorf("profile %q: %w", p.Ref, err)
+		}
+		if old.Tenant != p.Tenant || old.Name != p.Name {
+			return fmt.Errorf("update profile %q: tenant or name changed: %w", p.Ref, store.ErrConflict)
+		}
+		return put(b, p.Ref, p)
+	})
+}
+
 func (s *Store) GetProfile(ctx context.Context, ref string) (apitypes.Profile, error) {
 	var p apitypes.Profile
 	err := s.view(ctx, func(tx *bbolt.Tx) error {
