@@ -224,7 +224,6 @@ func (s *Supervisor) workspace(ref string) (workspace, bool, error) {
 	return w, ok, err
 }
 
-
 // ProfileUpdate changes a profile's policy; nil fields stay as they are.
 type ProfileUpdate struct {
 	Active                 *bool

@@ -496,13 +496,13 @@ func (r *run) snapshot() apitypes.Run {
 	f := Facts{
 		Released:        rec.Released,
 		PendingApproval: rec.PendingApproval,
-		Started:       rec.Generation > 0,
-		Live:          g != nil,
-		Handshaken:    rec.Handshaken,
-		StopRequested: rec.StopRequested,
-		ExitCode:      rec.ExitCode,
-		Signal:        rec.Signal,
-		FailReason:    rec.FailReason,
+		Started:         rec.Generation > 0,
+		Live:            g != nil,
+		Handshaken:      rec.Handshaken,
+		StopRequested:   rec.StopRequested,
+		ExitCode:        rec.ExitCode,
+		Signal:          rec.Signal,
+		FailReason:      rec.FailReason,
 	}
 	if g != nil {
 		f.TurnActive = g.sess.TurnActive()

@@ -65,7 +65,7 @@ var commands = map[string]string{
 	"whoami": "", "node list": "", "node show": "node id", "node revoke": "node id",
 	"profile add": "", "profile list": "", "profile show": "profile ref", "profile update": "profile ref or name",
 	"session approve": "run ref",
-	"workspace add": "", "workspace list": "",
+	"workspace add":   "", "workspace list": "",
 	"session start": "", "session list": "",
 	"session show": "run ref", "session events": "run ref", "session input": "run ref",
 	"session interrupt": "run ref", "session stop": "run ref", "session resume": "run ref",
