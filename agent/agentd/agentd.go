@@ -198,6 +198,7 @@ func (a *Agent) openRuns() error {
 	sup, err := supervisor.Open(supervisor.Options{
 		DB: a.db, Ring: rings, Ledger: led,
 		ProfilesDir:      filepath.Join(a.cfg.StateDir, "profiles"),
+		GrantsDir:        filepath.Join(a.cfg.StateDir, "grants"),
 		Path:             a.childPath(),
 		Drivers:          drivers(),
 		Runners:          runners(),

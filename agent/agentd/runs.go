@@ -213,8 +213,22 @@ func (a *Agent) stopOp(ctx context.Context, h wire.Header, s tunnel.Stream) {
 }
 
 func (a *Agent) resumeOp(ctx context.Context, h wire.Header, s tunnel.Stream) {
-	r, err := a.sup.Resume(context.WithoutCancel(ctx), h.RunRef)
+	var p proto.RunResume
+	if err := params(h, &p); err != nil {
+		wire.Respond(s, nil, err)
+		return
+	}
+	r, err := a.sup.Resume(context.WithoutCancel(ctx), h.RunRef, grants(p.Grants))
 	a.respondRun(s, r, err)
+}
+
+// grants turns the wire grants into the supervisor's (§3.17).
+func grants(gs []proto.Grant) []supervisor.Grant {
+	out := make([]supervisor.Grant, len(gs))
+	for i, g := range gs {
+		out[i] = supervisor.Grant{Kind: g.Kind, Env: g.Env, AsFile: g.AsFile, Value: g.Value}
+	}
+	return out
 }
 
 func (a *Agent) releaseOp(ctx context.Context, h wire.Header, s tunnel.Stream) {
@@ -229,7 +243,12 @@ func (a *Agent) releaseOp(ctx context.Context, h wire.Header, s tunnel.Stream) {
 }
 
 func (a *Agent) approveOp(ctx context.Context, h wire.Header, s tunnel.Stream) {
-	r, err := a.sup.Approve(context.WithoutCancel(ctx), h.RunRef)
+	var p proto.RunResume
+	if err := params(h, &p); err != nil {
+		wire.Respond(s, nil, err)
+		return
+	}
+	r, err := a.sup.Approve(context.WithoutCancel(ctx), h.RunRef, grants(p.Grants))
 	a.respondRun(s, r, err)
 }
 
@@ -385,5 +404,5 @@ func supervisorProfile(p proto.ProfileCreate) supervisor.ProfileParams {
 
 func supervisorLaunch(p proto.RunLaunch) supervisor.LaunchParams {
 	return supervisor.LaunchParams{RunRef: p.RunRef, Tenant: p.Tenant, ProfileRef: p.ProfileRef,
-		WorkspaceRef: p.WorkspaceRef, Isolation: p.Isolation, TemplateRef: p.TemplateRef}
+		WorkspaceRef: p.WorkspaceRef, Isolation: p.Isolation, TemplateRef: p.TemplateRef, Grants: grants(p.Grants)}
 }

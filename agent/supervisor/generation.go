@@ -25,6 +25,8 @@ type generation struct {
 	proc   sessions.Process
 	sess   cliruntime.Session
 	resume bool
+	// cleanup removes the grant files of this generation once it ended.
+	cleanup func()
 
 	mu          sync.Mutex // guards the fields below and the order of writes
 	queue       [][]byte   // lines for stdin, in call order
@@ -41,7 +43,7 @@ type generation struct {
 // start spawns generation rec.Generation+1 and its goroutines. It records
 // started (or failed: spawn_failed) and returns nil when the spawn failed.
 // The caller holds r.op.
-func (r *run) start(ctx context.Context, d cliruntime.Driver, spec cliruntime.LaunchSpec, resume bool) *generation {
+func (r *run) start(ctx context.Context, d cliruntime.Driver, spec cliruntime.LaunchSpec, resume bool, grants []Grant) *generation {
 	s := r.s
 	// Close waits for a spawn under way, so that no child outlives it.
 	s.spawnMu.RLock()
@@ -49,16 +51,18 @@ func (r *run) start(ctx context.Context, d cliruntime.Driver, spec cliruntime.La
 	if s.closed() {
 		return nil
 	}
-	var cmd cliruntime.Command
-	var err error
-	if resume {
-		cmd, err = d.Resume(spec)
-	} else {
-		cmd, err = d.Launch(spec)
-	}
 	r.mu.Lock()
 	n := r.rec.Generation + 1
 	r.mu.Unlock()
+	spec, cleanup, err := s.withGrants(spec, r.ref, n, grants)
+	var cmd cliruntime.Command
+	if err == nil {
+		if resume {
+			cmd, err = d.Resume(spec)
+		} else {
+			cmd, err = d.Launch(spec)
+		}
+	}
 	var proc sessions.Process
 	if err == nil {
 		var rn sessions.Runner
@@ -69,12 +73,14 @@ func (r *run) start(ctx context.Context, d cliruntime.Driver, spec cliruntime.La
 	}
 	now := time.Now().UTC()
 	if err != nil {
+		cleanup()
 		detail, _ := json.Marshal(map[string]string{"error": err.Error()})
 		s.o.Logf("supervisor: run %s generation %d: spawn: %v", r.ref, n, err)
 		r.update(ledger.Event{Kind: ledger.KindFailed, Generation: n, Reason: apitypes.ReasonSpawnFailed, Detail: detail}, func(rec *record) {
 			rec.Generation, rec.PID, rec.Ended, rec.FailReason = n, 0, true, apitypes.ReasonSpawnFailed
 			rec.ExitCode, rec.Signal, rec.StopRequested, rec.Handshaken = nil, "", false, false
 			rec.StartedAt, rec.EndedAt = now, now
+			taint(rec, grants, n)
 		})
 		r.ring.End(apitypes.ReasonSpawnFailed)
 		return nil
@@ -83,7 +89,7 @@ func (r *run) start(ctx context.Context, d cliruntime.Driver, spec cliruntime.La
 	if err := r.ring.Reopen(); err != nil {
 		s.o.Logf("supervisor: run %s: ring: %v", r.ref, err)
 	}
-	g := &generation{r: r, n: n, proc: proc, sess: d.NewSession(spec), resume: resume,
+	g := &generation{r: r, n: n, proc: proc, sess: d.NewSession(spec), resume: resume, cleanup: cleanup,
 		wake: make(chan struct{}, 1), handshake: make(chan struct{}), refused: make(chan struct{}),
 		ended: make(chan struct{})}
 	first := g.sess.Start()
@@ -99,6 +105,7 @@ func (r *run) start(ctx context.Context, d cliruntime.Driver, spec cliruntime.La
 		rec.ExitCode, rec.Signal, rec.StopRequested = nil, "", false
 		rec.Handshaken = g.handshaken
 		rec.StartedAt, rec.EndedAt = now, time.Time{}
+		taint(rec, grants, n)
 	})
 	g.push(first.Write)
 	g.events(first.Events)
@@ -344,6 +351,7 @@ func (g *generation) wait(readers *sync.WaitGroup) {
 		<-drained
 	}
 	defer close(g.ended)
+	g.cleanup()
 	if s.closed() {
 		// The agent is going down and the child with it: record nothing,
 		// the next Open records the generation lost (R-STATE-6).

@@ -85,6 +85,12 @@ type record struct {
 	PendingApproval bool `json:"pending_approval,omitempty"`
 	PendingResume   bool `json:"pending_resume,omitempty"`
 
+	// Taint is the grant kinds ever given (sorted, never cleared,
+	// R-CRED-1); PGeneration the first generation given a
+	// package-registry token (R-CRED-3).
+	Taint       []string `json:"taint,omitempty"`
+	PGeneration uint32   `json:"p_generation,omitempty"`
+
 	CreatedAt time.Time `json:"created_at"`
 	StartedAt time.Time `json:"started_at,omitempty"`
 	EndedAt   time.Time `json:"ended_at,omitempty"`

@@ -67,6 +67,10 @@ type Options struct {
 	// Runners by launch transport (R-TR-1). The composition root wires
 	// ProcRunner for stdio (R-TR-2).
 	Runners map[cliruntime.LaunchTransport]sessions.Runner
+	// GrantsDir holds the files of grants given as_file, one 0700
+	// directory per run and generation, removed when it ends. When empty,
+	// such grants are refused.
+	GrantsDir string
 	// StopGrace is R-STOP-3's grace; zero means sessions.DefaultGrace.
 	StopGrace time.Duration
 	// ContainerRuntime is the podman or docker path found, "" if none.
@@ -265,6 +269,9 @@ func (s *Supervisor) closed() bool {
 // LaunchParams is a run to create.
 type LaunchParams struct {
 	RunRef, Tenant, ProfileRef, WorkspaceRef, Isolation, TemplateRef string
+	// Grants are delivered to the first generation (or, for a launch its
+	// profile holds, to the one Approve starts).
+	Grants []Grant
 }
 
 // Launch creates a run and spawns its first generation (R-CRT-1, R-CRT-4:
@@ -316,6 +323,9 @@ func (s *Supervisor) Launch(ctx context.Context, p LaunchParams) (apitypes.Run, 
 	if err := prof.accepts(p.WorkspaceRef); err != nil {
 		return apitypes.Run{}, err
 	}
+	if err := checkGrants(p.Grants, prof); err != nil {
+		return apitypes.Run{}, err
+	}
 	spec := s.spec(prof, workdir, "")
 	if _, err := s.runner(d); err != nil {
 		return apitypes.Run{}, err
@@ -363,7 +373,7 @@ func (s *Supervisor) Launch(ctx context.Context, p LaunchParams) (apitypes.Run, 
 		return apitypes.Run{}, err
 	}
 	if !r.rec.PendingApproval {
-		r.start(ctx, d, spec, false)
+		r.start(ctx, d, spec, false, p.Grants)
 	}
 	return r.snapshot(), nil
 }
@@ -512,7 +522,7 @@ func (r *run) snapshot() apitypes.Run {
 		RunRef: rec.RunRef, Tenant: rec.Tenant, State: state, Reason: reason,
 		Driver: rec.Driver, Generation: rec.Generation, Isolation: rec.Isolation,
 		ProviderProfileRef: rec.ProfileRef, WorkspaceRef: rec.WorkspaceRef, WorkspacePath: rec.WorkspacePath,
-		TemplateRef: rec.TemplateRef, ConversationID: rec.ConversationID, Limit: rec.Limit,
+		TemplateRef: rec.TemplateRef, ConversationID: rec.ConversationID, Limit: rec.Limit, Taint: rec.Taint,
 		CreatedAt: rec.CreatedAt, Rev: rec.Rev,
 	}
 	if rec.Ended {
@@ -724,14 +734,14 @@ func (s *Supervisor) Stop(ref string, grace time.Duration) (apitypes.Run, error)
 // cannot find is 409 conversation_unavailable (R-RES-2), and a Claude
 // transcript that is not in the profile home is refused before anything is
 // spawned.
-func (s *Supervisor) Resume(ctx context.Context, ref string) (apitypes.Run, error) {
+func (s *Supervisor) Resume(ctx context.Context, ref string, grants []Grant) (apitypes.Run, error) {
 	r, err := s.get(ref)
 	if err != nil {
 		return apitypes.Run{}, err
 	}
 	r.op.Lock()
 	defer r.op.Unlock()
-	rs, err := s.prepareResume(r, false)
+	rs, err := s.prepareResume(r, false, grants)
 	if err != nil {
 		return apitypes.Run{}, err
 	}
@@ -750,16 +760,17 @@ func (s *Supervisor) Resume(ctx context.Context, ref string) (apitypes.Run, erro
 // resumeSpec is a checked resume: the run's record and what it resumes
 // with.
 type resumeSpec struct {
-	rec  record
-	prof profile
-	d    cliruntime.Driver
-	spec cliruntime.LaunchSpec
+	rec    record
+	prof   profile
+	d      cliruntime.Driver
+	spec   cliruntime.LaunchSpec
+	grants []Grant
 }
 
 // prepareResume checks everything a resume needs before anything is
 // spawned or written (R-RES-2, R-RES-6); approving is the approval of a
 // held resume. The caller holds r.op.
-func (s *Supervisor) prepareResume(r *run, approving bool) (resumeSpec, error) {
+func (s *Supervisor) prepareResume(r *run, approving bool, grants []Grant) (resumeSpec, error) {
 	r.mu.Lock()
 	rec, live := r.rec, r.gen != nil
 	r.mu.Unlock()
@@ -804,7 +815,10 @@ func (s *Supervisor) prepareResume(r *run, approving bool) (resumeSpec, error) {
 	if err := s.checkBinary(d, check); err != nil {
 		return resumeSpec{}, err
 	}
-	return resumeSpec{rec: rec, prof: prof, d: d, spec: spec}, nil
+	if err := checkGrants(grants, prof); err != nil {
+		return resumeSpec{}, err
+	}
+	return resumeSpec{rec: rec, prof: prof, d: d, spec: spec, grants: grants}, nil
 }
 
 // resume starts the next generation on the stored conversation and waits
@@ -814,7 +828,7 @@ func (s *Supervisor) resume(ctx context.Context, r *run, rs resumeSpec) (apitype
 	if err := r.update(ledger.Event{Kind: ledger.KindResumed, Generation: rec.Generation + 1}, nil); err != nil {
 		return apitypes.Run{}, err
 	}
-	g := r.start(ctx, rs.d, rs.spec, true)
+	g := r.start(ctx, rs.d, rs.spec, true, rs.grants)
 	if g == nil {
 		return r.snapshot(), nil
 	}
@@ -845,7 +859,7 @@ func (s *Supervisor) resume(ctx context.Context, r *run, rs resumeSpec) (apitype
 // Approve lets a launch or resume that its profile's policy held go on
 // (Q-53, R-CRT-4: approved, then started). A run that waits for nothing is
 // 409.
-func (s *Supervisor) Approve(ctx context.Context, ref string) (apitypes.Run, error) {
+func (s *Supervisor) Approve(ctx context.Context, ref string, grants []Grant) (apitypes.Run, error) {
 	r, err := s.get(ref)
 	if err != nil {
 		return apitypes.Run{}, err
@@ -861,7 +875,7 @@ func (s *Supervisor) Approve(ctx context.Context, ref string) (apitypes.Run, err
 	approved := ledger.Event{Kind: ledger.KindApproved, Generation: rec.Generation + 1}
 	clear := func(rec *record) { rec.PendingApproval, rec.PendingResume = false, false }
 	if rec.PendingResume {
-		rs, err := s.prepareResume(r, true)
+		rs, err := s.prepareResume(r, true, grants)
 		if err != nil {
 			return apitypes.Run{}, err
 		}
@@ -886,10 +900,13 @@ func (s *Supervisor) Approve(ctx context.Context, ref string) (apitypes.Run, err
 	if err := s.checkBinary(d, spec); err != nil {
 		return apitypes.Run{}, err
 	}
+	if err := checkGrants(grants, prof); err != nil {
+		return apitypes.Run{}, err
+	}
 	if err := r.update(approved, clear); err != nil {
 		return apitypes.Run{}, err
 	}
-	r.start(ctx, d, spec, false)
+	r.start(ctx, d, spec, false, grants)
 	return r.snapshot(), nil
 }
 

@@ -22,6 +22,7 @@ import (
 	"github.com/olivares-dev/olivares/coordinator/auth"
 	"github.com/olivares-dev/olivares/coordinator/fleet"
 	"github.com/olivares-dev/olivares/coordinator/store"
+	"github.com/olivares-dev/olivares/coordinator/vault"
 	"github.com/olivares-dev/olivares/shared/apierr"
 	"github.com/olivares-dev/olivares/shared/apitypes"
 	"github.com/olivares-dev/olivares/shared/wire"
@@ -48,6 +49,9 @@ type Options struct {
 	// Now is the clock of marks, names and audit rows; when nil,
 	// time.Now. Tests inject one to see a snooze run out (R-SNZ-5).
 	Now func() time.Time
+	// Vault seals and opens the secrets runs are granted; nil refuses
+	// them.
+	Vault *vault.Vault
 }
 
 // Server is the API's handler.
@@ -94,7 +98,7 @@ func (s *Server) routes() []Route {
 		{http.MethodPost, "/v1/nodes/:id/revoke", auth.PermRunAdmin, s.revokeNode},
 		// The audit ledger is read by administrators (issue 5).
 		{http.MethodGet, "/v1/audit", auth.PermRunAdmin, s.listAudit},
-	}, slices.Concat(s.runRoutes(), s.markRoutes(), s.workspaceRoutes())...)
+	}, slices.Concat(s.runRoutes(), s.markRoutes(), s.workspaceRoutes(), s.vaultRoutes())...)
 }
 
 // Routes lists the authorized routes (for the R-AUTH-8 walk).

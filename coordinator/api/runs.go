@@ -344,6 +344,14 @@ func (s *Server) launch(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	grantRefs, err := s.checkGrants(ctx, tenant, req.Grants)
+	if err != nil {
+		return err
+	}
+	grants, err := s.openGrants(ctx, tenant, grantRefs)
+	if err != nil {
+		return err
+	}
 	worktree := req.Worktree != nil && *req.Worktree
 	switch {
 	case req.WorktreeFrom != "" && !worktree:
@@ -355,17 +363,18 @@ func (s *Server) launch(c echo.Context) error {
 	var r apitypes.Run
 	err = s.call(ctx, node, wire.Header{Op: proto.OpRunLaunch, RunRef: ref}, proto.RunLaunch{
 		RunRef: ref, Tenant: tenant, ProfileRef: p.Ref, WorkspaceRef: req.WorkspaceRef,
-		Isolation: req.Isolation, TemplateRef: req.TemplateRef}, &r)
+		Isolation: req.Isolation, TemplateRef: req.TemplateRef, Grants: grants}, &r)
 	if err != nil {
 		return err
 	}
 	r.NodeID, r.Tenant = node, tenant
 	s.index(ctx, r)
-	if name != "" {
+	if name != "" || len(grantRefs) > 0 {
 		// The name belongs to the session, which the coordinator keeps
-		// (R-NAME-4); no audit entry for a name given at launch.
+		// (R-NAME-4; no audit entry for a name given at launch), and so do
+		// the grants a resume hands out again.
 		if _, err := s.o.Store.UpdateRunMeta(ctx, ref, func(m *store.RunMeta) (*apitypes.AuditEntry, error) {
-			m.Name = name
+			m.Name, m.Grants = name, grantRefs
 			return nil, nil
 		}); err != nil {
 			return err
@@ -547,8 +556,17 @@ func (s *Server) stop(c echo.Context) error {
 }
 
 func (s *Server) resume(c echo.Context) error {
+	ctx := c.Request().Context()
+	r, err := s.runInTenant(ctx, CallerOf(c).Tenant, c.Param("ref"))
+	if err != nil {
+		return err
+	}
+	grants, err := s.runGrants(ctx, r)
+	if err != nil {
+		return err
+	}
 	var out apitypes.Run
-	r, err := s.runCall(c, proto.OpRunResume, nil, &out, callTimeout)
+	r, err = s.runCall(c, proto.OpRunResume, proto.RunResume{Grants: grants}, &out, callTimeout)
 	if err != nil {
 		return err
 	}
@@ -578,8 +596,17 @@ func (s *Server) approveRun(c echo.Context) error {
 	if err := noBody(c); err != nil {
 		return err
 	}
+	ctx := c.Request().Context()
+	r, err := s.runInTenant(ctx, CallerOf(c).Tenant, c.Param("ref"))
+	if err != nil {
+		return err
+	}
+	grants, err := s.runGrants(ctx, r)
+	if err != nil {
+		return err
+	}
 	var out apitypes.Run
-	r, err := s.runCall(c, proto.OpRunApprove, nil, &out, callTimeout)
+	r, err = s.runCall(c, proto.OpRunApprove, proto.RunResume{Grants: grants}, &out, callTimeout)
 	if err != nil {
 		return err
 	}

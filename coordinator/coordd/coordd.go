@@ -26,6 +26,7 @@ import (
 	"github.com/olivares-dev/olivares/coordinator/fleet"
 	"github.com/olivares-dev/olivares/coordinator/store"
 	"github.com/olivares-dev/olivares/coordinator/store/bolt"
+	"github.com/olivares-dev/olivares/coordinator/vault"
 	"github.com/olivares-dev/olivares/shared/tunnel"
 )
 
@@ -90,7 +91,12 @@ func New(cfg Config, logf func(string, ...any)) (*Coordinator, error) {
 	c := &Coordinator{cfg: cfg, logf: logf, Store: st, Authority: a, cert: cert, errs: make(chan error, 8)}
 	c.Enroll = &enroll.Server{Store: st, Authority: a, Validity: cfg.PKI.NodeCertValidity.Duration, Logf: logf}
 	c.Fleet = fleet.New(fleet.Options{Store: st, Authority: a, Enroll: c.Enroll, Heartbeat: cfg.Tunnel.Heartbeat.Duration, Logf: logf})
-	c.API = api.New(api.Options{Store: st, Fleet: c.Fleet, Version: Version, Ready: c.readyErr, Now: cfg.Now})
+	v, err := vault.Open(cfg.StateDir)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	c.API = api.New(api.Options{Store: st, Fleet: c.Fleet, Version: Version, Ready: c.readyErr, Now: cfg.Now, Vault: v})
 	return c, nil
 }
 

@@ -80,6 +80,9 @@ type RunMeta struct {
 	Name       string     `json:"name,omitempty"`
 	ArchivedAt *time.Time `json:"archived_at,omitempty"`
 	ReleasedAt *time.Time `json:"released_at,omitempty"`
+	// Grants are the credentials the run was launched with, for its
+	// resumes (§3.17); values stay in the vault.
+	Grants []GrantRef `json:"grants,omitempty"`
 }
 
 // AuditQuery selects a page of a tenant's audit ledger, oldest first.
@@ -168,4 +171,40 @@ type Workspacer interface {
 	// (R-AUD-1). fn's error aborts both. ErrNotFound if the workspace is
 	// not registered.
 	UpdateWorkspaceSettings(ctx context.Context, ref string, fn func(*WorkspaceSettings) (*apitypes.AuditEntry, error)) (WorkspaceSettings, error)
+}
+
+// Secret is a sealed vault value (coordinator/vault). The store never sees
+// the plain text.
+type Secret struct {
+	Ref       string    `json:"ref"`
+	Tenant    string    `json:"tenant"`
+	Name      string    `json:"name"`
+	Sealed    []byte    `json:"sealed"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// GrantRef is one credential a run was launched with (§3.17), without its
+// value: the coordinator resolves it again for a resume.
+type GrantRef struct {
+	Kind      string `json:"kind"`
+	SecretRef string `json:"secret_ref"`
+	Env       string `json:"env"`
+	AsFile    bool   `json:"as_file,omitempty"`
+}
+
+// Vaulter is the secrets and windowed-audit part of Store.
+type Vaulter interface {
+	// CreateSecret stores s; names are unique per tenant (ErrExists).
+	CreateSecret(ctx context.Context, s Secret) error
+	GetSecret(ctx context.Context, ref string) (Secret, error)
+	// ListSecrets lists a tenant's secrets by name.
+	ListSecrets(ctx context.Context, tenant string) ([]Secret, error)
+	// DeleteSecret removes a secret. ErrNotFound if absent.
+	DeleteSecret(ctx context.Context, ref string) error
+
+	// AppendAuditWindowed appends e unless an entry of the same event, run
+	// and actor credential was appended less than window before e.At
+	// (R-MSG-17: once per reader, run and window). It reports whether it
+	// appended; the check and the append are one transaction.
+	AppendAuditWindowed(ctx context.Context, e apitypes.AuditEntry, window time.Duration) (bool, error)
 }

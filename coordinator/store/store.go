@@ -162,6 +162,7 @@ type Store interface {
 
 	Marker
 	Workspacer
+	Vaulter
 
 	Close() error
 }

@@ -85,6 +85,8 @@ type Run struct {
 	Name      string `json:"name,omitempty"`
 	HandoffOf string `json:"handoff_of,omitempty"`
 	Limit     *Limit `json:"limit,omitempty"`
+	// Taint is the grant kinds the run was ever given (R-CRED-1, R-CRED-5).
+	Taint []string `json:"taint,omitempty"`
 
 	// Per-caller marks (R-GET-3); filled by the coordinator per request.
 	Pinned       bool       `json:"pinned"`
@@ -121,6 +123,49 @@ type LaunchRequest struct {
 	TemplateRef        string `json:"template_ref,omitempty"`
 	Isolation          string `json:"isolation,omitempty"`
 	Name               string `json:"name,omitempty"`
+	// Grants are credentials handed to the tool (§3.17); the run is
+	// tainted by their kinds for good (R-CRED-1, R-HW-6).
+	Grants []Grant `json:"grants,omitempty"`
+}
+
+// Grant kinds (§3.17, R-CRED-5): the taint categories.
+const (
+	GrantVaultSecret          = "vault_secret"
+	GrantRepositoryCredential = "repository_credential"
+	GrantManagedCredential    = "managed_credential"
+	GrantPackageRegistryToken = "package_registry_token"
+)
+
+// GrantKinds lists the kinds.
+var GrantKinds = []string{GrantVaultSecret, GrantRepositoryCredential, GrantManagedCredential, GrantPackageRegistryToken}
+
+// Grant hands one vault secret to the tool: as the environment variable
+// Env, or, with AsFile, as a 0600 file whose path is in Env. The value
+// never appears in the run's row, ledger or output metadata.
+type Grant struct {
+	Kind      string `json:"kind"`
+	SecretRef string `json:"secret_ref"`
+	Env       string `json:"env"`
+	AsFile    bool   `json:"as_file,omitempty"`
+}
+
+// Secret is a vault secret as the API shows it: never its value.
+type Secret struct {
+	Ref       string    `json:"ref"`
+	Tenant    string    `json:"tenant"`
+	Name      string    `json:"name"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// SecretCreate is POST /vault/secrets.
+type SecretCreate struct {
+	Name  string  `json:"name"`
+	Value *string `json:"value"`
+}
+
+// SecretList is GET /vault/secrets.
+type SecretList struct {
+	Items []Secret `json:"items"`
 }
 
 // InputRequest is POST /runs/{ref}/input (R-IN-2): exactly one field.

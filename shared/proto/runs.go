@@ -71,12 +71,27 @@ type WorkspaceCreate struct {
 
 // RunLaunch asks the agent to create and start a run.
 type RunLaunch struct {
-	RunRef       string `json:"run_ref"`
-	Tenant       string `json:"tenant"`
-	ProfileRef   string `json:"profile_ref"`
-	WorkspaceRef string `json:"workspace_ref"`
-	Isolation    string `json:"isolation"`
-	TemplateRef  string `json:"template_ref,omitempty"`
+	RunRef       string  `json:"run_ref"`
+	Tenant       string  `json:"tenant"`
+	ProfileRef   string  `json:"profile_ref"`
+	WorkspaceRef string  `json:"workspace_ref"`
+	Isolation    string  `json:"isolation"`
+	TemplateRef  string  `json:"template_ref,omitempty"`
+	Grants       []Grant `json:"grants,omitempty"`
+}
+
+// Grant is a granted credential with its value, on its way to the node
+// inside the mTLS tunnel. The agent never stores or logs Value.
+type Grant struct {
+	Kind   string `json:"kind"`
+	Env    string `json:"env"`
+	AsFile bool   `json:"as_file,omitempty"`
+	Value  []byte `json:"value"`
+}
+
+// RunResume carries the run's grants again for the new generation.
+type RunResume struct {
+	Grants []Grant `json:"grants,omitempty"`
 }
 
 // RunRelease is POST /runs/{ref}/cleanup's confirmation: only an explicit

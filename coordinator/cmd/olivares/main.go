@@ -73,9 +73,12 @@ Usage:
 
   olivares session start --profile REF|NAME [--workspace REF|NAME] [--name N]
                          [--isolation native|container|sandbox] [--worktree]
-                         [--worktree-from REV] [--no-setup] [--json]
+                         [--worktree-from REV] [--no-setup]
+                         [--grant KIND:SECRET_REF:ENV[:file] ...] [--json]
       Launch a run. A profile or workspace not given by ref (prof_…, ws_…) is
-      looked up by its exact name.
+      looked up by its exact name. --grant hands a vault secret to the tool as
+      ENV (or as a 0600 file whose path is in ENV); the run is tainted by its
+      kind for good (§3.17).
   olivares session list [--state S] [--limit N] [--offset N] [--archived] [--snoozed] [--json]
       Your pinned runs first, then the others, then those you marked done
       ("Earlier"). Runs you snoozed are hidden until due, archived runs unless
@@ -103,6 +106,10 @@ Usage:
   olivares session cleanup REF [--discard-worktree]
       Release a run that is not live (admin): its marks go, it can be deleted.
   olivares session delete REF           delete a released run (admin)
+
+  olivares vault add NAME --value-file FILE|-   store a secret (admin); never on the command line
+  olivares vault list [--json]
+  olivares vault delete REF
 
   olivares audit list [--event E] [--run REF] [--actor ID] [--since T] [--limit N] [--all] [--json]
       The tenant's audit ledger, oldest first (admin).

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	neturl "net/url"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -54,6 +55,8 @@ type cmdOpts struct {
 	maxRead          int64
 	dlp              string
 	policy           policyFlags
+	grants           grantFlag
+	valueFile        string
 	until            string
 	discard, snoozed bool
 	all              bool
@@ -108,6 +111,9 @@ func (o *cmdOpts) define(cmd string, fs *flag.FlagSet) {
 		fs.BoolVar(&o.worktree, "worktree", false, "run in a new git worktree of the workspace")
 		fs.StringVar(&o.worktreeFrom, "worktree-from", "", "branch or commit the worktree starts from (with --worktree)")
 		fs.BoolVar(&o.noSetup, "no-setup", false, "skip the workspace setup command for this launch")
+		fs.Var(&o.grants, "grant", "KIND:SECRET_REF:ENV[:file]: hand a vault secret to the tool, repeatable (KIND: vault_secret, repository_credential, managed_credential or package_registry_token)")
+	case "vault add":
+		fs.StringVar(&o.valueFile, "value-file", "", "file holding the value, or - for standard input")
 	case "session list":
 		fs.StringVar(&o.state, "state", "", "only runs in this state")
 		fs.IntVar(&o.limit, "limit", 0, "page size, 1..200 (default: the server's, 50)")
@@ -166,6 +172,8 @@ func (o *cmdOpts) check(cmd string, pos []string) error {
 		return required("profile")
 	case "session snooze":
 		return required("until")
+	case "vault add":
+		return required("value-file")
 	case "agent workspace approve-setup":
 		return required("sha256")
 	case "session rename":
@@ -275,6 +283,9 @@ func runSessions(ctx context.Context, cl *client, cmd string, pos []string, o *c
 	if ok, err := runWorkspaces(ctx, cl, cmd, arg, o, out, emit); ok {
 		return err
 	}
+	if ok, err := runVault(ctx, cl, cmd, arg, o, os.Stdin, out, emit); ok {
+		return err
+	}
 	if cmd == "audit list" || cmd == "audit verify" {
 		return runAudit(ctx, cl, cmd, o, out, emit)
 	}
@@ -348,7 +359,7 @@ func runSessions(ctx context.Context, cl *client, cmd string, pos []string, o *c
 		})
 
 	case "session start":
-		req := apitypes.LaunchRequest{Name: o.name, Isolation: o.isolation, WorktreeFrom: o.worktreeFrom, NoSetup: o.noSetup}
+		req := apitypes.LaunchRequest{Name: o.name, Isolation: o.isolation, WorktreeFrom: o.worktreeFrom, NoSetup: o.noSetup, Grants: o.grants}
 		// R-CRT-2: worktree absent and false are the same; send it only when asked.
 		if o.worktree {
 			t := true

@@ -519,3 +519,82 @@ func (s *Store) UpdateWorkspaceSettings(ctx context.Context, ref string, fn func
 	})
 	return out, err
 }
+
+// Buckets of the vault and the audit windows.
+//   - secrets: ref → store.Secret; secret_names: tenantPrefix, name → ref.
+//   - audit_windows: tenantPrefix, lp(event), lp(run), credential → the
+//     time of the last entry (R-MSG-17).
+var (
+	bucketSecrets      = []byte("secrets")
+	bucketSecretNames  = []byte("secret_names")
+	bucketAuditWindows = []byte("audit_windows")
+)
+
+func init() {
+	markBuckets = append(markBuckets, bucketSecrets, bucketSecretNames, bucketAuditWindows)
+}
+
+// CreateSecret implements store.Vaulter.
+func (s *Store) CreateSecret(ctx context.Context, sec store.Secret) error {
+	if err := checkNamed("secret", sec.Ref, sec.Tenant, sec.Name); err != nil {
+		return err
+	}
+	return s.update(ctx, func(tx *bbolt.Tx) error {
+		return createNamed(tx.Bucket(bucketSecrets), tx.Bucket(bucketSecretNames), "secret", sec.Ref, sec.Tenant, sec.Name, sec)
+	})
+}
+
+// GetSecret implements store.Vaulter.
+func (s *Store) GetSecret(ctx context.Context, ref string) (store.Secret, error) {
+	var out store.Secret
+	err := s.view(ctx, func(tx *bbolt.Tx) error { return get(tx.Bucket(bucketSecrets), ref, &out) })
+	if err != nil {
+		return store.Secret{}, fmt.Errorf("secret %q: %w", ref, err)
+	}
+	return out, nil
+}
+
+// ListSecrets implements store.Vaulter.
+func (s *Store) ListSecrets(ctx context.Context, tenant string) ([]store.Secret, error) {
+	return listNamed[store.Secret](ctx, s, bucketSecrets, bucketSecretNames, "secrets", tenant)
+}
+
+// DeleteSecret implements store.Vaulter.
+func (s *Store) DeleteSecret(ctx context.Context, ref string) error {
+	return s.update(ctx, func(tx *bbolt.Tx) error {
+		b := tx.Bucket(bucketSecrets)
+		var sec store.Secret
+		if err := get(b, ref, &sec); err != nil {
+			return fmt.Errorf("secret %q: %w", ref, err)
+		}
+		if err := tx.Bucket(bucketSecretNames).Delete(append(tenantPrefix(sec.Tenant), sec.Name...)); err != nil {
+			return err
+		}
+		return b.Delete([]byte(ref))
+	})
+}
+
+// AppendAuditWindowed implements store.Vaulter.
+func (s *Store) AppendAuditWindowed(ctx context.Context, e apitypes.AuditEntry, window time.Duration) (bool, error) {
+	appended := false
+	err := s.update(ctx, func(tx *bbolt.Tx) error {
+		b := tx.Bucket(bucketAuditWindows)
+		key := append(append(append(tenantPrefix(e.Tenant), lp(e.Event)...), lp(e.Target.RunRef)...), e.Actor.CredentialID...)
+		if v := b.Get(key); v != nil {
+			var last time.Time
+			if err := last.UnmarshalBinary(v); err != nil {
+				return fmt.Errorf("audit window: %w", err)
+			}
+			if e.At.Sub(last) < window {
+				return nil
+			}
+		}
+		if _, err := appendAuditTx(tx, e); err != nil {
+			return err
+		}
+		at, _ := e.At.UTC().MarshalBinary()
+		appended = true
+		return b.Put(key, at)
+	})
+	return appended, err
+}

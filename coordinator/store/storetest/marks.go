@@ -31,6 +31,8 @@ var markCases = []struct {
 	{"Audit/Filters", testAuditFilters},
 	{"WorkspaceSettings/AuditSameTransaction", testSettingsAudit},
 	{"WorkspaceSettings/Unknown", testSettingsUnknown},
+	{"Secret/CRUD", testSecretCRUD},
+	{"Audit/Window", testAuditWindow},
 }
 
 func ptime(t time.Time) *time.Time { return &t }
@@ -446,5 +448,73 @@ func testSettingsUnknown(t *testing.T, s store.Store) {
 	_, err := s.UpdateWorkspaceSettings(t.Context(), "nope", func(*store.WorkspaceSettings) (*apitypes.AuditEntry, error) { return nil, nil })
 	if !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("Update: got %v, want ErrNotFound", err)
+	}
+}
+
+func testSecretCRUD(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	a := store.Secret{Ref: "sec_1", Tenant: "t1", Name: "npm", Sealed: []byte{1, 2, 3}, CreatedAt: t0}
+	if err := s.CreateSecret(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateSecret(ctx, store.Secret{Ref: "sec_2", Tenant: "t1", Name: "npm", Sealed: []byte{4}}); !errors.Is(err, store.ErrExists) {
+		t.Fatalf("duplicate name: got %v, want ErrExists", err)
+	}
+	if err := s.CreateSecret(ctx, store.Secret{Ref: "sec_3", Tenant: "t2", Name: "npm", Sealed: []byte{4}, CreatedAt: t0}); err != nil {
+		t.Fatalf("the same name in another tenant: %v", err)
+	}
+	got, err := s.GetSecret(ctx, "sec_1")
+	if err != nil || string(got.Sealed) != string(a.Sealed) || got.Name != "npm" {
+		t.Fatalf("GetSecret: %+v, %v", got, err)
+	}
+	if l, _ := s.ListSecrets(ctx, "t1"); len(l) != 1 || l[0].Ref != "sec_1" {
+		t.Fatalf("ListSecrets: %+v", l)
+	}
+	if err := s.DeleteSecret(ctx, "sec_1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.GetSecret(ctx, "sec_1"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("after delete: %v", err)
+	}
+	if err := s.CreateSecret(ctx, store.Secret{Ref: "sec_4", Tenant: "t1", Name: "npm", Sealed: []byte{5}, CreatedAt: t0}); err != nil {
+		t.Fatalf("the name after delete: %v", err)
+	}
+	if err := s.DeleteSecret(ctx, "sec_1"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("second delete: %v", err)
+	}
+}
+
+// R-MSG-17: once per event, run, reader and window.
+func testAuditWindow(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	add := func(event, ref, cred string, at time.Time) bool {
+		e := auditEntry("t1", event, ref, at)
+		e.Actor.CredentialID = cred
+		ok, err := s.AppendAuditWindowed(ctx, e, 15*time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	}
+	steps := []struct {
+		event, ref, cred string
+		at               time.Duration
+		want             bool
+	}{
+		{apitypes.AuditRunMessages, "r1", "c1", 0, true},
+		{apitypes.AuditRunMessages, "r1", "c1", 14 * time.Minute, false},
+		{apitypes.AuditRunMessagesText, "r1", "c1", 14 * time.Minute, true},
+		{apitypes.AuditRunMessages, "r2", "c1", 14 * time.Minute, true},
+		{apitypes.AuditRunMessages, "r1", "c2", 14 * time.Minute, true},
+		{apitypes.AuditRunMessages, "r1", "c1", 15 * time.Minute, true},
+		{apitypes.AuditRunMessages, "r1", "c1", 29 * time.Minute, false},
+	}
+	for i, st := range steps {
+		if got := add(st.event, st.ref, st.cred, t0.Add(st.at)); got != st.want {
+			t.Fatalf("step %d %+v: appended %v, want %v", i, st, got, st.want)
+		}
+	}
+	if n := len(listAudit(t, s, store.AuditQuery{Tenant: "t1"})); n != 5 {
+		t.Fatalf("%d entries, want 5", n)
 	}
 }

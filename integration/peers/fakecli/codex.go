@@ -305,6 +305,8 @@ func (c *codex) runTurn(t *codexThread, turn *codexTurn, text string, earlier []
 		c.p.ignoreTerm.Store(true)
 	case "history":
 		reply = historyReply(earlier)
+	case "env", "file":
+		reply = envReply(sp)
 	case "limit":
 		// A 429 usage_limit_reached with exhausted windows (§2.5).
 		reset := time.Now().Add(time.Hour).Unix()

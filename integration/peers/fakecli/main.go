@@ -28,6 +28,8 @@
 //	ignore-term  SIGTERM is ignored from now on (a stop must SIGKILL)
 //	history      the reply lists the earlier user texts of the conversation
 //	limit        the turn ends on a usage limit (Claude and Codex shapes)
+//	env NAME     (codex) the reply is NAME=<its value in the environment>
+//	file NAME    (codex) the reply is NAME=<the content of the file at $NAME>
 //
 // Anything else is answered "pong: <text>".
 package main
@@ -170,7 +172,7 @@ func (p *peer) logCall(rec map[string]any) {
 
 // special is a parsed driving input.
 type special struct {
-	kind string // "", flood, stderr, exit, slow, ignore-term, history, limit
+	kind string // "", flood, stderr, exit, slow, ignore-term, history, limit, env, file
 	n    int
 	arg  string
 }
@@ -184,6 +186,10 @@ func parseSpecial(text string) special {
 		}
 	case "stderr":
 		return special{kind: word, arg: rest}
+	case "env", "file":
+		if rest != "" && !strings.Contains(rest, " ") {
+			return special{kind: word, arg: rest}
+		}
 	case "slow", "ignore-term", "history", "limit":
 		if rest == "" {
 			return special{kind: word}
@@ -211,6 +217,24 @@ func floodPieces(n int) []string {
 		n -= k
 	}
 	return out
+}
+
+// envReply shows what the tool was handed (grants, §3.17): the value of an
+// environment variable (env NAME), or the content of the file whose path
+// it holds (file NAME).
+func envReply(sp special) string {
+	v, ok := os.LookupEnv(sp.arg)
+	if !ok {
+		return sp.kind + " " + sp.arg + " is not set"
+	}
+	if sp.kind == "file" {
+		b, err := os.ReadFile(v)
+		if err != nil {
+			return "file " + sp.arg + ": " + err.Error()
+		}
+		v = string(b)
+	}
+	return sp.kind + " " + sp.arg + "=" + v
 }
 
 // history lists earlier user texts.
