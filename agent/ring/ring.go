@@ -20,6 +20,10 @@ const (
 	Stdout Stream = 1
 	Stderr Stream = 2
 	PTY    Stream = 3
+	// Notice is not the child's output: the agent's own notice at its
+	// place in the output, e.g. that a replayed history was withheld
+	// (R-HW-3, R-HW-4). Its data is a JSON object.
+	Notice Stream = 4
 )
 
 // String returns the wire name used by attach (R-ATT-4).
@@ -31,11 +35,13 @@ func (s Stream) String() string {
 		return "stderr"
 	case PTY:
 		return "pty"
+	case Notice:
+		return "notice"
 	}
 	return fmt.Sprintf("stream(%d)", uint8(s))
 }
 
-func (s Stream) valid() bool { return s >= Stdout && s <= PTY }
+func (s Stream) valid() bool { return s >= Stdout && s <= Notice }
 
 // Frame is one chunk of output. Seq is strictly increasing per run across
 // generations and agent restarts, never reused once a viewer could see it

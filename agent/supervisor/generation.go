@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -27,6 +28,10 @@ type generation struct {
 	resume bool
 	// cleanup removes the grant files of this generation once it ended.
 	cleanup func()
+	// withhold: a resume of a tainted run, whose replayed history is
+	// neither stored nor streamed (R-HW-1..4). replaying and noticed are
+	// owned by the stdout reader.
+	withhold, replaying, noticed bool
 
 	mu          sync.Mutex // guards the fields below and the order of writes
 	queue       [][]byte   // lines for stdin, in call order
@@ -89,7 +94,10 @@ func (r *run) start(ctx context.Context, d cliruntime.Driver, spec cliruntime.La
 	if err := r.ring.Reopen(); err != nil {
 		s.o.Logf("supervisor: run %s: ring: %v", r.ref, err)
 	}
-	g := &generation{r: r, n: n, proc: proc, sess: d.NewSession(spec), resume: resume, cleanup: cleanup,
+	r.mu.Lock()
+	tainted := len(r.rec.Taint) > 0 || len(grants) > 0
+	r.mu.Unlock()
+	g := &generation{r: r, n: n, proc: proc, sess: d.NewSession(spec), resume: resume, cleanup: cleanup, withhold: resume && tainted,
 		wake: make(chan struct{}, 1), handshake: make(chan struct{}), refused: make(chan struct{}),
 		ended: make(chan struct{})}
 	first := g.sess.Start()
@@ -220,6 +228,10 @@ func (g *generation) interrupt() bool {
 // read copies one output stream into the ring, and (stdout) hands each line
 // to the driver.
 func (g *generation) read(rd io.Reader, stream ring.Stream, observe bool) {
+	if observe && g.withhold {
+		g.readWithheld(rd, stream)
+		return
+	}
 	buf := make([]byte, ring.MaxFrameData)
 	var line []byte
 	overlong := false
@@ -260,12 +272,89 @@ func (g *generation) read(rd io.Reader, stream ring.Stream, observe bool) {
 	}
 }
 
-func (g *generation) observe(line []byte) {
+func (g *generation) observe(line []byte) []cliruntime.Event {
 	g.mu.Lock()
 	st := g.sess.Observe(line)
 	g.mu.Unlock()
 	g.push(st.Write)
 	g.events(st.Events)
+	return st.Events
+}
+
+// historyWithheld is the notice that takes the replayed history's place
+// (R-HW-3).
+var historyWithheld = []byte(`{"kind":"history_withheld"}`)
+
+// readWithheld is read for the stdout of a resumed generation of a tainted
+// run: line by line, each line observed before it is stored, so that what
+// the tool replays between the driver's replay_started and replay_ended is
+// neither stored nor streamed, and exactly one notice stands at the seq
+// where the replay began (R-HW-1..4). Claude Code and Codex replay nothing
+// (R-HW-5), so for them this only changes how output is cut into frames.
+func (g *generation) readWithheld(rd io.Reader, stream ring.Stream) {
+	br := bufio.NewReaderSize(rd, ring.MaxFrameData)
+	store := func(b []byte) {
+		if _, err := g.r.ring.Append(g.n, stream, b); err != nil {
+			g.r.s.o.Logf("supervisor: run %s: ring: %v", g.r.ref, err)
+		}
+	}
+	var line []byte
+	overlong := false
+	for {
+		chunk, err := br.ReadSlice('\n')
+		line = append(line, chunk...)
+		if errors.Is(err, bufio.ErrBufferFull) {
+			if len(line) > maxLine {
+				// Too long to observe: kept or dropped whole, as the
+				// replay state says.
+				if !g.replaying {
+					store(line)
+				}
+				line, overlong = line[:0], true
+			}
+			continue
+		}
+		if len(line) > 0 {
+			switch {
+			case overlong:
+				if !g.replaying {
+					store(line)
+				}
+			default:
+				g.storeObserved(bytes.TrimSuffix(line, []byte("\n")), line, store)
+			}
+			line, overlong = line[:0], false
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// storeObserved observes one line and stores it unless it is replayed
+// history.
+func (g *generation) storeObserved(line, raw []byte, store func([]byte)) {
+	var started, ended bool
+	for _, e := range g.observe(line) {
+		started = started || e.Kind == cliruntime.EventReplayStarted
+		ended = ended || e.Kind == cliruntime.EventReplayEnded
+	}
+	switch {
+	case started:
+		store(raw)
+		if !g.noticed {
+			g.noticed = true
+			if _, err := g.r.ring.Append(g.n, ring.Notice, historyWithheld); err != nil {
+				g.r.s.o.Logf("supervisor: run %s: ring: %v", g.r.ref, err)
+			}
+		}
+		g.replaying = !ended
+	case ended:
+		g.replaying = false
+		store(raw)
+	case !g.replaying:
+		store(raw)
+	}
 }
 
 // events applies what the driver learned to the run.

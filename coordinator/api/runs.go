@@ -696,6 +696,12 @@ func (s *Server) attach(c echo.Context) error {
 func appendEvent(b []byte, f proto.AttachFrame) []byte {
 	switch f.Type {
 	case proto.AttachOutput:
+		if f.Stream == proto.StreamNotice {
+			// R-ATT-4: the agent's notice at its seq, e.g. history_withheld.
+			b = fmt.Appendf(b, "id: %d\nevent: %s\ndata: ", f.Seq, apitypes.SSEOlivaresNotice)
+			b = append(b, f.Data...)
+			break
+		}
 		o := apitypes.Output{Seq: f.Seq, Generation: f.Generation, Stream: proto.StreamName(f.Stream), At: f.At}
 		if utf8.Valid(f.Data) {
 			o.Data, o.Encoding = string(f.Data), "utf8"

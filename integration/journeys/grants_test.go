@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -102,5 +103,64 @@ func TestGrantsReachTheToolAndTaintTheRun(t *testing.T) {
 	f.admin.Must(http.StatusNoContent, http.MethodDelete, "/v1/m/sessions/vault/secrets/"+sec.Ref, nil, nil)
 	if got := f.operator.Call(http.MethodPost, runURL(r.RunRef, "resume"), nil); got.Status != http.StatusConflict || got.ErrorCode() != "grant_unavailable" {
 		t.Fatalf("resume without its secret: %d %s", got.Status, got.Body)
+	}
+}
+
+// R-HW-1..6: a Grok session resumed after a tainted launch does not stream
+// the history its tool replays at resume; exactly one olivares_notice
+// history_withheld stands at the seq where the replay began, and output
+// after it streams normally. An untainted resume replays as before.
+func TestHistoryWithheldAfterTaintedLaunch(t *testing.T) {
+	f := setup(t, "quic", integration.ProcOptions{})
+	v := "grok-token"
+	var sec apitypes.Secret
+	f.admin.Must(http.StatusCreated, http.MethodPost, "/v1/m/sessions/vault/secrets", apitypes.SecretCreate{Name: "k", Value: &v}, &sec)
+	for _, tainted := range []bool{true, false} {
+		p := f.profile("grok")
+		req := apitypes.LaunchRequest{ProviderProfileRef: p.Ref, WorkspaceRef: f.ws.Ref}
+		if tainted {
+			req.Grants = []apitypes.Grant{{Kind: apitypes.GrantRepositoryCredential, SecretRef: sec.Ref, Env: "GIT_TOKEN"}}
+		}
+		var r apitypes.Run
+		f.operator.Must(http.StatusCreated, http.MethodPost, runsPath, req, &r)
+		s := f.viewer.Attach(r.RunRef, "")
+		f.post(f.operator, http.StatusAccepted, r.RunRef, "input", integration.Text("remember-the-word-ostrich"), nil)
+		s.UntilOutput("pong: remember-the-word-ostrich", wait)
+		f.operator.AwaitRun(r.RunRef, wait, "idle", func(r apitypes.Run) bool { return r.State == apitypes.StateIdle })
+		stopped := f.post(f.operator, http.StatusOK, r.RunRef, "stop", nil, nil)
+		var before apitypes.Run
+		stopped.JSON(t, &before)
+		var res apitypes.Run
+		f.post(f.operator, http.StatusOK, r.RunRef, "resume", nil, &res)
+		f.post(f.operator, http.StatusAccepted, r.RunRef, "input", integration.Text("after"), nil)
+		f.operator.AwaitRun(r.RunRef, wait, "idle", func(r apitypes.Run) bool { return r.State == apitypes.StateIdle && r.Generation == 2 })
+		f.post(f.operator, http.StatusOK, r.RunRef, "stop", nil, nil)
+
+		// Everything after generation 1, read back from the ring.
+		s = f.viewer.Attach(r.RunRef, "from="+strconv.FormatUint(before.RingLast+1, 10))
+		notices, replayed, after := 0, 0, false
+		for {
+			ev, ok := s.Next(wait)
+			if !ok || ev.Name == apitypes.SSENotice {
+				break
+			}
+			switch ev.Name {
+			case apitypes.SSEOlivaresNotice:
+				notices++
+				if !strings.Contains(string(ev.Data), "history_withheld") || ev.ID == "" {
+					t.Fatalf("olivares_notice: id %q data %s", ev.ID, ev.Data)
+				}
+			case apitypes.SSEOutput:
+				o := ev.Output(t)
+				replayed += strings.Count(o.Data, "ostrich")
+				after = after || strings.Contains(o.Data, "pong: after")
+			}
+		}
+		if tainted && (notices != 1 || replayed != 0 || !after) {
+			t.Fatalf("tainted resume: %d notices, %d replayed mentions, output after: %v; want 1, 0, true", notices, replayed, after)
+		}
+		if !tainted && (notices != 0 || replayed == 0 || !after) {
+			t.Fatalf("untainted resume: %d notices, %d replayed mentions, output after: %v; want 0, >0, true", notices, replayed, after)
+		}
 	}
 }

@@ -141,7 +141,11 @@ const (
 const outputHeader = 1 + 8 + 4 + 1 + 8
 
 // Stream tags of AttachOutput (R-TR-9), as the ring numbers them.
-var streamNames = [...]string{1: "stdout", 2: "stderr", 3: "pty"}
+var streamNames = [...]string{1: "stdout", 2: "stderr", 3: "pty", 4: "notice"}
+
+// StreamNotice is the stream number of the agent's own notices in the
+// output (an olivares_notice event, R-HW-3).
+const StreamNotice byte = 4
 
 // StreamName returns the tag of a stream number, "" when unknown.
 func StreamName(s byte) string {
