@@ -67,6 +67,7 @@ func (a *Agent) runHandlers() map[string]link.Handler {
 		proto.OpRunResume:       a.resumeOp,
 		proto.OpRunRelease:      a.releaseOp,
 		proto.OpRunApprove:      a.approveOp,
+		proto.OpRunMove:         a.moveOp,
 		proto.OpRunDelete:       a.deleteOp,
 	}
 }
@@ -249,6 +250,17 @@ func (a *Agent) approveOp(ctx context.Context, h wire.Header, s tunnel.Stream) {
 		return
 	}
 	r, err := a.sup.Approve(context.WithoutCancel(ctx), h.RunRef, grants(p.Grants))
+	a.respondRun(s, r, err)
+}
+
+func (a *Agent) moveOp(ctx context.Context, h wire.Header, s tunnel.Stream) {
+	var p proto.RunMove
+	if err := params(h, &p); err != nil {
+		wire.Respond(s, nil, err)
+		return
+	}
+	s.SetDeadline(time.Time{}) // a large conversation takes its time to copy
+	r, err := a.sup.Move(h.RunRef, p.ProfileRef)
 	a.respondRun(s, r, err)
 }
 

@@ -118,7 +118,7 @@ func getJSON(tx *bbolt.Tx, bucket []byte, key string, v any) (bool, error) {
 
 func createBuckets(db *bbolt.DB) error {
 	return db.Update(func(tx *bbolt.Tx) error {
-		for _, b := range [][]byte{bucketProfiles, bucketWorkspaces, bucketRuns} {
+		for _, b := range [][]byte{bucketProfiles, bucketWorkspaces, bucketRuns, bucketMoves} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}

@@ -551,6 +551,12 @@ func (r *run) snapshot() apitypes.Run {
 // in the same transaction when ev.Kind is set (R-AUD-1 style: the fact and
 // its evidence commit together). It bumps the revision and notifies.
 func (r *run) update(ev ledger.Event, fn func(*record)) error {
+	return r.updateTx(ev, fn, nil)
+}
+
+// updateTx is update with more writes of the caller's in the same
+// transaction (R-MOVE-5: the run and its ledger re-attached at once).
+func (r *run) updateTx(ev ledger.Event, fn func(*record), also func(*bbolt.Tx) error) error {
 	s := r.s
 	r.mu.Lock()
 	rec := r.rec
@@ -561,6 +567,11 @@ func (r *run) update(ev ledger.Event, fn func(*record)) error {
 	err := s.o.DB.Update(func(tx *bbolt.Tx) error {
 		if ev.Kind != "" {
 			if _, err := s.o.Ledger.AppendTx(tx, rec.RunRef, ev); err != nil {
+				return err
+			}
+		}
+		if also != nil {
+			if err := also(tx); err != nil {
 				return err
 			}
 		}

@@ -63,6 +63,7 @@ func (s *Server) runRoutes() []Route {
 		// the approval a profile's policy asks for, by a person with
 		// workspace administration.
 		{http.MethodPost, Base + "/runs/:ref/approve", auth.PermWorkspaceAdmin, s.approveRun},
+		{http.MethodPost, Base + "/runs/:ref/move", auth.PermRunWrite, s.move},
 	}
 }
 
@@ -722,4 +723,36 @@ func appendEvent(b []byte, f proto.AttachFrame) []byte {
 		b = append(b, f.Data...)
 	}
 	return append(b, '\n', '\n')
+}
+
+// move re-attaches a stopped or failed Claude Code run to another profile
+// of the same tool on its node (§2.16, §3.6). Nothing starts.
+func (s *Server) move(c echo.Context) error {
+	ctx := c.Request().Context()
+	tenant := CallerOf(c).Tenant
+	r, err := s.runInTenant(ctx, tenant, c.Param("ref"))
+	if err != nil {
+		return err
+	}
+	var req apitypes.MoveRequest
+	if err := decodeStrict(c, maxJSONBody, &req); err != nil {
+		return err
+	}
+	if req.ProviderProfileRef == "" {
+		return apierr.BadRequest("profile_required", "provider_profile_ref is required: the profile to move the run to")
+	}
+	p, err := s.profileInTenant(ctx, tenant, req.ProviderProfileRef)
+	if err != nil {
+		return err
+	}
+	if p.NodeID != r.NodeID {
+		// R-MOVE-3: the target must be in this node's environment.
+		return apierr.New(http.StatusConflict, "profile_other_node", "profile %s is on node %s and run %s on node %s; a run moves only to a profile of its own node (hand it off instead)", p.Ref, p.NodeID, r.RunRef, r.NodeID)
+	}
+	var out apitypes.Run
+	if _, err := s.runCall(c, proto.OpRunMove, proto.RunMove{ProfileRef: p.Ref}, &out, 5*time.Minute); err != nil {
+		return err
+	}
+	out.NodeID, out.Tenant = r.NodeID, r.Tenant
+	return s.respondRun(c, http.StatusOK, s.index(ctx, out))
 }

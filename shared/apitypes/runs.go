@@ -374,6 +374,11 @@ type MarkState struct {
 	Done         bool       `json:"done"`
 }
 
+// MoveRequest is POST /runs/{ref}/move (§2.16).
+type MoveRequest struct {
+	ProviderProfileRef string `json:"provider_profile_ref"`
+}
+
 // SnoozeRequest is POST /runs/{ref}/snooze (R-SNZ-2).
 type SnoozeRequest struct {
 	Until *string `json:"until"`

@@ -27,6 +27,7 @@ const (
 	OpRunResume       = "run.resume"       // → apitypes.Run (new generation)
 	OpRunRelease      = "run.release"      // RunRelease → apitypes.Run (released)
 	OpRunApprove      = "run.approve"      // → apitypes.Run (the held launch or resume goes on)
+	OpRunMove         = "run.move"         // RunMove → apitypes.Run (re-attached, nothing started)
 	OpRunDelete       = "run.delete"       // → nothing; the run's record, ring and ledger are gone
 
 	// OpRunsPush is agent→coordinator: run rows for the index. The agent
@@ -92,6 +93,11 @@ type Grant struct {
 // RunResume carries the run's grants again for the new generation.
 type RunResume struct {
 	Grants []Grant `json:"grants,omitempty"`
+}
+
+// RunMove names the profile a Claude Code run moves to (R-MOVE-*).
+type RunMove struct {
+	ProfileRef string `json:"profile_ref"`
 }
 
 // RunRelease is POST /runs/{ref}/cleanup's confirmation: only an explicit

@@ -91,6 +91,9 @@ Usage:
   olivares session interrupt REF         cancel the active turn
   olivares session stop REF [--json]     SIGTERM, then SIGKILL, the process group
   olivares session resume REF [--json]   a new generation on the same conversation
+  olivares session move REF --profile REF|NAME [--json]
+      Carry a stopped Claude Code run's conversation to another Claude Code
+      profile of its node; nothing starts, the next resume runs there.
   olivares session approve REF [--json]  let a launch or resume its profile holds go on (a person, admin)
   olivares session attach REF [--from N] [--raw]
       Stream the run's output: stdout and pty frames to stdout, stderr frames

@@ -67,8 +67,8 @@ type cmdOpts struct {
 var commands = map[string]string{
 	"whoami": "", "node list": "", "node show": "node id", "node revoke": "node id",
 	"profile add": "", "profile list": "", "profile show": "profile ref", "profile update": "profile ref or name",
-	"session approve": "run ref",
-	"workspace add":   "", "workspace list": "",
+	"session approve": "run ref", "session move": "run ref",
+	"workspace add": "", "workspace list": "",
 	"session start": "", "session list": "",
 	"session show": "run ref", "session events": "run ref", "session input": "run ref",
 	"session interrupt": "run ref", "session stop": "run ref", "session resume": "run ref",
@@ -127,6 +127,8 @@ func (o *cmdOpts) define(cmd string, fs *flag.FlagSet) {
 	case "session attach":
 		fs.Uint64Var(&o.from, "from", 0, "first seq to stream (default: the oldest retained frame)")
 		fs.BoolVar(&o.raw, "raw", false, "print each event as one JSON line instead of the output")
+	case "session move":
+		fs.StringVar(&o.profile, "profile", "", "the Claude Code profile (ref or exact name) to move the run to")
 	case "session snooze":
 		fs.StringVar(&o.until, "until", "", "when the snooze ends: an RFC 3339 instant, or a duration from now (2h)")
 	case "session rename":
@@ -174,6 +176,8 @@ func (o *cmdOpts) check(cmd string, pos []string) error {
 		return required("until")
 	case "vault add":
 		return required("value-file")
+	case "session move":
+		return required("profile")
 	case "agent workspace approve-setup":
 		return required("sha256")
 	case "session rename":
@@ -324,6 +328,18 @@ func runSessions(ctx context.Context, cl *client, cmd string, pos []string, o *c
 			return err
 		}
 		return emit(p, func() { printProfile(out, p) })
+	case "session move":
+		ref, err := resolveProfile(ctx, cl, o.profile)
+		if err != nil {
+			return err
+		}
+		var r apitypes.Run
+		if err := cl.do(ctx, "POST", runPath(arg, "move"), apitypes.MoveRequest{ProviderProfileRef: ref}, &r); err != nil {
+			return err
+		}
+		return emit(r, func() {
+			fmt.Fprintf(out, "%s now on profile %s (%s); resume it to go on\n", r.RunRef, r.ProviderProfileRef, runState(r))
+		})
 	case "session approve":
 		var r apitypes.Run
 		if err := cl.do(ctx, "POST", runPath(arg, "approve"), nil, &r); err != nil {
