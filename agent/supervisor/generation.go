@@ -450,6 +450,7 @@ func (g *generation) wait(readers *sync.WaitGroup) {
 		return
 	}
 	r.ring.Flush()
+	r.flushInputs(false)
 	g.mu.Lock()
 	unavailable := g.unavailable
 	g.mu.Unlock()

@@ -27,6 +27,7 @@ import (
 
 	bbolt "go.etcd.io/bbolt"
 
+	"github.com/olivares-dev/olivares/agent/claudehook"
 	"github.com/olivares-dev/olivares/agent/ledger"
 	"github.com/olivares-dev/olivares/agent/ring"
 	"github.com/olivares-dev/olivares/agent/sessions"
@@ -67,6 +68,10 @@ type Options struct {
 	// Runners by launch transport (R-TR-1). The composition root wires
 	// ProcRunner for stdio (R-TR-2).
 	Runners map[cliruntime.LaunchTransport]sessions.Runner
+	// Hook is the engine's hook endpoint for Claude Code runs of profiles
+	// with engine_hooks (R-ED-4). When its Command is empty, such runs do
+	// not carry the engine's hooks.
+	Hook HookEndpoint
 	// GrantsDir holds the files of grants given as_file, one 0700
 	// directory per run and generation, removed when it ends. When empty,
 	// such grants are refused.
@@ -109,6 +114,9 @@ type run struct {
 
 	inputs     int // accepted inputs not yet in the ledger
 	inputsBusy bool
+	// inputsMu serialises the ledger writes of input counts, so that a
+	// stop or an exit can flush the pending count before its own row.
+	inputsMu sync.Mutex
 }
 
 // errf builds an error whose status the coordinator passes through.
@@ -326,7 +334,7 @@ func (s *Supervisor) Launch(ctx context.Context, p LaunchParams) (apitypes.Run, 
 	if err := checkGrants(p.Grants, prof); err != nil {
 		return apitypes.Run{}, err
 	}
-	spec := s.spec(prof, workdir, "")
+	spec := s.spec(prof, workdir, "", p.RunRef)
 	if _, err := s.runner(d); err != nil {
 		return apitypes.Run{}, err
 	}
@@ -378,9 +386,11 @@ func (s *Supervisor) Launch(ctx context.Context, p LaunchParams) (apitypes.Run, 
 	return r.snapshot(), nil
 }
 
-// spec builds a launch spec from a profile. The children's PATH is the
-// profile's, else the agent's configured one.
-func (s *Supervisor) spec(p profile, workdir, conv string) cliruntime.LaunchSpec {
+// spec builds a launch spec of run ref from a profile. The children's PATH
+// is the profile's, else the agent's configured one. A profile with the
+// engine's hooks gets them (R-PCS-15, R-ED-4) when this agent has a hook
+// endpoint; the hook finds the agent and the run through the environment.
+func (s *Supervisor) spec(p profile, workdir, conv, ref string) cliruntime.LaunchSpec {
 	var env []string
 	hasPath := false
 	for k, v := range p.Env {
@@ -391,7 +401,19 @@ func (s *Supervisor) spec(p profile, workdir, conv string) cliruntime.LaunchSpec
 	if !hasPath && s.o.Path != "" {
 		env = append([]string{"PATH=" + s.o.Path}, env...)
 	}
-	return cliruntime.LaunchSpec{Home: p.Home, Workdir: workdir, Env: env, ConversationID: conv, IsolateSettings: p.EngineHooks}
+	spec := cliruntime.LaunchSpec{Home: p.Home, Workdir: workdir, Env: env, ConversationID: conv}
+	if s.engineHooks(p) {
+		spec.IsolateSettings, spec.EngineHook = true, s.o.Hook.Command
+		spec.Env = append(spec.Env, claudehook.EnvRun+"="+ref, claudehook.EnvSocket+"="+s.o.Hook.Socket)
+	}
+	return spec
+}
+
+// engineHooks reports whether runs of p carry the engine's hooks: the
+// profile asks for them and this agent has a hook endpoint. Without one a
+// Claude Code run reads the project's settings and is gated (R-PCS-15).
+func (s *Supervisor) engineHooks(p profile) bool {
+	return p.EngineHooks && p.Tool == string(cliruntime.KindClaude) && s.o.Hook.Command != "" && s.o.Hook.Socket != ""
 }
 
 func (s *Supervisor) runner(d cliruntime.Driver) (sessions.Runner, error) {
@@ -669,22 +691,34 @@ func (r *run) countInput() {
 	r.s.wg.Add(1)
 	go func() {
 		defer r.s.wg.Done()
-		for {
-			r.mu.Lock()
-			n, gen := r.inputs, r.rec.Generation
-			r.inputs = 0
-			if n == 0 {
-				r.inputsBusy = false
-				r.mu.Unlock()
-				return
-			}
-			r.mu.Unlock()
-			detail, _ := json.Marshal(map[string]int{"count": n})
-			if _, err := r.s.o.Ledger.Append(r.ref, ledger.Event{Kind: ledger.KindInputAccepted, Generation: gen, Detail: detail}); err != nil {
-				r.s.o.Logf("supervisor: run %s: ledger: %v", r.ref, err)
-			}
+		for r.flushInputs(true) {
 		}
 	}()
+}
+
+// flushInputs writes the pending input count, if any, and reports whether
+// it wrote one. The writer goroutine (done set) stops being busy once
+// nothing is pending; a stop or an exit calls it to put the count before
+// its own row (R-EVT-3's order).
+func (r *run) flushInputs(writer bool) bool {
+	r.inputsMu.Lock()
+	defer r.inputsMu.Unlock()
+	r.mu.Lock()
+	n, gen := r.inputs, r.rec.Generation
+	r.inputs = 0
+	if n == 0 {
+		if writer {
+			r.inputsBusy = false
+		}
+		r.mu.Unlock()
+		return false
+	}
+	r.mu.Unlock()
+	detail, _ := json.Marshal(map[string]int{"count": n})
+	if _, err := r.s.o.Ledger.Append(r.ref, ledger.Event{Kind: ledger.KindInputAccepted, Generation: gen, Detail: detail}); err != nil {
+		r.s.o.Logf("supervisor: run %s: ledger: %v", r.ref, err)
+	}
+	return true
 }
 
 // Interrupt cancels the active turn; the process stays (R-INT-1). An idle
@@ -732,6 +766,7 @@ func (s *Supervisor) Stop(ref string, grace time.Duration) (apitypes.Run, error)
 		return r.snapshot(), nil
 	default:
 	}
+	r.flushInputs(false)
 	if err := r.update(ledger.Event{Kind: ledger.KindStopRequested, Generation: g.n}, func(rec *record) { rec.StopRequested = true }); err != nil {
 		return apitypes.Run{}, err
 	}
@@ -817,7 +852,7 @@ func (s *Supervisor) prepareResume(r *run, approving bool, grants []Grant) (resu
 	if _, err := s.runner(d); err != nil {
 		return resumeSpec{}, err
 	}
-	spec := s.spec(prof, rec.WorkspacePath, rec.ConversationID)
+	spec := s.spec(prof, rec.WorkspacePath, rec.ConversationID, rec.RunRef)
 	if d.Kind() == cliruntime.KindClaude && !claudeTranscriptExists(prof.Home, rec.ConversationID) {
 		return resumeSpec{}, errf(http.StatusConflict, "conversation_unavailable", "the stored conversation %s is not in the profile home %s; nothing was started", rec.ConversationID, prof.Home)
 	}
@@ -907,7 +942,7 @@ func (s *Supervisor) Approve(ctx context.Context, ref string, grants []Grant) (a
 	if d == nil {
 		return apitypes.Run{}, errf(http.StatusUnprocessableEntity, "unknown_tool", "this agent has no driver for tool %q", prof.Tool)
 	}
-	spec := s.spec(prof, rec.WorkspacePath, "")
+	spec := s.spec(prof, rec.WorkspacePath, "", rec.RunRef)
 	if err := s.checkBinary(d, spec); err != nil {
 		return apitypes.Run{}, err
 	}
