@@ -13,6 +13,7 @@ import (
 	"log"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -199,6 +200,7 @@ func (a *Agent) openRuns() error {
 		DB: a.db, Ring: rings, Ledger: led,
 		ProfilesDir:      filepath.Join(a.cfg.StateDir, "profiles"),
 		GrantsDir:        filepath.Join(a.cfg.StateDir, "grants"),
+		Hook:             supervisor.HookEndpoint{Command: hookCommand(), Socket: a.SocketPath()},
 		Path:             a.childPath(),
 		Drivers:          drivers(),
 		Runners:          runners(),
@@ -252,7 +254,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		localsock.Serve(ctx, ln, localapi.Handlers{Status: a.Status}.Handler())
+		localsock.Serve(ctx, ln, localapi.Handlers{Status: a.Status, ClaudeHook: a.sup.ClaudeHook}.Handler())
 	}()
 	a.logf("agent: node %s, state %s, socket %s", a.id.NodeID, a.cfg.StateDir, a.SocketPath())
 	err = a.link.Run(ctx)
@@ -294,3 +296,22 @@ func (a *Agent) statusOp(ctx context.Context, h wire.Header, s tunnel.Stream) {
 
 // TrustPool is the CA bundle the agent trusts now (it changes at renewal).
 func (a *Agent) TrustPool() *x509.CertPool { return a.id.Pool() }
+
+// hookCommand is the engine's Claude Code hook command (R-ED-4): this very
+// program's claude-hook, when this program is one of Olivares' (olivares-agent,
+// or olivares-coordinator with its embedded agent), quoted for the shell
+// Claude Code runs hooks with. Otherwise (a test binary) the agent has no
+// hook endpoint, and Claude Code runs of engine-hooks profiles read their
+// project settings and are gated (R-PCS-15).
+func hookCommand() string {
+	exe, err := os.Executable()
+	if err != nil {
+		return ""
+	}
+	switch filepath.Base(exe) {
+	case "olivares-agent", "olivares-coordinator", "olivares":
+	default:
+		return ""
+	}
+	return "'" + strings.ReplaceAll(exe, "'", `'\''`) + "' claude-hook"
+}

@@ -106,7 +106,8 @@ func (a *Agent) profileUpdateOp(ctx context.Context, h wire.Header, s tunnel.Str
 		return
 	}
 	prof, err := a.sup.UpdateProfile(p.Ref, p.Tenant, supervisor.ProfileUpdate{Active: p.Active,
-		LaunchRequiresApproval: p.LaunchRequiresApproval, AllowedWorkspaces: p.AllowedWorkspaces, EngineHooks: p.EngineHooks})
+		LaunchRequiresApproval: p.LaunchRequiresApproval, AllowedWorkspaces: p.AllowedWorkspaces, EngineHooks: p.EngineHooks,
+		DeniedTools: p.DeniedTools})
 	if err == nil {
 		prof.NodeID = a.id.NodeID
 	}
@@ -411,7 +412,7 @@ func (p *pusher) session(ctx context.Context, open func(context.Context) (tunnel
 func supervisorProfile(p proto.ProfileCreate) supervisor.ProfileParams {
 	return supervisor.ProfileParams{Ref: p.Ref, Tenant: p.Tenant, Tool: p.Tool, Name: p.Name, Home: p.Home, Env: p.Env,
 		Policy: supervisor.ProfilePolicy{Inactive: p.Inactive, LaunchRequiresApproval: p.LaunchRequiresApproval,
-			AllowedWorkspaces: p.AllowedWorkspaces, EngineHooks: p.EngineHooks}}
+			AllowedWorkspaces: p.AllowedWorkspaces, EngineHooks: p.EngineHooks, DeniedTools: p.DeniedTools}}
 }
 
 func supervisorLaunch(p proto.RunLaunch) supervisor.LaunchParams {

@@ -2,19 +2,25 @@
 // dir) with a small map of handlers, after Tailscale's LocalAPI. It backs
 // `olivares-agent status`.
 //
-// localapi is read-only for now (R-ARCH-5): no handler changes state.
+// Its only writer is the engine's Claude Code hook (R-ED-4), which records a
+// tool use in the run's ledger; status stays read-only (R-ARCH-5).
 package localapi
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"io"
 	"net/http"
 	"path/filepath"
 	"time"
 
+	"github.com/olivares-dev/olivares/agent/claudehook"
 	"github.com/olivares-dev/olivares/agent/link"
 	"github.com/olivares-dev/olivares/agent/supervisor"
 	"github.com/olivares-dev/olivares/shared/localsock"
 	"github.com/olivares-dev/olivares/shared/proto"
+	"github.com/olivares-dev/olivares/shared/wire"
 )
 
 // SocketFile is the socket's name in the state dir.
@@ -40,6 +46,8 @@ type Status struct {
 // Handlers are the routes of the socket.
 type Handlers struct {
 	Status func(ctx context.Context) Status
+	// ClaudeHook answers the engine's PreToolUse hook of a run (R-ED-4).
+	ClaudeHook func(run string, input []byte) (claudehook.Decision, error)
 }
 
 // Handler returns the socket's http.Handler.
@@ -48,6 +56,26 @@ func (h Handlers) Handler() http.Handler {
 	mux.HandleFunc("GET /status", func(w http.ResponseWriter, r *http.Request) {
 		localsock.WriteJSON(w, http.StatusOK, h.Status(r.Context()))
 	})
+	if h.ClaudeHook != nil {
+		mux.HandleFunc("POST "+claudehook.Path, func(w http.ResponseWriter, r *http.Request) {
+			var req claudehook.Request
+			if err := json.NewDecoder(io.LimitReader(r.Body, 2<<20)).Decode(&req); err != nil {
+				localsock.WriteError(w, http.StatusBadRequest, "bad_request", err.Error())
+				return
+			}
+			d, err := h.ClaudeHook(req.RunRef, req.Input)
+			if err != nil {
+				var we *wire.Error
+				if errors.As(err, &we) {
+					localsock.WriteError(w, we.Status, we.Code, we.Message)
+					return
+				}
+				localsock.WriteError(w, http.StatusInternalServerError, "internal", err.Error())
+				return
+			}
+			localsock.WriteJSON(w, http.StatusOK, d)
+		})
+	}
 	return mux
 }
 

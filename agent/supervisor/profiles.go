@@ -40,11 +40,20 @@ type ProfilePolicy struct {
 	LaunchRequiresApproval bool
 	AllowedWorkspaces      []string
 	EngineHooks            bool
+	DeniedTools            []string
 }
 
 func (pp ProfilePolicy) check(tool string) error {
 	if pp.EngineHooks && tool != string(cliruntime.KindClaude) {
 		return errf(http.StatusBadRequest, "bad_policy", "engine_hooks applies to Claude Code profiles only, not %s", tool)
+	}
+	if len(pp.DeniedTools) > 0 && !pp.EngineHooks {
+		return errf(http.StatusBadRequest, "bad_policy", "denied_tools needs engine_hooks: only the engine's hook can refuse a tool")
+	}
+	for _, tl := range pp.DeniedTools {
+		if tl == "" || len(tl) > 128 || strings.ContainsAny(tl, " \t\n") {
+			return errf(http.StatusBadRequest, "bad_policy", "denied tool %q: give a tool name such as Bash, or *", tl)
+		}
 	}
 	for _, w := range pp.AllowedWorkspaces {
 		if !refRE.MatchString(w) {
@@ -101,7 +110,7 @@ func (s *Supervisor) CreateProfile(p ProfileParams) (apitypes.Profile, error) {
 	}
 	rec := profile{Ref: p.Ref, Tenant: p.Tenant, Tool: p.Tool, Name: p.Name, Home: home, Env: p.Env, CreatedAt: time.Now().UTC(),
 		Inactive: p.Policy.Inactive, LaunchRequiresApproval: p.Policy.LaunchRequiresApproval,
-		AllowedWorkspaces: p.Policy.AllowedWorkspaces, EngineHooks: p.Policy.EngineHooks}
+		AllowedWorkspaces: p.Policy.AllowedWorkspaces, EngineHooks: p.Policy.EngineHooks, DeniedTools: p.Policy.DeniedTools}
 	err := s.o.DB.Update(func(tx *bbolt.Tx) error {
 		if tx.Bucket(bucketProfiles).Get([]byte(p.Ref)) != nil {
 			return errf(http.StatusConflict, "exists", "profile %q exists", p.Ref)
@@ -117,7 +126,7 @@ func (s *Supervisor) CreateProfile(p ProfileParams) (apitypes.Profile, error) {
 func (p profile) view() apitypes.Profile {
 	v := apitypes.Profile{Ref: p.Ref, Tenant: p.Tenant, Tool: p.Tool, Name: p.Name, Home: p.Home, CreatedAt: p.CreatedAt,
 		Active: !p.Inactive, LaunchRequiresApproval: p.LaunchRequiresApproval, AllowedWorkspaces: p.AllowedWorkspaces,
-		EngineHooks: p.EngineHooks}
+		EngineHooks: p.EngineHooks, DeniedTools: p.DeniedTools}
 	for k := range p.Env {
 		v.EnvKeys = append(v.EnvKeys, k)
 	}
@@ -230,6 +239,7 @@ type ProfileUpdate struct {
 	LaunchRequiresApproval *bool
 	AllowedWorkspaces      *[]string
 	EngineHooks            *bool
+	DeniedTools            *[]string
 }
 
 // UpdateProfile changes the policy of a profile of tenant. It applies to
@@ -246,7 +256,7 @@ func (s *Supervisor) UpdateProfile(ref, tenant string, u ProfileUpdate) (apitype
 			return notFound("profile", ref)
 		}
 		pol := ProfilePolicy{Inactive: p.Inactive, LaunchRequiresApproval: p.LaunchRequiresApproval,
-			AllowedWorkspaces: p.AllowedWorkspaces, EngineHooks: p.EngineHooks}
+			AllowedWorkspaces: p.AllowedWorkspaces, EngineHooks: p.EngineHooks, DeniedTools: p.DeniedTools}
 		if u.Active != nil {
 			pol.Inactive = !*u.Active
 		}
@@ -259,10 +269,14 @@ func (s *Supervisor) UpdateProfile(ref, tenant string, u ProfileUpdate) (apitype
 		if u.EngineHooks != nil {
 			pol.EngineHooks = *u.EngineHooks
 		}
+		if u.DeniedTools != nil {
+			pol.DeniedTools = slices.Clone(*u.DeniedTools)
+		}
 		if err := pol.check(p.Tool); err != nil {
 			return err
 		}
 		p.Inactive, p.LaunchRequiresApproval, p.AllowedWorkspaces, p.EngineHooks = pol.Inactive, pol.LaunchRequiresApproval, pol.AllowedWorkspaces, pol.EngineHooks
+		p.DeniedTools = pol.DeniedTools
 		out = p
 		return putJSON(tx, bucketProfiles, ref, p)
 	})

@@ -36,6 +36,8 @@ type profile struct {
 	// EngineHooks: Claude Code runs carry the engine's hooks and load no
 	// settings file of their own (R-PCS-15).
 	EngineHooks bool `json:"engine_hooks,omitempty"`
+	// DeniedTools: what the engine's hook refuses (R-ED-4).
+	DeniedTools []string `json:"denied_tools,omitempty"`
 }
 
 type workspace struct {

@@ -119,7 +119,7 @@ func (s *Server) CreateProfile(ctx context.Context, tenant string, req apitypes.
 	err := s.call(ctx, req.NodeID, wire.Header{Op: proto.OpProfileCreate},
 		proto.ProfileCreate{Ref: ref, Tenant: tenant, Tool: req.Tool, Name: req.Name, Home: req.Home, Env: req.Env,
 			Inactive: req.Active != nil && !*req.Active, LaunchRequiresApproval: req.LaunchRequiresApproval,
-			AllowedWorkspaces: req.AllowedWorkspaces, EngineHooks: req.EngineHooks}, &p)
+			AllowedWorkspaces: req.AllowedWorkspaces, EngineHooks: req.EngineHooks, DeniedTools: req.DeniedTools}, &p)
 	if err != nil {
 		return apitypes.Profile{}, err
 	}

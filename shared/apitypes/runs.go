@@ -258,6 +258,9 @@ type Profile struct {
 	// EngineHooks (Claude Code): runs carry the engine's hooks and are
 	// launched with --setting-sources "" (R-PCS-15).
 	EngineHooks bool `json:"engine_hooks,omitempty"`
+	// DeniedTools (with EngineHooks): tool names the engine's hook refuses
+	// ("*" refuses every tool).
+	DeniedTools []string `json:"denied_tools,omitempty"`
 }
 
 // ProfileCreate is POST /profiles.
@@ -271,6 +274,7 @@ type ProfileCreate struct {
 	LaunchRequiresApproval bool              `json:"launch_requires_approval,omitempty"`
 	AllowedWorkspaces      []string          `json:"allowed_workspaces,omitempty"`
 	EngineHooks            bool              `json:"engine_hooks,omitempty"`
+	DeniedTools            []string          `json:"denied_tools,omitempty"`
 }
 
 // ProfileUpdate is PATCH /profiles/{ref}: the policy fields given change.
@@ -279,6 +283,7 @@ type ProfileUpdate struct {
 	LaunchRequiresApproval *bool     `json:"launch_requires_approval,omitempty"`
 	AllowedWorkspaces      *[]string `json:"allowed_workspaces,omitempty"`
 	EngineHooks            *bool     `json:"engine_hooks,omitempty"`
+	DeniedTools            *[]string `json:"denied_tools,omitempty"`
 }
 
 // ProfileList is GET /profiles.

@@ -48,6 +48,7 @@ type ProfileCreate struct {
 	LaunchRequiresApproval bool     `json:"launch_requires_approval,omitempty"`
 	AllowedWorkspaces      []string `json:"allowed_workspaces,omitempty"`
 	EngineHooks            bool     `json:"engine_hooks,omitempty"`
+	DeniedTools            []string `json:"denied_tools,omitempty"`
 }
 
 // ProfileUpdate asks the agent to change a profile's policy.

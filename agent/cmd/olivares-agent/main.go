@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/olivares-dev/olivares/agent/agentd"
+	"github.com/olivares-dev/olivares/agent/claudehook"
 	"github.com/olivares-dev/olivares/agent/enroll"
 	"github.com/olivares-dev/olivares/agent/localapi"
 	"github.com/olivares-dev/olivares/shared/localsock"
@@ -40,6 +41,11 @@ The default state dir is $OLIVARES_AGENT_STATE_DIR, else /var/lib/olivares-agent
 `
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "claude-hook" {
+		// The engine's Claude Code hook (R-ED-4): Claude Code runs it with
+		// the hook input on stdin.
+		os.Exit(claudehook.Main(os.Stdin, os.Stdout, os.Stderr, os.Getenv))
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {

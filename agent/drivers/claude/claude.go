@@ -74,6 +74,15 @@ func (Driver) command(spec cliruntime.LaunchSpec, extra []string) (cliruntime.Co
 	if spec.IsolateSettings {
 		args = append(args, "--setting-sources", "")
 	}
+	if spec.EngineHook != "" {
+		settings, err := json.Marshal(map[string]any{"hooks": map[string]any{"PreToolUse": []any{
+			map[string]any{"matcher": "*", "hooks": []any{map[string]any{"type": "command", "command": spec.EngineHook}}},
+		}}})
+		if err != nil {
+			return cliruntime.Command{}, err
+		}
+		args = append(args, "--settings", string(settings))
+	}
 	args = append(args, extra...)
 	path := spec.Binary
 	if path == "" {

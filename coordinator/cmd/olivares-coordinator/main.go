@@ -24,6 +24,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/olivares-dev/olivares/agent/claudehook"
 	"github.com/olivares-dev/olivares/certs"
 	"github.com/olivares-dev/olivares/coordinator/coordd"
 	"github.com/olivares-dev/olivares/coordinator/devmode"
@@ -55,6 +56,11 @@ only the coordinator opens its store.
 `
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "claude-hook" {
+		// The engine's Claude Code hook (R-ED-4): Claude Code runs it with
+		// the hook input on stdin.
+		os.Exit(claudehook.Main(os.Stdin, os.Stdout, os.Stderr, os.Getenv))
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {

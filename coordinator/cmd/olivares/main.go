@@ -33,6 +33,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/olivares-dev/olivares/agent/claudehook"
 	"github.com/olivares-dev/olivares/certs"
 	"github.com/olivares-dev/olivares/shared/apitypes"
 )
@@ -53,7 +54,8 @@ Usage:
       Register a provider profile: one account/config home of one tool on one
       node. Env values stay on the node; only their names are shown again.
       Policy: [--active=false] [--requires-approval] [--allow-workspace WS ...]
-      [--engine-hooks] (claude: the engine's hooks, no settings file loaded).
+      [--engine-hooks [--deny-tool T ...]] (claude: the engine's PreToolUse hook
+      sees every tool use and refuses the denied ones; no settings file loaded).
   olivares profile list [--json]
   olivares profile show REF [--json]
   olivares profile update REF|NAME [--active=BOOL] [--requires-approval=BOOL]
@@ -120,6 +122,10 @@ Usage:
       Read the whole ledger and recompute its hash chain here; exits 1 and names
       the first broken link when an entry was changed or removed.
 
+  olivares claude-hook
+      The engine's Claude Code PreToolUse hook: Claude Code runs it for the
+      runs of --engine-hooks profiles (it asks the run's agent).
+
 Exit status: 0 on success, 2 for a usage error, 3 when the API answers 403,
 4 for 404, 5 for 409, 6 for 422, and 1 for anything else.
 
@@ -128,6 +134,11 @@ Credentials live in $OLIVARES_CONFIG_DIR/credentials.json, else
 `
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "claude-hook" {
+		// The engine's Claude Code hook (R-ED-4): Claude Code runs it with
+		// the hook input on stdin.
+		os.Exit(claudehook.Main(os.Stdin, os.Stdout, os.Stderr, os.Getenv))
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := report(run(ctx, os.Args[1:], os.Stdout, os.Stderr), os.Stderr)
 	stop()

@@ -202,7 +202,7 @@ func (o *cmdOpts) check(cmd string, pos []string) error {
 // policyFlags are a profile's policy flags (R-MOVE-3, Q-53, R-PCS-15).
 type policyFlags struct {
 	active, requiresApproval, engineHooks bool
-	allowWorkspaces                       listFlag
+	allowWorkspaces, denyTools            listFlag
 }
 
 func (o *cmdOpts) definePolicy(fs *flag.FlagSet) {
@@ -210,6 +210,7 @@ func (o *cmdOpts) definePolicy(fs *flag.FlagSet) {
 	fs.BoolVar(&o.policy.requiresApproval, "requires-approval", false, "hold each launch and resume until a person approves it (olivares session approve)")
 	fs.BoolVar(&o.policy.engineHooks, "engine-hooks", false, "claude: carry the engine's hooks and load no settings file (--setting-sources \"\")")
 	fs.Var(&o.policy.allowWorkspaces, "allow-workspace", "workspace ref the profile may run in, repeatable (default: any)")
+	fs.Var(&o.policy.denyTools, "deny-tool", "claude, with --engine-hooks: a tool the engine's hook refuses (Bash, Write, ... or *), repeatable")
 }
 
 // profileUpdate is the PATCH body of the policy flags given.
@@ -227,6 +228,10 @@ func (o *cmdOpts) profileUpdate() apitypes.ProfileUpdate {
 	if o.set["allow-workspace"] {
 		ws := []string(o.policy.allowWorkspaces)
 		u.AllowedWorkspaces = &ws
+	}
+	if o.set["deny-tool"] {
+		ts := []string(o.policy.denyTools)
+		u.DeniedTools = &ts
 	}
 	return u
 }
@@ -296,7 +301,8 @@ func runSessions(ctx context.Context, cl *client, cmd string, pos []string, o *c
 	switch cmd {
 	case "profile add":
 		req := apitypes.ProfileCreate{NodeID: o.node, Tool: o.tool, Name: o.name, Home: o.home, Env: o.env,
-			LaunchRequiresApproval: o.policy.requiresApproval, AllowedWorkspaces: o.policy.allowWorkspaces, EngineHooks: o.policy.engineHooks}
+			LaunchRequiresApproval: o.policy.requiresApproval, AllowedWorkspaces: o.policy.allowWorkspaces, EngineHooks: o.policy.engineHooks,
+			DeniedTools: o.policy.denyTools}
 		if o.set["active"] {
 			req.Active = &o.policy.active
 		}
@@ -578,6 +584,7 @@ func printProfile(out io.Writer, p apitypes.Profile) {
 	fmt.Fprintf(tw, "allowed workspaces\t%s\n", dash(strings.Join(p.AllowedWorkspaces, ", ")))
 	if p.Tool == "claude" {
 		fmt.Fprintf(tw, "engine hooks\t%v\n", p.EngineHooks)
+		fmt.Fprintf(tw, "denied tools\t%s\n", dash(strings.Join(p.DeniedTools, ", ")))
 	}
 	fmt.Fprintf(tw, "created\t%s\n", stamp(p.CreatedAt))
 	tw.Flush()

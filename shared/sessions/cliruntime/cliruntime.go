@@ -54,6 +54,11 @@ type LaunchSpec struct {
 	// that carries the engine's hooks). Other drivers ignore it. When false
 	// the profile home's own settings decide (real-clis.md §1.5).
 	IsolateSettings bool `json:"isolate_settings,omitempty"`
+	// EngineHook, when set, is the engine's PreToolUse hook command: Claude
+	// Code gets it through --settings, which it honours even with
+	// --setting-sources "" (measured on 2.1.328), so every tool use passes
+	// the engine's policy point (R-ED-4). Other drivers ignore it.
+	EngineHook string `json:"engine_hook,omitempty"`
 }
 
 // Command is a child to start; it maps field for field onto sessions.Spec.
