@@ -566,8 +566,12 @@ func (s *Server) resume(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	gate, err := s.gate(ctx, r.WorkspaceRef)
+	if err != nil {
+		return err
+	}
 	var out apitypes.Run
-	r, err = s.runCall(c, proto.OpRunResume, proto.RunResume{Grants: grants}, &out, callTimeout)
+	r, err = s.runCall(c, proto.OpRunResume, proto.RunResume{Grants: grants, Gate: gate}, &out, callTimeout)
 	if err != nil {
 		return err
 	}
@@ -606,8 +610,12 @@ func (s *Server) approveRun(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	gate, err := s.gate(ctx, r.WorkspaceRef)
+	if err != nil {
+		return err
+	}
 	var out apitypes.Run
-	r, err = s.runCall(c, proto.OpRunApprove, proto.RunResume{Grants: grants}, &out, callTimeout)
+	r, err = s.runCall(c, proto.OpRunApprove, proto.RunResume{Grants: grants, Gate: gate}, &out, callTimeout)
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -17,6 +18,8 @@ import (
 	"github.com/olivares-dev/olivares/coordinator/store"
 	"github.com/olivares-dev/olivares/shared/apierr"
 	"github.com/olivares-dev/olivares/shared/apitypes"
+	"github.com/olivares-dev/olivares/shared/proto"
+	"github.com/olivares-dev/olivares/shared/wire"
 )
 
 // maxSetupCommand is R-SETUP-3's bound on the setup command, in bytes.
@@ -236,4 +239,102 @@ func mustJSON(v any) []byte {
 		panic(err) // only called with maps of strings and numbers
 	}
 	return b
+}
+
+// projectConfigRoutes are R-PCS-10/11's routes (R-AUTH-5: reading is
+// run:read; approving is workspace administration by a person).
+func (s *Server) projectConfigRoutes() []Route {
+	return []Route{
+		{http.MethodGet, Base + "/workspaces/:ref/project-config", auth.PermRunRead, s.getProjectConfig},
+		{http.MethodPost, Base + "/workspaces/:ref/project-config/approve", auth.PermWorkspaceAdmin, s.approveProjectConfig},
+	}
+}
+
+// scanProjectConfig asks the workspace's node to scan it now (R-PCS-10: it
+// reads the registered folder itself).
+func (s *Server) scanProjectConfig(c echo.Context, w apitypes.Workspace) (apitypes.ProjectConfig, error) {
+	var pc apitypes.ProjectConfig
+	err := s.call(c.Request().Context(), w.NodeID, wire.Header{Op: proto.OpProjectConfig},
+		proto.ProjectConfigScan{WorkspaceRef: w.Ref, Tenant: w.Tenant}, &pc)
+	return pc, err
+}
+
+func projectConfigView(pc apitypes.ProjectConfig, st store.WorkspaceSettings) apitypes.ProjectConfig {
+	pc.Approval = approvalState(st.ProjectConfigApproval)
+	pc.Approved = pc.SHA256 != "" && st.ProjectConfigApproval != nil && st.ProjectConfigApproval.SHA256 == pc.SHA256
+	if pc.Files == nil {
+		pc.Files = []apitypes.ProjectConfigFile{}
+	}
+	return pc
+}
+
+func (s *Server) getProjectConfig(c echo.Context) error {
+	w, err := s.workspaceInTenant(c, c.Param("ref"))
+	if err != nil {
+		return err
+	}
+	pc, err := s.scanProjectConfig(c, w)
+	if err != nil {
+		return err
+	}
+	st, err := s.o.Store.GetWorkspaceSettings(c.Request().Context(), w.Ref)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, projectConfigView(pc, st))
+}
+
+// approveProjectConfig is R-PCS-11: the reviewed hash must be the current
+// flagged part's (409 otherwise, Q-05); who, when and the hash are stored
+// with the audit entry in one transaction.
+func (s *Server) approveProjectConfig(c echo.Context) error {
+	if err := refuseAgent(c); err != nil {
+		return err
+	}
+	w, err := s.workspaceInTenant(c, c.Param("ref"))
+	if err != nil {
+		return err
+	}
+	sha, err := readApproval(c)
+	if err != nil {
+		return err
+	}
+	pc, err := s.scanProjectConfig(c, w)
+	if err != nil {
+		return err
+	}
+	switch {
+	case pc.SHA256 == "":
+		return apierr.New(http.StatusConflict, "nothing_flagged", "workspace %s carries no flagged agent configuration; there is nothing to approve", w.Ref)
+	case pc.SHA256 != sha:
+		return apierr.New(http.StatusConflict, "project_config_changed", "the flagged configuration of workspace %s is not what you reviewed (it hashes to %s now); read it again with olivares agent workspace project-config %s", w.Ref, pc.SHA256, w.Ref)
+	}
+	st, err := s.o.Store.UpdateWorkspaceSettings(c.Request().Context(), w.Ref, func(st *store.WorkspaceSettings) (*apitypes.AuditEntry, error) {
+		st.ProjectConfigApproval = &store.Approval{SHA256: sha, Actor: CallerOf(c).Actor().CredentialID, At: s.o.Now().UTC()}
+		e := s.workspaceAudit(c, apitypes.AuditWorkspaceApprovePCfg, w.Ref, map[string]string{"sha256": sha})
+		return &e, nil
+	})
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, projectConfigView(pc, st))
+}
+
+// gate is what a start of a run in workspace ref needs for its
+// project-config check (R-PCS-12): the hash of the last approval.
+func (s *Server) gate(ctx context.Context, workspaceRef string) (proto.Gate, error) {
+	if workspaceRef == "" {
+		return proto.Gate{}, nil
+	}
+	st, err := s.o.Store.GetWorkspaceSettings(ctx, workspaceRef)
+	if errors.Is(err, store.ErrNotFound) {
+		return proto.Gate{}, nil
+	}
+	if err != nil {
+		return proto.Gate{}, err
+	}
+	if st.ProjectConfigApproval == nil {
+		return proto.Gate{}, nil
+	}
+	return proto.Gate{ProjectConfigApproved: st.ProjectConfigApproval.SHA256}, nil
 }

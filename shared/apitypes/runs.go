@@ -347,6 +347,36 @@ type WorkspaceCreate struct {
 	DLP             string   `json:"dlp,omitempty"`
 }
 
+// ProjectConfig is GET /workspaces/{ref}/project-config (R-PCS-10): the
+// flagged keys of the repository-carried agent configuration per file,
+// with their values (a password in a URL masked, R-PCS-25), the sha256 of
+// exactly the flagged part, and whether the last approval covers it.
+type ProjectConfig struct {
+	WorkspaceRef string              `json:"workspace_ref"`
+	Files        []ProjectConfigFile `json:"files"`
+	// SHA256 is absent when nothing is flagged (R-PCS-9).
+	SHA256   string         `json:"sha256,omitempty"`
+	Approved bool           `json:"approved"`
+	Approval *ApprovalState `json:"approval,omitempty"`
+}
+
+// ProjectConfigFile is one flagged file.
+type ProjectConfigFile struct {
+	Path string `json:"path"`
+	// Tools are the tools that read the file (R-PCS-19).
+	Tools []string `json:"tools"`
+	// Unreadable is why the file could not be read in its format, flagged
+	// whole (R-PCS-5); empty when it was read.
+	Unreadable string             `json:"unreadable,omitempty"`
+	Keys       []ProjectConfigKey `json:"keys,omitempty"`
+}
+
+// ProjectConfigKey is one flagged key and its value.
+type ProjectConfigKey struct {
+	Path  string          `json:"path"`
+	Value json.RawMessage `json:"value"`
+}
+
 // SetupCommandRequest is PUT /workspaces/{ref}/setup-command (R-SETUP-3).
 type SetupCommandRequest struct {
 	Command *string `json:"command"`

@@ -28,7 +28,11 @@ const (
 	OpRunRelease      = "run.release"      // RunRelease → apitypes.Run (released)
 	OpRunApprove      = "run.approve"      // → apitypes.Run (the held launch or resume goes on)
 	OpRunMove         = "run.move"         // RunMove → apitypes.Run (re-attached, nothing started)
-	OpRunDelete       = "run.delete"       // → nothing; the run's record, ring and ledger are gone
+
+	// OpProjectConfig scans a workspace's repository-carried agent
+	// configuration (R-PCS-10).
+	OpProjectConfig = "workspace.project_config" // ProjectConfigScan → apitypes.ProjectConfig (without approval)
+	OpRunDelete     = "run.delete"               // → nothing; the run's record, ring and ledger are gone
 
 	// OpRunsPush is agent→coordinator: run rows for the index. The agent
 	// sends every row once per session (Full) and then each change.
@@ -80,6 +84,22 @@ type RunLaunch struct {
 	Isolation    string  `json:"isolation"`
 	TemplateRef  string  `json:"template_ref,omitempty"`
 	Grants       []Grant `json:"grants,omitempty"`
+	// Worktree launches (R-WT-*, R-WTF-*): the agent validates them and
+	// creates the worktree.
+	Worktree     bool   `json:"worktree,omitempty"`
+	WorktreeFrom string `json:"worktree_from,omitempty"`
+	// SetupRefusal, when set, is the 409 of a worktree launch whose setup
+	// command has no matching approval (R-SETUP-8): the agent answers it
+	// after its own 422 checks and before it creates anything.
+	SetupRefusal string `json:"setup_refusal,omitempty"`
+	Gate
+}
+
+// Gate is what the coordinator knows that a start's project-config gate
+// needs (R-PCS-12): the hash of the workspace's last approval ("" when
+// none). The agent scans the directory the process will start in.
+type Gate struct {
+	ProjectConfigApproved string `json:"project_config_approved,omitempty"`
 }
 
 // Grant is a granted credential with its value, on its way to the node
@@ -94,6 +114,13 @@ type Grant struct {
 // RunResume carries the run's grants again for the new generation.
 type RunResume struct {
 	Grants []Grant `json:"grants,omitempty"`
+	Gate
+}
+
+// ProjectConfigScan names the workspace to scan.
+type ProjectConfigScan struct {
+	WorkspaceRef string `json:"workspace_ref"`
+	Tenant       string `json:"tenant"`
 }
 
 // RunMove names the profile a Claude Code run moves to (R-MOVE-*).
