@@ -68,6 +68,7 @@ func (a *Agent) runHandlers() map[string]link.Handler {
 		proto.OpRunRelease:      a.releaseOp,
 		proto.OpRunApprove:      a.approveOp,
 		proto.OpRunMove:         a.moveOp,
+		proto.OpProjectConfig:   a.projectConfigOp,
 		proto.OpRunDelete:       a.deleteOp,
 	}
 }
@@ -220,7 +221,7 @@ func (a *Agent) resumeOp(ctx context.Context, h wire.Header, s tunnel.Stream) {
 		wire.Respond(s, nil, err)
 		return
 	}
-	r, err := a.sup.Resume(context.WithoutCancel(ctx), h.RunRef, grants(p.Grants))
+	r, err := a.sup.Resume(context.WithoutCancel(ctx), h.RunRef, grants(p.Grants), p.ProjectConfigApproved)
 	a.respondRun(s, r, err)
 }
 
@@ -250,7 +251,7 @@ func (a *Agent) approveOp(ctx context.Context, h wire.Header, s tunnel.Stream) {
 		wire.Respond(s, nil, err)
 		return
 	}
-	r, err := a.sup.Approve(context.WithoutCancel(ctx), h.RunRef, grants(p.Grants))
+	r, err := a.sup.Approve(context.WithoutCancel(ctx), h.RunRef, grants(p.Grants), p.ProjectConfigApproved)
 	a.respondRun(s, r, err)
 }
 
@@ -263,6 +264,16 @@ func (a *Agent) moveOp(ctx context.Context, h wire.Header, s tunnel.Stream) {
 	s.SetDeadline(time.Time{}) // a large conversation takes its time to copy
 	r, err := a.sup.Move(h.RunRef, p.ProfileRef)
 	a.respondRun(s, r, err)
+}
+
+func (a *Agent) projectConfigOp(ctx context.Context, h wire.Header, s tunnel.Stream) {
+	var p proto.ProjectConfigScan
+	if err := params(h, &p); err != nil {
+		wire.Respond(s, nil, err)
+		return
+	}
+	pc, err := a.sup.ProjectConfig(p.WorkspaceRef, p.Tenant)
+	wire.Respond(s, pc, err)
 }
 
 func (a *Agent) deleteOp(ctx context.Context, h wire.Header, s tunnel.Stream) {
@@ -417,5 +428,6 @@ func supervisorProfile(p proto.ProfileCreate) supervisor.ProfileParams {
 
 func supervisorLaunch(p proto.RunLaunch) supervisor.LaunchParams {
 	return supervisor.LaunchParams{RunRef: p.RunRef, Tenant: p.Tenant, ProfileRef: p.ProfileRef,
-		WorkspaceRef: p.WorkspaceRef, Isolation: p.Isolation, TemplateRef: p.TemplateRef, Grants: grants(p.Grants)}
+		WorkspaceRef: p.WorkspaceRef, Isolation: p.Isolation, TemplateRef: p.TemplateRef, Grants: grants(p.Grants),
+		ProjectConfigApproved: p.ProjectConfigApproved}
 }

@@ -219,7 +219,7 @@ func TestFakeStopResume(t *testing.T) {
 		t.Fatalf("second Stop wrote ledger rows: %v", kinds(got[n:]))
 	}
 
-	res, err := e.sup.Resume(context.Background(), "run_res1", nil)
+	res, err := e.sup.Resume(context.Background(), "run_res1", nil, "")
 	if err != nil {
 		t.Fatalf("Resume: %v", err)
 	}
@@ -245,7 +245,7 @@ func TestFakeStopResume(t *testing.T) {
 	}
 
 	// R-RES-6: a live run is not resumed again.
-	_, err = e.sup.Resume(context.Background(), "run_res1", nil)
+	_, err = e.sup.Resume(context.Background(), "run_res1", nil, "")
 	wantErr(t, "Resume on a live run", err, http.StatusConflict, "run_live")
 	if got := e.get("run_res1"); got.Generation != 2 || got.PID != res.PID {
 		t.Fatalf("refused resume changed the run: generation %d pid %d", got.Generation, got.PID)
@@ -291,7 +291,7 @@ func TestFakeResumeConversationGone(t *testing.T) {
 	}
 	store.Remove(conv)
 
-	_, err := e.sup.Resume(context.Background(), "run_gone1", nil)
+	_, err := e.sup.Resume(context.Background(), "run_gone1", nil, "")
 	wantErr(t, "Resume of a removed conversation", err, http.StatusConflict, "conversation_unavailable")
 	if got := store.Conversations(); len(got) != 0 {
 		t.Fatalf("store after a refused resume: %v, want no conversation (no fallback)", got)
@@ -306,7 +306,7 @@ func TestFakeResumeConversationGone(t *testing.T) {
 			got.State, got.ConversationID, e.sup.Live(), conv)
 	}
 	// A second try is refused the same way and starts nothing new either.
-	_, err = e.sup.Resume(context.Background(), "run_gone1", nil)
+	_, err = e.sup.Resume(context.Background(), "run_gone1", nil, "")
 	wantErr(t, "second Resume", err, http.StatusConflict, "conversation_unavailable")
 	if got := store.Conversations(); len(got) != 0 {
 		t.Fatalf("store after a second refused resume: %v", got)

@@ -200,7 +200,7 @@ func TestRestartRecordsLost(t *testing.T) {
 			// R-RES-1 after a restart: the stored conversation goes on in
 			// generation 2, and R-RC-6: its frames follow every seq
 			// retained before the restart.
-			res, err := e.sup.Resume(context.Background(), "run_lost1", nil)
+			res, err := e.sup.Resume(context.Background(), "run_lost1", nil, "")
 			if err != nil {
 				t.Fatalf("Resume after restart: %v", err)
 			}

@@ -152,7 +152,7 @@ func TestMove(t *testing.T) {
 	}
 
 	// Resume runs under the target (R-MOVE-10) and appends there.
-	res, err := e.sup.Resume(t.Context(), "run_move1", nil)
+	res, err := e.sup.Resume(t.Context(), "run_move1", nil, "")
 	if err != nil || res.Generation != 2 || res.ConversationID != conv {
 		t.Fatalf("resume after the move: %+v, %v", res, err)
 	}

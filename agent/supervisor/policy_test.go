@@ -32,7 +32,7 @@ func TestApprovalHoldsLaunchAndResume(t *testing.T) {
 	if n := len(store.Conversations()); n != 0 {
 		t.Fatalf("a held launch spawned something: %d conversations", n)
 	}
-	_, err = e.sup.Resume(ctx, "run_held1", nil)
+	_, err = e.sup.Resume(ctx, "run_held1", nil, "")
 	wantErr(t, "resume of a held run", err, http.StatusConflict, "pending_approval")
 	// Held across an agent restart: not lost, not started.
 	e.shut()
@@ -40,22 +40,22 @@ func TestApprovalHoldsLaunchAndResume(t *testing.T) {
 	if got := e.get("run_held1"); got.State != apitypes.StatePendingApproval {
 		t.Fatalf("after restart: %s, want pending_approval", got.State)
 	}
-	if _, err := e.sup.Approve(ctx, "run_held1", nil); err != nil {
+	if _, err := e.sup.Approve(ctx, "run_held1", nil, ""); err != nil {
 		t.Fatal(err)
 	}
 	e.awaitState("run_held1", apitypes.StateIdle)
-	_, err = e.sup.Approve(ctx, "run_held1", nil)
+	_, err = e.sup.Approve(ctx, "run_held1", nil, "")
 	wantErr(t, "approve of a run that waits for nothing", err, http.StatusConflict, "not_pending")
 	e.input("run_held1", "hello")
 	e.await("a conversation", func() bool { return e.get("run_held1").ConversationID != "" })
 	if _, err := e.sup.Stop("run_held1", 0); err != nil {
 		t.Fatal(err)
 	}
-	r, err = e.sup.Resume(ctx, "run_held1", nil)
+	r, err = e.sup.Resume(ctx, "run_held1", nil, "")
 	if err != nil || r.State != apitypes.StatePendingApproval || r.Generation != 1 {
 		t.Fatalf("held resume: %+v, %v", r, err)
 	}
-	r, err = e.sup.Approve(ctx, "run_held1", nil)
+	r, err = e.sup.Approve(ctx, "run_held1", nil, "")
 	if err != nil || r.Generation != 2 || !apitypes.Live(r.State) {
 		t.Fatalf("approved resume: %+v, %v", r, err)
 	}
@@ -120,6 +120,6 @@ func TestProfilePolicyRefusals(t *testing.T) {
 	if _, err := e.sup.UpdateProfile("prof_pol1", tenant, supervisor.ProfileUpdate{Active: &f}); err != nil {
 		t.Fatal(err)
 	}
-	_, err = e.sup.Resume(ctx, "run_pol1", nil)
+	_, err = e.sup.Resume(ctx, "run_pol1", nil, "")
 	wantErr(t, "resume on a profile deactivated since", err, http.StatusConflict, "profile_inactive")
 }

@@ -14,6 +14,7 @@ import (
 
 	bbolt "go.etcd.io/bbolt"
 
+	"github.com/olivares-dev/olivares/agent/projectconfig"
 	"github.com/olivares-dev/olivares/shared/apitypes"
 	"github.com/olivares-dev/olivares/shared/sessions/cliruntime"
 )
@@ -301,4 +302,51 @@ func (p profile) accepts(workspaceRef string) error {
 		return errf(http.StatusConflict, "workspace_not_allowed", "profile %s does not take runs in %s; it allows %s", p.Ref, where, strings.Join(p.AllowedWorkspaces, ", "))
 	}
 	return nil
+}
+
+// checkProjectConfig is the repository-config gate (R-PCS-12, R-PCS-19):
+// a start of a tool that reads a flagged file in dir, the directory the
+// process will start in, is 409 unless approved is the directory's current
+// hash. There is no way around it (R-PCS-14). Runs outside a workspace (in
+// the profile's own home) carry no repository and are not gated.
+func (s *Supervisor) checkProjectConfig(p profile, workspaceRef, dir, approved string) error {
+	if workspaceRef == "" {
+		return nil
+	}
+	rep, err := projectconfig.Scan(dir)
+	if err != nil {
+		return errf(http.StatusConflict, "workspace_unreadable", "the workspace directory %s cannot be read: %v", dir, err)
+	}
+	if ref := projectconfig.Check(rep, p.Tool, s.engineHooks(p), approved); ref != nil {
+		return errf(http.StatusConflict, projectconfig.Code, "%s", ref.Message(workspaceRef))
+	}
+	return nil
+}
+
+// ProjectConfig scans a workspace for GET /workspaces/{ref}/project-config
+// (R-PCS-10): the registered folder itself.
+func (s *Supervisor) ProjectConfig(workspaceRef, tenant string) (apitypes.ProjectConfig, error) {
+	w, ok, err := s.workspace(workspaceRef)
+	if err != nil {
+		return apitypes.ProjectConfig{}, err
+	}
+	if !ok || w.Tenant != tenant {
+		return apitypes.ProjectConfig{}, notFound("workspace", workspaceRef)
+	}
+	rep, err := projectconfig.Scan(w.Path)
+	if err != nil {
+		return apitypes.ProjectConfig{}, errf(http.StatusConflict, "workspace_unreadable", "the workspace directory %s cannot be read: %v", w.Path, err)
+	}
+	out := apitypes.ProjectConfig{WorkspaceRef: workspaceRef, SHA256: rep.SHA256, Files: []apitypes.ProjectConfigFile{}}
+	for _, f := range rep.Files {
+		pf := apitypes.ProjectConfigFile{Path: f.Path, Tools: f.Tools, Unreadable: string(f.Unreadable)}
+		if f.Detail != "" && f.Unreadable != "" {
+			pf.Unreadable += ": " + f.Detail
+		}
+		for _, k := range f.Keys {
+			pf.Keys = append(pf.Keys, apitypes.ProjectConfigKey{Path: k.Path, Value: k.Value})
+		}
+		out.Files = append(out.Files, pf)
+	}
+	return out, nil
 }

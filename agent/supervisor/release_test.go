@@ -42,7 +42,7 @@ func TestReleaseAndDelete(t *testing.T) {
 	if d := detail(t, last(evs)); d["worktree"] != "none" {
 		t.Fatalf("cleaned detail: %v, want worktree none (R-CLN-6, R-CLN-9)", d)
 	}
-	_, err = e.sup.Resume(ctx, "run_rel1", nil)
+	_, err = e.sup.Resume(ctx, "run_rel1", nil, "")
 	wantErr(t, "resume of a released run", err, http.StatusConflict, "released")
 
 	if err := e.sup.Delete("run_rel1"); err != nil {

@@ -65,7 +65,7 @@ func TestResumeRealPeers(t *testing.T) {
 				t.Fatalf("Stop: %v", err)
 			}
 
-			res, err := e.sup.Resume(context.Background(), ref, nil)
+			res, err := e.sup.Resume(context.Background(), ref, nil, "")
 			if err != nil {
 				t.Fatalf("Resume: %v", err)
 			}
@@ -90,7 +90,7 @@ func TestResumeRealPeers(t *testing.T) {
 				}
 			}
 			n := len(e.events(ref))
-			_, err = e.sup.Resume(context.Background(), ref, nil)
+			_, err = e.sup.Resume(context.Background(), ref, nil, "")
 			wantErr(t, "Resume of a removed conversation", err, http.StatusConflict, "conversation_unavailable")
 			got := e.get(ref)
 			if apitypes.Live(got.State) || got.ConversationID != conv || len(e.sup.Live()) != 0 {

@@ -280,6 +280,9 @@ type LaunchParams struct {
 	// Grants are delivered to the first generation (or, for a launch its
 	// profile holds, to the one Approve starts).
 	Grants []Grant
+	// ProjectConfigApproved is the hash of the workspace's last
+	// project-config approval, "" for none (R-PCS-12).
+	ProjectConfigApproved string
 }
 
 // Launch creates a run and spawns its first generation (R-CRT-1, R-CRT-4:
@@ -339,6 +342,9 @@ func (s *Supervisor) Launch(ctx context.Context, p LaunchParams) (apitypes.Run, 
 		return apitypes.Run{}, err
 	}
 	if err := s.checkBinary(d, spec); err != nil {
+		return apitypes.Run{}, err
+	}
+	if err := s.checkProjectConfig(prof, p.WorkspaceRef, workdir, p.ProjectConfigApproved); err != nil {
 		return apitypes.Run{}, err
 	}
 	rg, err := s.o.Ring.Ring(p.RunRef)
@@ -780,14 +786,14 @@ func (s *Supervisor) Stop(ref string, grace time.Duration) (apitypes.Run, error)
 // cannot find is 409 conversation_unavailable (R-RES-2), and a Claude
 // transcript that is not in the profile home is refused before anything is
 // spawned.
-func (s *Supervisor) Resume(ctx context.Context, ref string, grants []Grant) (apitypes.Run, error) {
+func (s *Supervisor) Resume(ctx context.Context, ref string, grants []Grant, approved string) (apitypes.Run, error) {
 	r, err := s.get(ref)
 	if err != nil {
 		return apitypes.Run{}, err
 	}
 	r.op.Lock()
 	defer r.op.Unlock()
-	rs, err := s.prepareResume(r, false, grants)
+	rs, err := s.prepareResume(r, false, grants, approved)
 	if err != nil {
 		return apitypes.Run{}, err
 	}
@@ -816,7 +822,7 @@ type resumeSpec struct {
 // prepareResume checks everything a resume needs before anything is
 // spawned or written (R-RES-2, R-RES-6); approving is the approval of a
 // held resume. The caller holds r.op.
-func (s *Supervisor) prepareResume(r *run, approving bool, grants []Grant) (resumeSpec, error) {
+func (s *Supervisor) prepareResume(r *run, approving bool, grants []Grant, approved string) (resumeSpec, error) {
 	r.mu.Lock()
 	rec, live := r.rec, r.gen != nil
 	r.mu.Unlock()
@@ -864,6 +870,10 @@ func (s *Supervisor) prepareResume(r *run, approving bool, grants []Grant) (resu
 	if err := checkGrants(grants, prof); err != nil {
 		return resumeSpec{}, err
 	}
+	// R-RES-4: the gate applies to resumes too (the setup approval does not).
+	if err := s.checkProjectConfig(prof, rec.WorkspaceRef, rec.WorkspacePath, approved); err != nil {
+		return resumeSpec{}, err
+	}
 	return resumeSpec{rec: rec, prof: prof, d: d, spec: spec, grants: grants}, nil
 }
 
@@ -905,7 +915,7 @@ func (s *Supervisor) resume(ctx context.Context, r *run, rs resumeSpec) (apitype
 // Approve lets a launch or resume that its profile's policy held go on
 // (Q-53, R-CRT-4: approved, then started). A run that waits for nothing is
 // 409.
-func (s *Supervisor) Approve(ctx context.Context, ref string, grants []Grant) (apitypes.Run, error) {
+func (s *Supervisor) Approve(ctx context.Context, ref string, grants []Grant, approved string) (apitypes.Run, error) {
 	r, err := s.get(ref)
 	if err != nil {
 		return apitypes.Run{}, err
@@ -918,14 +928,15 @@ func (s *Supervisor) Approve(ctx context.Context, ref string, grants []Grant) (a
 	if !rec.PendingApproval {
 		return apitypes.Run{}, errf(http.StatusConflict, "not_pending", "run %s does not wait for an approval (state=%s)", ref, r.snapshot().State)
 	}
-	approved := ledger.Event{Kind: ledger.KindApproved, Generation: rec.Generation + 1}
+	approvedEv := ledger.Event{Kind: ledger.KindApproved, Generation: rec.Generation + 1}
+	approvedHash := approved
 	clear := func(rec *record) { rec.PendingApproval, rec.PendingResume = false, false }
 	if rec.PendingResume {
-		rs, err := s.prepareResume(r, true, grants)
+		rs, err := s.prepareResume(r, true, grants, approvedHash)
 		if err != nil {
 			return apitypes.Run{}, err
 		}
-		if err := r.update(approved, clear); err != nil {
+		if err := r.update(approvedEv, clear); err != nil {
 			return apitypes.Run{}, err
 		}
 		rs.rec = r.rec
@@ -949,7 +960,10 @@ func (s *Supervisor) Approve(ctx context.Context, ref string, grants []Grant) (a
 	if err := checkGrants(grants, prof); err != nil {
 		return apitypes.Run{}, err
 	}
-	if err := r.update(approved, clear); err != nil {
+	if err := s.checkProjectConfig(prof, rec.WorkspaceRef, rec.WorkspacePath, approvedHash); err != nil {
+		return apitypes.Run{}, err
+	}
+	if err := r.update(approvedEv, clear); err != nil {
 		return apitypes.Run{}, err
 	}
 	r.start(ctx, d, spec, false, grants)

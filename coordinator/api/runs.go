@@ -360,11 +360,15 @@ func (s *Server) launch(c echo.Context) error {
 	case worktree:
 		return apierr.New(http.StatusUnprocessableEntity, "worktree_unsupported", "worktree launches are not available in this version; launch without worktree")
 	}
+	gate, err := s.gate(ctx, req.WorkspaceRef)
+	if err != nil {
+		return err
+	}
 	ref := auth.NewID("run_")
 	var r apitypes.Run
 	err = s.call(ctx, node, wire.Header{Op: proto.OpRunLaunch, RunRef: ref}, proto.RunLaunch{
 		RunRef: ref, Tenant: tenant, ProfileRef: p.Ref, WorkspaceRef: req.WorkspaceRef,
-		Isolation: req.Isolation, TemplateRef: req.TemplateRef, Grants: grants}, &r)
+		Isolation: req.Isolation, TemplateRef: req.TemplateRef, Grants: grants, Gate: gate}, &r)
 	if err != nil {
 		return err
 	}

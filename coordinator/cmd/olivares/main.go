@@ -72,6 +72,12 @@ Usage:
       TEXT (admin; empty clears). Nothing runs it yet.
   olivares agent workspace approve-setup REF|NAME --sha256 HASH
       Approve the text you reviewed (admin, a person): worktree launches need it.
+  olivares agent workspace project-config REF|NAME [--json]
+      The agent configuration the repository carries that a tool would honour
+      (hooks, MCP servers, base URLs, LD_PRELOAD ...), flagged per file, and its hash.
+  olivares agent workspace approve-project-config REF|NAME --sha256 HASH
+      Approve what you reviewed (admin, a person): tools that read flagged files
+      start only while the approval matches.
 
   olivares session start --profile REF|NAME [--workspace REF|NAME] [--name N]
                          [--isolation native|container|sandbox] [--worktree]

@@ -101,8 +101,8 @@ func (o *cmdOpts) define(cmd string, fs *flag.FlagSet) {
 		fs.StringVar(&o.dlp, "dlp", "", "allow (default) or deny file reads through the API")
 	case "agent workspace setup":
 		fs.StringVar(&o.command, "command", "", "set the setup command to this exact text (empty clears); without it, show it")
-	case "agent workspace approve-setup":
-		fs.StringVar(&o.sha256, "sha256", "", "the sha256 of the text you reviewed")
+	case "agent workspace approve-setup", "agent workspace approve-project-config":
+		fs.StringVar(&o.sha256, "sha256", "", "the sha256 of what you reviewed")
 	case "session start":
 		fs.StringVar(&o.profile, "profile", "", "provider profile ref or exact name")
 		fs.StringVar(&o.workspace, "workspace", "", "workspace ref or exact name")
@@ -178,7 +178,7 @@ func (o *cmdOpts) check(cmd string, pos []string) error {
 		return required("value-file")
 	case "session move":
 		return required("profile")
-	case "agent workspace approve-setup":
+	case "agent workspace approve-setup", "agent workspace approve-project-config":
 		return required("sha256")
 	case "session rename":
 		return required("name")

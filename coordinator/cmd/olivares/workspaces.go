@@ -18,15 +18,19 @@ func init() {
 	commands["workspace show"] = "workspace ref or name"
 	commands["agent workspace setup"] = "workspace ref or name"
 	commands["agent workspace approve-setup"] = "workspace ref or name"
+	commands["agent workspace project-config"] = "workspace ref or name"
+	commands["agent workspace approve-project-config"] = "workspace ref or name"
 }
 
 // agentWorkspaceWords are the third words of `olivares agent workspace`.
-var agentWorkspaceWords = "setup or approve-setup"
+var agentWorkspaceWords = "setup, approve-setup, project-config or approve-project-config"
 
 // runWorkspaces runs the workspace commands; ok is false for another one.
 func runWorkspaces(ctx context.Context, cl *client, cmd, arg string, o *cmdOpts, out io.Writer, emit func(any, func()) error) (bool, error) {
 	switch cmd {
 	case "workspace show", "agent workspace setup", "agent workspace approve-setup":
+	case "agent workspace project-config", "agent workspace approve-project-config":
+		return true, runProjectConfig(ctx, cl, cmd, arg, o, out, emit)
 	default:
 		return false, nil
 	}
@@ -88,4 +92,47 @@ func printSetup(out io.Writer, w apitypes.Workspace) {
 		}
 		fmt.Fprintf(out, "to approve it after review: olivares agent workspace approve-setup %s --sha256 %s\n", w.Ref, w.SetupCommandSHA256)
 	}
+}
+
+// runProjectConfig shows the flagged repository configuration of a
+// workspace so a person can review it, or approves the hash they reviewed
+// (R-PCS-10, R-PCS-11, R-PCS-18).
+func runProjectConfig(ctx context.Context, cl *client, cmd, arg string, o *cmdOpts, out io.Writer, emit func(any, func()) error) error {
+	ref, err := resolveWorkspace(ctx, cl, arg)
+	if err != nil {
+		return err
+	}
+	path := sessionsAPI + "/workspaces/" + neturl.PathEscape(ref) + "/project-config"
+	var pc apitypes.ProjectConfig
+	if cmd == "agent workspace approve-project-config" {
+		err = cl.do(ctx, "POST", path+"/approve", apitypes.ApproveRequest{SHA256: &o.sha256}, &pc)
+	} else {
+		err = cl.do(ctx, "GET", path, nil, &pc)
+	}
+	if err != nil {
+		return err
+	}
+	return emit(pc, func() {
+		if len(pc.Files) == 0 {
+			fmt.Fprintf(out, "%s carries no flagged agent configuration: every tool starts there as usual\n", ref)
+			return
+		}
+		for _, f := range pc.Files {
+			fmt.Fprintf(out, "%s (read by %s)\n", f.Path, strings.Join(f.Tools, ", "))
+			if f.Unreadable != "" {
+				fmt.Fprintf(out, "  unreadable, flagged whole: %s\n", f.Unreadable)
+			}
+			for _, k := range f.Keys {
+				fmt.Fprintf(out, "  %s = %s\n", k.Path, k.Value)
+			}
+		}
+		fmt.Fprintf(out, "sha256: %s\n", pc.SHA256)
+		switch {
+		case pc.Approved:
+			fmt.Fprintf(out, "approved by %s at %s\n", pc.Approval.Actor, stamp(pc.Approval.At))
+		default:
+			fmt.Fprintln(out, "NOT approved: tools that read these files will not start here")
+			fmt.Fprintf(out, "to approve it after review: olivares agent workspace approve-project-config %s --sha256 %s\n", ref, pc.SHA256)
+		}
+	})
 }
