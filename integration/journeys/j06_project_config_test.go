@@ -119,7 +119,9 @@ func TestJ06ProjectConfigGate(t *testing.T) {
 		// The depth rule (R-PCS-6, R-PCS-20): 30 header segments above 35
 		// nested inline tables is 65 levels, unreadable; 34 is 64, fine.
 		header := "[" + strings.TrimSuffix(strings.Repeat("s.", 30), ".") + "]\n"
-		nest := func(n int) string { return "k = " + strings.Repeat("{a = ", n-1) + "{}" + strings.Repeat("}", n-1) + "\n" }
+		nest := func(n int) string {
+			return "k = " + strings.Repeat("{a = ", n-1) + "{}" + strings.Repeat("}", n-1) + "\n"
+		}
 		os.Remove(cfg)
 		writeFile(t, cfg, header+nest(35))
 		if cf := flaggedPaths(f.projectConfig(t))[".codex/config.toml"]; !strings.HasPrefix(cf.Unreadable, "too_deep") {
