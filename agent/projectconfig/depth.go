@@ -133,7 +133,7 @@ func tomlDepth(data []byte) (int, error) {
 	}
 	if s.aot {
 		if s.deep2 > MaxDepth {
-			return s.deep2, &depthError{err: errTooDeep, line: s.line2, depth: s.deep2}
+			return s.deep2, &depthError{err: errTooDeep, line: lineAt(data, s.pos2), depth: s.deep2}
 		}
 		return s.deep2, nil
 	}
@@ -147,7 +147,7 @@ type tomlScanner struct {
 	aot  bool // the file has a [[...]] header so far
 
 	deep1, deep2 int // deepest level counting header segments once, twice
-	line2        int // where deep2 was reached
+	pos2         int // where deep2 was reached
 }
 
 func (s *tomlScanner) fail(msg string) error {
@@ -161,7 +161,7 @@ func (s *tomlScanner) node(rest int) error {
 		s.deep1 = l1
 	}
 	if l2 > s.deep2 {
-		s.deep2, s.line2 = l2, lineAt(s.data, s.pos)
+		s.deep2, s.pos2 = l2, s.pos
 	}
 	switch {
 	case l1 > MaxDepth:
