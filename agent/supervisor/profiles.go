@@ -315,7 +315,7 @@ func (s *Supervisor) checkProjectConfig(p profile, workspaceRef, dir, approved s
 	}
 	rep, err := projectconfig.Scan(dir)
 	if err != nil {
-		return errf(http.StatusConflict, "workspace_unreadable", "the workspace directory %s cannot be read: %v", dir, err)
+		return errf(http.StatusServiceUnavailable, "workspace_unreadable", "the workspace directory %s cannot be read on the node: %v", dir, err)
 	}
 	if ref := projectconfig.Check(rep, p.Tool, s.engineHooks(p), approved); ref != nil {
 		return errf(http.StatusConflict, projectconfig.Code, "%s", ref.Message(workspaceRef))
@@ -335,14 +335,11 @@ func (s *Supervisor) ProjectConfig(workspaceRef, tenant string) (apitypes.Projec
 	}
 	rep, err := projectconfig.Scan(w.Path)
 	if err != nil {
-		return apitypes.ProjectConfig{}, errf(http.StatusConflict, "workspace_unreadable", "the workspace directory %s cannot be read: %v", w.Path, err)
+		return apitypes.ProjectConfig{}, errf(http.StatusServiceUnavailable, "workspace_unreadable", "the workspace directory %s cannot be read on the node: %v", w.Path, err)
 	}
 	out := apitypes.ProjectConfig{WorkspaceRef: workspaceRef, SHA256: rep.SHA256, Files: []apitypes.ProjectConfigFile{}}
 	for _, f := range rep.Files {
-		pf := apitypes.ProjectConfigFile{Path: f.Path, Tools: f.Tools, Unreadable: string(f.Unreadable)}
-		if f.Detail != "" && f.Unreadable != "" {
-			pf.Unreadable += ": " + f.Detail
-		}
+		pf := apitypes.ProjectConfigFile{Path: f.Path, Tools: f.Tools, Unreadable: string(f.Unreadable), Detail: f.Detail}
 		for _, k := range f.Keys {
 			pf.Keys = append(pf.Keys, apitypes.ProjectConfigKey{Path: k.Path, Value: k.Value})
 		}

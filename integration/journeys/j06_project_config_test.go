@@ -124,7 +124,7 @@ func TestJ06ProjectConfigGate(t *testing.T) {
 		}
 		os.Remove(cfg)
 		writeFile(t, cfg, header+nest(35))
-		if cf := flaggedPaths(f.projectConfig(t))[".codex/config.toml"]; !strings.HasPrefix(cf.Unreadable, "too_deep") {
+		if cf := flaggedPaths(f.projectConfig(t))[".codex/config.toml"]; cf.Unreadable != "too_deep" {
 			t.Fatalf("65 levels: %+v, want unreadable too_deep", cf)
 		}
 		writeFile(t, cfg, header+nest(34))

@@ -365,9 +365,12 @@ type ProjectConfigFile struct {
 	Path string `json:"path"`
 	// Tools are the tools that read the file (R-PCS-19).
 	Tools []string `json:"tools"`
-	// Unreadable is why the file could not be read in its format, flagged
-	// whole (R-PCS-5); empty when it was read.
+	// Unreadable is the stable code of why the file could not be read in
+	// its format (too_large, too_deep, symlink, invalid_toml, ...), flagged
+	// whole (R-PCS-5); empty when it was read. Detail says where, for a
+	// person.
 	Unreadable string             `json:"unreadable,omitempty"`
+	Detail     string             `json:"detail,omitempty"`
 	Keys       []ProjectConfigKey `json:"keys,omitempty"`
 }
 

@@ -120,7 +120,7 @@ func runProjectConfig(ctx context.Context, cl *client, cmd, arg string, o *cmdOp
 		for _, f := range pc.Files {
 			fmt.Fprintf(out, "%s (read by %s)\n", f.Path, strings.Join(f.Tools, ", "))
 			if f.Unreadable != "" {
-				fmt.Fprintf(out, "  unreadable, flagged whole: %s\n", f.Unreadable)
+				fmt.Fprintf(out, "  unreadable (%s), flagged whole: %s\n", f.Unreadable, f.Detail)
 			}
 			for _, k := range f.Keys {
 				fmt.Fprintf(out, "  %s = %s\n", k.Path, k.Value)
