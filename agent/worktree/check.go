@@ -7,8 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-
-	"golang.org/x/sys/unix"
 )
 
 // repoInfo is where a workspace's repository lives.
@@ -128,7 +126,7 @@ func checkWritable(dir string, info repoInfo) error {
 		if !fi.IsDir() {
 			return refuse(ErrReadOnly, "repository folder %s is not a folder; repair the repository or register another workspace", p)
 		}
-		if fi.Mode().Perm()&0o222 == 0 || unix.Access(p, unix.W_OK) != nil {
+		if fi.Mode().Perm()&0o222 == 0 || !canWrite(p) {
 			return refuse(ErrReadOnly, "folder %s is read-only; a worktree launch writes there, so make it writable (chmod u+w) or launch without worktree", p)
 		}
 	}

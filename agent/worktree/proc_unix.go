@@ -5,7 +5,13 @@ package worktree
 import (
 	"os/exec"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
+
+// canWrite asks the kernel whether this process may write in folder p
+// (permissions, ACLs, a read-only mount).
+func canWrite(p string) bool { return unix.Access(p, unix.W_OK) == nil }
 
 // setProcessGroup runs git in its own process group and kills the whole
 // group when the call's context ends, so no helper git spawned outlives it.
