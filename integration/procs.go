@@ -94,6 +94,9 @@ type ProcOptions struct {
 	RingMaxBytes, RingMaxFrames int64
 	// ViewerQueue: when zero, the default.
 	ViewerQueue int
+	// NoWorktreeDir leaves worktree_dir unset (worktree launches are 503,
+	// R-WT-4); otherwise worktrees go under the agent's state dir.
+	NoWorktreeDir bool
 }
 
 // AgentProc is an olivares-agent process enrolled in the env.
@@ -134,7 +137,15 @@ func (e *Env) StartAgentProcess(o ProcOptions) *AgentProc {
 		o.Transport = "auto"
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "state_dir = %q\ncoordinator = %q\ntransport = %q\npath = %q\n[runs]\n", dir, e.TunnelAddr(), o.Transport, o.Path)
+	fmt.Fprintf(&b, "state_dir = %q\ncoordinator = %q\ntransport = %q\npath = %q\n", dir, e.TunnelAddr(), o.Transport, o.Path)
+	if !o.NoWorktreeDir {
+		wt := filepath.Join(dir, "worktrees")
+		if err := os.MkdirAll(wt, 0o700); err != nil {
+			e.t.Fatal(err)
+		}
+		fmt.Fprintf(&b, "worktree_dir = %q\n", wt)
+	}
+	b.WriteString("[runs]\n")
 	if o.StopGrace != 0 {
 		fmt.Fprintf(&b, "stop_grace = %q\n", o.StopGrace.String())
 	}

@@ -200,6 +200,7 @@ func (a *Agent) openRuns() error {
 		DB: a.db, Ring: rings, Ledger: led,
 		ProfilesDir:      filepath.Join(a.cfg.StateDir, "profiles"),
 		GrantsDir:        filepath.Join(a.cfg.StateDir, "grants"),
+		WorktreeDir:      a.cfg.WorktreeDir,
 		Hook:             supervisor.HookEndpoint{Command: hookCommand(), Socket: a.SocketPath()},
 		Path:             a.childPath(),
 		Drivers:          drivers(),

@@ -69,6 +69,8 @@ func (a *Agent) runHandlers() map[string]link.Handler {
 		proto.OpRunApprove:      a.approveOp,
 		proto.OpRunMove:         a.moveOp,
 		proto.OpProjectConfig:   a.projectConfigOp,
+		proto.OpRunDiff:         a.diffOp,
+		proto.OpRunDiffFile:     a.diffFileOp,
 		proto.OpRunDelete:       a.deleteOp,
 	}
 }
@@ -276,6 +278,21 @@ func (a *Agent) projectConfigOp(ctx context.Context, h wire.Header, s tunnel.Str
 	wire.Respond(s, pc, err)
 }
 
+func (a *Agent) diffOp(ctx context.Context, h wire.Header, s tunnel.Stream) {
+	d, err := a.sup.Diff(ctx, h.RunRef)
+	wire.Respond(s, d, err)
+}
+
+func (a *Agent) diffFileOp(ctx context.Context, h wire.Header, s tunnel.Stream) {
+	var p proto.RunDiffFile
+	if err := params(h, &p); err != nil {
+		wire.Respond(s, nil, err)
+		return
+	}
+	fd, err := a.sup.DiffFile(ctx, h.RunRef, p.Path)
+	wire.Respond(s, fd, err)
+}
+
 func (a *Agent) deleteOp(ctx context.Context, h wire.Header, s tunnel.Stream) {
 	wire.Respond(s, nil, a.sup.Delete(h.RunRef))
 }
@@ -429,5 +446,5 @@ func supervisorProfile(p proto.ProfileCreate) supervisor.ProfileParams {
 func supervisorLaunch(p proto.RunLaunch) supervisor.LaunchParams {
 	return supervisor.LaunchParams{RunRef: p.RunRef, Tenant: p.Tenant, ProfileRef: p.ProfileRef,
 		WorkspaceRef: p.WorkspaceRef, Isolation: p.Isolation, TemplateRef: p.TemplateRef, Grants: grants(p.Grants),
-		ProjectConfigApproved: p.ProjectConfigApproved}
+		ProjectConfigApproved: p.ProjectConfigApproved, Worktree: p.Worktree, WorktreeFrom: p.WorktreeFrom, SetupRefusal: p.SetupRefusal}
 }

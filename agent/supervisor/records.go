@@ -61,6 +61,9 @@ type record struct {
 	ProfileRef    string `json:"profile_ref"`
 	WorkspaceRef  string `json:"workspace_ref,omitempty"`
 	WorkspacePath string `json:"workspace_path"`
+	// WorktreeBranch is the branch of a worktree run (R-WT-1); its
+	// worktree is WorkspacePath.
+	WorktreeBranch string `json:"worktree_branch,omitempty"`
 	Isolation     string `json:"isolation"`
 	TemplateRef   string `json:"template_ref,omitempty"`
 

@@ -13,19 +13,17 @@ import (
 	"github.com/olivares-dev/olivares/shared/apitypes"
 )
 
-// Worktree outcomes of a release, as the cleaned event records them
-// (R-CLN-6). WorktreeNone is a run that had no worktree (R-CLN-9).
-const (
-	WorktreeNone          = "none"
-	WorktreeMergedRemoved = "merged_removed"
-	WorktreeDiscarded     = "discarded"
-	WorktreeLeftInPlace   = "left_in_place"
-)
+// WorktreeNone is the cleaned event's worktree outcome for a run that had
+// no worktree (R-CLN-9); worktree runs record worktree.Outcome's
+// (merged_removed, discarded, left_in_place, R-CLN-6).
+const WorktreeNone = "none"
 
 // Release is POST /runs/{ref}/cleanup on the node: it releases a run that
-// is not live (R-CLN-8: a live run is 409). A run without a worktree keeps
-// its ring and ledger until it is deleted (R-CLN-9). Releasing a released
-// run changes nothing and writes no event (R-CLN-8).
+// is not live (R-CLN-8: a live run is 409). A worktree run is released only
+// when its branch is merged, its worktree on that branch and clean, or with
+// discard (R-CLN-3..5); a refusal changes nothing. A run without a worktree
+// keeps its ring and ledger until it is deleted (R-CLN-9). Releasing a
+// released run changes nothing and writes no event (R-CLN-8).
 func (s *Supervisor) Release(ctx context.Context, ref string, discard bool) (apitypes.Run, error) {
 	r, err := s.get(ref)
 	if err != nil {
@@ -43,6 +41,11 @@ func (s *Supervisor) Release(ctx context.Context, ref string, discard bool) (api
 		return apitypes.Run{}, errf(http.StatusConflict, "run_live", "run %s is live (state=%s); stop it before cleanup", ref, r.snapshot().State)
 	}
 	detail, _ := json.Marshal(map[string]string{"worktree": WorktreeNone})
+	if rec.WorktreeBranch != "" {
+		if detail, err = s.releaseWorktree(ctx, rec, discard); err != nil {
+			return apitypes.Run{}, err
+		}
+	}
 	if err := r.update(ledger.Event{Kind: ledger.KindCleaned, Generation: rec.Generation, Detail: detail}, func(rec *record) {
 		rec.Released = true
 	}); err != nil {

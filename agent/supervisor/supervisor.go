@@ -72,6 +72,9 @@ type Options struct {
 	// with engine_hooks (R-ED-4). When its Command is empty, such runs do
 	// not carry the engine's hooks.
 	Hook HookEndpoint
+	// WorktreeDir is where per-run worktrees go (<dir>/<tenant>/<run>);
+	// when empty, worktree launches are 503 (R-WT-4).
+	WorktreeDir string
 	// GrantsDir holds the files of grants given as_file, one 0700
 	// directory per run and generation, removed when it ends. When empty,
 	// such grants are refused.
@@ -283,6 +286,12 @@ type LaunchParams struct {
 	// ProjectConfigApproved is the hash of the workspace's last
 	// project-config approval, "" for none (R-PCS-12).
 	ProjectConfigApproved string
+	// Worktree launches (R-WT-*): WorktreeFrom is a full commit id or a
+	// local branch (R-WTF-1); SetupRefusal is the coordinator's verdict on
+	// the setup command (R-SETUP-8), answered after the 422 checks.
+	Worktree     bool
+	WorktreeFrom string
+	SetupRefusal string
 }
 
 // Launch creates a run and spawns its first generation (R-CRT-1, R-CRT-4:
@@ -292,6 +301,9 @@ func (s *Supervisor) Launch(ctx context.Context, p LaunchParams) (apitypes.Run, 
 	if !refRE.MatchString(p.RunRef) || p.Tenant == "" {
 		return apitypes.Run{}, errf(http.StatusBadRequest, "bad_request", "run ref %q or tenant is malformed", p.RunRef)
 	}
+	if _, err := s.get(p.RunRef); err == nil {
+		return apitypes.Run{}, errf(http.StatusConflict, "exists", "run %q exists", p.RunRef)
+	}
 	prof, ok, err := s.profile(p.ProfileRef)
 	if err != nil {
 		return apitypes.Run{}, err
@@ -300,6 +312,7 @@ func (s *Supervisor) Launch(ctx context.Context, p LaunchParams) (apitypes.Run, 
 		return apitypes.Run{}, notFound("profile", p.ProfileRef)
 	}
 	workdir := ""
+	var ws workspace
 	if p.WorkspaceRef != "" {
 		w, ok, err := s.workspace(p.WorkspaceRef)
 		if err != nil {
@@ -308,10 +321,13 @@ func (s *Supervisor) Launch(ctx context.Context, p LaunchParams) (apitypes.Run, 
 		if !ok || w.Tenant != p.Tenant {
 			return apitypes.Run{}, notFound("workspace", p.WorkspaceRef)
 		}
-		workdir = w.Path
+		workdir, ws = w.Path, w
 	} else {
 		// Without a workspace the tool works in its profile home.
 		workdir = prof.Home
+	}
+	if err := checkGrants(p.Grants, prof); err != nil {
+		return apitypes.Run{}, err
 	}
 	d := s.o.Drivers[prof.Tool]
 	if d == nil {
@@ -331,11 +347,14 @@ func (s *Supervisor) Launch(ctx context.Context, p LaunchParams) (apitypes.Run, 
 	default:
 		return apitypes.Run{}, errf(http.StatusBadRequest, "bad_isolation", "isolation %q: use native, container or sandbox", p.Isolation)
 	}
-	if err := prof.accepts(p.WorkspaceRef); err != nil {
-		return apitypes.Run{}, err
-	}
-	if err := checkGrants(p.Grants, prof); err != nil {
-		return apitypes.Run{}, err
+	var wp worktreePlan
+	if p.Worktree {
+		if p.WorkspaceRef == "" {
+			return apitypes.Run{}, errf(http.StatusUnprocessableEntity, "worktree_needs_workspace", "a worktree launch needs a workspace at a git repository's root (R-WT-3)")
+		}
+		if wp, err = s.checkWorktree(ctx, ws, p); err != nil {
+			return apitypes.Run{}, err
+		}
 	}
 	spec := s.spec(prof, workdir, "", p.RunRef)
 	if _, err := s.runner(d); err != nil {
@@ -344,16 +363,44 @@ func (s *Supervisor) Launch(ctx context.Context, p LaunchParams) (apitypes.Run, 
 	if err := s.checkBinary(d, spec); err != nil {
 		return apitypes.Run{}, err
 	}
-	if err := s.checkProjectConfig(prof, p.WorkspaceRef, workdir, p.ProjectConfigApproved); err != nil {
+	if err := prof.accepts(p.WorkspaceRef); err != nil {
+		return apitypes.Run{}, err
+	}
+	if p.Worktree {
+		if p.SetupRefusal != "" {
+			return apitypes.Run{}, errf(http.StatusConflict, "setup_not_approved", "%s", p.SetupRefusal)
+		}
+		if wp, err = s.place(wp, p); err != nil {
+			return apitypes.Run{}, err
+		}
+		if err := wp.create(ctx); err != nil {
+			return apitypes.Run{}, err
+		}
+		// The worktree is checked on its own files (R-PCS-10); a refusal
+		// removes it.
+		if err := s.checkProjectConfig(prof, p.WorkspaceRef, wp.wt.Path, p.ProjectConfigApproved); err != nil {
+			wp.undo()
+			return apitypes.Run{}, err
+		}
+		workdir = wp.wt.Path
+		spec = s.spec(prof, workdir, "", p.RunRef)
+	} else if err := s.checkProjectConfig(prof, p.WorkspaceRef, workdir, p.ProjectConfigApproved); err != nil {
+		return apitypes.Run{}, err
+	}
+	// From here on a refusal removes the worktree the launch created.
+	undo := func(err error) (apitypes.Run, error) {
+		if wp.wt.Path != "" {
+			wp.undo()
+		}
 		return apitypes.Run{}, err
 	}
 	rg, err := s.o.Ring.Ring(p.RunRef)
 	if err != nil {
-		return apitypes.Run{}, err
+		return undo(err)
 	}
 	r := &run{s: s, ref: p.RunRef, ring: rg, rec: record{
 		RunRef: p.RunRef, Tenant: p.Tenant, Driver: string(d.Kind()), ProfileRef: prof.Ref,
-		WorkspaceRef: p.WorkspaceRef, WorkspacePath: workdir, Isolation: p.Isolation,
+		WorkspaceRef: p.WorkspaceRef, WorkspacePath: workdir, WorktreeBranch: wp.wt.Branch, Isolation: p.Isolation,
 		TemplateRef: p.TemplateRef, CreatedAt: time.Now().UTC(), Ended: true,
 	}}
 	r.rec.Rev = s.rev()
@@ -362,7 +409,7 @@ func (s *Supervisor) Launch(ctx context.Context, p LaunchParams) (apitypes.Run, 
 	s.mu.Lock()
 	if s.runs[p.RunRef] != nil {
 		s.mu.Unlock()
-		return apitypes.Run{}, errf(http.StatusConflict, "exists", "run %q exists", p.RunRef)
+		return undo(errf(http.StatusConflict, "exists", "run %q exists", p.RunRef))
 	}
 	s.runs[p.RunRef] = r
 	s.mu.Unlock()
@@ -384,7 +431,7 @@ func (s *Supervisor) Launch(ctx context.Context, p LaunchParams) (apitypes.Run, 
 		s.mu.Lock()
 		delete(s.runs, p.RunRef)
 		s.mu.Unlock()
-		return apitypes.Run{}, err
+		return undo(err)
 	}
 	if !r.rec.PendingApproval {
 		r.start(ctx, d, spec, false, p.Grants)
@@ -549,7 +596,7 @@ func (r *run) snapshot() apitypes.Run {
 	v := apitypes.Run{
 		RunRef: rec.RunRef, Tenant: rec.Tenant, State: state, Reason: reason,
 		Driver: rec.Driver, Generation: rec.Generation, Isolation: rec.Isolation,
-		ProviderProfileRef: rec.ProfileRef, WorkspaceRef: rec.WorkspaceRef, WorkspacePath: rec.WorkspacePath,
+		ProviderProfileRef: rec.ProfileRef, WorkspaceRef: rec.WorkspaceRef, WorkspacePath: rec.WorkspacePath, WorktreeBranch: rec.WorktreeBranch,
 		TemplateRef: rec.TemplateRef, ConversationID: rec.ConversationID, Limit: rec.Limit, Taint: rec.Taint,
 		CreatedAt: rec.CreatedAt, Rev: rec.Rev,
 	}

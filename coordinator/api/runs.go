@@ -329,6 +329,7 @@ func (s *Server) launch(c echo.Context) error {
 		return err
 	}
 	node := p.NodeID
+	var ws apitypes.Workspace
 	if req.WorkspaceRef != "" {
 		w, err := s.o.Store.GetWorkspace(ctx, req.WorkspaceRef)
 		if errors.Is(err, store.ErrNotFound) || (err == nil && w.Tenant != tenant) {
@@ -337,6 +338,7 @@ func (s *Server) launch(c echo.Context) error {
 		if err != nil {
 			return err
 		}
+		ws = w
 		if w.NodeID != node {
 			return apierr.New(http.StatusUnprocessableEntity, "node_mismatch", "workspace %s is on node %s and profile %s on node %s; a run needs both on one node", w.Ref, w.NodeID, p.Ref, node)
 		}
@@ -354,11 +356,20 @@ func (s *Server) launch(c echo.Context) error {
 		return err
 	}
 	worktree := req.Worktree != nil && *req.Worktree
+	setup := ""
 	switch {
 	case req.WorktreeFrom != "" && !worktree:
 		return apierr.New(http.StatusUnprocessableEntity, "worktree_from_without_worktree", "worktree_from needs worktree:true (R-WTF-3)")
+	case worktree && req.WorkspaceRef == "":
+		return apierr.New(http.StatusUnprocessableEntity, "worktree_needs_workspace", "a worktree launch needs a workspace_ref at a git repository's root (R-WT-3)")
 	case worktree:
-		return apierr.New(http.StatusUnprocessableEntity, "worktree_unsupported", "worktree launches are not available in this version; launch without worktree")
+		st, err := s.o.Store.GetWorkspaceSettings(ctx, ws.Ref)
+		if err != nil {
+			return err
+		}
+		// The agent answers this 409 after its own 422 checks and before
+		// it creates anything (R-SETUP-8, R-API-3).
+		setup = setupRefusal(ws, st, req.NoSetup)
 	}
 	gate, err := s.gate(ctx, req.WorkspaceRef)
 	if err != nil {
@@ -368,7 +379,8 @@ func (s *Server) launch(c echo.Context) error {
 	var r apitypes.Run
 	err = s.call(ctx, node, wire.Header{Op: proto.OpRunLaunch, RunRef: ref}, proto.RunLaunch{
 		RunRef: ref, Tenant: tenant, ProfileRef: p.Ref, WorkspaceRef: req.WorkspaceRef,
-		Isolation: req.Isolation, TemplateRef: req.TemplateRef, Grants: grants, Gate: gate}, &r)
+		Isolation: req.Isolation, TemplateRef: req.TemplateRef, Grants: grants, Gate: gate,
+		Worktree: worktree, WorktreeFrom: req.WorktreeFrom, SetupRefusal: setup}, &r)
 	if err != nil {
 		return err
 	}

@@ -412,6 +412,35 @@ type MarkState struct {
 	Done         bool       `json:"done"`
 }
 
+// Diff is GET /runs/{ref}/diff (R-DIFF-1, R-DIFF-2): the paths the
+// worktree's branch changed since it left the workspace's commit; base is
+// their merge base and head the branch tip, both full commit ids.
+type Diff struct {
+	Branch    string      `json:"branch"`
+	Base      string      `json:"base"`
+	Head      string      `json:"head"`
+	Files     []DiffEntry `json:"files"`
+	Truncated bool        `json:"truncated"`
+}
+
+// DiffEntry is one changed path (R-DIFF-8: status added, modified,
+// deleted, renamed or type_changed).
+type DiffEntry struct {
+	Path    string `json:"path"`
+	Status  string `json:"status"`
+	OldPath string `json:"old_path,omitempty"`
+}
+
+// FileDiff is GET /runs/{ref}/diff/file (R-DIFF-3, R-DIFF-7, R-DIFF-8).
+type FileDiff struct {
+	Path              string `json:"path"`
+	Original          string `json:"original"`
+	Modified          string `json:"modified"`
+	OriginalTruncated bool   `json:"original_truncated"`
+	ModifiedTruncated bool   `json:"modified_truncated"`
+	Binary            bool   `json:"binary,omitempty"`
+}
+
 // MoveRequest is POST /runs/{ref}/move (§2.16).
 type MoveRequest struct {
 	ProviderProfileRef string `json:"provider_profile_ref"`

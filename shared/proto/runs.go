@@ -28,6 +28,8 @@ const (
 	OpRunRelease      = "run.release"      // RunRelease → apitypes.Run (released)
 	OpRunApprove      = "run.approve"      // → apitypes.Run (the held launch or resume goes on)
 	OpRunMove         = "run.move"         // RunMove → apitypes.Run (re-attached, nothing started)
+	OpRunDiff         = "run.diff"         // → apitypes.Diff
+	OpRunDiffFile     = "run.diff_file"    // RunDiffFile → apitypes.FileDiff
 
 	// OpProjectConfig scans a workspace's repository-carried agent
 	// configuration (R-PCS-10).
@@ -121,6 +123,11 @@ type RunResume struct {
 type ProjectConfigScan struct {
 	WorkspaceRef string `json:"workspace_ref"`
 	Tenant       string `json:"tenant"`
+}
+
+// RunDiffFile names the path of GET /runs/{ref}/diff/file.
+type RunDiffFile struct {
+	Path string `json:"path"`
 }
 
 // RunMove names the profile a Claude Code run moves to (R-MOVE-*).

@@ -99,6 +99,9 @@ Usage:
   olivares session interrupt REF         cancel the active turn
   olivares session stop REF [--json]     SIGTERM, then SIGKILL, the process group
   olivares session resume REF [--json]   a new generation on the same conversation
+  olivares session diff REF [--file PATH] [--json]
+      What the run's worktree branch committed since it left the workspace's
+      commit: the changed paths, or one path at base and at head.
   olivares session move REF --profile REF|NAME [--json]
       Carry a stopped Claude Code run's conversation to another Claude Code
       profile of its node; nothing starts, the next resume runs there.

@@ -67,7 +67,7 @@ type cmdOpts struct {
 var commands = map[string]string{
 	"whoami": "", "node list": "", "node show": "node id", "node revoke": "node id",
 	"profile add": "", "profile list": "", "profile show": "profile ref", "profile update": "profile ref or name",
-	"session approve": "run ref", "session move": "run ref",
+	"session approve": "run ref", "session move": "run ref", "session diff": "run ref",
 	"workspace add": "", "workspace list": "",
 	"session start": "", "session list": "",
 	"session show": "run ref", "session events": "run ref", "session input": "run ref",
@@ -129,6 +129,8 @@ func (o *cmdOpts) define(cmd string, fs *flag.FlagSet) {
 		fs.BoolVar(&o.raw, "raw", false, "print each event as one JSON line instead of the output")
 	case "session move":
 		fs.StringVar(&o.profile, "profile", "", "the Claude Code profile (ref or exact name) to move the run to")
+	case "session diff":
+		fs.StringVar(&o.path, "file", "", "show this path at base and at head instead of the list")
 	case "session snooze":
 		fs.StringVar(&o.until, "until", "", "when the snooze ends: an RFC 3339 instant, or a duration from now (2h)")
 	case "session rename":
@@ -334,6 +336,34 @@ func runSessions(ctx context.Context, cl *client, cmd string, pos []string, o *c
 			return err
 		}
 		return emit(p, func() { printProfile(out, p) })
+	case "session diff":
+		if o.set["file"] {
+			var fd apitypes.FileDiff
+			if err := cl.do(ctx, "GET", runPath(arg, "diff", "file")+"?"+neturl.Values{"path": {o.path}}.Encode(), nil, &fd); err != nil {
+				return err
+			}
+			return emit(fd, func() { printFileDiff(out, fd) })
+		}
+		var d apitypes.Diff
+		if err := cl.do(ctx, "GET", runPath(arg, "diff"), nil, &d); err != nil {
+			return err
+		}
+		return emit(d, func() {
+			fmt.Fprintf(out, "branch %s\nbase   %s\nhead   %s\n", d.Branch, d.Base, d.Head)
+			if len(d.Files) == 0 {
+				fmt.Fprintln(out, "no committed change")
+			}
+			for _, f := range d.Files {
+				if f.OldPath != "" {
+					fmt.Fprintf(out, "%-12s %s -> %s\n", f.Status, f.OldPath, f.Path)
+				} else {
+					fmt.Fprintf(out, "%-12s %s\n", f.Status, f.Path)
+				}
+			}
+			if d.Truncated {
+				fmt.Fprintf(out, "(more than %d paths: the list stops here)\n", len(d.Files))
+			}
+		})
 	case "session move":
 		ref, err := resolveProfile(ctx, cl, o.profile)
 		if err != nil {
@@ -709,4 +739,25 @@ func printRun(out io.Writer, r apitypes.Run) {
 	fmt.Fprintf(tw, "started\t%s\n", stampPtr(r.StartedAt))
 	fmt.Fprintf(tw, "ended\t%s\n", stampPtr(r.EndedAt))
 	tw.Flush()
+}
+
+// printFileDiff shows a path at base and at head (R-DIFF-3), each as the
+// API gives it.
+func printFileDiff(out io.Writer, fd apitypes.FileDiff) {
+	if fd.Binary {
+		fmt.Fprintf(out, "%s: binary content, not shown\n", fd.Path)
+		return
+	}
+	side := func(name, text string, truncated bool) {
+		cut := ""
+		if truncated {
+			cut = " (cut at the read limit)"
+		}
+		fmt.Fprintf(out, "--- %s at %s%s\n%s", fd.Path, name, cut, text)
+		if text != "" && !strings.HasSuffix(text, "\n") {
+			fmt.Fprintln(out)
+		}
+	}
+	side("base", fd.Original, fd.OriginalTruncated)
+	side("head", fd.Modified, fd.ModifiedTruncated)
 }
