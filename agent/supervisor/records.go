@@ -64,8 +64,8 @@ type record struct {
 	// WorktreeBranch is the branch of a worktree run (R-WT-1); its
 	// worktree is WorkspacePath.
 	WorktreeBranch string `json:"worktree_branch,omitempty"`
-	Isolation     string `json:"isolation"`
-	TemplateRef   string `json:"template_ref,omitempty"`
+	Isolation      string `json:"isolation"`
+	TemplateRef    string `json:"template_ref,omitempty"`
 
 	ConversationID string `json:"conversation_id,omitempty"`
 	// Generation is the last generation spawned (0 before the first).

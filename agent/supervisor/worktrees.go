@@ -166,4 +166,3 @@ func (s *Supervisor) releaseWorktree(ctx context.Context, rec record, discard bo
 	}
 	return json.Marshal(map[string]string{"worktree": out.Worktree, "branch": wt.Branch, "branch_tip": out.BranchTip})
 }
-
