@@ -85,6 +85,9 @@ type Run struct {
 	Name      string `json:"name,omitempty"`
 	HandoffOf string `json:"handoff_of,omitempty"`
 	Limit     *Limit `json:"limit,omitempty"`
+	// CodexBinding is set on a Codex supervision run (R-CX-CONT-*); while
+	// it is model-locked the run refuses deletion (R-CX-LOCK-1).
+	CodexBinding *CodexBinding `json:"codex_binding,omitempty"`
 
 	// Per-caller marks (R-GET-3); filled by the coordinator per request.
 	Pinned       bool       `json:"pinned"`

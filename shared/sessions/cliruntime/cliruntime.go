@@ -54,6 +54,10 @@ type LaunchSpec struct {
 	// that carries the engine's hooks). Other drivers ignore it. When false
 	// the profile home's own settings decide (real-clis.md §1.5).
 	IsolateSettings bool `json:"isolate_settings,omitempty"`
+	// RunRef is the run the spec is for. Drivers that keep per-run state
+	// outside the spec (a Codex supervision branch, R-CX-FT-*) look it up by
+	// it; the others ignore it. It is empty for a dry run.
+	RunRef string `json:"run_ref,omitempty"`
 }
 
 // Command is a child to start; it maps field for field onto sessions.Spec.
@@ -109,6 +113,10 @@ const (
 	// resumed; the supervisor answers 409 conversation_unavailable and never
 	// falls back to a new one (R-RES-2). ConversationID is the id asked for.
 	EventConversationUnavailable EventKind = "conversation_unavailable"
+	// EventReady: the handshake completed, but by design no conversation
+	// exists yet (a Codex supervision branch creates its thread on the
+	// first turn, R-CX-FT-1). The process takes input.
+	EventReady EventKind = "ready"
 	// EventTurnStarted: a turn began. TurnID is set where the tool names turns.
 	EventTurnStarted EventKind = "turn_started"
 	// EventTurnEnded: a turn ended. IsError and Reason say how: Reason is the
