@@ -399,6 +399,10 @@ func (s *Supervisor) workspace(ref string) (workspace, bool, error) {
 // LaunchParams is a run to create.
 type LaunchParams struct {
 	RunRef, Tenant, ProfileRef, WorkspaceRef, Isolation, TemplateRef, Name string
+	// Workdir, when set and no workspace is given, is the absolute
+	// directory the run works in instead of the profile home (a Codex
+	// supervision branch works in its source thread's cwd).
+	Workdir string
 }
 
 // Launch creates a run and spawns its first generation (R-CRT-1, R-CRT-4:
@@ -425,6 +429,11 @@ func (s *Supervisor) Launch(ctx context.Context, p LaunchParams) (apitypes.Run, 
 			return apitypes.Run{}, notFound("workspace", p.WorkspaceRef)
 		}
 		workdir = w.Path
+	} else if p.Workdir != "" {
+		workdir = filepath.Clean(p.Workdir)
+		if fi, err := os.Stat(workdir); !filepath.IsAbs(workdir) || err != nil || !fi.IsDir() {
+			return apitypes.Run{}, errf(http.StatusUnprocessableEntity, "bad_path", "run directory %s is not an absolute directory on the node", p.Workdir)
+		}
 	} else {
 		// Without a workspace the tool works in its profile home.
 		workdir = prof.Home
@@ -448,6 +457,7 @@ func (s *Supervisor) Launch(ctx context.Context, p LaunchParams) (apitypes.Run, 
 		return apitypes.Run{}, errf(http.StatusBadRequest, "bad_isolation", "isolation %q: use native, container or sandbox", p.Isolation)
 	}
 	spec := s.spec(prof, workdir, "")
+	spec.RunRef = p.RunRef
 	if _, err := s.runner(d); err != nil {
 		return apitypes.Run{}, err
 	}
@@ -856,9 +866,6 @@ func (s *Supervisor) Resume(ctx context.Context, ref string) (apitypes.Run, erro
 	if live {
 		return apitypes.Run{}, errf(http.StatusConflict, "run_live", "run %s is live; stop it before resuming", ref)
 	}
-	if rec.ConversationID == "" {
-		return apitypes.Run{}, errf(http.StatusConflict, "conversation_unavailable", "run %s has no stored conversation to resume (the tool never named one)", ref)
-	}
 	prof, ok, err := s.profile(rec.ProfileRef)
 	if err != nil {
 		return apitypes.Run{}, err
@@ -870,10 +877,18 @@ func (s *Supervisor) Resume(ctx context.Context, ref string) (apitypes.Run, erro
 	if d == nil {
 		return apitypes.Run{}, errf(http.StatusUnprocessableEntity, "unknown_tool", "this agent has no driver for tool %q", prof.Tool)
 	}
+	relaunch := false
+	if rec.ConversationID == "" {
+		if rl, ok := d.(Relauncher); !ok || !rl.Relaunchable(ref) {
+			return apitypes.Run{}, errf(http.StatusConflict, "conversation_unavailable", "run %s has no stored conversation to resume (the tool never named one)", ref)
+		}
+		relaunch = true
+	}
 	if _, err := s.runner(d); err != nil {
 		return apitypes.Run{}, err
 	}
 	spec := s.spec(prof, rec.WorkspacePath, rec.ConversationID)
+	spec.RunRef = ref
 	if d.Kind() == cliruntime.KindClaude && !claudeTranscriptExists(prof.Home, rec.ConversationID) {
 		return apitypes.Run{}, errf(http.StatusConflict, "conversation_unavailable", "the stored conversation %s is not in the profile home %s; nothing was started", rec.ConversationID, prof.Home)
 	}
@@ -882,6 +897,11 @@ func (s *Supervisor) Resume(ctx context.Context, ref string) (apitypes.Run, erro
 	}
 	if err := r.update(ledger.Event{Kind: ledger.KindResumed, Generation: rec.Generation + 1}, nil); err != nil {
 		return apitypes.Run{}, err
+	}
+	if relaunch {
+		// Nothing to confirm: the new generation starts as the first did.
+		r.start(ctx, d, spec, false)
+		return r.snapshot(), nil
 	}
 	g := r.start(ctx, d, spec, true)
 	if g == nil {
@@ -909,6 +929,14 @@ func (s *Supervisor) Resume(ctx context.Context, ref string) (apitypes.Run, erro
 	g.proc.Stop(time.Second)
 	<-g.ended
 	return apitypes.Run{}, errf(http.StatusConflict, "conversation_unavailable", "the tool could not resume the stored conversation %s; no new conversation was started", rec.ConversationID)
+}
+
+// Relauncher is a driver whose runs may start a new generation before the
+// tool named a conversation: a Codex supervision branch whose first turn
+// has not created its thread yet stays retryable (R-CX-FT-7). Resume then
+// launches, never resumes, and only for runs Relaunchable accepts.
+type Relauncher interface {
+	Relaunchable(runRef string) bool
 }
 
 // claudeTranscriptExists: Claude Code keeps a conversation at
