@@ -19,6 +19,7 @@ import (
 	bbolt "go.etcd.io/bbolt"
 
 	"github.com/olivares-dev/olivares/agent/caps"
+	"github.com/olivares-dev/olivares/agent/codexsup"
 	"github.com/olivares-dev/olivares/agent/identity"
 	"github.com/olivares-dev/olivares/agent/ledger"
 	"github.com/olivares-dev/olivares/agent/link"
@@ -57,6 +58,9 @@ type Config struct {
 		QUICRetry config.Duration `toml:"quic_retry"`
 	} `toml:"tunnel"`
 	Runs RunsConfig `toml:"runs"`
+	// CodexSupervision is this node's consent to Codex supervision
+	// (R-CX-PERM-1); off by default.
+	CodexSupervision codexsup.Config `toml:"codex_supervision"`
 }
 
 // RunsConfig tunes the run runtime.
@@ -113,7 +117,7 @@ func (c *Config) CheckAndSetDefaults() error {
 	if c.Runs.StopGrace.Duration == 0 {
 		c.Runs.StopGrace.Duration = sessions.DefaultGrace
 	}
-	return nil
+	return c.CodexSupervision.CheckAndSetDefaults()
 }
 
 // Agent is one running node agent.
@@ -131,6 +135,7 @@ type Agent struct {
 	rings  *ring.Store
 	sup    *supervisor.Supervisor
 	pusher *pusher
+	codex  *codexsup.Service
 }
 
 // New opens the state and the identity.
@@ -165,6 +170,9 @@ func New(cfg Config, logf func(string, ...any)) (*Agent, error) {
 	for op, h := range a.runHandlers() {
 		handlers[op] = h
 	}
+	for op, h := range a.codexHandlers() {
+		handlers[op] = h
+	}
 	addr := cfg.Coordinator
 	if addr == "" {
 		addr = id.Coordinator
@@ -195,11 +203,17 @@ func (a *Agent) openRuns() error {
 		return err
 	}
 	a.pusher = newPusher(a)
+	if err := a.openCodex(); err != nil {
+		rings.Close()
+		return err
+	}
+	ds := drivers()
+	ds[codexsup.DriverName] = a.codex.Driver()
 	sup, err := supervisor.Open(supervisor.Options{
 		DB: a.db, Ring: rings, Ledger: led,
 		ProfilesDir:      filepath.Join(a.cfg.StateDir, "profiles"),
 		Path:             a.childPath(),
-		Drivers:          drivers(),
+		Drivers:          ds,
 		Runners:          runners(),
 		StopGrace:        a.cfg.Runs.StopGrace.Duration,
 		ContainerRuntime: containerRuntime(),
@@ -211,6 +225,7 @@ func (a *Agent) openRuns() error {
 		return err
 	}
 	a.rings, a.sup = rings, sup
+	a.codex.SetRuns(sup)
 	return nil
 }
 
@@ -236,6 +251,7 @@ func (a *Agent) Link() link.Status { return a.link.Status() }
 // Run serves until ctx ends, then closes the state file.
 func (a *Agent) Run(ctx context.Context) error {
 	defer func() {
+		a.codex.Close()
 		a.sup.Close()
 		a.rings.Close()
 		a.db.Close()
@@ -265,6 +281,7 @@ func (a *Agent) capabilities(ctx context.Context) proto.Capabilities {
 	defer a.capsOnce.Unlock()
 	if a.caps == nil {
 		c := caps.Detect(ctx, a.cfg.Path, a.cfg.WorktreeDir)
+		c.CodexSupervision = a.codex.Capability()
 		a.caps = &c
 	}
 	return *a.caps

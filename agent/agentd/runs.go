@@ -109,6 +109,7 @@ func (a *Agent) workspaceCreateOp(ctx context.Context, h wire.Header, s tunnel.S
 
 func (a *Agent) row(r apitypes.Run) apitypes.Run {
 	r.NodeID = a.id.NodeID
+	r.CodexBinding = a.codex.Binding(r.RunRef)
 	return r
 }
 
@@ -194,6 +195,10 @@ func (a *Agent) stopOp(ctx context.Context, h wire.Header, s tunnel.Stream) {
 }
 
 func (a *Agent) resumeOp(ctx context.Context, h wire.Header, s tunnel.Stream) {
+	if err := a.codex.Guard(h.RunRef); err != nil {
+		wire.Respond(s, nil, err) // R-CX-FT-8: never an ordinary run instead
+		return
+	}
 	r, err := a.sup.Resume(context.WithoutCancel(ctx), h.RunRef)
 	a.respondRun(s, r, err)
 }
