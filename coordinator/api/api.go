@@ -85,7 +85,7 @@ func (s *Server) routes() []Route {
 		{http.MethodGet, "/v1/nodes", auth.PermRunRead, s.listNodes},
 		{http.MethodGet, "/v1/nodes/:id", auth.PermRunRead, s.getNode},
 		{http.MethodPost, "/v1/nodes/:id/revoke", auth.PermRunAdmin, s.revokeNode},
-	}, s.runRoutes()...)
+	}, append(s.runRoutes(), s.codexRoutes()...)...)
 }
 
 // Routes lists the authorized routes (for the R-AUTH-8 walk).
