@@ -9,6 +9,7 @@
 //	olivares profile add|list|show REF [--json]
 //	olivares workspace add|list [--json]
 //	olivares session start|list|show|events|input|interrupt|stop|resume|attach
+//	olivares codex sessions|continue|archive
 package main
 
 import (
@@ -79,6 +80,7 @@ Usage:
       exits after the run ends or when it is not live. --raw prints every
       event as one JSON line {"event","id","data"} instead.
 
+` + codexUsage + `
 Exit status: 0 on success, 2 for a usage error, 3 when the API answers 403,
 4 for 404, 5 for 409, 6 for 422, and 1 for anything else.
 
@@ -294,6 +296,7 @@ var groups = map[string]string{
 	"profile":   "add, list or show",
 	"workspace": "add or list",
 	"session":   "start, list, show, events, input, interrupt, stop, resume or attach",
+	"codex":     "sessions, continue or archive",
 }
 
 func run(ctx context.Context, args []string, out, errOut io.Writer) error {
@@ -327,6 +330,7 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 		devFile = fs.String("dev", "", "take url, token and tenant from a dev mode dev.json")
 	}
 	o.define(cmd, fs)
+	cx := defineCodex(cmd, fs)
 	// Flags may come after the positional argument (olivares node show ID --json).
 	var pos []string
 	for {
@@ -409,6 +413,13 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 		return emit(who, func() {
 			fmt.Fprintf(out, "logged in to %s as %v (%v in %s); credentials in %s\n", *url, who["name"], who["role"], *tenant, p)
 		})
+	}
+	if cx != nil {
+		if err := cx.check(pos, o.set); err != nil {
+			return err
+		}
+		cx.jsonOut = o.json
+		return runCodex(ctx, cx, pos, out)
 	}
 	if !knownCommand(cmd) {
 		return usageError{fmt.Errorf("unknown command %q; see olivares --help", cmd)}
