@@ -146,7 +146,9 @@ func TestCodexContinueArchive(t *testing.T) {
 // TestCodexFlagsOverride: --url and --token replace the saved login, and
 // the timeouts default to R-CX-CLI-3's.
 func TestCodexFlagsOverride(t *testing.T) {
-	fakeAPI(t, func(w http.ResponseWriter, r *http.Request) { t.Errorf("the saved login's server was called: %s", r.URL) })
+	fakeAPI(t, func(w http.ResponseWriter, r *http.Request) {
+		t.Errorf("the saved login's server was called: %s", r.URL)
+	})
 	var auth string
 	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		auth = r.Header.Get("Authorization")
