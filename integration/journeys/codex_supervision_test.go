@@ -2,7 +2,6 @@ package journeys
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -11,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -70,7 +70,20 @@ func (f *cxFixture) node(enabled bool) *cxNode {
 	a := f.env.StartAgentProcess(integration.ProcOptions{Transport: f.transport, Path: f.bin + ":" + cliruntime.DefaultPath,
 		Config: supervisionTOML(codexHome, enabled)})
 	a.AwaitConnected(wait)
+	// Before the homes are removed: SIGTERM, so that the agent stops its
+	// codex children and waits for them (SIGKILL would leave them writing
+	// into the home while it is removed).
+	f.t.Cleanup(func() { stopAgent(f.t, a) })
 	return &cxNode{AgentProc: a, codexHome: codexHome}
+}
+
+// stopAgent ends the agent process gracefully and waits until it is gone.
+func stopAgent(t *testing.T, a *integration.AgentProc) {
+	pid := a.Pid()
+	if syscall.Kill(pid, syscall.SIGTERM) != nil {
+		return
+	}
+	integration.Await(t, wait, "the agent to exit", func() bool { return syscall.Kill(pid, 0) != nil })
 }
 
 func (f *cxFixture) catalog(c *integration.Client, q string) (apitypes.CodexCatalog, []byte) {
@@ -466,4 +479,191 @@ func Await(t *testing.T, what string, cond func() bool) {
 	integration.Await(t, wait, what, cond)
 }
 
-var _ = context.Background
+// TestCodexSupervisionNode is one node's limits and failures: 20-turn
+// transcript pages and the 20 MiB refusal, the history bounds of a branch,
+// ordinary codex runs staying in their profile homes, a branch whose
+// process died staying retryable, and supervision disabled failing closed.
+func TestCodexSupervisionNode(t *testing.T) {
+	f := newCX(t, "yamux")
+	a := f.node(true)
+	work := t.TempDir()
+	na := startNative(t, f.bin, a.codexHome)
+
+	// R-CX-TRN-2/3: 21 turns read as a page of 20, newest first, then one;
+	// the cursors go both ways.
+	var prompts []string
+	for i := range 21 {
+		prompts = append(prompts, fmt.Sprintf("q%02d", i))
+	}
+	p := na.thread(work, "paged", prompts...)
+	turnTexts := func(page apitypes.CodexTurnsPage) []string {
+		var turns []struct {
+			Items []struct {
+				Type    string `json:"type"`
+				Content []struct {
+					Text string `json:"text"`
+				} `json:"content"`
+			} `json:"items"`
+		}
+		json.Unmarshal(page.Turns, &turns)
+		var out []string
+		for _, tr := range turns {
+			out = append(out, tr.Items[0].Content[0].Text)
+		}
+		return out
+	}
+	var p1, p2, back apitypes.CodexTurnsPage
+	f.operator.Must(http.StatusOK, http.MethodGet, threadPath(a.ID, p, "turns"), nil, &p1)
+	if got := turnTexts(p1); len(got) != 20 || got[0] != "q20" || got[19] != "q01" || p1.NextCursor == "" {
+		t.Fatalf("page 1: %v next %q", got, p1.NextCursor)
+	}
+	f.operator.Must(http.StatusOK, http.MethodGet, threadPath(a.ID, p, "turns")+"?cursor="+url.QueryEscape(p1.NextCursor), nil, &p2)
+	if got := turnTexts(p2); !slices.Equal(got, []string{"q00"}) || p2.NextCursor != "" || p2.BackwardsCursor == "" {
+		t.Fatalf("page 2: %v next %q back %q", got, p2.NextCursor, p2.BackwardsCursor)
+	}
+	f.operator.Must(http.StatusOK, http.MethodGet, threadPath(a.ID, p, "turns")+"?cursor="+url.QueryEscape(p2.BackwardsCursor), nil, &back)
+	if got := turnTexts(back); len(got) == 0 || len(got) > 20 || got[len(got)-1] != "q00" || got[0] <= got[len(got)-1] {
+		t.Fatalf("back from page 2: %v, want newer turns, newest first, down to the anchor", got)
+	}
+	expectCode(t, f.operator.Call(http.MethodGet, threadPath(a.ID, p, "turns")+"?cursor=forged", nil), 400, "bad_cursor")
+
+	// R-CX-TRN-5/6: a page over 20 MiB (one real turn whose answer is
+	// 21 MiB) is refused on the node with page_too_large; the same cursor
+	// asks again with the same answer.
+	z := na.thread(work, "huge", "small one")
+	f.fake.Push(fakemodel.Text(strings.Repeat("Z", 21<<20)))
+	na.turn(z, "big one")
+	for range 2 {
+		r := f.operator.Call(http.MethodGet, threadPath(a.ID, z, "turns"), nil)
+		var big apitypes.CodexPageTooLarge
+		json.Unmarshal(r.Body, &big)
+		if r.Status != http.StatusUnprocessableEntity || big.Error == nil || big.Error.Code != "page_too_large" || len(r.Body) > 4096 {
+			t.Fatalf("a 21 MiB page: %d %.300s", r.Status, r.Body)
+		}
+	}
+
+	// AT-CX-10, R-CX-HIST-*: oldest, eight answers of 100 KiB; then a tool
+	// call; newest, an image. The branch keeps the newest messages, each at
+	// most 64 KiB and 512 KiB in all, the image as a placeholder, and no
+	// tool call, tool output or image payload.
+	h := na.thread(work, "history")
+	for i := range 8 {
+		f.fake.Push(fakemodel.Text(fmt.Sprintf("answer %d ", i) + strings.Repeat("y", 100<<10)))
+		na.turn(h, fmt.Sprintf("ask %d", i))
+	}
+	f.fake.Push(fakemodel.Tool("exec_command", `{"cmd":"echo hi-from-tool"}`))
+	na.turn(h, "run it")
+	const png = "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+	na.turnWith(h, textIn("look at this"), map[string]any{"type": "image", "url": png})
+	na.close()
+	var hr apitypes.Run
+	f.operator.Must(http.StatusCreated, http.MethodPost, threadPath(a.ID, h, "continue"), nil, &hr)
+	var br apitypes.CodexBranch
+	f.operator.Must(http.StatusOK, http.MethodGet, "/v1/m/sessions/runs/"+hr.RunRef+"/codex-branch", nil, &br)
+	total := 0
+	for _, m := range br.History {
+		total += len(m.Text)
+		if len(m.Text) > 64<<10 || (m.Role != "user" && m.Role != "assistant") {
+			t.Fatalf("message %s of %d bytes", m.Role, len(m.Text))
+		}
+	}
+	n := len(br.History)
+	if total > 512<<10 || n < 4 || n > 200 {
+		t.Fatalf("history of %d messages, %d bytes", n, total)
+	}
+	if last := br.History[n-2:]; last[0] != (apitypes.CodexMessage{Role: "user", Text: "look at this\n[Image attachment]"}) || last[1].Role != "assistant" {
+		t.Fatalf("newest messages %+v", last)
+	}
+	if tool := br.History[n-4:]; tool[0].Text != "run it" || tool[1].Text != "pong: run it" {
+		t.Fatalf("the tool turn's visible messages %+v, want its question and answer only", tool[:2])
+	}
+	// Seven answers cut to 64 KiB and the small messages make 458,854
+	// bytes; the eighth answer would pass 512 KiB, so the walk stops there.
+	if n != 18 || br.History[0] != (apitypes.CodexMessage{Role: "user", Text: "ask 1"}) || len(br.History[1].Text) != 64<<10 {
+		t.Fatalf("%d messages from %q: want 18 from ask 1, the oldest turn dropped by the 512 KiB bound", n, br.History[0].Text[:min(10, len(br.History[0].Text))])
+	}
+	all, _ := json.Marshal(br.History)
+	for _, leak := range []string{"hi-from-tool", "echo", "base64", "iVBOR"} {
+		if bytes.Contains(all, []byte(leak)) {
+			t.Fatalf("the history carries %q", leak)
+		}
+	}
+
+	// AT-CX-06: an ordinary codex run keeps its profile home; the branch's
+	// threads live in the supervision home.
+	var prof apitypes.Profile
+	f.env.Client(f.env.AdminToken).Must(http.StatusCreated, http.MethodPost, "/v1/m/sessions/profiles", apitypes.ProfileCreate{NodeID: a.ID, Tool: "codex",
+		Name: "ordinary", Home: filepath.Join(t.TempDir(), "home"), Env: map[string]string{"FAKE_OPENAI_KEY": "test"}}, &prof)
+	writeCodexConfig(t, filepath.Join(prof.Home, ".codex"), f.fake, "fake-model")
+	var ord apitypes.Run
+	f.operator.Must(http.StatusCreated, http.MethodPost, "/v1/m/sessions/runs", apitypes.LaunchRequest{ProviderProfileRef: prof.Ref}, &ord)
+	ord = f.operator.AwaitRun(ord.RunRef, wait, "the ordinary run", func(r apitypes.Run) bool { return r.State == apitypes.StateIdle && r.ConversationID != "" })
+	f.operator.Must(http.StatusAccepted, http.MethodPost, "/v1/m/sessions/runs/"+ord.RunRef+"/input", integration.Text("plain"), nil)
+	so := f.viewer.Attach(ord.RunRef, "from=0")
+	so.UntilOutput("pong: plain", wait)
+	rollout(t, filepath.Join(prof.Home, ".codex"), ord.ConversationID)
+	if m, _ := filepath.Glob(filepath.Join(a.codexHome, "sessions", "*", "*", "*", "*"+ord.ConversationID+".jsonl")); len(m) != 0 || ord.CodexBinding != nil {
+		t.Fatalf("the ordinary run wrote in the supervision home: %v", m)
+	}
+
+	// R-CX-FT-7, AT-CX-08: the pending branch's process dies before its
+	// first turn: input fails closed (409), resume starts it again as a
+	// pending branch, and the first turn then commits in the supervision
+	// home.
+	hr = f.operator.AwaitRun(hr.RunRef, wait, "ready", func(r apitypes.Run) bool { return r.State == apitypes.StateIdle })
+	killGroup(t, hr.PID)
+	f.operator.AwaitRun(hr.RunRef, wait, "ended", func(r apitypes.Run) bool { return !apitypes.Live(r.State) })
+	expectCode(t, f.operator.Call(http.MethodPost, "/v1/m/sessions/runs/"+hr.RunRef+"/input", integration.Text("lost")), 409, "not_live")
+	var re apitypes.Run
+	f.operator.Must(http.StatusOK, http.MethodPost, "/v1/m/sessions/runs/"+hr.RunRef+"/resume", nil, &re)
+	if re.Generation != 2 || re.CodexBinding == nil || re.CodexBinding.State != apitypes.CodexBranchPending {
+		t.Fatalf("relaunch of the pending branch: %+v %+v", re, re.CodexBinding)
+	}
+	f.operator.AwaitRun(hr.RunRef, wait, "ready again", func(r apitypes.Run) bool { return r.State == apitypes.StateIdle })
+	sh := f.viewer.Attach(hr.RunRef, "")
+	f.operator.Must(http.StatusAccepted, http.MethodPost, "/v1/m/sessions/runs/"+hr.RunRef+"/input", integration.Text("go on"), nil)
+	sh.UntilOutput("pong: go on", wait)
+	done := f.operator.AwaitRun(hr.RunRef, wait, "committed", func(r apitypes.Run) bool {
+		return r.CodexBinding != nil && r.CodexBinding.State == apitypes.CodexBranchCommitted
+	})
+	rollout(t, a.codexHome, done.CodexBinding.CanonicalThreadID)
+	reqs := f.fake.ModelRequests()
+	if said := reqs[len(reqs)-1].Said(); !slices.Contains(said, "user: look at this\n[Image attachment]") {
+		t.Fatalf("the first turn's request lacks the injected history: %q", said)
+	}
+	f.operator.Must(http.StatusOK, http.MethodPost, "/v1/m/sessions/runs/"+hr.RunRef+"/stop", nil, nil)
+
+	// AT-CX-08, R-CX-FT-8, R-CX-CONN-7: with supervision disabled in the
+	// node's config, the node advertises nothing, the catalog has no host,
+	// and the supervised run refuses to start instead of running as an
+	// ordinary codex run.
+	cfgPath := filepath.Join(a.Dir, "agent.toml")
+	raw, _ := os.ReadFile(cfgPath)
+	os.WriteFile(cfgPath, bytes.Replace(raw, []byte("enabled = true"), []byte("enabled = false"), 1), 0o600)
+	a.Kill()
+	a.Start()
+	a.AwaitConnected(wait)
+	Await(t, "the capability withdrawn", func() bool {
+		cat, _ := f.catalog(f.operator, "")
+		return len(cat.Hosts) == 0
+	})
+	expectCode(t, f.operator.Call(http.MethodPost, "/v1/m/sessions/runs/"+hr.RunRef+"/resume", nil), 409, "codex_supervision_unavailable")
+	if r := f.operator.Run(hr.RunRef); r.Generation != 3-1 || apitypes.Live(r.State) {
+		t.Fatalf("the refused resume started something: %+v", r)
+	}
+	expectCode(t, f.operator.Call(http.MethodPost, threadPath(a.ID, h, "continue"), nil), 404, "not_found")
+	expectCode(t, f.operator.Call(http.MethodGet, threadPath(a.ID, h, "turns"), nil), 404, "not_found")
+}
+
+// killGroup ends a run's process group as if its app-server crashed: the
+// connection is lost (the agent started it; the test only takes its pid
+// from the run row).
+func killGroup(t *testing.T, pid int) {
+	t.Helper()
+	if pid <= 0 {
+		t.Fatal("no pid to kill")
+	}
+	if err := syscall.Kill(-pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+}
