@@ -194,11 +194,13 @@ func (d supDriver) Resume(spec cliruntime.LaunchSpec) (cliruntime.Command, error
 	return d.command().Resume(spec)
 }
 
-// Relaunchable: a pending branch starts again after its process ended
-// (R-CX-FT-7), while supervision is available.
+// Relaunchable: a supervised run whose row names no conversation starts
+// again: a pending branch as a pending branch (R-CX-FT-7), and a branch
+// committed just before the agent died on its canonical thread (never a
+// new one). Only while supervision is available.
 func (d supDriver) Relaunchable(runRef string) bool {
-	b, ok, err := d.s.store.binding(runRef)
-	return err == nil && ok && b.State == apitypes.CodexBranchPending && d.s.available() == nil
+	_, ok, err := d.s.store.binding(runRef)
+	return err == nil && ok && d.s.available() == nil
 }
 
 var _ supervisor.Relauncher = supDriver{}
@@ -209,6 +211,11 @@ func (d supDriver) NewSession(spec cliruntime.LaunchSpec) cliruntime.Session {
 	if err != nil || !ok {
 		// Not a supervised run: it may write nothing (fail closed).
 		return codex.NewSessionWith(spec, codex.Options{Fence: deniedFence{}})
+	}
+	if b.State == apitypes.CodexBranchCommitted && spec.ConversationID == "" {
+		// Committed, but the agent died before the row named the thread:
+		// the canonical thread is resumed, never replaced.
+		spec.ConversationID = b.Canonical
 	}
 	f := &runFence{st: s.store, run: b.RunRef, tokens: map[string]uint64{}}
 	if b.Canonical != "" {
