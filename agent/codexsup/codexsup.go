@@ -170,6 +170,8 @@ type Service struct {
 	home    string // HOME of the app-servers: the node user's
 	store   *store
 	conn    *Conn
+	// maxPage is R-CX-TRN-5's bound, proto.MaxCodexPage (tests lower it).
+	maxPage int
 
 	runsMu sync.Mutex
 	runs   Runs
@@ -197,7 +199,7 @@ func Open(o Options) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Service{o: o, cfg: o.Config, store: st, holders: map[string]bool{}}
+	s := &Service{o: o, cfg: o.Config, store: st, holders: map[string]bool{}, maxPage: proto.MaxCodexPage}
 	s.reason = s.cfg.unsupported()
 	s.home = os.Getenv("HOME")
 	if s.home == "" {

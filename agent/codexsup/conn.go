@@ -48,7 +48,7 @@ type LineTooLargeError struct {
 }
 
 func (e *LineTooLargeError) Error() string {
-	return fmt.Sprintf("codex %s: the answer is %d bytes, over the %d this connection reads", e.Method, e.Bytes, maxLine)
+	return fmt.Sprintf("codex %s: the answer is %d bytes, over what this connection reads whole", e.Method, e.Bytes)
 }
 
 // proc is a started app-server: its pipes and how to stop it.
@@ -71,6 +71,8 @@ type Conn struct {
 	spawn  spawner
 	client clientInfo
 	logf   func(string, ...any)
+	// maxLine is the longest line read whole (maxLine; tests lower it).
+	maxLine int
 
 	mu     sync.Mutex
 	cur    *peer
@@ -84,13 +86,14 @@ type clientInfo struct {
 }
 
 func newConn(spawn spawner, name, version string, logf func(string, ...any)) *Conn {
-	return &Conn{spawn: spawn, client: clientInfo{Name: name, Version: version}, logf: logf}
+	return &Conn{spawn: spawn, client: clientInfo{Name: name, Version: version}, logf: logf, maxLine: maxLine}
 }
 
 // peer is one app-server process and its pending calls.
 type peer struct {
-	p    *proc
-	logf func(string, ...any)
+	p       *proc
+	logf    func(string, ...any)
+	maxLine int
 
 	wmu sync.Mutex // orders writes to stdin
 
@@ -146,7 +149,7 @@ func (c *Conn) peer(ctx context.Context) (*peer, error) {
 			c.mu.Unlock()
 			return nil, err
 		}
-		p = &peer{p: pr, logf: c.logf, waits: map[int64]*waiter{}, done: make(chan struct{}), ready: make(chan struct{})}
+		p = &peer{p: pr, logf: c.logf, maxLine: c.maxLine, waits: map[int64]*waiter{}, done: make(chan struct{}), ready: make(chan struct{})}
 		c.cur = p
 		go p.read()
 		go c.initialize(p)
@@ -289,7 +292,7 @@ func (p *peer) read() {
 		switch {
 		case over:
 			tail = keepTail(tail, chunk)
-		case len(line)+len(chunk) > maxLine:
+		case len(line)+len(chunk) > p.maxLine:
 			over = true
 			head = append([]byte(nil), line[:min(len(line), 256)]...)
 			tail = keepTail(keepTail(nil, line[max(0, len(line)-tailKeep):]), chunk)

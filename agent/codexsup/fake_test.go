@@ -82,8 +82,8 @@ func (f *fakeServer) serve(in io.Reader, out *io.PipeWriter) {
 		switch {
 		case c.Method == "initialize":
 			line, _ = json.Marshal(map[string]any{"id": *c.ID, "result": map[string]any{"userAgent": "fake"}})
-		case f.raw != nil && f.raw[c.Method] != nil:
-			line = f.raw[c.Method](*c.ID)
+		case f.rawFor(c.Method) != nil:
+			line = f.rawFor(c.Method)(*c.ID)
 		default:
 			res, e := f.handle(c.Method, c.Params)
 			if e != "" {
@@ -99,6 +99,18 @@ func (f *fakeServer) serve(in io.Reader, out *io.PipeWriter) {
 		out.Write(append(line, '\n'))
 		wmu.Unlock()
 	}
+}
+
+func (f *fakeServer) rawFor(method string) func(int64) []byte {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.raw[method]
+}
+
+func (f *fakeServer) setRaw(raw map[string]func(int64) []byte) {
+	f.mu.Lock()
+	f.raw = raw
+	f.mu.Unlock()
 }
 
 func (f *fakeServer) callsOf(method string) []fakeCall {
@@ -207,7 +219,8 @@ func threadJSON(id, name string) map[string]any {
 func uuid(n int) string { return fmt.Sprintf("01a23643-8a79-7b72-93b2-%012d", n) }
 
 func ctx(t *testing.T) context.Context {
-	c, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	// A guard against a hang, not a timing assertion.
+	c, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
 	return c
 }

@@ -1,6 +1,7 @@
 package codexsup
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,19 +14,24 @@ import (
 	"github.com/olivares-dev/olivares/shared/proto"
 )
 
-// turnsServer answers thread/turns/list with n turns of size bytes each,
-// and cursors.
-func turnsServer(n, size int) func(string, json.RawMessage) (any, string) {
-	return func(method string, params json.RawMessage) (any, string) {
-		if method != "thread/turns/list" {
-			return nil, "unexpected " + method
-		}
-		var turns []json.RawMessage
+// rawTurns answers thread/turns/list with n turns whose answers are size
+// bytes each, and cursors; the line is built as bytes (a 40 MiB page
+// through encoding/json is slow under the race detector).
+func rawTurns(n, size int) map[string]func(int64) []byte {
+	return map[string]func(int64) []byte{"thread/turns/list": func(id int64) []byte {
+		var b bytes.Buffer
+		fmt.Fprintf(&b, `{"id":%d,"result":{"data":[`, id)
 		for i := range n {
-			turns = append(turns, turnJSON("completed", userText(fmt.Sprintf("q%d", i)), agentText(strings.Repeat("x", size))))
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			fmt.Fprintf(&b, `{"id":"t%d","status":"completed","itemsView":"full","items":[{"type":"userMessage","id":"u","content":[{"type":"text","text":"q%d"}]},{"type":"agentMessage","id":"a","text":"`, i, i)
+			b.Write(bytes.Repeat([]byte("x"), size))
+			b.WriteString(`"}]}`)
 		}
-		return map[string]any{"data": turns, "nextCursor": "older-1", "backwardsCursor": "newer-1"}, ""
-	}
+		b.WriteString(`],"nextCursor":"older-1","backwardsCursor":"newer-1"}}`)
+		return b.Bytes()
+	}}
 }
 
 // TestTurnsPage is R-CX-TRN-1..3: thread/turns/list with itemsView full,
@@ -82,32 +88,41 @@ func TestTurnsPage(t *testing.T) {
 	}
 }
 
-// TestTurnsPageTooLarge is R-CX-TRN-5/6: a serialized page over 20 MiB is
-// refused on the node with the cursors around it, whether the line could be
-// read (21 MiB) or not (over the connection's 32 MiB line bound).
+// TestTurnsPageTooLarge is R-CX-TRN-5/6: a serialized page over the bound
+// is refused on the node with the cursors around it, whether the line
+// could be read or not (over the connection's line bound). The bounds are
+// lowered here (20 MiB and 32 MiB of copies are slow under the race
+// detector); the journey refuses a real 21 MiB page.
 func TestTurnsPageTooLarge(t *testing.T) {
-	f := &fakeServer{handle: turnsServer(3, 7<<20)}
+	f := &fakeServer{raw: rawTurns(3, 100<<10)}
 	s, _, _ := newTestService(t, f)
+	s.maxPage = 256 << 10
 	page, big, err := s.Turns(ctx(t), proto.CodexTurnsList{ThreadID: uuid(1)})
-	if err != nil || page != nil || big == nil || big.Bytes <= proto.MaxCodexPage || big.NextCursor == "" || big.BackwardsCursor == "" {
-		t.Fatalf("21 MiB page: page %d bytes, refusal %+v, err %v", len(page), big, err)
+	if err != nil || page != nil || big == nil || big.Bytes <= 300<<10 || big.NextCursor == "" || big.BackwardsCursor == "" {
+		t.Fatalf("a 300 KiB page over a 256 KiB bound: page %d bytes, refusal %+v, err %v", len(page), big, err)
 	}
 	// The cursor stays valid: the next page reads.
-	f.handle = turnsServer(2, 10)
+	f.setRaw(rawTurns(2, 10))
 	if page, big, err = s.Turns(ctx(t), proto.CodexTurnsList{ThreadID: uuid(1), Cursor: big.NextCursor}); err != nil || big != nil || page == nil {
 		t.Fatalf("after a refusal the next cursor: %v %v", big, err)
 	}
-	f.handle = turnsServer(5, 8<<20) // 40 MiB: not read whole
+	if s.maxPage = proto.MaxCodexPage; s.maxPage != 20<<20 {
+		t.Fatalf("MaxCodexPage is %d, want 20 MiB", s.maxPage)
+	}
+	s.conn.Close()
+	s.conn = newConn(f.spawn, ClientName, ClientVersion, t.Logf)
+	s.conn.maxLine = 1 << 20
+	f.setRaw(rawTurns(3, 1<<20))
 	page, big, err = s.Turns(ctx(t), proto.CodexTurnsList{ThreadID: uuid(1)})
-	if err != nil || page != nil || big == nil || big.Bytes <= maxLine || big.NextCursor == "" {
-		t.Fatalf("40 MiB line: refusal %+v, err %v", big, err)
+	if err != nil || page != nil || big == nil || big.Bytes <= 3<<20 || big.NextCursor == "" {
+		t.Fatalf("a line over the bound: refusal %+v, err %v", big, err)
 	}
 	var nc turnsCursor
 	if decodeCursor(big.NextCursor, &nc); nc.Native != "older-1" {
 		t.Errorf("next cursor %+v, want Codex's older-1 read from the end of the line", nc)
 	}
 	// The connection still works after skipping the long line.
-	f.handle = turnsServer(1, 10)
+	f.setRaw(rawTurns(1, 10))
 	if _, big, err = s.Turns(ctx(t), proto.CodexTurnsList{ThreadID: uuid(1)}); err != nil || big != nil {
 		t.Fatalf("after a long line: %v %v", big, err)
 	}

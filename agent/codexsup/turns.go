@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"slices"
 
 	"github.com/olivares-dev/olivares/shared/apitypes"
 	"github.com/olivares-dev/olivares/shared/proto"
@@ -42,7 +43,11 @@ func (s *Service) Turns(ctx context.Context, p proto.CodexTurnsList) (page []byt
 	if cur.Native != "" {
 		tp.Cursor = &cur.Native
 	}
-	var res turnsResult
+	var res struct {
+		Data            json.RawMessage `json:"data"`
+		NextCursor      *string         `json:"nextCursor"`
+		BackwardsCursor *string         `json:"backwardsCursor"`
+	}
 	err = s.conn.Call(ctx, "thread/turns/list", tp, &res)
 	var big *LineTooLargeError
 	if errors.As(err, &big) {
@@ -52,23 +57,34 @@ func (s *Service) Turns(ctx context.Context, p proto.CodexTurnsList) (page []byt
 	if err != nil {
 		return nil, nil, s.codexErr("thread/turns/list", err)
 	}
-	data := res.Data
+	turns := res.Data
+	if len(turns) == 0 || turns[0] != '[' {
+		turns = json.RawMessage("[]")
+	}
 	if cur.Dir == "asc" {
 		// Every page reads newest first.
-		for i, j := 0, len(data)-1; i < j; i, j = i+1, j-1 {
-			data[i], data[j] = data[j], data[i]
+		var items []json.RawMessage
+		if err := json.Unmarshal(turns, &items); err != nil {
+			return nil, nil, s.codexErr("thread/turns/list", err)
 		}
+		slices.Reverse(items)
+		turns = joinArray(items)
 	}
-	out := apitypes.CodexTurnsPage{Host: s.o.NodeID, ThreadID: p.ThreadID, Turns: joinArray(data)}
-	out.NextCursor, out.BackwardsCursor = ourCursors(cur.Dir, res.NextCursor, res.BackwardsCursor)
-	b, err := json.Marshal(out)
-	if err != nil {
-		return nil, nil, err
+	next, back := ourCursors(cur.Dir, res.NextCursor, res.BackwardsCursor)
+	// The page is written around Codex's own bytes: a 20 MiB page is not
+	// re-encoded to learn its size (R-CX-TRN-5).
+	head, _ := json.Marshal(apitypes.CodexTurnsPage{Host: s.o.NodeID, ThreadID: p.ThreadID, NextCursor: next, BackwardsCursor: back})
+	size := len(head) + len(turns)
+	if size > s.maxPage {
+		return nil, &proto.CodexPageTooLargeInfo{Bytes: int64(size), NextCursor: next, BackwardsCursor: back}, nil
 	}
-	if len(b) > proto.MaxCodexPage {
-		return nil, &proto.CodexPageTooLargeInfo{Bytes: int64(len(b)), NextCursor: out.NextCursor, BackwardsCursor: out.BackwardsCursor}, nil
-	}
-	return b, nil, nil
+	// head is {"host":…,"thread_id":…,"turns":null,…}: put the turns in.
+	i := bytes.Index(head, []byte(`"turns":null`))
+	out := make([]byte, 0, size)
+	out = append(out, head[:i+len(`"turns":`)]...)
+	out = append(out, turns...)
+	out = append(out, head[i+len(`"turns":null`):]...)
+	return out, nil, nil
 }
 
 func strp(s string) *string {
