@@ -166,7 +166,7 @@ func (r *fakeRuns) set(ref, state string) {
 }
 
 // newTestService is a Service on a fresh bbolt file whose app-server is f.
-func newTestService(t *testing.T, f *fakeServer) (*Service, *fakeRuns, *bbolt.DB) {
+func newTestService(t testing.TB, f *fakeServer) (*Service, *fakeRuns, *bbolt.DB) {
 	t.Helper()
 	db, err := bbolt.Open(filepath.Join(t.TempDir(), "agent.db"), 0o600, &bbolt.Options{Timeout: time.Second})
 	if err != nil {
@@ -180,7 +180,7 @@ func newTestService(t *testing.T, f *fakeServer) (*Service, *fakeRuns, *bbolt.DB
 	return s, runs, db
 }
 
-func openTestService(t *testing.T, db *bbolt.DB, f *fakeServer) *Service {
+func openTestService(t testing.TB, db *bbolt.DB, f *fakeServer) *Service {
 	t.Helper()
 	cfg := Config{Enabled: true, CodexHome: filepath.Join(t.TempDir(), ".codex"), Command: "/bin/sh"}
 	if err := cfg.CheckAndSetDefaults(); err != nil {
@@ -218,7 +218,7 @@ func threadJSON(id, name string) map[string]any {
 // uuid returns a thread id numbered n.
 func uuid(n int) string { return fmt.Sprintf("01a23643-8a79-7b72-93b2-%012d", n) }
 
-func ctx(t *testing.T) context.Context {
+func ctx(t testing.TB) context.Context {
 	// A guard against a hang, not a timing assertion.
 	c, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)

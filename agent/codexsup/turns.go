@@ -71,20 +71,23 @@ func (s *Service) Turns(ctx context.Context, p proto.CodexTurnsList) (page []byt
 		turns = joinArray(items)
 	}
 	next, back := ourCursors(cur.Dir, res.NextCursor, res.BackwardsCursor)
-	// The page is written around Codex's own bytes: a 20 MiB page is not
-	// re-encoded to learn its size (R-CX-TRN-5).
-	head, _ := json.Marshal(apitypes.CodexTurnsPage{Host: s.o.NodeID, ThreadID: p.ThreadID, NextCursor: next, BackwardsCursor: back})
-	size := len(head) + len(turns)
-	if size > s.maxPage {
-		return nil, &proto.CodexPageTooLargeInfo{Bytes: int64(size), NextCursor: next, BackwardsCursor: back}, nil
+	out := assemblePage(apitypes.CodexTurnsPage{Host: s.o.NodeID, ThreadID: p.ThreadID, NextCursor: next, BackwardsCursor: back}, turns)
+	if len(out) > s.maxPage {
+		return nil, &proto.CodexPageTooLargeInfo{Bytes: int64(len(out)), NextCursor: next, BackwardsCursor: back}, nil
 	}
-	// head is {"host":…,"thread_id":…,"turns":null,…}: put the turns in.
+	return out, nil, nil
+}
+
+// assemblePage writes page with turns, Codex's own bytes, in place: a
+// 20 MiB page is not re-encoded (BenchmarkPageAssembly).
+func assemblePage(page apitypes.CodexTurnsPage, turns json.RawMessage) []byte {
+	page.Turns = nil
+	head, _ := json.Marshal(page) // {"host":…,"thread_id":…,"turns":null,…}
 	i := bytes.Index(head, []byte(`"turns":null`))
-	out := make([]byte, 0, size)
+	out := make([]byte, 0, len(head)+len(turns))
 	out = append(out, head[:i+len(`"turns":`)]...)
 	out = append(out, turns...)
-	out = append(out, head[i+len(`"turns":null`):]...)
-	return out, nil, nil
+	return append(out, head[i+len(`"turns":null`):]...)
 }
 
 func strp(s string) *string {
