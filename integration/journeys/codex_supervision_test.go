@@ -3,10 +3,12 @@ package journeys
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -55,6 +57,26 @@ func newCX(t *testing.T, transport string) *cxFixture {
 		viewer:   env.Client(env.Principal(integration.Tenant, store.RoleViewer, store.KindHuman)),
 		robot:    env.Client(env.Principal(integration.Tenant, store.RoleOperator, store.KindAgent)),
 	}
+}
+
+// cli runs the olivares binary with --url and --token of the operator and
+// no saved login; it returns stdout and the exit code.
+func (f *cxFixture) cli(args ...string) (string, int) {
+	f.t.Helper()
+	cmd := exec.Command(filepath.Join(integration.Binaries(f.t), "olivares"), append(args, "--url", f.env.APIURL(), "--token", f.operator.Token)...)
+	cmd.Env = []string{"PATH=" + cliruntime.DefaultPath, "HOME=" + f.t.TempDir(), "OLIVARES_CONFIG_DIR=" + f.t.TempDir()}
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	err := cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return out.String(), 0
+	case errors.As(err, &ee):
+		return out.String(), ee.ExitCode()
+	}
+	f.t.Fatal(err)
+	return "", -1
 }
 
 func supervisionTOML(codexHome string, enabled bool) string {
@@ -268,6 +290,18 @@ func TestCodexSupervision(t *testing.T) {
 		} {
 			expectCode(t, f.operator.Call(http.MethodGet, catalogPath+c.q, nil), c.status, c.code)
 		}
+		// The CLI, logged in nowhere, with --url and --token (R-CX-CLI-2).
+		cliOut, code := f.cli("codex", "sessions", "--json", "--search", "alpha")
+		var viaCLI apitypes.CodexCatalog
+		if json.Unmarshal([]byte(cliOut), &viaCLI); code != 0 || len(viaCLI.Hosts) != 2 || !slices.Equal(ids(hostOf(t, viaCLI, a.ID).Rows), []string{s1}) {
+			t.Fatalf("olivares codex sessions: exit %d %s", code, cliOut)
+		}
+		if _, code := f.cli("codex", "archive", s2, "--host", a.ID); code != 2 {
+			t.Fatalf("archive without --confirm-no-other-runner: exit %d, want 2", code)
+		}
+		if _, code := f.cli("codex", "continue", "01a23643-0000-7000-8000-000000000000", "--host", a.ID); code != 1 {
+			t.Fatalf("continue of an unknown thread: exit %d, want 1", code)
+		}
 		// R-CX-PERM-2/6: listing needs sessions:run:write.
 		expectCode(t, f.viewer.Call(http.MethodGet, catalogPath, nil), 403, "permission_denied")
 
@@ -387,8 +421,13 @@ func TestCodexSupervision(t *testing.T) {
 		if again.RunRef != run.RunRef {
 			t.Fatalf("continue of the active canonical thread: %s, want the existing %s", again.RunRef, run.RunRef)
 		}
-		g.Release()
-		s.UntilOutput("held", wait)
+		// Interrupt, like any run's (R-INT-1).
+		f.operator.Must(http.StatusAccepted, http.MethodPost, "/v1/m/sessions/runs/"+run.RunRef+"/interrupt", nil, nil)
+		select {
+		case <-g.Gone():
+		case <-time.After(wait):
+			t.Fatal("the interrupt did not cancel the model request")
+		}
 		f.operator.AwaitRun(run.RunRef, wait, "idle", func(r apitypes.Run) bool { return r.State == apitypes.StateIdle })
 		// R-CX-ARC-5: a live binding owner blocks the archive of its thread.
 		expectCode(t, f.operator.Call(http.MethodPost, threadPath(a.ID, canon, "archive"), confirm), 409, "owner_active")
