@@ -119,7 +119,7 @@ func (c *Config) CheckAndSetDefaults() error {
 	return nil
 }
 
-// supported says why a config cannot serve, "" when it can.
+// unsupported says why a config cannot serve, "" when it can.
 func (c Config) unsupported() string {
 	switch {
 	case !c.Enabled:

@@ -191,3 +191,13 @@ func TestFenceLost(t *testing.T) {
 		t.Fatal("the dropped input left a turn active")
 	}
 }
+
+// FuzzBranchObserve: a branch session (and a fenced resume) never panics
+// and writes whole lines, whatever the app-server sends.
+func FuzzBranchObserve(f *testing.F) {
+	d := branchDriver{opts: func() codex.Options {
+		return codex.Options{Fence: newFence(), Branch: &codex.Branch{Source: source, History: history,
+			Commit: func(codex.BranchCommit) error { return nil }}}
+	}}
+	cliruntimetest.FuzzObserve(f, d, canonical, "testdata/branch/*.txt")
+}
