@@ -217,6 +217,10 @@ func TestCodexSupervision(t *testing.T) {
 		nb := startNative(t, f.bin, b.codexHome)
 		t1 := nb.thread(work, "Gamma on B", "g1")
 		nb.close()
+		// AT-CX-19, R-CX-PASS-1, R-CX-SRC-1: from here on nothing of
+		// Olivares writes the source: listing, transcript reads, continue,
+		// the branch's turns.
+		source := rollout(t, a.codexHome, s1)
 
 		// AT-CX-01, AT-CX-02, R-CX-SCOPE-2, R-CX-PERM-1: both opted-in hosts,
 		// each under its node id, non-archived rows only; the node that
@@ -328,7 +332,6 @@ func TestCodexSupervision(t *testing.T) {
 		// AT-CX-04/05: continue makes a pending, model-locked branch. Codex's
 		// current model changes first, so the fork's pair differs from the
 		// source's last recorded model.
-		source := rollout(t, a.codexHome, s1)
 		writeCodexConfig(t, a.codexHome, f.fake, "fake-new")
 		expectCode(t, f.robot.Call(http.MethodPost, threadPath(a.ID, s1, "continue"), nil), 403, "agent_identity_refused")
 		expectCode(t, f.operator.Call(http.MethodPost, threadPath(a.ID, s1, "continue"), []byte(`{"model":"gpt"}`)), 400, "bad_body")
