@@ -339,9 +339,22 @@ func keepTail(tail, chunk []byte) []byte {
 	return tail
 }
 
+// resultPrefix is how Codex writes every result line: the id, then the
+// result, then the closing brace (real-clis.md §2.1).
+var resultPrefix = regexp.MustCompile(`^\{"id":(\d{1,18}),"result":`)
+
 func (p *peer) dispatch(line []byte) {
 	line = bytes.TrimSpace(line)
 	if len(line) == 0 {
+		return
+	}
+	if m := resultPrefix.FindSubmatch(line[:min(len(line), 48)]); m != nil && line[len(line)-1] == '}' {
+		// A result is handed on without a first full scan: the caller's
+		// decode validates it (a large transcript page is scanned once).
+		id, _ := strconv.ParseInt(string(m[1]), 10, 64)
+		if w := p.take(id); w != nil {
+			w.ch <- reply{result: append(json.RawMessage(nil), line[len(m[0]):len(line)-1]...)}
+		}
 		return
 	}
 	var m message
