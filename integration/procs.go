@@ -97,6 +97,9 @@ type ProcOptions struct {
 	// NoWorktreeDir leaves worktree_dir unset (worktree launches are 503,
 	// R-WT-4); otherwise worktrees go under the agent's state dir.
 	NoWorktreeDir bool
+	// Config is more TOML, appended after the [runs] table (a
+	// [codex_supervision] table, say).
+	Config string
 }
 
 // AgentProc is an olivares-agent process enrolled in the env.
@@ -158,6 +161,7 @@ func (e *Env) StartAgentProcess(o ProcOptions) *AgentProc {
 	if o.ViewerQueue != 0 {
 		fmt.Fprintf(&b, "viewer_queue = %d\n", o.ViewerQueue)
 	}
+	b.WriteString(o.Config)
 	cfg := filepath.Join(dir, "agent.toml")
 	if err := os.WriteFile(cfg, []byte(b.String()), 0o600); err != nil {
 		e.t.Fatal(err)

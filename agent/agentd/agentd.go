@@ -20,6 +20,7 @@ import (
 	bbolt "go.etcd.io/bbolt"
 
 	"github.com/olivares-dev/olivares/agent/caps"
+	"github.com/olivares-dev/olivares/agent/codexsup"
 	"github.com/olivares-dev/olivares/agent/identity"
 	"github.com/olivares-dev/olivares/agent/ledger"
 	"github.com/olivares-dev/olivares/agent/link"
@@ -58,6 +59,9 @@ type Config struct {
 		QUICRetry config.Duration `toml:"quic_retry"`
 	} `toml:"tunnel"`
 	Runs RunsConfig `toml:"runs"`
+	// CodexSupervision is this node's consent to Codex supervision
+	// (R-CX-PERM-1); off by default.
+	CodexSupervision codexsup.Config `toml:"codex_supervision"`
 }
 
 // RunsConfig tunes the run runtime.
@@ -114,7 +118,7 @@ func (c *Config) CheckAndSetDefaults() error {
 	if c.Runs.StopGrace.Duration == 0 {
 		c.Runs.StopGrace.Duration = sessions.DefaultGrace
 	}
-	return nil
+	return c.CodexSupervision.CheckAndSetDefaults()
 }
 
 // Agent is one running node agent.
@@ -132,6 +136,7 @@ type Agent struct {
 	rings  *ring.Store
 	sup    *supervisor.Supervisor
 	pusher *pusher
+	codex  *codexsup.Service
 }
 
 // New opens the state and the identity.
@@ -166,6 +171,9 @@ func New(cfg Config, logf func(string, ...any)) (*Agent, error) {
 	for op, h := range a.runHandlers() {
 		handlers[op] = h
 	}
+	for op, h := range a.codexHandlers() {
+		handlers[op] = h
+	}
 	addr := cfg.Coordinator
 	if addr == "" {
 		addr = id.Coordinator
@@ -196,6 +204,12 @@ func (a *Agent) openRuns() error {
 		return err
 	}
 	a.pusher = newPusher(a)
+	if err := a.openCodex(); err != nil {
+		rings.Close()
+		return err
+	}
+	ds := drivers()
+	ds[codexsup.DriverName] = a.codex.Driver()
 	sup, err := supervisor.Open(supervisor.Options{
 		DB: a.db, Ring: rings, Ledger: led,
 		ProfilesDir:      filepath.Join(a.cfg.StateDir, "profiles"),
@@ -203,7 +217,7 @@ func (a *Agent) openRuns() error {
 		WorktreeDir:      a.cfg.WorktreeDir,
 		Hook:             supervisor.HookEndpoint{Command: hookCommand(), Socket: a.SocketPath()},
 		Path:             a.childPath(),
-		Drivers:          drivers(),
+		Drivers:          ds,
 		Runners:          runners(),
 		StopGrace:        a.cfg.Runs.StopGrace.Duration,
 		ContainerRuntime: containerRuntime(),
@@ -215,6 +229,7 @@ func (a *Agent) openRuns() error {
 		return err
 	}
 	a.rings, a.sup = rings, sup
+	a.codex.SetRuns(sup)
 	return nil
 }
 
@@ -240,6 +255,7 @@ func (a *Agent) Link() link.Status { return a.link.Status() }
 // Run serves until ctx ends, then closes the state file.
 func (a *Agent) Run(ctx context.Context) error {
 	defer func() {
+		a.codex.Close()
 		a.sup.Close()
 		a.rings.Close()
 		a.db.Close()
@@ -269,6 +285,7 @@ func (a *Agent) capabilities(ctx context.Context) proto.Capabilities {
 	defer a.capsOnce.Unlock()
 	if a.caps == nil {
 		c := caps.Detect(ctx, a.cfg.Path, a.cfg.WorktreeDir)
+		c.CodexSupervision = a.codex.Capability()
 		a.caps = &c
 	}
 	return *a.caps

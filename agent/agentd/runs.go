@@ -133,6 +133,7 @@ func (a *Agent) workspaceCreateOp(ctx context.Context, h wire.Header, s tunnel.S
 
 func (a *Agent) row(r apitypes.Run) apitypes.Run {
 	r.NodeID = a.id.NodeID
+	r.CodexBinding = a.codex.Binding(r.RunRef)
 	return r
 }
 
@@ -221,6 +222,10 @@ func (a *Agent) resumeOp(ctx context.Context, h wire.Header, s tunnel.Stream) {
 	var p proto.RunResume
 	if err := params(h, &p); err != nil {
 		wire.Respond(s, nil, err)
+		return
+	}
+	if err := a.codex.Guard(h.RunRef); err != nil {
+		wire.Respond(s, nil, err) // R-CX-FT-8: never an ordinary run instead
 		return
 	}
 	r, err := a.sup.Resume(context.WithoutCancel(ctx), h.RunRef, grants(p.Grants), p.ProjectConfigApproved)

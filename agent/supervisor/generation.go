@@ -362,7 +362,16 @@ func (g *generation) events(evs []cliruntime.Event) {
 	r := g.r
 	for _, e := range evs {
 		switch e.Kind {
-		case cliruntime.EventConversation:
+		case cliruntime.EventConversation, cliruntime.EventReady:
+			// EventReady: handshaken without a conversation (a pending
+			// Codex branch). The record goes first: Resume answers with
+			// the row as soon as the handshake channel closes.
+			r.update(ledger.Event{}, func(rec *record) {
+				if e.Kind == cliruntime.EventConversation {
+					rec.ConversationID = e.ConversationID
+				}
+				rec.Handshaken = true
+			})
 			g.mu.Lock()
 			first := !g.handshaken
 			g.handshaken = true
@@ -370,9 +379,6 @@ func (g *generation) events(evs []cliruntime.Event) {
 			if first {
 				close(g.handshake)
 			}
-			r.update(ledger.Event{}, func(rec *record) {
-				rec.ConversationID, rec.Handshaken = e.ConversationID, true
-			})
 		case cliruntime.EventConversationUnavailable:
 			g.markUnavailable()
 			// The tool cannot continue it; this process takes no input.

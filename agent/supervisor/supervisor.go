@@ -280,6 +280,10 @@ func (s *Supervisor) closed() bool {
 // LaunchParams is a run to create.
 type LaunchParams struct {
 	RunRef, Tenant, ProfileRef, WorkspaceRef, Isolation, TemplateRef string
+	// Workdir, when set and no workspace is given, is the absolute
+	// directory the run works in instead of the profile home (a Codex
+	// supervision branch works in its source thread's cwd).
+	Workdir string
 	// Grants are delivered to the first generation (or, for a launch its
 	// profile holds, to the one Approve starts).
 	Grants []Grant
@@ -322,6 +326,11 @@ func (s *Supervisor) Launch(ctx context.Context, p LaunchParams) (apitypes.Run, 
 			return apitypes.Run{}, notFound("workspace", p.WorkspaceRef)
 		}
 		workdir, ws = w.Path, w
+	} else if p.Workdir != "" {
+		workdir = filepath.Clean(p.Workdir)
+		if fi, err := os.Stat(workdir); !filepath.IsAbs(workdir) || err != nil || !fi.IsDir() {
+			return apitypes.Run{}, errf(http.StatusUnprocessableEntity, "bad_path", "run directory %s is not an absolute directory on the node", p.Workdir)
+		}
 	} else {
 		// Without a workspace the tool works in its profile home.
 		workdir = prof.Home
@@ -864,6 +873,9 @@ type resumeSpec struct {
 	d      cliruntime.Driver
 	spec   cliruntime.LaunchSpec
 	grants []Grant
+	// relaunch: the run has no conversation yet and its driver lets it
+	// start afresh (Relauncher).
+	relaunch bool
 }
 
 // prepareResume checks everything a resume needs before anything is
@@ -884,9 +896,6 @@ func (s *Supervisor) prepareResume(r *run, approving bool, grants []Grant, appro
 	if rec.PendingApproval && !approving {
 		return resumeSpec{}, errf(http.StatusConflict, "pending_approval", "run %s waits for a person's approval; approve it first", ref)
 	}
-	if rec.ConversationID == "" {
-		return resumeSpec{}, errf(http.StatusConflict, "conversation_unavailable", "run %s has no stored conversation to resume (the tool never named one)", ref)
-	}
 	prof, ok, err := s.profile(rec.ProfileRef)
 	if err != nil {
 		return resumeSpec{}, err
@@ -901,6 +910,13 @@ func (s *Supervisor) prepareResume(r *run, approving bool, grants []Grant, appro
 	d := s.o.Drivers[prof.Tool]
 	if d == nil {
 		return resumeSpec{}, errf(http.StatusUnprocessableEntity, "unknown_tool", "this agent has no driver for tool %q", prof.Tool)
+	}
+	relaunch := false
+	if rec.ConversationID == "" {
+		if rl, ok := d.(Relauncher); !ok || !rl.Relaunchable(ref) {
+			return resumeSpec{}, errf(http.StatusConflict, "conversation_unavailable", "run %s has no stored conversation to resume (the tool never named one)", ref)
+		}
+		relaunch = true
 	}
 	if _, err := s.runner(d); err != nil {
 		return resumeSpec{}, err
@@ -921,7 +937,7 @@ func (s *Supervisor) prepareResume(r *run, approving bool, grants []Grant, appro
 	if err := s.checkProjectConfig(prof, rec.WorkspaceRef, rec.WorkspacePath, approved); err != nil {
 		return resumeSpec{}, err
 	}
-	return resumeSpec{rec: rec, prof: prof, d: d, spec: spec, grants: grants}, nil
+	return resumeSpec{rec: rec, prof: prof, d: d, spec: spec, grants: grants, relaunch: relaunch}, nil
 }
 
 // resume starts the next generation on the stored conversation and waits
@@ -930,6 +946,11 @@ func (s *Supervisor) resume(ctx context.Context, r *run, rs resumeSpec) (apitype
 	rec := rs.rec
 	if err := r.update(ledger.Event{Kind: ledger.KindResumed, Generation: rec.Generation + 1}, nil); err != nil {
 		return apitypes.Run{}, err
+	}
+	if rs.relaunch {
+		// Nothing to confirm: the new generation starts as the first did.
+		r.start(ctx, rs.d, rs.spec, false, rs.grants)
+		return r.snapshot(), nil
 	}
 	g := r.start(ctx, rs.d, rs.spec, true, rs.grants)
 	if g == nil {
@@ -1015,6 +1036,14 @@ func (s *Supervisor) Approve(ctx context.Context, ref string, grants []Grant, ap
 	}
 	r.start(ctx, d, spec, false, grants)
 	return r.snapshot(), nil
+}
+
+// Relauncher is a driver whose runs may start a new generation before the
+// tool named a conversation: a Codex supervision branch whose first turn
+// has not created its thread yet stays retryable (R-CX-FT-7). Resume then
+// launches, never resumes, and only for runs Relaunchable accepts.
+type Relauncher interface {
+	Relaunchable(runRef string) bool
 }
 
 // claudeTranscriptExists: Claude Code keeps a conversation at

@@ -430,6 +430,10 @@ func (s *Server) deleteRun(c echo.Context) error {
 	if r = s.freshRun(ctx, r); r.State != apitypes.StateReleased {
 		return apierr.New(http.StatusConflict, "not_released", "session must be cleaned before delete (state=%s)", r.State)
 	}
+	if r.CodexBinding != nil && r.CodexBinding.ModelLocked {
+		// R-CX-LOCK-1, AT-CX-09: deleting it would drop the native binding.
+		return apierr.New(http.StatusConflict, "model_locked", "run %s is a model-locked Codex supervision branch of thread %s; it cannot be deleted while it guards that binding", r.RunRef, r.CodexBinding.SourceThreadID)
+	}
 	err = s.call(ctx, r.NodeID, wire.Header{Op: proto.OpRunDelete, RunRef: r.RunRef}, nil, nil)
 	var we *wire.Error
 	if err != nil && !(errors.As(err, &we) && we.Status == http.StatusNotFound) {

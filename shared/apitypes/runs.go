@@ -87,6 +87,9 @@ type Run struct {
 	Limit     *Limit `json:"limit,omitempty"`
 	// Taint is the grant kinds the run was ever given (R-CRED-1, R-CRED-5).
 	Taint []string `json:"taint,omitempty"`
+	// CodexBinding is set on a Codex supervision run (R-CX-CONT-*); while
+	// it is model-locked the run refuses deletion (R-CX-LOCK-1).
+	CodexBinding *CodexBinding `json:"codex_binding,omitempty"`
 
 	// Per-caller marks (R-GET-3); filled by the coordinator per request.
 	Pinned       bool       `json:"pinned"`

@@ -50,6 +50,9 @@ type Capabilities struct {
 	WorktreeDir      string `json:"worktree_dir,omitempty"`
 	WorktreeDirReady bool   `json:"worktree_dir_configured"`
 	CLIs             []CLI  `json:"clis"`
+	// CodexSupervision is present only on a node that opted in
+	// (R-CX-PERM-1) with a supported connection (R-CX-CONN-7).
+	CodexSupervision *CodexSupervision `json:"codex_supervision,omitempty"`
 }
 
 // Hello opens the control stream.

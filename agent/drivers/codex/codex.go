@@ -70,12 +70,18 @@ func (Driver) CheckInput(in cliruntime.Input) error { return cliruntime.CheckTex
 
 // NewSession returns the protocol state of one app-server process.
 func (Driver) NewSession(spec cliruntime.LaunchSpec) cliruntime.Session {
-	return &session{cwd: spec.Workdir, resumeID: spec.ConversationID, pending: map[int64]string{}}
+	return NewSessionWith(spec, Options{})
 }
 
 type session struct {
 	cwd      string
 	resumeID string
+	opt      Options
+	branch   *branchState // a pending Codex supervision branch (branch.go)
+	// archiving maps an outstanding thread/archive request to its thread.
+	archiving map[int64]string
+	// forkToArchive is archived once this process's first turn started.
+	forkToArchive string
 
 	mu      sync.Mutex
 	nextID  int64
@@ -168,11 +174,20 @@ func (s *session) Encode(in cliruntime.Input) (cliruntime.Step, error) {
 // flushLocked sends the next queued text when the thread is ready and no
 // turn runs: Codex takes one turn at a time.
 func (s *session) flushLocked() cliruntime.Step {
+	if s.thread == "" && s.branch != nil {
+		return s.branchFlushLocked()
+	}
 	if s.thread == "" || s.starting || s.turn != "" || len(s.queue) == 0 {
 		return cliruntime.Step{}
 	}
 	text := s.queue[0]
 	s.queue = s.queue[1:]
+	if err := s.fenceCheckLocked(s.thread); err != nil {
+		// Fail closed: a run that lost its lease writes nothing to the
+		// thread (R-CX-FT-8); the input is dropped, not run elsewhere.
+		s.interrupt = false
+		return merge(step(cliruntime.Event{Kind: cliruntime.EventError, ConversationID: s.thread, Error: err.Error()}), s.flushLocked())
+	}
 	s.starting = true
 	return cliruntime.Step{Write: [][]byte{s.requestLocked("turn/start", turnStartParams{
 		ThreadID: s.thread,
@@ -269,7 +284,16 @@ func (s *session) responseLocked(m jsonrpc.Message, raw json.RawMessage) clirunt
 			return step(cliruntime.Event{Kind: cliruntime.EventError, Error: "initialize: " + m.ErrorMessage, Raw: raw})
 		}
 		out := cliruntime.Step{Write: [][]byte{jsonrpc.Line(jsonrpc.Notification{JSONRPC: "2.0", Method: "initialized"})}}
+		if s.branch != nil {
+			// R-CX-FT-1: no thread before the first turn.
+			out = merge(out, step(cliruntime.Event{Kind: cliruntime.EventReady, Raw: raw}))
+			return merge(out, s.flushLocked())
+		}
 		if s.resumeID != "" {
+			if err := s.fenceCheckLocked(s.resumeID); err != nil {
+				s.dead = true
+				return step(cliruntime.Event{Kind: cliruntime.EventConversationUnavailable, ConversationID: s.resumeID, Error: err.Error(), Raw: raw})
+			}
 			out.Write = append(out.Write, s.requestLocked("thread/resume", threadResumeParams{ThreadID: s.resumeID, Cwd: s.cwd}))
 		} else {
 			out.Write = append(out.Write, s.requestLocked("thread/start", threadStartParams{Cwd: s.cwd}))
@@ -277,6 +301,8 @@ func (s *session) responseLocked(m jsonrpc.Message, raw json.RawMessage) clirunt
 		return out
 	case "thread/start", "thread/resume":
 		return s.threadLocked(method, m, raw)
+	case tagFork, tagStart, tagInject, tagArchive:
+		return s.branchResponseLocked(method, id, m, raw)
 	case "turn/start":
 		if m.HasError {
 			// The turn never started; the next queued text may go.
@@ -344,7 +370,8 @@ func (s *session) turnStartedLocked(id string, raw json.RawMessage) cliruntime.S
 	if s.interrupt {
 		out.Write = append(out.Write, s.interruptLocked())
 	}
-	return out
+	// R-CX-FT-4: the temporary fork goes once the turn runs.
+	return merge(out, s.archiveForkLocked())
 }
 
 type turnNotification struct {

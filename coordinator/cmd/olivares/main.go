@@ -9,6 +9,7 @@
 //	olivares profile add|list|show REF [--json]
 //	olivares workspace add|list [--json]
 //	olivares session start|list|show|events|input|interrupt|stop|resume|attach
+//	olivares codex sessions|continue|archive
 package main
 
 import (
@@ -135,6 +136,7 @@ Usage:
       The engine's Claude Code PreToolUse hook: Claude Code runs it for the
       runs of --engine-hooks profiles (it asks the run's agent).
 
+` + codexUsage + `
 Exit status: 0 on success, 2 for a usage error, 3 when the API answers 403,
 4 for 404, 5 for 409, 6 for 422, and 1 for anything else.
 
@@ -355,6 +357,7 @@ var groups = map[string]string{
 	"profile":   "add, list, show or update",
 	"workspace": "add or list",
 	"session":   "start, list, show, events, input, interrupt, stop, resume, attach, pin, unpin, snooze, unsnooze, done, undone, rename, archive, unarchive, cleanup or delete",
+	"codex":     "sessions, continue or archive",
 }
 
 func run(ctx context.Context, args []string, out, errOut io.Writer) error {
@@ -394,6 +397,7 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 		devFile = fs.String("dev", "", "take url, token and tenant from a dev mode dev.json")
 	}
 	o.define(cmd, fs)
+	cx := defineCodex(cmd, fs)
 	// Flags may come after the positional argument (olivares node show ID --json).
 	var pos []string
 	for {
@@ -476,6 +480,13 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 		return emit(who, func() {
 			fmt.Fprintf(out, "logged in to %s as %v (%v in %s); credentials in %s\n", *url, who["name"], who["role"], *tenant, p)
 		})
+	}
+	if cx != nil {
+		if err := cx.check(pos, o.set); err != nil {
+			return err
+		}
+		cx.jsonOut = o.json
+		return runCodex(ctx, cx, pos, out)
 	}
 	if !knownCommand(cmd) {
 		return usageError{fmt.Errorf("unknown command %q; see olivares --help", cmd)}

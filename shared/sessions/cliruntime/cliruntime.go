@@ -59,6 +59,10 @@ type LaunchSpec struct {
 	// --setting-sources "" (measured on 2.1.328), so every tool use passes
 	// the engine's policy point (R-ED-4). Other drivers ignore it.
 	EngineHook string `json:"engine_hook,omitempty"`
+	// RunRef is the run the spec is for. Drivers that keep per-run state
+	// outside the spec (a Codex supervision branch, R-CX-FT-*) look it up by
+	// it; the others ignore it. It is empty for a dry run.
+	RunRef string `json:"run_ref,omitempty"`
 }
 
 // Command is a child to start; it maps field for field onto sessions.Spec.
@@ -114,6 +118,10 @@ const (
 	// resumed; the supervisor answers 409 conversation_unavailable and never
 	// falls back to a new one (R-RES-2). ConversationID is the id asked for.
 	EventConversationUnavailable EventKind = "conversation_unavailable"
+	// EventReady: the handshake completed, but by design no conversation
+	// exists yet (a Codex supervision branch creates its thread on the
+	// first turn, R-CX-FT-1). The process takes input.
+	EventReady EventKind = "ready"
 	// EventTurnStarted: a turn began. TurnID is set where the tool names turns.
 	EventTurnStarted EventKind = "turn_started"
 	// EventTurnEnded: a turn ended. IsError and Reason say how: Reason is the
