@@ -286,7 +286,14 @@ func (b *builder) finish() {
 			a.MCPServers = append(a.MCPServers, MCPServer{Name: n, Calls: b.mcp.n[n]})
 		}
 	}
-	sort.SliceStable(a.Tasks, func(i, j int) bool { return a.Tasks[i].StartedAt < a.Tasks[j].StartedAt })
+	// By start; work whose start is unknown (seen only live) last.
+	sort.SliceStable(a.Tasks, func(i, j int) bool {
+		si, sj := a.Tasks[i].StartedAt, a.Tasks[j].StartedAt
+		if si == "" || sj == "" {
+			return si != "" && sj == ""
+		}
+		return si < sj
+	})
 }
 
 // liveOnly fills what the live observer knows when no record was read.

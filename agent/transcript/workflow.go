@@ -223,7 +223,8 @@ func rowState(r *WorkflowRow) string {
 //
 // Phase states: with a final summary, a phase is failed when one of its
 // agents failed, completed when the workflow completed or all its agents
-// finished, and otherwise takes the workflow's end state (R-WF-5). While
+// finished, and stopped otherwise: the workflow ended while it ran, or
+// before it was reached (R-WF-5). While
 // live, a phase is running when one of its agents runs, failed when one
 // failed, and scheduled otherwise: an agent finishing does not prove the
 // script left the phase, so it never makes the phase completed nor points
@@ -316,7 +317,7 @@ func fillWorkflow(wf *Workflow, rows []WorkflowRow, sum *workflowSummary, state 
 		case final && p.AgentsTotal > 0 && p.AgentsDone == p.AgentsTotal:
 			p.State = StateCompleted
 		case final:
-			p.State = state
+			p.State = StateStopped // cut short, or never reached
 		case p.running > 0 && live:
 			p.State = StateRunning
 		case p.running > 0:
