@@ -463,7 +463,7 @@ func (s *Supervisor) spec(p profile, workdir, conv, ref string) cliruntime.Launc
 	if !hasPath && s.o.Path != "" {
 		env = append([]string{"PATH=" + s.o.Path}, env...)
 	}
-	spec := cliruntime.LaunchSpec{Home: p.Home, Workdir: workdir, Env: env, ConversationID: conv}
+	spec := cliruntime.LaunchSpec{Home: p.Home, Workdir: workdir, Env: env, ConversationID: conv, RunRef: ref}
 	if s.engineHooks(p) {
 		spec.IsolateSettings, spec.EngineHook = true, s.o.Hook.Command
 		spec.Env = append(spec.Env, claudehook.EnvRun+"="+ref, claudehook.EnvSocket+"="+s.o.Hook.Socket)
