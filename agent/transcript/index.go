@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"sync"
+	"time"
 )
 
 // Cache bounds (NewCache).
@@ -105,12 +106,15 @@ type fileIndex struct {
 	kind     parseKind
 	consumed int64  // bytes of complete records parsed
 	tail     []byte // the last bytes of the consumed region
+	size     int64  // the file's size and modification time at the last update
+	mtime    time.Time
 	msgs     []msgEntry
 	userIDs  []int32 // 1-based ids of the user messages, ascending
 	// sortedAll and sortedUser are true while the messages' times never
 	// decrease, so that at can be found by binary search.
 	sortedAll, sortedUser bool
-	skipped               int // records over MaxRecordBytes or not JSON
+	skipped               int   // records over MaxRecordBytes or not JSON
+	records               int64 // records parsed, over the index's life
 	claude                *claudeState
 	codex                 *codexState
 	mem                   int64
@@ -132,7 +136,7 @@ func newFileIndex(key fileKey, kind parseKind) *fileIndex {
 func (ix *fileIndex) reset() {
 	fresh := newFileIndex(ix.key, ix.kind)
 	ix.consumed, ix.tail, ix.msgs, ix.userIDs = 0, nil, nil, nil
-	ix.sortedAll, ix.sortedUser, ix.skipped, ix.mem = true, true, 0, 0
+	ix.sortedAll, ix.sortedUser, ix.skipped, ix.mem, ix.records = true, true, 0, 0, 0
 	ix.claude, ix.codex = fresh.claude, fresh.codex
 }
 
@@ -269,7 +273,12 @@ const tailLen = 64
 // update parses what was appended to the file since the last request, or
 // everything again when the file was rewritten.
 func (ix *fileIndex) update(of *openedFile, kind parseKind) error {
-	if ix.kind != kind || of.size < ix.consumed {
+	// A rewrite is a shrink, a change of the last indexed bytes, or a new
+	// modification time at the same size. (A rewrite that grows the file
+	// and keeps those bytes is not seen; the tools only append.)
+	rewritten := of.size < ix.consumed || (of.size == ix.size && !of.mtime.Equal(ix.mtime))
+	ix.size, ix.mtime = of.size, of.mtime
+	if ix.kind != kind || rewritten {
 		ix.kind = kind
 		ix.reset()
 	} else if ix.consumed > 0 {
@@ -334,6 +343,7 @@ func (ix *fileIndex) record(off int64, line []byte) {
 	if len(bytes.TrimSpace(line)) == 0 {
 		return
 	}
+	ix.records++
 	switch ix.kind {
 	case kindCodex:
 		ix.codexRecord(off, line)

@@ -75,12 +75,8 @@ func (b *builder) readSummary(sessionDir []string, runID string) (s *workflowSum
 		return nil, true, errf(ErrTranscriptUnsafe, "workflow summaries of this request are over %d bytes (R-WF-8)", maxSummaryRequestBytes)
 	}
 	b.budget -= of.size
-	data, err := io.ReadAll(io.LimitReader(of.f, MaxSummaryFileBytes+1))
-	if err != nil {
-		return nil, true, err
-	}
 	var sum workflowSummary
-	if err := json.Unmarshal(data, &sum); err != nil {
+	if err := json.NewDecoder(io.LimitReader(of.f, MaxSummaryFileBytes)).Decode(&sum); err != nil {
 		return nil, true, err
 	}
 	return &sum, true, nil
