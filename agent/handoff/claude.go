@@ -1,0 +1,265 @@
+package handoff
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"strconv"
+	"strings"
+	"unicode/utf16"
+)
+
+// claudeLine is a Claude Code transcript record (real-clis.md §1.3). Only
+// "user" and "assistant" records carry the conversation; every other type
+// (queue-operation, attachment, api-request*, last-prompt, cost-state, …)
+// is bookkeeping.
+type claudeLine struct {
+	Type        string `json:"type"`
+	UUID        string `json:"uuid"`
+	IsSidechain bool   `json:"isSidechain"`
+	IsMeta      bool   `json:"isMeta"`
+	Timestamp   string `json:"timestamp"`
+	Cwd         string `json:"cwd"`
+	Message     *struct {
+		ID      string          `json:"id"`
+		Content json.RawMessage `json:"content"`
+	} `json:"message"`
+}
+
+type claudeBlock struct {
+	Type      string          `json:"type"`
+	Text      string          `json:"text"`
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Input     json.RawMessage `json:"input"`
+	ToolUseID string          `json:"tool_use_id"`
+	// Content (of a tool_result) is decoded in the same pass as the block,
+	// a string or a list of blocks, not scanned a third time.
+	Content any  `json:"content"`
+	IsError bool `json:"is_error"`
+}
+
+// claudeReader turns transcript lines into records.
+type claudeReader struct {
+	c     *Conversation
+	names map[string]string // tool_use id → tool name
+	seen  map[string]bool   // record uuids already read
+	// lastMsg is the API message id of the last record when it is
+	// assistant text, so that the blocks of one answer, which Claude Code
+	// writes as one record each, read as one message.
+	lastMsg string
+}
+
+func newClaudeReader(c *Conversation) *claudeReader {
+	return &claudeReader{c: c, names: map[string]string{}, seen: map[string]bool{}}
+}
+
+// line reads one transcript line; false when it is not a record this
+// reader can read.
+func (r *claudeReader) line(b []byte) bool {
+	var l claudeLine
+	if json.Unmarshal(b, &l) != nil {
+		return false
+	}
+	if l.Type != "user" && l.Type != "assistant" {
+		return true
+	}
+	if l.Message == nil {
+		return false
+	}
+	// Sub-agent (sidechain) records and injected meta messages are not the
+	// conversation; a record written twice (a resume may copy history) is
+	// read once.
+	if l.IsSidechain || l.IsMeta || (l.UUID != "" && r.seen[l.UUID]) {
+		return true
+	}
+	at := parseTime(l.Timestamp)
+	var s string
+	if jsonString(l.Message.Content, &s) {
+		r.add(l.Type, l.Message.ID, message(Kind(l.Type), at, s))
+	} else {
+		var blocks []claudeBlock
+		if json.Unmarshal(l.Message.Content, &blocks) != nil {
+			return false
+		}
+		kind := Kind(l.Type)
+		for _, b := range blocks {
+			switch b.Type {
+			case "text":
+				r.add(l.Type, l.Message.ID, message(kind, at, b.Text))
+			case "image", "document":
+				r.add(l.Type, l.Message.ID, message(kind, at, "["+b.Type+"]"))
+			case "tool_use", "server_tool_use":
+				r.names[b.ID] = b.Name
+				r.add(l.Type, "", toolCall(at, b.Name, b.ID, b.Input))
+			case "tool_result", "web_search_tool_result":
+				r.add(l.Type, "", toolResult(at, r.names[b.ToolUseID], b.ToolUseID, blockText(b.Content), b.IsError))
+			}
+		}
+	}
+	if l.UUID != "" {
+		r.seen[l.UUID] = true
+	}
+	if r.c.Cwd == "" && l.Cwd != "" {
+		r.c.Cwd = l.Cwd
+	}
+	return true
+}
+
+// add appends rec, joining assistant text to the text before it when both
+// come from the same API message.
+func (r *claudeReader) add(typ, msgID string, rec Record) {
+	recs := r.c.Records
+	if rec.Kind == KindAssistant && msgID != "" && msgID == r.lastMsg && len(recs) > 0 && recs[len(recs)-1].Kind == KindAssistant {
+		prev := &recs[len(recs)-1]
+		size := prev.Size + 2 + rec.Size
+		if !prev.Clipped() {
+			prev.Text, _ = clip(prev.Text+"\n\n"+rec.Text, MaxMessageBytes)
+		}
+		prev.Size = size
+		return
+	}
+	r.c.Records = append(recs, rec)
+	r.lastMsg = ""
+	if rec.Kind == KindAssistant {
+		r.lastMsg = msgID
+	}
+}
+
+// blockText is a tool_result's content: a string, or blocks whose texts
+// are joined (an image block reads "[image]").
+func blockText(content any) string {
+	switch v := content.(type) {
+	case nil:
+		return ""
+	case string:
+		return v
+	case []any:
+		var parts []string
+		for _, b := range v {
+			m, _ := b.(map[string]any)
+			typ, _ := m["type"].(string)
+			switch typ {
+			case "text":
+				text, _ := m["text"].(string)
+				parts = append(parts, text)
+			case "":
+			default:
+				parts = append(parts, "["+typ+"]")
+			}
+		}
+		return strings.Join(parts, "\n")
+	}
+	b, _ := json.Marshal(content)
+	return string(b)
+}
+
+// readClaude reads <home>/.claude/projects/<slug>/<id>.jsonl.
+func readClaude(ctx context.Context, src Source, lim limits) (Conversation, error) {
+	if !isUUID(src.ConversationID) {
+		return Conversation{}, refuse(ErrBadSource, "%q is not a Claude Code session id (a UUID)", src.ConversationID)
+	}
+	home, err := openHome(src.Home)
+	if err != nil {
+		return Conversation{}, unavailable(err, src)
+	}
+	defer home.Close()
+	projects, err := openDirPath(home, ".claude", "projects")
+	if err != nil {
+		return Conversation{}, unavailable(err, src)
+	}
+	defer projects.Close()
+	name := src.ConversationID + ".jsonl"
+	dir, err := claudeProjectDir(projects, src.Cwd, name)
+	if err != nil {
+		return Conversation{}, unavailable(err, src)
+	}
+	defer dir.Close()
+	c := Conversation{Tool: ToolClaude, ID: src.ConversationID}
+	r := newClaudeReader(&c)
+	c.Path, c.Unreadable, c.Bytes, err = readConversationFile(ctx, dir, name, lim, r.line)
+	if err != nil {
+		return Conversation{}, unavailable(err, src)
+	}
+	c.finish()
+	return c, nil
+}
+
+// claudeProjectDir finds the project folder holding name: the one of cwd's
+// slug first, then every project folder in name order (a resumed session
+// stays in the folder of the cwd it started in, real-clis.md §1.4).
+func claudeProjectDir(projects *os.File, cwd, name string) (*os.File, error) {
+	if cwd != "" {
+		d, err := openDirAt(projects, claudeSlug(cwd))
+		if err == nil {
+			if existsAt(d, name) {
+				return d, nil
+			}
+			d.Close()
+		} else if !errors.Is(err, errNotExist) {
+			return nil, err
+		}
+	}
+	dirs, err := listDir(projects, true)
+	if err != nil {
+		return nil, err
+	}
+	for _, slug := range dirs {
+		d, err := openDirAt(projects, slug)
+		if err != nil {
+			continue
+		}
+		if existsAt(d, name) {
+			return d, nil
+		}
+		d.Close()
+	}
+	return nil, errNotExist
+}
+
+// claudeSlug is Claude Code's project folder name for a physical cwd
+// (real-clis.md §1.3): every UTF-16 unit outside [a-zA-Z0-9] becomes "-";
+// past 200 characters the name is cut and a hash of the whole path added.
+func claudeSlug(cwd string) string {
+	units := utf16.Encode([]rune(cwd))
+	b := make([]byte, len(units))
+	var h int32
+	for i, u := range units {
+		h = (h << 5) - h + int32(u)
+		if u < 128 && (u >= 'a' && u <= 'z' || u >= 'A' && u <= 'Z' || u >= '0' && u <= '9') {
+			b[i] = byte(u)
+		} else {
+			b[i] = '-'
+		}
+	}
+	if len(b) <= 200 {
+		return string(b)
+	}
+	abs := int64(h)
+	if abs < 0 {
+		abs = -abs
+	}
+	return string(b[:200]) + "-" + strconv.FormatInt(abs, 36)
+}
+
+// isUUID: 8-4-4-4-12 hex digits.
+func isUUID(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch i {
+		case 8, 13, 18, 23:
+			if c != '-' {
+				return false
+			}
+		default:
+			if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
+				return false
+			}
+		}
+	}
+	return true
+}
