@@ -5,9 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
-	"strconv"
 	"strings"
-	"unicode/utf16"
+
+	"github.com/olivares-dev/olivares/agent/transcript"
 )
 
 // claudeLine is a Claude Code transcript record (real-clis.md §1.3). Only
@@ -219,29 +219,9 @@ func claudeProjectDir(projects *os.File, cwd, name string) (*os.File, error) {
 }
 
 // claudeSlug is Claude Code's project folder name for a physical cwd
-// (real-clis.md §1.3): every UTF-16 unit outside [a-zA-Z0-9] becomes "-";
-// past 200 characters the name is cut and a hash of the whole path added.
-func claudeSlug(cwd string) string {
-	units := utf16.Encode([]rune(cwd))
-	b := make([]byte, len(units))
-	var h int32
-	for i, u := range units {
-		h = (h << 5) - h + int32(u)
-		if u < 128 && (u >= 'a' && u <= 'z' || u >= 'A' && u <= 'Z' || u >= '0' && u <= '9') {
-			b[i] = byte(u)
-		} else {
-			b[i] = '-'
-		}
-	}
-	if len(b) <= 200 {
-		return string(b)
-	}
-	abs := int64(h)
-	if abs < 0 {
-		abs = -abs
-	}
-	return string(b[:200]) + "-" + strconv.FormatInt(abs, 36)
-}
+// (real-clis.md §1.3), as agent/transcript computes it for activity and
+// messages.
+var claudeSlug = transcript.ClaudeSlug
 
 // isUUID: 8-4-4-4-12 hex digits.
 func isUUID(s string) bool {
