@@ -1,5 +1,7 @@
 package transcript
 
+import "encoding/json"
+
 // topString returns the value of key among the top-level members of the
 // JSON object in b, when that value is a string without escapes. It scans
 // only as far as the key, without allocating, so that the records and
@@ -22,18 +24,24 @@ func topStringN(b []byte, key string, n int) (val []byte, ok bool) {
 		if i >= len(b) || b[i] != '"' {
 			return nil, false
 		}
-		ks := i + 1
+		ks0 := i + 1
 		ke, esc := scanString(b, i)
 		if ke < 0 {
 			return nil, false
 		}
-		k := b[ks:ke]
+		k := b[ks0:ke]
 		i = skipWS(b, ke+1)
 		if i >= len(b) || b[i] != ':' {
 			return nil, false
 		}
 		i = skipWS(b, i+1)
-		if !esc && string(k) == key {
+		match := string(k) == key
+		if esc {
+			// A key written with escapes (no tool does): decode it.
+			var ks string
+			match = json.Unmarshal(b[ks0-1:ke+1], &ks) == nil && ks == key
+		}
+		if match {
 			if i < len(b) && b[i] == '"' {
 				ve, vesc := scanString(b, i)
 				if ve < 0 || vesc {
