@@ -15,6 +15,13 @@ const (
 	KindGrok   Kind = "grok"
 )
 
+// The optional launch drivers Q-36 allows, held to the same conformance:
+// Gemini CLI (`gemini --acp`) and OpenCode (`opencode acp`), both ACP.
+const (
+	KindGemini   Kind = "gemini"
+	KindOpenCode Kind = "opencode"
+)
+
 // LaunchTransport says which runner a driver's launch form needs (R-TR-1):
 // "stdio" is sessions.NewProcRunner (three pipes), "pty" is
 // sessions.NewPTYRunner. The three contract drivers all declare stdio (R-TR-2).
