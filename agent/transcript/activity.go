@@ -191,6 +191,7 @@ type builder struct {
 	files    map[string]*FileChange
 	skills   counter
 	mcp      counter
+	cwds     []string // the run's cwd, as given and physical
 	// sessionDir is <project>/<session id>/ below the home, which holds
 	// sub-agent transcripts and workflow summaries.
 	sessionDir []string
@@ -214,17 +215,20 @@ func (b *builder) resolve(state string) string {
 	return state
 }
 
-// relPath shows a changed file relative to the run's working directory.
+// relPath shows a changed file relative to the run's working directory
+// (as given, or its physical path).
 func (b *builder) relPath(p string) string {
 	if b.src.Cwd == "" || !filepath.IsAbs(p) {
 		return p
 	}
-	cwds := []string{filepath.Clean(b.src.Cwd)}
-	if phys, err := filepath.EvalSymlinks(b.src.Cwd); err == nil && phys != cwds[0] {
-		cwds = append(cwds, phys)
+	if b.cwds == nil {
+		b.cwds = []string{filepath.Clean(b.src.Cwd)}
+		if phys, err := filepath.EvalSymlinks(b.src.Cwd); err == nil && phys != b.cwds[0] {
+			b.cwds = append(b.cwds, phys)
+		}
 	}
-	for _, cwd := range cwds {
-		if r, err := filepath.Rel(cwd, p); err == nil && r != "." && !strings.HasPrefix(r, "..") {
+	for _, cwd := range b.cwds {
+		if r, err := filepath.Rel(cwd, p); err == nil && r != "." && r != ".." && !strings.HasPrefix(r, "../") {
 			return r
 		}
 	}

@@ -212,7 +212,9 @@ func (st *claudeState) toolUse(b claudeBlock, at int64) {
 	_ = json.Unmarshal(b.Input, &in)
 	switch name := b.Name; {
 	case name == "Agent" || name == "Task":
-		bg := in.RunInBackground == nil || *in.RunInBackground // 2.1.328: background by default
+		// 2.1.328's Agent runs in the background unless told otherwise;
+		// the older Task tool ran in the foreground.
+		bg := in.RunInBackground != nil && *in.RunInBackground || in.RunInBackground == nil && name == "Agent"
 		desc := in.Description
 		if desc == "" {
 			desc = firstLine(in.Prompt)
@@ -419,6 +421,7 @@ func (st *claudeState) toolResult(b claudeBlock, info toolResultInfo, infoOK boo
 		case infoOK && info.Status == "async_launched":
 			u.background = true
 		case infoOK && info.Status != "":
+			u.background = false // it answered in its tool result: it ran in the foreground
 			u.settle(taskState(info.Status), at)
 		case b.IsError:
 			u.settle(errorState(text), at)
@@ -470,7 +473,12 @@ func (st *claudeState) toolResult(b claudeBlock, info toolResultInfo, infoOK boo
 	}
 }
 
+// settle records an outcome, unless the use already has a final one or
+// the state is unknown.
 func (u *workUse) settle(state string, at int64) {
+	if state == "" {
+		return
+	}
 	if u.state == "" || u.state == StateRunning || u.state == StateScheduled {
 		u.state, u.end = state, at
 	}

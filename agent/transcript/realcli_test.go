@@ -4,10 +4,12 @@ package transcript
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"unicode/utf16"
 
 	"github.com/olivares-dev/olivares/integration/fakemodel"
 )
@@ -383,3 +385,38 @@ func toJSON(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
 }
+
+// TestRealClaudeSlug: Claude Code files a session under the slug of its
+// physical cwd, hash suffix included past 200 units (real-clis.md §1.3):
+// run it in a long non-ASCII directory reached through a symlink, and find
+// the transcript exactly where ClaudeSlug says.
+func TestRealClaudeSlug(t *testing.T) {
+	bin := realBinDir(t, "claude")
+	fake := fakemodel.NewAnthropic()
+	defer fake.Close()
+	home, work := realDirs(t)
+	physical := filepath.Join(work, strings.Repeat("d", 120), "Üñí 😀-"+strings.Repeat("e", 100))
+	must(t, os.MkdirAll(physical, 0o700))
+	link := filepath.Join(work, "link")
+	must(t, os.Symlink(physical, link))
+	if n := len(utf16Units(physical)); n <= 200 {
+		t.Fatalf("cwd of %d UTF-16 units, want over 200", n)
+	}
+	p := startClaude(t, bin, fake, home, link, []string{"PWD=" + link})
+	p.send(userLine("where am I"))
+	init := p.await("system/init", func(m map[string]any) bool { return m["subtype"] == "init" })
+	p.await("result", isResult)
+	p.finish()
+	sid, _ := init["session_id"].(string)
+	want := filepath.Join(home, ".claude", "projects", ClaudeSlug(physical), sid+".jsonl")
+	if _, err := os.Stat(want); err != nil {
+		dirs, _ := filepath.Glob(filepath.Join(home, ".claude", "projects", "*"))
+		t.Fatalf("no transcript at %s (%v); project dirs: %v", want, err, dirs)
+	}
+	page, err := NewCache(0, 0).Messages(Source{Tool: ToolClaude, Home: home, ConversationID: sid, Cwd: link}, DefaultMessagesQuery())
+	if err != nil || page.Total != 1 || page.Items[0].FirstLine != "where am I" {
+		t.Errorf("messages through the symlinked cwd: %+v, %v", page, err)
+	}
+}
+
+func utf16Units(s string) []uint16 { return utf16.Encode([]rune(s)) }
