@@ -70,6 +70,8 @@ func (a *Agent) runHandlers() map[string]link.Handler {
 		proto.OpRunMove:         a.moveOp,
 		proto.OpProjectConfig:   a.projectConfigOp,
 		proto.OpRunDiff:         a.diffOp,
+		proto.OpHandoffPreview:  a.handoffPreviewOp,
+		proto.OpHandoff:         a.handoffOp,
 		proto.OpRunDiffFile:     a.diffFileOp,
 		proto.OpRunDelete:       a.deleteOp,
 	}
@@ -281,6 +283,30 @@ func (a *Agent) projectConfigOp(ctx context.Context, h wire.Header, s tunnel.Str
 	}
 	pc, err := a.sup.ProjectConfig(p.WorkspaceRef, p.Tenant)
 	wire.Respond(s, pc, err)
+}
+
+func (a *Agent) handoffPreviewOp(ctx context.Context, h wire.Header, s tunnel.Stream) {
+	s.SetDeadline(time.Time{}) // opencode export takes its time
+	pv, err := a.sup.HandoffPreview(ctx, h.RunRef)
+	wire.Respond(s, pv, err)
+}
+
+func (a *Agent) handoffOp(ctx context.Context, h wire.Header, s tunnel.Stream) {
+	var p proto.RunHandoff
+	if err := params(h, &p); err != nil {
+		wire.Respond(s, nil, err)
+		return
+	}
+	// A stop waits for its grace, and the first turn for its answer.
+	s.SetDeadline(time.Time{})
+	res, err := a.sup.Handoff(context.WithoutCancel(ctx), supervisor.HandoffParams{Source: h.RunRef, Summary: p.Summary,
+		Target: supervisor.LaunchParams{RunRef: p.NewRunRef, Tenant: p.Tenant, ProfileRef: p.ProfileRef,
+			SetupRefusal: p.SetupRefusal, ProjectConfigApproved: p.ProjectConfigApproved}})
+	if err != nil {
+		wire.Respond(s, nil, err)
+		return
+	}
+	wire.Respond(s, apitypes.HandoffResponse{Run: a.row(res.Run), SummaryState: res.SummaryState, FirstTurn: res.FirstTurn}, nil)
 }
 
 func (a *Agent) diffOp(ctx context.Context, h wire.Header, s tunnel.Stream) {

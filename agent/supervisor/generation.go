@@ -32,6 +32,9 @@ type generation struct {
 	// neither stored nor streamed (R-HW-1..4). replaying and noticed are
 	// owned by the stdout reader.
 	withhold, replaying, noticed bool
+	// turnSeen is closed and replaced (under mu) at every turn start or
+	// end the tool acknowledged, for a waiter of the first turn (R-HOF-19).
+	turnSeen chan struct{}
 
 	mu          sync.Mutex // guards the fields below and the order of writes
 	queue       [][]byte   // lines for stdin, in call order
@@ -98,7 +101,7 @@ func (r *run) start(ctx context.Context, d cliruntime.Driver, spec cliruntime.La
 	tainted := len(r.rec.Taint) > 0 || len(grants) > 0
 	r.mu.Unlock()
 	g := &generation{r: r, n: n, proc: proc, sess: d.NewSession(spec), resume: resume, cleanup: cleanup, withhold: resume && tainted,
-		wake: make(chan struct{}, 1), handshake: make(chan struct{}), refused: make(chan struct{}),
+		wake: make(chan struct{}, 1), handshake: make(chan struct{}), refused: make(chan struct{}), turnSeen: make(chan struct{}),
 		ended: make(chan struct{})}
 	first := g.sess.Start()
 	// A form without a protocol handshake (Claude's stream-json) is ready
@@ -142,6 +145,21 @@ func (r *run) start(ctx context.Context, d cliruntime.Driver, spec cliruntime.La
 		g.wait(&readers)
 	}()
 	return g
+}
+
+// sawTurn wakes whoever waits for the tool to acknowledge a turn.
+func (g *generation) sawTurn() {
+	g.mu.Lock()
+	close(g.turnSeen)
+	g.turnSeen = make(chan struct{})
+	g.mu.Unlock()
+}
+
+// turnSignal returns the channel closed at the next acknowledged turn.
+func (g *generation) turnSignal() <-chan struct{} {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.turnSeen
 }
 
 func rnName(s *Supervisor, d cliruntime.Driver) string {
@@ -384,8 +402,10 @@ func (g *generation) events(evs []cliruntime.Event) {
 			// The tool cannot continue it; this process takes no input.
 			// Resume stops it and answers 409 (R-RES-2).
 		case cliruntime.EventTurnStarted:
+			g.sawTurn()
 			r.touch()
 		case cliruntime.EventTurnEnded:
+			g.sawTurn()
 			if !e.IsError {
 				// R-LIM-8: the next successful turn clears limit.
 				r.mu.Lock()

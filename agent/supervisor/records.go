@@ -66,6 +66,7 @@ type record struct {
 	WorktreeBranch string `json:"worktree_branch,omitempty"`
 	Isolation      string `json:"isolation"`
 	TemplateRef    string `json:"template_ref,omitempty"`
+	HandoffOf      string `json:"handoff_of,omitempty"`
 
 	ConversationID string `json:"conversation_id,omitempty"`
 	// Generation is the last generation spawned (0 before the first).

@@ -296,6 +296,8 @@ type LaunchParams struct {
 	Worktree     bool
 	WorktreeFrom string
 	SetupRefusal string
+	// HandoffOf is the source run of a handoff (R-HOF-11).
+	HandoffOf string
 }
 
 // Launch creates a run and spawns its first generation (R-CRT-1, R-CRT-4:
@@ -410,7 +412,7 @@ func (s *Supervisor) Launch(ctx context.Context, p LaunchParams) (apitypes.Run, 
 	r := &run{s: s, ref: p.RunRef, ring: rg, rec: record{
 		RunRef: p.RunRef, Tenant: p.Tenant, Driver: string(d.Kind()), ProfileRef: prof.Ref,
 		WorkspaceRef: p.WorkspaceRef, WorkspacePath: workdir, WorktreeBranch: wp.wt.Branch, Isolation: p.Isolation,
-		TemplateRef: p.TemplateRef, CreatedAt: time.Now().UTC(), Ended: true,
+		TemplateRef: p.TemplateRef, HandoffOf: p.HandoffOf, CreatedAt: time.Now().UTC(), Ended: true,
 	}}
 	r.rec.Rev = s.rev()
 	r.op.Lock()
@@ -606,7 +608,7 @@ func (r *run) snapshot() apitypes.Run {
 		RunRef: rec.RunRef, Tenant: rec.Tenant, State: state, Reason: reason,
 		Driver: rec.Driver, Generation: rec.Generation, Isolation: rec.Isolation,
 		ProviderProfileRef: rec.ProfileRef, WorkspaceRef: rec.WorkspaceRef, WorkspacePath: rec.WorkspacePath, WorktreeBranch: rec.WorktreeBranch,
-		TemplateRef: rec.TemplateRef, ConversationID: rec.ConversationID, Limit: rec.Limit, Taint: rec.Taint,
+		TemplateRef: rec.TemplateRef, ConversationID: rec.ConversationID, Limit: rec.Limit, Taint: rec.Taint, HandoffOf: rec.HandoffOf,
 		CreatedAt: rec.CreatedAt, Rev: rec.Rev,
 	}
 	if rec.Ended {

@@ -444,6 +444,30 @@ type FileDiff struct {
 	Binary            bool   `json:"binary,omitempty"`
 }
 
+// HandoffPreview is GET /runs/{ref}/handoff (§2.17, R-HOF-20).
+type HandoffPreview struct {
+	Summary         string `json:"summary"`
+	SourceDriver    string `json:"source_driver"`
+	Turns           int    `json:"turns"`
+	TranscriptBytes int64  `json:"transcript_bytes"`
+}
+
+// HandoffRequest is POST /runs/{ref}/handoff (§2.18).
+type HandoffRequest struct {
+	ProviderProfileRef string  `json:"provider_profile_ref"`
+	Summary            *string `json:"summary,omitempty"`
+	Name               string  `json:"name,omitempty"`
+}
+
+// HandoffResponse is the new run with how its first turn went (R-HOF-12):
+// summary_state delivered, not_delivered, unknown or waits_for_approval,
+// and first_turn unless delivered (R-HOF-13).
+type HandoffResponse struct {
+	Run
+	SummaryState string `json:"summary_state"`
+	FirstTurn    string `json:"first_turn,omitempty"`
+}
+
 // MoveRequest is POST /runs/{ref}/move (§2.16).
 type MoveRequest struct {
 	ProviderProfileRef string `json:"provider_profile_ref"`

@@ -14,22 +14,24 @@ import (
 // in wire.Header.RunRef where it has one, and answers with a wire.Error
 // whose HTTP status the coordinator passes through (R-API-4).
 const (
-	OpProfileCreate   = "profile.create"   // ProfileCreate → apitypes.Profile
-	OpProfileUpdate   = "profile.update"   // ProfileUpdate → apitypes.Profile
-	OpWorkspaceCreate = "workspace.create" // WorkspaceCreate → apitypes.Workspace
-	OpRunLaunch       = "run.launch"       // RunLaunch → apitypes.Run
-	OpRunGet          = "run.get"          // → apitypes.Run
-	OpRunEvents       = "run.events"       // RunEvents → apitypes.EventList
-	OpRunAttach       = "run.attach"       // RunAttach → RunAttachReply, then attach frames
-	OpRunInput        = "run.input"        // apitypes.InputRequest → apitypes.Accepted
-	OpRunInterrupt    = "run.interrupt"    // → apitypes.Accepted
-	OpRunStop         = "run.stop"         // → apitypes.Run once the exit is observed
-	OpRunResume       = "run.resume"       // → apitypes.Run (new generation)
-	OpRunRelease      = "run.release"      // RunRelease → apitypes.Run (released)
-	OpRunApprove      = "run.approve"      // → apitypes.Run (the held launch or resume goes on)
-	OpRunMove         = "run.move"         // RunMove → apitypes.Run (re-attached, nothing started)
-	OpRunDiff         = "run.diff"         // → apitypes.Diff
-	OpRunDiffFile     = "run.diff_file"    // RunDiffFile → apitypes.FileDiff
+	OpProfileCreate   = "profile.create"      // ProfileCreate → apitypes.Profile
+	OpProfileUpdate   = "profile.update"      // ProfileUpdate → apitypes.Profile
+	OpWorkspaceCreate = "workspace.create"    // WorkspaceCreate → apitypes.Workspace
+	OpRunLaunch       = "run.launch"          // RunLaunch → apitypes.Run
+	OpRunGet          = "run.get"             // → apitypes.Run
+	OpRunEvents       = "run.events"          // RunEvents → apitypes.EventList
+	OpRunAttach       = "run.attach"          // RunAttach → RunAttachReply, then attach frames
+	OpRunInput        = "run.input"           // apitypes.InputRequest → apitypes.Accepted
+	OpRunInterrupt    = "run.interrupt"       // → apitypes.Accepted
+	OpRunStop         = "run.stop"            // → apitypes.Run once the exit is observed
+	OpRunResume       = "run.resume"          // → apitypes.Run (new generation)
+	OpRunRelease      = "run.release"         // RunRelease → apitypes.Run (released)
+	OpRunApprove      = "run.approve"         // → apitypes.Run (the held launch or resume goes on)
+	OpRunMove         = "run.move"            // RunMove → apitypes.Run (re-attached, nothing started)
+	OpRunDiff         = "run.diff"            // → apitypes.Diff
+	OpHandoffPreview  = "run.handoff_preview" // → apitypes.HandoffPreview
+	OpHandoff         = "run.handoff"         // RunHandoff → apitypes.HandoffResponse
+	OpRunDiffFile     = "run.diff_file"       // RunDiffFile → apitypes.FileDiff
 
 	// OpProjectConfig scans a workspace's repository-carried agent
 	// configuration (R-PCS-10).
@@ -123,6 +125,18 @@ type RunResume struct {
 type ProjectConfigScan struct {
 	WorkspaceRef string `json:"workspace_ref"`
 	Tenant       string `json:"tenant"`
+}
+
+// RunHandoff asks the source run's node to hand it off (R-HOF-*): the new
+// run's ref, the target profile, the reviewed summary, the setup verdict of
+// a worktree source (no skip, R-HOF-16) and the gate.
+type RunHandoff struct {
+	NewRunRef    string  `json:"new_run_ref"`
+	Tenant       string  `json:"tenant"`
+	ProfileRef   string  `json:"profile_ref"`
+	Summary      *string `json:"summary,omitempty"`
+	SetupRefusal string  `json:"setup_refusal,omitempty"`
+	Gate
 }
 
 // RunDiffFile names the path of GET /runs/{ref}/diff/file.

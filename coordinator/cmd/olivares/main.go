@@ -106,6 +106,13 @@ Usage:
   olivares session move REF --profile REF|NAME [--json]
       Carry a stopped Claude Code run's conversation to another Claude Code
       profile of its node; nothing starts, the next resume runs there.
+  olivares session handoff REF --preview
+      Print the summary a handoff would send (generated without a model), to
+      review and edit into a file.
+  olivares session handoff REF --profile REF|NAME [--summary-file F] [--name N] [--json]
+      Stop the session, write its transcript under the target profile and start
+      a new run there (any tool) whose first turn is the summary and the
+      transcript's path.
   olivares session approve REF [--json]  let a launch or resume its profile holds go on (a person, admin)
   olivares session attach REF [--from N] [--raw]
       Stream the run's output: stdout and pty frames to stdout, stderr frames

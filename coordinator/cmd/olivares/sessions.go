@@ -56,6 +56,8 @@ type cmdOpts struct {
 	dlp              string
 	policy           policyFlags
 	grants           grantFlag
+	preview          bool
+	summaryFile      string
 	valueFile        string
 	until            string
 	discard, snoozed bool
@@ -67,7 +69,7 @@ type cmdOpts struct {
 var commands = map[string]string{
 	"whoami": "", "node list": "", "node show": "node id", "node revoke": "node id",
 	"profile add": "", "profile list": "", "profile show": "profile ref", "profile update": "profile ref or name",
-	"session approve": "run ref", "session move": "run ref", "session diff": "run ref",
+	"session approve": "run ref", "session move": "run ref", "session diff": "run ref", "session handoff": "run ref",
 	"workspace add": "", "workspace list": "",
 	"session start": "", "session list": "",
 	"session show": "run ref", "session events": "run ref", "session input": "run ref",
@@ -131,6 +133,11 @@ func (o *cmdOpts) define(cmd string, fs *flag.FlagSet) {
 		fs.StringVar(&o.profile, "profile", "", "the Claude Code profile (ref or exact name) to move the run to")
 	case "session diff":
 		fs.StringVar(&o.path, "file", "", "show this path at base and at head instead of the list")
+	case "session handoff":
+		fs.StringVar(&o.profile, "profile", "", "the profile (ref or exact name, any tool) to continue in")
+		fs.BoolVar(&o.preview, "preview", false, "print the summary to review (and edit into a file) without handing off")
+		fs.StringVar(&o.summaryFile, "summary-file", "", "the reviewed summary to send instead of the generated one")
+		fs.StringVar(&o.name, "name", "", "the new run's name")
 	case "session snooze":
 		fs.StringVar(&o.until, "until", "", "when the snooze ends: an RFC 3339 instant, or a duration from now (2h)")
 	case "session rename":
@@ -180,6 +187,10 @@ func (o *cmdOpts) check(cmd string, pos []string) error {
 		return required("value-file")
 	case "session move":
 		return required("profile")
+	case "session handoff":
+		if !o.preview {
+			return required("profile")
+		}
 	case "agent workspace approve-setup", "agent workspace approve-project-config":
 		return required("sha256")
 	case "session rename":
@@ -336,6 +347,43 @@ func runSessions(ctx context.Context, cl *client, cmd string, pos []string, o *c
 			return err
 		}
 		return emit(p, func() { printProfile(out, p) })
+	case "session handoff":
+		if o.preview {
+			var pv apitypes.HandoffPreview
+			if err := cl.do(ctx, "GET", runPath(arg, "handoff"), nil, &pv); err != nil {
+				return err
+			}
+			return emit(pv, func() {
+				fmt.Fprint(out, pv.Summary)
+				if !strings.HasSuffix(pv.Summary, "\n") {
+					fmt.Fprintln(out)
+				}
+				fmt.Fprintf(errOut, "(%s session, %d turns; the transcript would be %d bytes. Save and edit the summary, then: olivares session handoff %s --profile P --summary-file F)\n", pv.SourceDriver, pv.Turns, pv.TranscriptBytes, arg)
+			})
+		}
+		ref, err := resolveProfile(ctx, cl, o.profile)
+		if err != nil {
+			return err
+		}
+		req := apitypes.HandoffRequest{ProviderProfileRef: ref, Name: o.name}
+		if o.summaryFile != "" {
+			b, err := os.ReadFile(o.summaryFile)
+			if err != nil {
+				return fmt.Errorf("handoff: reading the summary: %w", err)
+			}
+			sum := string(b)
+			req.Summary = &sum
+		}
+		var res apitypes.HandoffResponse
+		if err := cl.do(ctx, "POST", runPath(arg, "handoff"), req, &res); err != nil {
+			return err
+		}
+		return emit(res, func() {
+			fmt.Fprintf(out, "%s handed off to %s (%s on %s): first turn %s\n", arg, res.RunRef, runState(res.Run), res.ProviderProfileRef, res.SummaryState)
+			if res.FirstTurn != "" {
+				fmt.Fprintf(out, "first turn to send yourself when it is time:\n%s\n", res.FirstTurn)
+			}
+		})
 	case "session diff":
 		if o.set["file"] {
 			var fd apitypes.FileDiff

@@ -1,0 +1,118 @@
+package api
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/olivares-dev/olivares/coordinator/auth"
+	"github.com/olivares-dev/olivares/coordinator/store"
+	"github.com/olivares-dev/olivares/shared/apierr"
+	"github.com/olivares-dev/olivares/shared/apitypes"
+	"github.com/olivares-dev/olivares/shared/proto"
+	"github.com/olivares-dev/olivares/shared/wire"
+)
+
+// handoffTimeout bounds a handoff: a stop with its grace, the read, the
+// launch and up to 30 s for the first turn's acknowledgement.
+const handoffTimeout = 5 * time.Minute
+
+func (s *Server) handoffRoutes() []Route {
+	return []Route{
+		{http.MethodGet, Base + "/runs/:ref/handoff", auth.PermRunRead, s.handoffPreview},
+		{http.MethodPost, Base + "/runs/:ref/handoff", auth.PermRunWrite, s.handoff},
+	}
+}
+
+// handoffPreview is GET /runs/{ref}/handoff (§2.17): read on the node,
+// every read audited (R-HOF-7).
+func (s *Server) handoffPreview(c echo.Context) error {
+	var out apitypes.HandoffPreview
+	r, err := s.runCall(c, proto.OpHandoffPreview, nil, &out, handoffTimeout)
+	if err != nil {
+		return err
+	}
+	e := s.auditEntry(c, apitypes.AuditRunHandoffPreview, r.RunRef)
+	e.Detail = mustJSON(map[string]any{"turns": out.Turns, "transcript_bytes": out.TranscriptBytes})
+	if _, err := s.o.Store.AppendAudit(c.Request().Context(), e); err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+// handoff is POST /runs/{ref}/handoff (§2.18, §3.7): the target profile is
+// checked here first (R-HOF-18), then the node stops, reads, writes the
+// transcript, launches and sends the first turn.
+func (s *Server) handoff(c echo.Context) error {
+	ctx := c.Request().Context()
+	tenant := CallerOf(c).Tenant
+	src, err := s.runInTenant(ctx, tenant, c.Param("ref"))
+	if err != nil {
+		return err
+	}
+	var req apitypes.HandoffRequest
+	if err := decodeStrict(c, maxJSONBody, &req); err != nil {
+		return err
+	}
+	if req.ProviderProfileRef == "" {
+		return apierr.BadRequest("profile_required", "provider_profile_ref is required: the profile to continue in")
+	}
+	name, err := checkName(req.Name)
+	if err != nil {
+		return err
+	}
+	p, err := s.profileInTenant(ctx, tenant, req.ProviderProfileRef)
+	if err != nil {
+		return err
+	}
+	if p.NodeID != src.NodeID {
+		return apierr.New(http.StatusConflict, "profile_other_node", "profile %s is on node %s and run %s on node %s; the new run works in the same workspace, so it needs a profile of that node", p.Ref, p.NodeID, src.RunRef, src.NodeID)
+	}
+	params := proto.RunHandoff{NewRunRef: auth.NewID("run_"), Tenant: tenant, ProfileRef: p.Ref, Summary: req.Summary}
+	if src.WorkspaceRef != "" {
+		if params.Gate, err = s.gate(ctx, src.WorkspaceRef); err != nil {
+			return err
+		}
+		if src.WorktreeBranch != "" {
+			w, err := s.o.Store.GetWorkspace(ctx, src.WorkspaceRef)
+			if err != nil {
+				return err
+			}
+			st, err := s.o.Store.GetWorkspaceSettings(ctx, src.WorkspaceRef)
+			if err != nil {
+				return err
+			}
+			// R-HOF-16, R-SETUP-11: the same approval, no skip.
+			params.SetupRefusal = setupRefusal(w, st, false)
+		}
+	}
+	cctx, cancel := context.WithTimeout(ctx, handoffTimeout)
+	defer cancel()
+	var out apitypes.HandoffResponse
+	if err := s.o.Fleet.Call(cctx, src.NodeID, wire.Header{Op: proto.OpHandoff, RunRef: src.RunRef}, params, &out); err != nil {
+		return err
+	}
+	out.Run.NodeID, out.Run.Tenant = src.NodeID, tenant
+	s.index(ctx, out.Run)
+	if name != "" {
+		if _, err := s.o.Store.UpdateRunMeta(ctx, out.Run.RunRef, func(m *store.RunMeta) (*apitypes.AuditEntry, error) {
+			m.Name = name
+			return nil, nil
+		}); err != nil {
+			return err
+		}
+	}
+	s.freshRun(ctx, src) // the source stopped and gained handed_off
+	views, err := s.runViews(c, out.Run)
+	if err != nil {
+		return err
+	}
+	out.Run = views[0]
+	status := http.StatusCreated
+	if out.SummaryState == "waits_for_approval" {
+		status = http.StatusAccepted
+	}
+	return c.JSON(status, out)
+}
