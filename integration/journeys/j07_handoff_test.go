@@ -76,7 +76,9 @@ func TestJ07Handoff(t *testing.T) {
 	f.post(f.operator, http.StatusOK, res.RunRef, "stop", nil, nil)
 
 	// A Grok source is 422 (R-HOF-1); a tainted source is 409 while it
-	// still runs, refused before any stop (R-HOF-5, R-HOF-14).
+	// still runs, refused before any stop (R-HOF-5, R-HOF-14). Refusals
+	// write nothing in the target home.
+	claudeBefore := homeTree(t, claude.Home)
 	grok := f.launch(f.profile("grok"))
 	f.post(f.operator, http.StatusAccepted, grok.RunRef, "input", integration.Text("hi"), nil)
 	f.operator.AwaitRun(grok.RunRef, wait, "a conversation", func(r apitypes.Run) bool { return r.State == apitypes.StateIdle && r.ConversationID != "" })
@@ -100,6 +102,15 @@ func TestJ07Handoff(t *testing.T) {
 	}
 	if now := f.viewer.Run(tainted.RunRef); !apitypes.Live(now.State) {
 		t.Fatalf("a refused handoff stopped the tainted source: %s", now.State)
+	}
+	if after := homeTree(t, claude.Home); len(after) != len(claudeBefore) {
+		t.Fatalf("refused handoffs wrote into the target home: %d files, was %d", len(after), len(claudeBefore))
+	} else {
+		for k, v := range claudeBefore {
+			if after[k] != v {
+				t.Fatalf("refused handoffs changed %s in the target home", k)
+			}
+		}
 	}
 	// A run that never started a conversation is 409 (R-HOF-2).
 	fresh := f.launch(codex)
