@@ -6,13 +6,20 @@
 // process without a model, an account or the network.
 //
 // The tool is chosen by the program's base name (a symlink named claude,
-// codex or grok) or by a first argument (`fakecli claude --print ...`):
+// codex, grok, gemini or opencode) or by a first argument (`fakecli claude
+// --print ...`):
 //
 //   - claude: `--print --input-format stream-json --output-format stream-json
 //     --verbose [--resume <id>]` (claude.go, real-clis.md §1);
 //   - codex: `app-server`, JSON-RPC over stdio (codex.go, §2);
 //   - grok: `agent stdio`, the Agent Client Protocol (grok.go; no real binary
-//     was measured, so it follows ACP as Gemini CLI speaks it, §3).
+//     was measured, so it follows ACP as Gemini CLI speaks it, §3);
+//   - gemini: `--acp`, Gemini CLI's ACP agent with its chat logs and its
+//     late replay (gemini.go, §3);
+//   - opencode: `acp`, OpenCode's ACP agent, and `export [<id>]`
+//     (opencode.go, §4).
+//
+// The three ACP agents share acp.go.
 //
 // Conversations are stored under the tool's own home, as the real tools do,
 // so that a resume in a new process finds them and an unknown id is refused.
@@ -63,8 +70,12 @@ func main() {
 		code = runCodex(p, args)
 	case "grok":
 		code = runGrok(p, args)
+	case "gemini":
+		code = runGemini(p, args)
+	case "opencode":
+		code = runOpenCode(p, args)
 	default:
-		fmt.Fprintf(os.Stderr, "fakecli: run me as claude, codex or grok (argv[0] or the first argument), not %q\n", tool)
+		fmt.Fprintf(os.Stderr, "fakecli: run me as claude, codex, grok, gemini or opencode (argv[0] or the first argument), not %q\n", tool)
 		code = 2
 	}
 	p.exit(code)
@@ -74,7 +85,7 @@ func main() {
 func pickTool(argv []string) (string, []string) {
 	base := filepath.Base(argv[0])
 	switch base {
-	case "claude", "codex", "grok":
+	case "claude", "codex", "grok", "gemini", "opencode":
 		return base, argv[1:]
 	}
 	if len(argv) > 1 {
@@ -83,7 +94,7 @@ func pickTool(argv []string) (string, []string) {
 	return "", nil
 }
 
-// peer is what the three protocols share: one stdout writer, the signal
+// peer is what the protocols share: one stdout writer, the signal
 // policy and the call log.
 type peer struct {
 	tool string
