@@ -16,7 +16,9 @@ import (
 	"github.com/olivares-dev/olivares/agent/drivers/claude"
 	"github.com/olivares-dev/olivares/agent/drivers/codex"
 	"github.com/olivares-dev/olivares/agent/drivers/fake"
+	"github.com/olivares-dev/olivares/agent/drivers/gemini"
 	"github.com/olivares-dev/olivares/agent/drivers/grok"
+	"github.com/olivares-dev/olivares/agent/drivers/opencode"
 	"github.com/olivares-dev/olivares/agent/sessions"
 	"github.com/olivares-dev/olivares/shared/sessions/cliruntime"
 )
@@ -50,6 +52,12 @@ type peer struct {
 	// ptyRefused: the launch form refuses a terminal (claude, R-TR-3);
 	// otherwise the peer also runs on the PTY runner (R-DRV-7).
 	ptyRefused bool
+	// replays: a resume replays the history, bracketed by replay events
+	// (the ACP tools, R-HW-4).
+	replays bool
+	// env is what the profile adds (a key the tool needs to start a
+	// session).
+	env []string
 }
 
 func textInput(s string) cliruntime.Input { return cliruntime.Input{Text: s} }
@@ -103,7 +111,29 @@ func peers() []peer {
 				return glob(t, filepath.Join(home, ".grok", "sessions", "*", "*"))
 			},
 			unknownID: "00000000-0000-4000-8000-000000000000", interrupted: "cancelled",
-			termExit: "SIGTERM", refusedExit: "code 0", process: true,
+			termExit: "SIGTERM", refusedExit: "code 0", process: true, replays: true,
+		},
+		{
+			// Q-36: the optional ACP drivers pass the same table. Gemini
+			// needs a key for session/new; its session/load then asks for
+			// authenticate, which the driver answers with the key's method.
+			name: "gemini", driver: gemini.New(), input: textInput, wrong: messageInput("hi"),
+			runner: procRunner, binary: func(t *testing.T) string { return fakecliBin(t, cliruntime.KindGemini) },
+			conversations: func(t *testing.T, home string) []string {
+				return glob(t, filepath.Join(home, ".gemini", "tmp", "*", "chats", "session-*.jsonl"))
+			},
+			unknownID: "00000000-0000-4000-8000-000000000000", interrupted: "cancelled",
+			termExit: "code 0", refusedExit: "code 0", process: true, replays: true,
+			env: []string{"GEMINI_API_KEY=test"},
+		},
+		{
+			name: "opencode", driver: opencode.New(), input: textInput, wrong: cliruntime.Input{Line: json.RawMessage(`{"type":"user"}`)},
+			runner: procRunner, binary: func(t *testing.T) string { return fakecliBin(t, cliruntime.KindOpenCode) },
+			conversations: func(t *testing.T, home string) []string {
+				return glob(t, filepath.Join(home, ".local", "share", "opencode", "storage", "session", "ses_*.json"))
+			},
+			unknownID: "ses_00000000000000000000000000", interrupted: "cancelled",
+			termExit: "SIGTERM", refusedExit: "code 0", process: true, replays: true,
 		},
 		{
 			// R-DRV-2: the in-process fake passes the same table, less what
@@ -130,7 +160,7 @@ func newSpec(t *testing.T, p peer) cliruntime.LaunchSpec {
 		t.Fatal(err)
 	}
 	return cliruntime.LaunchSpec{Binary: p.binary(t), Home: home, Workdir: t.TempDir(),
-		Env: []string{"PATH=" + cliruntime.DefaultPath}}
+		Env: append([]string{"PATH=" + cliruntime.DefaultPath}, p.env...)}
 }
 
 // launch starts spec's launch (or resume, when it names a conversation).
@@ -252,7 +282,7 @@ func TestConformance(t *testing.T) {
 				t.Errorf("resumed conversation %q, want %q", got.ConversationID, conv)
 			}
 			h2.stdout.await(t, "history", func(s string, _ int64) bool { return strings.Contains(s, "history: hello | slow | after") })
-			if p.name == "grok" {
+			if p.replays {
 				// R-HW-4: ACP replays the history at session/load.
 				evs := h2.all()
 				if !slices.ContainsFunc(evs, func(e cliruntime.Event) bool { return e.Kind == cliruntime.EventReplayStarted }) ||

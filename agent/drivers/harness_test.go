@@ -6,7 +6,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"github.com/olivares-dev/olivares/integration/peers/peerbin"
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/olivares-dev/olivares/agent/sessions"
+	"github.com/olivares-dev/olivares/integration/peers/peerbin"
 	"github.com/olivares-dev/olivares/shared/sessions/cliruntime"
 )
 
@@ -28,11 +30,24 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// linkMu serialises the links fakecliBin adds.
+var linkMu sync.Mutex
+
 // fakecliBin returns the path of a fakecli link named after kind, so that
-// the peer picks its protocol from argv[0].
+// the peer picks its protocol from argv[0]. peerbin links the contract
+// tools; the optional drivers' names (gemini, opencode) are linked here, in
+// the same directory, which belongs to this test binary.
 func fakecliBin(t *testing.T, kind cliruntime.Kind) string {
 	t.Helper()
-	return filepath.Join(peerbin.Dir(t), string(kind))
+	p := filepath.Join(peerbin.Dir(t), string(kind))
+	linkMu.Lock()
+	defer linkMu.Unlock()
+	if _, err := os.Lstat(p); errors.Is(err, fs.ErrNotExist) {
+		if err := os.Symlink("fakecli", p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return p
 }
 
 // notifyBuffer is a byte buffer that wakes waiters on every write.
