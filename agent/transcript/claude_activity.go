@@ -56,11 +56,9 @@ type workUse struct {
 
 // pendingEdit is a file-editing tool use waiting for its result.
 type pendingEdit struct {
-	tool             string
-	path             string
-	added, removed   int
-	create           bool
-	fromInputCounted bool
+	tool           string
+	path           string
+	added, removed int
 }
 
 // claudeState is the activity a transcript's records built so far.
@@ -359,16 +357,36 @@ func (st *claudeState) userRecord(rec *claudeRecord, at int64) {
 		return
 	}
 	var info toolResultInfo
-	infoOK := len(rec.ToolUseResult) > 0 && rec.ToolUseResult[0] == '{' && json.Unmarshal(rec.ToolUseResult, &info) == nil
+	decoded, infoOK := false, false
 	for _, b := range bs {
-		if b.Type != "tool_result" || b.ToolUseID == "" {
+		if b.Type != "tool_result" || b.ToolUseID == "" || !st.follows(b.ToolUseID) {
 			continue
+		}
+		// toolUseResult (a Read's whole file, a command's output) is only
+		// decoded for a tool use the activity follows.
+		if !decoded {
+			decoded = true
+			infoOK = len(rec.ToolUseResult) > 0 && rec.ToolUseResult[0] == '{' && json.Unmarshal(rec.ToolUseResult, &info) == nil
 		}
 		if b.IsError && rec.ToolDenialKind != "" {
 			b.Text = "denied:" + rec.ToolDenialKind
 		}
 		st.toolResult(b, info, infoOK, at)
 	}
+}
+
+// follows reports whether a tool use's result means something to the
+// activity.
+func (st *claudeState) follows(id string) bool {
+	if _, ok := st.uses[id]; ok {
+		return true
+	}
+	if _, ok := st.edits[id]; ok {
+		return true
+	}
+	_, stop := st.edits["stop:"+id]
+	_, create := st.edits["create:"+id]
+	return stop || create
 }
 
 // toolResult settles a tracked tool use from its result.

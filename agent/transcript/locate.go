@@ -226,9 +226,6 @@ func openInHome(home string, rel ...string) (*openedFile, error) {
 		size: fi.Size(), mtime: fi.ModTime()}, nil
 }
 
-// claudeRoot is the components of Claude Code's config dir below the home.
-var claudeRoot = []string{".claude"}
-
 // claudeProjectDirs returns the project directories to look in for a
 // session, best first: the slug of the physical cwd, the slug of the cwd as
 // given, then every other project directory (a session resumed from another

@@ -320,13 +320,6 @@ func (p *proc) codexThread(work string) string {
 	return r["result"].(map[string]any)["thread"].(map[string]any)["id"].(string)
 }
 
-// codexTurn runs one turn and waits for its turn/completed.
-func (p *proc) codexTurn(id int, thread, text string) {
-	p.t.Helper()
-	p.rpc(id, "turn/start", map[string]any{"threadId": thread, "input": []any{map[string]any{"type": "text", "text": text, "text_elements": []any{}}}})
-	p.await("turn/completed", func(m map[string]any) bool { return m["method"] == "turn/completed" })
-}
-
 // saveFixture copies a real run's profile-home files and stdout into
 // testdata/golden/<name> when OLIVARES_TRANSCRIPT_FIXTURES=1.
 func saveFixture(t *testing.T, name string, c goldenCase, home string, stdout string) {
