@@ -12,7 +12,9 @@ import (
 
 	"github.com/olivares-dev/olivares/agent/drivers/claude"
 	"github.com/olivares-dev/olivares/agent/drivers/codex"
+	"github.com/olivares-dev/olivares/agent/drivers/gemini"
 	"github.com/olivares-dev/olivares/agent/drivers/grok"
+	"github.com/olivares-dev/olivares/agent/drivers/opencode"
 	"github.com/olivares-dev/olivares/agent/link"
 	"github.com/olivares-dev/olivares/agent/ring"
 	"github.com/olivares-dev/olivares/agent/sessions"
@@ -30,6 +32,9 @@ func drivers() map[string]cliruntime.Driver {
 		string(cliruntime.KindClaude): claude.New(),
 		string(cliruntime.KindCodex):  codex.New(),
 		string(cliruntime.KindGrok):   grok.New(),
+		// the optional ACP drivers.
+		string(cliruntime.KindGemini):   gemini.New(),
+		string(cliruntime.KindOpenCode): opencode.New(),
 	}
 }
 

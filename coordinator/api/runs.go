@@ -36,8 +36,9 @@ const (
 	getTimeout = 5 * time.Second
 )
 
-// Tools a profile may name (R-DRV-1).
-var tools = []string{"claude", "codex", "grok"}
+// Tools a profile may name: the contract's (R-DRV-1) and the optional ACP
+// drivers.
+var tools = []string{"claude", "codex", "grok", "gemini", "opencode"}
 
 func (s *Server) runRoutes() []Route {
 	return []Route{
@@ -101,7 +102,7 @@ func (s *Server) CreateProfile(ctx context.Context, tenant string, req apitypes.
 		return apitypes.Profile{}, err
 	}
 	if !slices.Contains(tools, req.Tool) {
-		return apitypes.Profile{}, apierr.BadRequest("unknown_tool", "tool %q: use claude, codex or grok", req.Tool)
+		return apitypes.Profile{}, apierr.BadRequest("unknown_tool", "tool %q: use claude, codex, grok, gemini or opencode", req.Tool)
 	}
 	if req.Name == "" {
 		return apitypes.Profile{}, apierr.BadRequest("bad_name", "a profile needs a name")
