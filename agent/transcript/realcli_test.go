@@ -4,6 +4,7 @@ package transcript
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -420,3 +421,44 @@ func TestRealClaudeSlug(t *testing.T) {
 }
 
 func utf16Units(s string) []uint16 { return utf16.Encode([]rune(s)) }
+
+// TestRealClaudeResume: a resumed session appends to the same transcript
+// (real-clis.md §1.4); the messages read before keep their ids and the new
+// ones follow (R-MSG-9), with no message read twice.
+func TestRealClaudeResume(t *testing.T) {
+	bin := realBinDir(t, "claude")
+	fake := fakemodel.NewAnthropic()
+	defer fake.Close()
+	home, work := realDirs(t)
+	p := startClaude(t, bin, fake, home, work, nil)
+	p.send(userLine("first"))
+	init := p.await("system/init", func(m map[string]any) bool { return m["subtype"] == "init" })
+	p.await("result", isResult)
+	p.finish()
+	sid, _ := init["session_id"].(string)
+	src := Source{Tool: ToolClaude, Home: home, ConversationID: sid, Cwd: work}
+	c := NewCache(0, 0)
+	said := func() []string {
+		t.Helper()
+		page, err := c.Messages(src, MessagesQuery{Role: RoleAll})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, it := range page.Items {
+			out = append(out, fmt.Sprintf("%d %s: %s", it.ID, it.Role, it.FirstLine))
+		}
+		return out
+	}
+	before := said()
+	if !slices.Equal(before, []string{"1 user: first", "2 assistant: pong: first"}) {
+		t.Fatalf("before the resume: %q", before)
+	}
+	p = startClaude(t, bin, fake, home, work, nil, "--resume", sid)
+	p.send(userLine("second"))
+	p.await("resumed result", isResult)
+	p.finish()
+	if got := said(); !slices.Equal(got, append(before, "3 user: second", "4 assistant: pong: second")) {
+		t.Errorf("after the resume: %q", got)
+	}
+}
