@@ -1,6 +1,7 @@
 // Package drivers holds the vendor-CLI drivers of the cliruntime contract, one
-// package each (claude, codex, grok), the in-process fake, and the
-// conformance suite that runs every driver against a local peer
+// package each (claude, codex, grok, and the optional ACP drivers gemini and
+// opencode of Q-36, which share internal/acp with grok), the in-process fake,
+// and the conformance suite that runs every driver against a local peer
 // (integration/peers/fakecli) on both runners, and against the fake
 // (R-DRV-2, R-DRV-7).
 //

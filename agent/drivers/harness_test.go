@@ -57,9 +57,14 @@ type notifyBuffer struct {
 	n      int64
 	wake   chan struct{}
 	closed bool
+	// limit bounds await; set before the first await, by the test's
+	// goroutine only.
+	limit time.Duration
 }
 
-func newNotifyBuffer() *notifyBuffer { return &notifyBuffer{wake: make(chan struct{})} }
+func newNotifyBuffer() *notifyBuffer {
+	return &notifyBuffer{wake: make(chan struct{}), limit: deadline}
+}
 
 func (nb *notifyBuffer) add(p []byte, keep bool) {
 	nb.mu.Lock()
@@ -89,7 +94,7 @@ func (nb *notifyBuffer) snapshot() (string, int64, bool, chan struct{}) {
 // await waits until cond holds for the buffer's text and byte count.
 func (nb *notifyBuffer) await(t *testing.T, what string, cond func(s string, n int64) bool) {
 	t.Helper()
-	timer := time.NewTimer(deadline)
+	timer := time.NewTimer(nb.limit)
 	defer timer.Stop()
 	for {
 		s, n, closed, wake := nb.snapshot()
@@ -102,7 +107,7 @@ func (nb *notifyBuffer) await(t *testing.T, what string, cond func(s string, n i
 		select {
 		case <-wake:
 		case <-timer.C:
-			t.Fatalf("%s: not within %v; got %d bytes: %.500q", what, deadline, n, s)
+			t.Fatalf("%s: not within %v; got %d bytes: %.500q", what, nb.limit, n, s)
 		}
 	}
 }
@@ -127,6 +132,10 @@ type harness struct {
 	stdout *notifyBuffer
 	stderr *notifyBuffer
 	eof    chan struct{}
+
+	// limit bounds every wait of the test on this child (deadline unless
+	// patient raised it).
+	limit time.Duration
 }
 
 func start(t *testing.T, r sessions.Runner, cmd cliruntime.Command, sess cliruntime.Session) *harness {
@@ -136,7 +145,7 @@ func start(t *testing.T, r sessions.Runner, cmd cliruntime.Command, sess clirunt
 		t.Fatalf("Start: %v", err)
 	}
 	h := &harness{t: t, proc: proc, sess: sess, writes: make(chan []byte, 1024), evWake: make(chan struct{}),
-		stdout: newNotifyBuffer(), stderr: newNotifyBuffer(), eof: make(chan struct{})}
+		stdout: newNotifyBuffer(), stderr: newNotifyBuffer(), eof: make(chan struct{}), limit: deadline}
 	go h.writeLoop()
 	go h.readLoop()
 	go func() {
@@ -244,11 +253,18 @@ func (h *harness) closeStdin() {
 	}
 }
 
+// patient raises the bound of every wait on h to d, for a CLI that takes
+// seconds to start (Gemini CLI, OpenCode). Call it before the first wait.
+func (h *harness) patient(d time.Duration) *harness {
+	h.limit, h.stdout.limit, h.stderr.limit = d, d, d
+	return h
+}
+
 // await returns the next event of kind after the cursor, and moves the
 // cursor past it.
 func (h *harness) await(kind cliruntime.EventKind) cliruntime.Event {
 	h.t.Helper()
-	timer := time.NewTimer(deadline)
+	timer := time.NewTimer(h.limit)
 	defer timer.Stop()
 	for {
 		h.evMu.Lock()
@@ -282,7 +298,7 @@ func (h *harness) await(kind cliruntime.EventKind) cliruntime.Event {
 			}
 			h.t.Fatalf("no %s event before stdout EOF; events: %s; stderr: %q", kind, h.kinds(), h.stderrText())
 		case <-timer.C:
-			h.t.Fatalf("no %s event within %v; events: %s; stderr: %q", kind, deadline, h.kinds(), h.stderrText())
+			h.t.Fatalf("no %s event within %v; events: %s; stderr: %q", kind, h.limit, h.kinds(), h.stderrText())
 		}
 	}
 }
@@ -318,13 +334,13 @@ func (h *harness) waitExit() sessions.Exit {
 	h.t.Helper()
 	select {
 	case <-h.proc.Done():
-	case <-time.After(deadline):
-		h.t.Fatalf("pid %d: no exit within %v", h.proc.Pid(), deadline)
+	case <-time.After(h.limit):
+		h.t.Fatalf("pid %d: no exit within %v", h.proc.Pid(), h.limit)
 	}
 	select {
 	case <-h.eof:
-	case <-time.After(deadline):
-		h.t.Fatalf("pid %d: stdout not at EOF within %v of the exit", h.proc.Pid(), deadline)
+	case <-time.After(h.limit):
+		h.t.Fatalf("pid %d: stdout not at EOF within %v of the exit", h.proc.Pid(), h.limit)
 	}
 	return h.proc.Wait()
 }
