@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/url"
 	"os/exec"
 	"strconv"
 	"sync"
@@ -76,6 +77,9 @@ func (a *Agent) runHandlers() map[string]link.Handler {
 		proto.OpProjectConfig:   a.projectConfigOp,
 		proto.OpRunDiff:         a.diffOp,
 		proto.OpHandoffPreview:  a.handoffPreviewOp,
+		proto.OpRunActivity:     a.activityOp,
+		proto.OpRunSubAgent:     a.subAgentOp,
+		proto.OpRunMessages:     a.messagesOp,
 		proto.OpHandoff:         a.handoffOp,
 		proto.OpRunDiffFile:     a.diffFileOp,
 		proto.OpRunDelete:       a.deleteOp,
@@ -288,6 +292,36 @@ func (a *Agent) projectConfigOp(ctx context.Context, h wire.Header, s tunnel.Str
 	}
 	pc, err := a.sup.ProjectConfig(p.WorkspaceRef, p.Tenant)
 	wire.Respond(s, pc, err)
+}
+
+func (a *Agent) activityOp(ctx context.Context, h wire.Header, s tunnel.Stream) {
+	act, err := a.sup.Activity(h.RunRef)
+	wire.Respond(s, act, err)
+}
+
+func (a *Agent) subAgentOp(ctx context.Context, h wire.Header, s tunnel.Stream) {
+	var p proto.RunSubAgent
+	if err := params(h, &p); err != nil {
+		wire.Respond(s, nil, err)
+		return
+	}
+	t, err := a.sup.SubAgent(h.RunRef, p.Agent)
+	wire.Respond(s, t, err)
+}
+
+func (a *Agent) messagesOp(ctx context.Context, h wire.Header, s tunnel.Stream) {
+	var p proto.RunMessages
+	if err := params(h, &p); err != nil {
+		wire.Respond(s, nil, err)
+		return
+	}
+	q, err := url.ParseQuery(p.Query)
+	if err != nil {
+		wire.Respond(s, nil, &wire.Error{Status: http.StatusBadRequest, Code: "invalid_parameter", Message: "the query string does not parse: " + err.Error()})
+		return
+	}
+	out, err := a.sup.Messages(h.RunRef, q)
+	wire.Respond(s, out, err)
 }
 
 func (a *Agent) handoffPreviewOp(ctx context.Context, h wire.Header, s tunnel.Stream) {

@@ -93,6 +93,11 @@ func (r *run) start(ctx context.Context, d cliruntime.Driver, spec cliruntime.La
 		r.ring.End(apitypes.ReasonSpawnFailed)
 		return nil
 	}
+	// A new launch of the tool clears the previous window report (R-ACT-7).
+	r.live.Launch()
+	r.mu.Lock()
+	r.rec.Window = nil
+	r.mu.Unlock()
 	// Live from the spawn on, not from the first output (R-RC-3).
 	if err := r.ring.Reopen(); err != nil {
 		s.o.Logf("supervisor: run %s: ring: %v", r.ref, err)
@@ -291,6 +296,7 @@ func (g *generation) read(rd io.Reader, stream ring.Stream, observe bool) {
 }
 
 func (g *generation) observe(line []byte) []cliruntime.Event {
+	g.r.live.Observe(line)
 	g.mu.Lock()
 	st := g.sess.Observe(line)
 	g.mu.Unlock()

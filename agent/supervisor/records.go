@@ -7,6 +7,7 @@ import (
 
 	bbolt "go.etcd.io/bbolt"
 
+	"github.com/olivares-dev/olivares/agent/transcript"
 	"github.com/olivares-dev/olivares/shared/apitypes"
 )
 
@@ -82,6 +83,10 @@ type record struct {
 	FailReason    string `json:"fail_reason,omitempty"`
 
 	Limit *apitypes.Limit `json:"limit,omitempty"`
+	// Window is Claude Code's last window report (its result frame's
+	// modelUsage), kept across a stop and cleared by a new launch
+	// (R-ACT-7).
+	Window *transcript.WindowReport `json:"window,omitempty"`
 
 	// Released: cleanup succeeded (R-CLN-3/5, R-CLN-9); the run takes no
 	// new generation and may be deleted.

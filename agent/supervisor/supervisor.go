@@ -31,6 +31,7 @@ import (
 	"github.com/olivares-dev/olivares/agent/ledger"
 	"github.com/olivares-dev/olivares/agent/ring"
 	"github.com/olivares-dev/olivares/agent/sessions"
+	"github.com/olivares-dev/olivares/agent/transcript"
 	"github.com/olivares-dev/olivares/shared/apitypes"
 	"github.com/olivares-dev/olivares/shared/sessions/cliruntime"
 	"github.com/olivares-dev/olivares/shared/wire"
@@ -99,6 +100,9 @@ type Supervisor struct {
 	runs    map[string]*run
 	lastRev uint64
 
+	// tcache indexes the native transcripts activity and messages read.
+	tcache *transcript.Cache
+
 	wg      sync.WaitGroup // generation goroutines
 	spawnMu sync.RWMutex   // held (read) by a spawn; Close takes it to wait for them
 }
@@ -114,6 +118,10 @@ type run struct {
 	mu  sync.Mutex // guards rec and gen
 	rec record
 	gen *generation // the live generation; nil when not live
+
+	// live observes the stdout of Claude Code and Codex runs for activity
+	// (window report, task progress, plans); set when the run is loaded.
+	live *transcript.Live
 
 	inputs     int // accepted inputs not yet in the ledger
 	inputsBusy bool
@@ -150,7 +158,7 @@ func Open(o Options) (*Supervisor, error) {
 	if err := createBuckets(o.DB); err != nil {
 		return nil, err
 	}
-	s := &Supervisor{o: o, closing: make(chan struct{}), runs: map[string]*run{}}
+	s := &Supervisor{o: o, closing: make(chan struct{}), runs: map[string]*run{}, tcache: transcript.NewCache(0, 0)}
 	recs, err := loadAll[record](o.DB, bucketRuns)
 	if err != nil {
 		return nil, err
@@ -161,6 +169,7 @@ func Open(o Options) (*Supervisor, error) {
 			return nil, err
 		}
 		r := &run{s: s, ref: rec.RunRef, ring: rg, rec: rec}
+		r.newLive()
 		s.runs[rec.RunRef] = r
 		s.lastRev = max(s.lastRev, rec.Rev)
 		// A run still at generation 0 was being launched: the agent died
@@ -415,6 +424,7 @@ func (s *Supervisor) Launch(ctx context.Context, p LaunchParams) (apitypes.Run, 
 		TemplateRef: p.TemplateRef, HandoffOf: p.HandoffOf, CreatedAt: time.Now().UTC(), Ended: true,
 	}}
 	r.rec.Rev = s.rev()
+	r.newLive()
 	r.op.Lock()
 	defer r.op.Unlock()
 	s.mu.Lock()

@@ -30,6 +30,9 @@ const (
 	OpRunMove         = "run.move"            // RunMove → apitypes.Run (re-attached, nothing started)
 	OpRunDiff         = "run.diff"            // → apitypes.Diff
 	OpHandoffPreview  = "run.handoff_preview" // → apitypes.HandoffPreview
+	OpRunActivity     = "run.activity"        // → transcript.Activity (JSON passed through)
+	OpRunSubAgent     = "run.activity_agent"  // RunSubAgent → transcript.SubAgentTurns
+	OpRunMessages     = "run.messages"        // RunMessages → transcript.MessagesPage or MessageRead
 	OpHandoff         = "run.handoff"         // RunHandoff → apitypes.HandoffResponse
 	OpRunDiffFile     = "run.diff_file"       // RunDiffFile → apitypes.FileDiff
 
@@ -137,6 +140,17 @@ type RunHandoff struct {
 	Summary      *string `json:"summary,omitempty"`
 	SetupRefusal string  `json:"setup_refusal,omitempty"`
 	Gate
+}
+
+// RunSubAgent names the sub-agent of GET /runs/{ref}/activity/agents/{agent}.
+type RunSubAgent struct {
+	Agent string `json:"agent"`
+}
+
+// RunMessages carries GET /runs/{ref}/messages's query string as the
+// caller sent it; the node checks it (R-MSG-16).
+type RunMessages struct {
+	Query string `json:"query"`
 }
 
 // RunDiffFile names the path of GET /runs/{ref}/diff/file.

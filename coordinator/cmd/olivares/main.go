@@ -113,6 +113,15 @@ Usage:
       Stop the session, write its transcript under the target profile and start
       a new run there (any tool) whose first turn is the summary and the
       transcript's path.
+  olivares session activity REF [--agent ID] [--json]
+      What the run is doing, read on its node from the tool's own transcript
+      (Claude Code, Codex): sub-agents, tasks, todos, files, the model and how
+      full its context is. --agent prints one Claude Code sub-agent's turns.
+  olivares session messages REF [--role user|all] [--q TEXT] [--at T] [--order asc|desc]
+                            [--limit N] [--cursor ID] [--text] [--all] [--json]
+  olivares session messages REF --id N [--json]
+      What was said in the run: what people sent (--role all adds the tool's
+      replies), first lines, or texts with --text (clipped at 64 KiB).
   olivares session approve REF [--json]  let a launch or resume its profile holds go on (a person, admin)
   olivares session attach REF [--from N] [--raw]
       Stream the run's output: stdout and pty frames to stdout, stderr frames

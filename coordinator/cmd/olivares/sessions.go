@@ -63,6 +63,8 @@ type cmdOpts struct {
 	discard, snoozed bool
 	all              bool
 	auditFilter      map[string]string
+	agent            string
+	messages         messagesFlags
 }
 
 // commands lists each command with its positional argument, if any.
@@ -83,6 +85,7 @@ func knownCommand(cmd string) bool {
 }
 
 func (o *cmdOpts) define(cmd string, fs *flag.FlagSet) {
+	o.defineActivity(cmd, fs)
 	switch cmd {
 	case "profile add":
 		fs.StringVar(&o.node, "node", "", "node id the profile lives on")
@@ -306,6 +309,9 @@ func runSessions(ctx context.Context, cl *client, cmd string, pos []string, o *c
 		return err
 	}
 	if ok, err := runVault(ctx, cl, cmd, arg, o, os.Stdin, out, emit); ok {
+		return err
+	}
+	if ok, err := runActivity(ctx, cl, cmd, arg, o, out, emit); ok {
 		return err
 	}
 	if cmd == "audit list" || cmd == "audit verify" {
