@@ -248,14 +248,16 @@ func (s *session) Observe(line []byte) cliruntime.Step {
 	for n > 0 && (line[n-1] == '\n' || line[n-1] == '\r') {
 		n--
 	}
-	raw := append(json.RawMessage(nil), line[:n]...)
+	// Events keep a copy of their line; most lines (session/update) make
+	// none, and are not copied.
+	raw := func() json.RawMessage { return append(json.RawMessage(nil), line[:n]...) }
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {
 	case m.IsResponse():
-		return s.responseLocked(m, raw)
+		return s.responseLocked(m, raw())
 	case m.IsRequest():
-		return s.agentRequestLocked(m, raw)
+		return s.agentRequestLocked(m, raw())
 	case m.IsNotification():
 		return s.notificationLocked(m, raw)
 	}
@@ -448,7 +450,7 @@ func (s *session) initializedLocked(m jsonrpc.Message, raw json.RawMessage) clir
 // outlasts the load's response. Every other notification (session/update
 // above all) is the conversation itself; the attach stream shows it as it
 // is.
-func (s *session) notificationLocked(m jsonrpc.Message, raw json.RawMessage) cliruntime.Step {
+func (s *session) notificationLocked(m jsonrpc.Message, raw func() json.RawMessage) cliruntime.Step {
 	if !s.replaying || s.replayEnd == "" || s.marked || m.Method != "session/update" {
 		return cliruntime.Step{}
 	}
@@ -466,7 +468,7 @@ func (s *session) notificationLocked(m jsonrpc.Message, raw json.RawMessage) cli
 		return cliruntime.Step{} // the response ends it
 	}
 	s.replaying = false
-	return merge(step(cliruntime.Event{Kind: cliruntime.EventReplayEnded, ConversationID: s.resumeID, Raw: raw}), s.flushLocked())
+	return merge(step(cliruntime.Event{Kind: cliruntime.EventReplayEnded, ConversationID: s.resumeID, Raw: raw()}), s.flushLocked())
 }
 
 type permissionOption struct {
