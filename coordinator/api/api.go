@@ -75,9 +75,45 @@ func New(o Options) *Server {
 	e.GET("/metrics", s.metrics)
 
 	for _, r := range s.routes() {
-		e.Add(r.Method, r.Path, r.handler, s.authorize(r.Perm))
+		e.Add(r.Method, r.Path, r.handler, s.authorize(r.Perm), s.lookupFirst(r.Path))
 	}
 	return s
+}
+
+// lookupFirst resolves a route's {ref} in the caller's tenant before the
+// handler reads the request: an unknown or other tenant's run, workspace
+// or profile is 404 whatever the body or query holds (R-API-3: lookup
+// before validation; R-TEN-3).
+func (s *Server) lookupFirst(path string) echo.MiddlewareFunc {
+	var lookup func(c echo.Context, ref string) error
+	switch {
+	case strings.Contains(path, "/runs/:ref"):
+		lookup = func(c echo.Context, ref string) error {
+			_, err := s.runInTenant(c.Request().Context(), CallerOf(c).Tenant, ref)
+			return err
+		}
+	case strings.Contains(path, "/workspaces/:ref"):
+		lookup = func(c echo.Context, ref string) error {
+			_, err := s.workspaceInTenant(c, ref)
+			return err
+		}
+	case strings.Contains(path, "/profiles/:ref"):
+		lookup = func(c echo.Context, ref string) error {
+			_, err := s.profileInTenant(c.Request().Context(), CallerOf(c).Tenant, ref)
+			return err
+		}
+	}
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		if lookup == nil {
+			return next
+		}
+		return func(c echo.Context) error {
+			if err := lookup(c, c.Param("ref")); err != nil {
+				return err
+			}
+			return next(c)
+		}
+	}
 }
 
 // Route is one authorized route: the authorizer checks Perm before the
