@@ -111,10 +111,11 @@ type AgentProc struct {
 	config     string // the agent binary
 	configFile string
 
-	mu   sync.Mutex
-	cmd  *exec.Cmd
-	out  *syncBuffer
-	done chan error
+	mu      sync.Mutex
+	cmd     *exec.Cmd
+	out     *syncBuffer
+	done    chan error
+	started time.Time // when this process was started
 }
 
 // StartAgentProcess enrolls a node through the real join-token flow and
@@ -189,7 +190,7 @@ func (a *AgentProc) Start() {
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	a.mu.Lock()
-	a.cmd, a.out, a.done = cmd, out, done
+	a.cmd, a.out, a.done, a.started = cmd, out, done, time.Now()
 	a.mu.Unlock()
 }
 
@@ -222,12 +223,19 @@ func (a *AgentProc) Kill() {
 }
 
 // AwaitConnected waits until the coordinator has a live tunnel from a.
+//
+// It waits for a tunnel the current process dialed: after a Kill and a
+// Start, the coordinator may still hold the killed process's QUIC session
+// until its heartbeats time out.
 func (a *AgentProc) AwaitConnected(d time.Duration) fleet.Link {
 	a.t.Helper()
+	a.mu.Lock()
+	started := a.started
+	a.mu.Unlock()
 	var l fleet.Link
 	Await(a.t, d, "node "+a.ID+" to connect\n"+a.Output(), func() bool {
 		l = a.env.Fleet().Link(a.ID)
-		return l.Connected
+		return l.Connected && !l.ConnectedSince.Before(started)
 	})
 	return l
 }
