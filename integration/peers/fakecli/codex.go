@@ -271,6 +271,8 @@ func (c *codex) turnStart(id json.RawMessage, params json.RawMessage) {
 		"status": "inProgress", "error": nil, "startedAt": nil, "completedAt": nil, "durationMs": nil}})
 	earlier := append([]string(nil), t.history...)
 	t.history = append(t.history, text)
+	c.rollout(t, "event_msg", map[string]any{"type": "task_started", "turn_id": turn.id, "model_context_window": 258400})
+	c.rollout(t, "turn_context", map[string]any{"cwd": t.cwd, "approval_policy": "never", "model": "fake-model"})
 	c.rollout(t, "response_item", map[string]any{"type": "message", "role": "user", "content": []map[string]string{{"type": "input_text", "text": text}}})
 	go c.runTurn(t, turn, text, earlier, turn.cancel)
 }
@@ -359,6 +361,9 @@ func (c *codex) runTurn(t *codexThread, turn *codexTurn, text string, earlier []
 	c.notify("account/rateLimits/updated", map[string]any{"rateLimits": map[string]any{"limitId": "codex", "primary": nil, "secondary": nil}})
 	c.mu.Lock()
 	c.rollout(t, "response_item", map[string]any{"type": "message", "role": "assistant", "content": []map[string]string{{"type": "output_text", "text": reply}}})
+	usage := map[string]int{"input_tokens": 1, "cached_input_tokens": 0, "output_tokens": 1, "reasoning_output_tokens": 0, "total_tokens": 2}
+	c.rollout(t, "event_msg", map[string]any{"type": "token_count", "info": map[string]any{"total_token_usage": usage,
+		"last_token_usage": usage, "model_context_window": 258400}, "rate_limits": nil})
 	c.mu.Unlock()
 	c.end(t, turn, "completed", nil, item, started)
 }

@@ -37,6 +37,11 @@
 //	limit        the turn ends on a usage limit (Claude and Codex shapes)
 //	env NAME     (codex) the reply is NAME=<its value in the environment>
 //	file NAME    (codex) the reply is NAME=<the content of the file at $NAME>
+//	work         (claude) a turn that uses tools: a foreground sub-agent with
+//	             its own transcript, a command, a todo list, a new file, a
+//	             skill and an MCP tool, each with its result, as Claude Code
+//	             2.1.328 records them; the last request used 34000 tokens
+//	work ambiguous  the same, with a window report naming the model twice
 //
 // Anything else is answered "pong: <text>".
 package main
@@ -183,7 +188,7 @@ func (p *peer) logCall(rec map[string]any) {
 
 // special is a parsed driving input.
 type special struct {
-	kind string // "", flood, stderr, exit, slow, ignore-term, history, limit, env, file
+	kind string // "", flood, stderr, exit, slow, ignore-term, history, limit, env, file, work
 	n    int
 	arg  string
 }
@@ -204,6 +209,10 @@ func parseSpecial(text string) special {
 	case "slow", "ignore-term", "history", "limit":
 		if rest == "" {
 			return special{kind: word}
+		}
+	case "work":
+		if rest == "" || rest == "ambiguous" {
+			return special{kind: word, arg: rest}
 		}
 	}
 	return special{}

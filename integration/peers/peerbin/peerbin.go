@@ -22,7 +22,7 @@ var (
 )
 
 // Tools are the names the peer answers to.
-var Tools = []string{"claude", "codex", "grok"}
+var Tools = []string{"claude", "codex", "grok", "gemini", "opencode"}
 
 // Dir returns the directory holding fakecli and its claude, codex and grok
 // links, building it on first use.
