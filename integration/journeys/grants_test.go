@@ -106,12 +106,12 @@ func TestGrantsReachTheToolAndTaintTheRun(t *testing.T) {
 	}
 }
 
-// R-HW-1..6: a Grok session resumed after a tainted launch does not stream
-// the history its tool replays at resume; exactly one olivares_notice
-// history_withheld stands at the seq where the replay began, and output
-// after it streams normally. An untainted resume replays as before.
-func TestHistoryWithheldAfterTaintedLaunch(t *testing.T) {
-	f := setup(t, "quic", integration.ProcOptions{})
+// historyWithheld is J08's last step (R-HW-1..6): a Grok session resumed
+// after a tainted launch does not stream the history its tool replays at
+// resume; exactly one olivares_notice history_withheld stands at the seq
+// where the replay began, and output after it streams normally. An
+// untainted resume replays as before.
+func historyWithheld(t *testing.T, f *fixture) {
 	v := "grok-token"
 	var sec apitypes.Secret
 	f.admin.Must(http.StatusCreated, http.MethodPost, "/v1/m/sessions/vault/secrets", apitypes.SecretCreate{Name: "k", Value: &v}, &sec)

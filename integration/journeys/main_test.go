@@ -54,6 +54,11 @@ func setupEnv(t *testing.T, transport string, eo integration.Options, o integrat
 	env := integration.NewEnv(t, eo)
 	o.Transport = transport
 	a := env.StartAgentProcess(o)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("agent output:\n%s", a.Output())
+		}
+	})
 	a.AwaitConnected(wait)
 	f := &fixture{t: t, env: env, agent: a,
 		admin:    env.Client(env.AdminToken),

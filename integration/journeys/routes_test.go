@@ -75,7 +75,7 @@ func TestRunRouteRefusals(t *testing.T) {
 	check(op, http.MethodPost, "/v1/m/sessions/workspaces", apitypes.WorkspaceCreate{NodeID: f.agent.ID, Path: f.wsDir, Name: "z"}, http.StatusForbidden, "permission_denied")
 	// Profiles: an env that sets a variable derived from the home.
 	check(f.admin, http.MethodPost, "/v1/m/sessions/profiles", apitypes.ProfileCreate{NodeID: f.agent.ID, Tool: "codex", Name: "bad", Env: map[string]string{"CODEX_HOME": "/tmp"}}, http.StatusBadRequest, "bad_env")
-	check(f.admin, http.MethodPost, "/v1/m/sessions/profiles", apitypes.ProfileCreate{NodeID: f.agent.ID, Tool: "gemini", Name: "g"}, http.StatusBadRequest, "unknown_tool")
+	check(f.admin, http.MethodPost, "/v1/m/sessions/profiles", apitypes.ProfileCreate{NodeID: f.agent.ID, Tool: "aider", Name: "g"}, http.StatusBadRequest, "unknown_tool")
 	// A profile whose tool is not on the node's PATH: 422 at launch.
 	var noTool apitypes.Profile
 	f.admin.Must(http.StatusCreated, http.MethodPost, "/v1/m/sessions/profiles", apitypes.ProfileCreate{NodeID: f.agent.ID, Tool: "codex", Name: "nopath", Env: map[string]string{"PATH": "/nonexistent"}}, &noTool)
