@@ -142,10 +142,13 @@ func (a *Anthropic) answer(w http.ResponseWriter, r *http.Request, req Request) 
 		text = "pong: " + req.Prompt
 	}
 	msgID := fmt.Sprintf("msg_fake_%d", n)
-	inTokens := 11
+	usage := Usage{InputTokens: 11}
+	if rep.Usage != nil {
+		usage = *rep.Usage
+	}
 	if !req.Stream {
 		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(anthropicMessage(msgID, model, text, rep.Tool, n, inTokens))
+		_ = json.NewEncoder(w).Encode(anthropicMessage(msgID, model, text, rep.Tool, n, usage))
 		return
 	}
 	w.Header().Set("Content-Type", "text/event-stream")
@@ -162,7 +165,7 @@ func (a *Anthropic) answer(w http.ResponseWriter, r *http.Request, req Request) 
 	ev("message_start", map[string]any{"type": "message_start", "message": map[string]any{
 		"id": msgID, "type": "message", "role": "assistant", "model": model, "content": []any{},
 		"stop_reason": nil, "stop_sequence": nil,
-		"usage": map[string]any{"input_tokens": inTokens, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0, "output_tokens": 1},
+		"usage": usage.json(1),
 	}})
 	stop := "end_turn"
 	if rep.Tool != nil {
@@ -196,7 +199,7 @@ func (a *Anthropic) answer(w http.ResponseWriter, r *http.Request, req Request) 
 }
 
 // anthropicMessage is the non-streamed answer.
-func anthropicMessage(id, model, text string, tool *ToolCall, n, inTokens int) map[string]any {
+func anthropicMessage(id, model, text string, tool *ToolCall, n int, usage Usage) map[string]any {
 	content := []any{map[string]any{"type": "text", "text": text}}
 	stop := "end_turn"
 	if tool != nil {
@@ -207,7 +210,7 @@ func anthropicMessage(id, model, text string, tool *ToolCall, n, inTokens int) m
 	}
 	return map[string]any{"id": id, "type": "message", "role": "assistant", "model": model, "content": content,
 		"stop_reason": stop, "stop_sequence": nil,
-		"usage": map[string]any{"input_tokens": inTokens, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0, "output_tokens": 5}}
+		"usage": usage.json(5)}
 }
 
 func toolID(t *ToolCall, prefix string, n int) string {
@@ -267,4 +270,9 @@ func AnthropicServerError() Reply {
 	return Reply{Status: http.StatusInternalServerError,
 		Header: http.Header{"X-Should-Retry": {"false"}},
 		Body:   `{"type":"error","error":{"type":"api_error","message":"fake: internal server error"}}`}
+}
+
+func (u Usage) json(output int) map[string]any {
+	return map[string]any{"input_tokens": u.InputTokens, "cache_creation_input_tokens": u.CacheCreationInputTokens,
+		"cache_read_input_tokens": u.CacheReadInputTokens, "output_tokens": output}
 }

@@ -38,6 +38,14 @@ type Reply struct {
 	// this error code (real-clis.md §2.5: rate_limit_exceeded gives Codex's
 	// rateLimitExceeded).
 	Failed string
+	// Usage (Anthropic only), when set, is the request's usage instead of
+	// 11 input tokens: what Claude Code's context meter reads.
+	Usage *Usage
+}
+
+// Usage is the input side of a Messages API usage object.
+type Usage struct {
+	InputTokens, CacheReadInputTokens, CacheCreationInputTokens int
 }
 
 // ToolCall is a tool call the model makes.
