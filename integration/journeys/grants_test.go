@@ -110,13 +110,18 @@ func TestGrantsReachTheToolAndTaintTheRun(t *testing.T) {
 // after a tainted launch does not stream the history its tool replays at
 // resume; exactly one olivares_notice history_withheld stands at the seq
 // where the replay began, and output after it streams normally. An
-// untainted resume replays as before.
+// untainted resume replays as before. Gemini CLI and OpenCode replay at
+// session/load like Grok, each with its own end of the replay.
 func historyWithheld(t *testing.T, f *fixture) {
 	v := "grok-token"
 	var sec apitypes.Secret
 	f.admin.Must(http.StatusCreated, http.MethodPost, "/v1/m/sessions/vault/secrets", apitypes.SecretCreate{Name: "k", Value: &v}, &sec)
-	for _, tainted := range []bool{true, false} {
-		p := f.profile("grok")
+	for _, c := range []struct {
+		tool    string
+		tainted bool
+	}{{"grok", true}, {"grok", false}, {"gemini", true}, {"opencode", true}} {
+		tool, tainted := c.tool, c.tainted
+		p := f.profile(tool)
 		req := apitypes.LaunchRequest{ProviderProfileRef: p.Ref, WorkspaceRef: f.ws.Ref}
 		if tainted {
 			req.Grants = []apitypes.Grant{{Kind: apitypes.GrantRepositoryCredential, SecretRef: sec.Ref, Env: "GIT_TOKEN"}}
@@ -157,10 +162,10 @@ func historyWithheld(t *testing.T, f *fixture) {
 			}
 		}
 		if tainted && (notices != 1 || replayed != 0 || !after) {
-			t.Fatalf("tainted resume: %d notices, %d replayed mentions, output after: %v; want 1, 0, true", notices, replayed, after)
+			t.Fatalf("%s tainted resume: %d notices, %d replayed mentions, output after: %v; want 1, 0, true", tool, notices, replayed, after)
 		}
 		if !tainted && (notices != 0 || replayed == 0 || !after) {
-			t.Fatalf("untainted resume: %d notices, %d replayed mentions, output after: %v; want 0, >0, true", notices, replayed, after)
+			t.Fatalf("%s untainted resume: %d notices, %d replayed mentions, output after: %v; want 0, >0, true", tool, notices, replayed, after)
 		}
 	}
 }

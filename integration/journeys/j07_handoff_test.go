@@ -147,3 +147,42 @@ func TestJ07Handoff(t *testing.T) {
 		f.post(f.operator, http.StatusOK, r, "stop", nil, nil)
 	}
 }
+
+// R-HOF-1, R-HOF-8..13 for the ACP tools: a Gemini CLI session and an
+// OpenCode session (fakecli, writing their native records) preview and
+// hand off to Claude Code, the conversation read from the source tool's
+// own files (Gemini's chat log, OpenCode's export).
+func TestHandoffFromGeminiAndOpenCode(t *testing.T) {
+	f := setup(t, "yamux", integration.ProcOptions{})
+	claude := f.profile("claude")
+	for _, tool := range []string{"gemini", "opencode"} {
+		src := f.launch(f.profile(tool))
+		s := f.viewer.Attach(src.RunRef, "")
+		f.post(f.operator, http.StatusAccepted, src.RunRef, "input", integration.Text("port the lexer to "+tool), nil)
+		s.UntilOutput("pong: port the lexer", wait)
+		s.Close()
+		f.operator.AwaitRun(src.RunRef, wait, "idle", func(r apitypes.Run) bool { return r.State == apitypes.StateIdle && r.ConversationID != "" })
+		var pv apitypes.HandoffPreview
+		f.viewer.Must(http.StatusOK, http.MethodGet, runURL(src.RunRef, "handoff"), nil, &pv)
+		if pv.SourceDriver != tool || pv.Turns < 2 || !strings.Contains(pv.Summary, "port the lexer to "+tool) {
+			t.Fatalf("%s preview: %+v", tool, pv)
+		}
+		var res apitypes.HandoffResponse
+		got := f.operator.Call(http.MethodPost, runURL(src.RunRef, "handoff"), apitypes.HandoffRequest{ProviderProfileRef: claude.Ref})
+		if got.Status != http.StatusCreated {
+			t.Fatalf("%s handoff: %d %s", tool, got.Status, got.Body)
+		}
+		got.JSON(t, &res)
+		if res.SummaryState != "delivered" || res.HandoffOf != src.RunRef {
+			t.Fatalf("%s handoff: %+v", tool, res)
+		}
+		body, err := os.ReadFile(filepath.Join(claude.Home, ".claude", "olivares-handoffs", res.RunRef+".md"))
+		if err != nil || !strings.Contains(string(body), "pong: port the lexer to "+tool) {
+			t.Fatalf("%s transcript: %v %q", tool, err, body)
+		}
+		if now := f.viewer.Run(src.RunRef); now.State != apitypes.StateStopped {
+			t.Fatalf("%s source is %s after the handoff", tool, now.State)
+		}
+		f.post(f.operator, http.StatusOK, res.RunRef, "stop", nil, nil)
+	}
+}

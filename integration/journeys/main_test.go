@@ -71,13 +71,18 @@ func setupEnv(t *testing.T, transport string, eo integration.Options, o integrat
 	return f
 }
 
-// profile creates a profile of tool with a fresh home (R-DRV-5).
+// profile creates a profile of tool with a fresh home (R-DRV-5). A gemini
+// profile gets an API key, the fake's (and the real CLI's) simplest auth.
 func (f *fixture) profile(tool string) apitypes.Profile {
 	f.t.Helper()
 	var p apitypes.Profile
 	home := filepath.Join(f.t.TempDir(), "home")
+	var env map[string]string
+	if tool == "gemini" {
+		env = map[string]string{"GEMINI_API_KEY": "test"}
+	}
 	f.admin.Must(http.StatusCreated, http.MethodPost, "/v1/m/sessions/profiles",
-		apitypes.ProfileCreate{NodeID: f.agent.ID, Tool: tool, Name: fmt.Sprintf("%s-%d", tool, time.Now().UnixNano()), Home: home}, &p)
+		apitypes.ProfileCreate{NodeID: f.agent.ID, Tool: tool, Name: fmt.Sprintf("%s-%d", tool, time.Now().UnixNano()), Home: home, Env: env}, &p)
 	return p
 }
 
