@@ -216,7 +216,7 @@ func setupRuns(ctx context.Context, c *coordd.Coordinator, a *agentd.Agent, step
 		return err
 	}
 	for _, cli := range a.Status(ctx).Capabilities.CLIs {
-		if have[cli.Name] || (cli.Name != "claude" && cli.Name != "codex" && cli.Name != "grok") {
+		if have[cli.Name] { // every CLI the agent looks for is a launchable tool
 			continue
 		}
 		p, err := c.API.CreateProfile(ctx, Tenant, apitypes.ProfileCreate{NodeID: a.NodeID(), Tool: cli.Name, Name: cli.Name, Home: home})
