@@ -73,7 +73,7 @@ func (s *Supervisor) CreateProfile(p ProfileParams) (apitypes.Profile, error) {
 	case !refRE.MatchString(p.Ref) || p.Tenant == "":
 		return apitypes.Profile{}, errf(http.StatusBadRequest, "bad_request", "profile ref %q or tenant is malformed", p.Ref)
 	case d == nil:
-		return apitypes.Profile{}, errf(http.StatusBadRequest, "unknown_tool", "tool %q is not one this agent drives; use claude, codex or grok", p.Tool)
+		return apitypes.Profile{}, errf(http.StatusBadRequest, "unknown_tool", "tool %q is not one this agent drives; use claude, codex, grok, gemini or opencode", p.Tool)
 	case !nameRE.MatchString(p.Name):
 		return apitypes.Profile{}, errf(http.StatusBadRequest, "bad_name", "profile name %q: use 1-64 letters, digits, '.', '_' or '-'", p.Name)
 	}

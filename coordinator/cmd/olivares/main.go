@@ -50,7 +50,7 @@ Usage:
   olivares node show ID [--json]
   olivares node revoke ID [--json]      cut the node off now and for good (admin)
 
-  olivares profile add --node ID --tool claude|codex|grok --name NAME [--home DIR]
+  olivares profile add --node ID --tool claude|codex|grok|gemini|opencode --name NAME [--home DIR]
                        [--env K=V ...] [--json]
       Register a provider profile: one account/config home of one tool on one
       node. Env values stay on the node; only their names are shown again.

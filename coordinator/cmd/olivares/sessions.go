@@ -89,7 +89,7 @@ func (o *cmdOpts) define(cmd string, fs *flag.FlagSet) {
 	switch cmd {
 	case "profile add":
 		fs.StringVar(&o.node, "node", "", "node id the profile lives on")
-		fs.StringVar(&o.tool, "tool", "", "claude, codex or grok")
+		fs.StringVar(&o.tool, "tool", "", "claude, codex, grok, gemini or opencode")
 		fs.StringVar(&o.name, "name", "", "profile name")
 		fs.StringVar(&o.home, "home", "", "config home directory on the node (default: the tool's own)")
 		fs.Var(&o.env, "env", "K=V environment for the tool, repeatable; values stay on the node")

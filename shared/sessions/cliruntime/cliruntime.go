@@ -36,13 +36,15 @@ const (
 // LaunchSpec is what a driver needs to build a command line and a Session.
 type LaunchSpec struct {
 	// Binary is the program. When empty it is the tool's own name ("claude",
-	// "codex", "grok"), which the runner looks up in the child's PATH, never
-	// in the agent's.
+	// "codex", "grok", "gemini", "opencode"), which the runner looks up in
+	// the child's PATH, never in the agent's.
 	Binary string `json:"binary,omitempty"`
 	// Home is the provider profile's home, an absolute path. It becomes the
 	// child's HOME, and the tool's config home lives under it
 	// (CLAUDE_CONFIG_DIR=Home/.claude, CODEX_HOME=Home/.codex,
-	// GROK_HOME=Home/.grok). The driver never creates it.
+	// GROK_HOME=Home/.grok, GEMINI_CLI_HOME=Home: Gemini CLI keeps
+	// Home/.gemini; OpenCode keeps its XDG directories under Home). The
+	// driver never creates it.
 	Home string `json:"home"`
 	// Workdir is the directory the tool works in (the worktree for worktree
 	// runs, R-RES-3), an absolute path. It is the child's working directory
