@@ -214,8 +214,16 @@ func (a *AgentProc) Kill() {
 	a.mu.Lock()
 	cmd, done := a.cmd, a.done
 	a.mu.Unlock()
-	if cmd == nil || cmd.ProcessState != nil {
+	if cmd == nil {
 		return
+	}
+	// Exited already (a test ended it with SIGTERM, say)? done says so
+	// without a race on cmd.ProcessState, which Wait writes.
+	select {
+	case err := <-done:
+		done <- err
+		return
+	default:
 	}
 	cmd.Process.Signal(syscall.SIGKILL)
 	err := <-done
