@@ -39,7 +39,9 @@ func start(t *testing.T, env []string, bin string, args ...string) *proc {
 	}
 	go func() { p.done <- cmd.Wait() }()
 	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
+		select {
+		case <-p.done: // exited already; whoever read done put it back
+		default:
 			cmd.Process.Kill() // only the pid we started
 			<-p.done
 		}
@@ -53,6 +55,7 @@ func (p *proc) interrupt(t *testing.T) {
 	p.cmd.Process.Signal(syscall.SIGINT)
 	select {
 	case err := <-p.done:
+		p.done <- err
 		if err != nil {
 			t.Fatalf("%s after SIGINT: %v\n%s", p.cmd.Path, err, p.out)
 		}
