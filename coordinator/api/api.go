@@ -83,24 +83,20 @@ func New(o Options) *Server {
 // lookupFirst resolves a route's {ref} in the caller's tenant before the
 // handler reads the request: an unknown or other tenant's run, workspace
 // or profile is 404 whatever the body or query holds (R-API-3: lookup
-// before validation; R-TEN-3).
+// before validation; R-TEN-3). The handler takes what it found from
+// refRun, refWorkspace or refProfile instead of reading the store again.
 func (s *Server) lookupFirst(path string) echo.MiddlewareFunc {
-	var lookup func(c echo.Context, ref string) error
+	var lookup func(c echo.Context) (any, error)
 	switch {
 	case strings.Contains(path, "/runs/:ref"):
-		lookup = func(c echo.Context, ref string) error {
-			_, err := s.runInTenant(c.Request().Context(), CallerOf(c).Tenant, ref)
-			return err
+		lookup = func(c echo.Context) (any, error) {
+			return s.runInTenant(c.Request().Context(), CallerOf(c).Tenant, c.Param("ref"))
 		}
 	case strings.Contains(path, "/workspaces/:ref"):
-		lookup = func(c echo.Context, ref string) error {
-			_, err := s.workspaceInTenant(c, ref)
-			return err
-		}
+		lookup = func(c echo.Context) (any, error) { return s.workspaceInTenant(c, c.Param("ref")) }
 	case strings.Contains(path, "/profiles/:ref"):
-		lookup = func(c echo.Context, ref string) error {
-			_, err := s.profileInTenant(c.Request().Context(), CallerOf(c).Tenant, ref)
-			return err
+		lookup = func(c echo.Context) (any, error) {
+			return s.profileInTenant(c.Request().Context(), CallerOf(c).Tenant, c.Param("ref"))
 		}
 	}
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
@@ -108,12 +104,41 @@ func (s *Server) lookupFirst(path string) echo.MiddlewareFunc {
 			return next
 		}
 		return func(c echo.Context) error {
-			if err := lookup(c, c.Param("ref")); err != nil {
+			v, err := lookup(c)
+			if err != nil {
 				return err
 			}
+			c.Set(refKey, v)
 			return next(c)
 		}
 	}
+}
+
+// refKey holds the {ref} lookupFirst resolved.
+const refKey = "olivares.ref"
+
+// refRun is the run of a /runs/:ref route, as lookupFirst found it.
+func (s *Server) refRun(c echo.Context) (apitypes.Run, error) {
+	if r, ok := c.Get(refKey).(apitypes.Run); ok {
+		return r, nil
+	}
+	return s.runInTenant(c.Request().Context(), CallerOf(c).Tenant, c.Param("ref"))
+}
+
+// refWorkspace is the workspace of a /workspaces/:ref route.
+func (s *Server) refWorkspace(c echo.Context) (apitypes.Workspace, error) {
+	if w, ok := c.Get(refKey).(apitypes.Workspace); ok {
+		return w, nil
+	}
+	return s.workspaceInTenant(c, c.Param("ref"))
+}
+
+// refProfile is the profile of a /profiles/:ref route.
+func (s *Server) refProfile(c echo.Context) (apitypes.Profile, error) {
+	if p, ok := c.Get(refKey).(apitypes.Profile); ok {
+		return p, nil
+	}
+	return s.profileInTenant(c.Request().Context(), CallerOf(c).Tenant, c.Param("ref"))
 }
 
 // Route is one authorized route: the authorizer checks Perm before the

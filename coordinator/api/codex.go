@@ -343,7 +343,7 @@ func (s *Server) codexArchive(c echo.Context) error {
 
 func (s *Server) codexBranch(c echo.Context) error {
 	ctx := c.Request().Context()
-	r, err := s.runInTenant(ctx, CallerOf(c).Tenant, c.Param("ref"))
+	r, err := s.refRun(c)
 	if err != nil {
 		return err
 	}

@@ -48,7 +48,7 @@ func (s *Server) handoffPreview(c echo.Context) error {
 func (s *Server) handoff(c echo.Context) error {
 	ctx := c.Request().Context()
 	tenant := CallerOf(c).Tenant
-	src, err := s.runInTenant(ctx, tenant, c.Param("ref"))
+	src, err := s.refRun(c)
 	if err != nil {
 		return err
 	}

@@ -168,7 +168,7 @@ func noBody(c echo.Context) error {
 func (s *Server) markRun(c echo.Context, fn func(*store.Marks)) (store.Marks, error) {
 	ctx := c.Request().Context()
 	cl := CallerOf(c)
-	r, err := s.runInTenant(ctx, cl.Tenant, c.Param("ref"))
+	r, err := s.refRun(c)
 	if err != nil {
 		return store.Marks{}, err
 	}
@@ -362,7 +362,7 @@ func (s *Server) unarchive(c echo.Context) error {
 // transaction (R-AUD-1) and answers the run.
 func (s *Server) updateMeta(c echo.Context, fn func(*store.RunMeta) *apitypes.AuditEntry) error {
 	ctx := c.Request().Context()
-	r, err := s.runInTenant(ctx, CallerOf(c).Tenant, c.Param("ref"))
+	r, err := s.refRun(c)
 	if err != nil {
 		return err
 	}
@@ -420,7 +420,7 @@ func (s *Server) deleteRun(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
-	r, err := s.runInTenant(ctx, CallerOf(c).Tenant, c.Param("ref"))
+	r, err := s.refRun(c)
 	if err != nil {
 		return err
 	}

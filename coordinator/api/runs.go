@@ -188,7 +188,7 @@ func (s *Server) profileInTenant(ctx context.Context, tenant, ref string) (apity
 }
 
 func (s *Server) getProfile(c echo.Context) error {
-	p, err := s.profileInTenant(c.Request().Context(), CallerOf(c).Tenant, c.Param("ref"))
+	p, err := s.refProfile(c)
 	if err != nil {
 		return err
 	}
@@ -210,7 +210,7 @@ func (s *Server) workspaceRefInTenant(ctx context.Context, tenant, ref string) (
 func (s *Server) updateProfile(c echo.Context) error {
 	ctx := c.Request().Context()
 	tenant := CallerOf(c).Tenant
-	p, err := s.profileInTenant(ctx, tenant, c.Param("ref"))
+	p, err := s.refProfile(c)
 	if err != nil {
 		return err
 	}
@@ -481,7 +481,7 @@ func (s *Server) freshRun(ctx context.Context, r apitypes.Run) apitypes.Run {
 
 func (s *Server) getRun(c echo.Context) error {
 	ctx := c.Request().Context()
-	r, err := s.runInTenant(ctx, CallerOf(c).Tenant, c.Param("ref"))
+	r, err := s.refRun(c)
 	if err != nil {
 		return err
 	}
@@ -490,7 +490,7 @@ func (s *Server) getRun(c echo.Context) error {
 
 func (s *Server) runEvents(c echo.Context) error {
 	ctx := c.Request().Context()
-	r, err := s.runInTenant(ctx, CallerOf(c).Tenant, c.Param("ref"))
+	r, err := s.refRun(c)
 	if err != nil {
 		return err
 	}
@@ -520,7 +520,7 @@ func (s *Server) runEvents(c echo.Context) error {
 // row, indexes it.
 func (s *Server) runCall(c echo.Context, op string, params, result any, timeout time.Duration) (apitypes.Run, error) {
 	ctx := c.Request().Context()
-	r, err := s.runInTenant(ctx, CallerOf(c).Tenant, c.Param("ref"))
+	r, err := s.refRun(c)
 	if err != nil {
 		return apitypes.Run{}, err
 	}
@@ -574,30 +574,42 @@ func (s *Server) stop(c echo.Context) error {
 }
 
 func (s *Server) resume(c echo.Context) error {
-	ctx := c.Request().Context()
-	r, err := s.runInTenant(ctx, CallerOf(c).Tenant, c.Param("ref"))
+	out, err := s.startGeneration(c, proto.OpRunResume)
 	if err != nil {
 		return err
 	}
-	grants, err := s.runGrants(ctx, r)
-	if err != nil {
-		return err
-	}
-	gate, err := s.gate(ctx, r.WorkspaceRef)
-	if err != nil {
-		return err
-	}
-	var out apitypes.Run
-	r, err = s.runCall(c, proto.OpRunResume, proto.RunResume{Grants: grants, Gate: gate}, &out, callTimeout)
-	if err != nil {
-		return err
-	}
-	out.NodeID, out.Tenant = r.NodeID, r.Tenant
 	status := http.StatusOK
 	if out.State == apitypes.StatePendingApproval {
 		status = http.StatusAccepted // held for a person (§2.10)
 	}
 	return s.respondRun(c, status, s.index(c.Request().Context(), out))
+}
+
+// startGeneration asks the node to start a new generation of the run
+// (resume, or approve of a held launch or resume): the run's grants are
+// handed out again and the workspace's approved project config is the
+// gate (§3.17, R-PCS-12).
+func (s *Server) startGeneration(c echo.Context, op string) (apitypes.Run, error) {
+	ctx := c.Request().Context()
+	r, err := s.refRun(c)
+	if err != nil {
+		return apitypes.Run{}, err
+	}
+	grants, err := s.runGrants(ctx, r)
+	if err != nil {
+		return apitypes.Run{}, err
+	}
+	gate, err := s.gate(ctx, r.WorkspaceRef)
+	if err != nil {
+		return apitypes.Run{}, err
+	}
+	var out apitypes.Run
+	r, err = s.runCall(c, op, proto.RunResume{Grants: grants, Gate: gate}, &out, callTimeout)
+	if err != nil {
+		return apitypes.Run{}, err
+	}
+	out.NodeID, out.Tenant = r.NodeID, r.Tenant
+	return out, nil
 }
 
 // launchStatus is 201 for a launched run and 202 for one its profile's
@@ -618,25 +630,10 @@ func (s *Server) approveRun(c echo.Context) error {
 	if err := noBody(c); err != nil {
 		return err
 	}
-	ctx := c.Request().Context()
-	r, err := s.runInTenant(ctx, CallerOf(c).Tenant, c.Param("ref"))
+	out, err := s.startGeneration(c, proto.OpRunApprove)
 	if err != nil {
 		return err
 	}
-	grants, err := s.runGrants(ctx, r)
-	if err != nil {
-		return err
-	}
-	gate, err := s.gate(ctx, r.WorkspaceRef)
-	if err != nil {
-		return err
-	}
-	var out apitypes.Run
-	r, err = s.runCall(c, proto.OpRunApprove, proto.RunResume{Grants: grants, Gate: gate}, &out, callTimeout)
-	if err != nil {
-		return err
-	}
-	out.NodeID, out.Tenant = r.NodeID, r.Tenant
 	return s.respondRun(c, http.StatusOK, s.index(c.Request().Context(), out))
 }
 
@@ -647,7 +644,7 @@ func (s *Server) approveRun(c echo.Context) error {
 // from=last+1 (R-RC-1).
 func (s *Server) attach(c echo.Context) error {
 	ctx := c.Request().Context()
-	r, err := s.runInTenant(ctx, CallerOf(c).Tenant, c.Param("ref"))
+	r, err := s.refRun(c)
 	if err != nil {
 		return err
 	}
@@ -755,7 +752,7 @@ func appendEvent(b []byte, f proto.AttachFrame) []byte {
 func (s *Server) move(c echo.Context) error {
 	ctx := c.Request().Context()
 	tenant := CallerOf(c).Tenant
-	r, err := s.runInTenant(ctx, tenant, c.Param("ref"))
+	r, err := s.refRun(c)
 	if err != nil {
 		return err
 	}

@@ -83,7 +83,7 @@ func (s *Server) workspaceInTenant(c echo.Context, ref string) (apitypes.Workspa
 }
 
 func (s *Server) getWorkspace(c echo.Context) error {
-	w, err := s.workspaceInTenant(c, c.Param("ref"))
+	w, err := s.refWorkspace(c)
 	if err != nil {
 		return err
 	}
@@ -106,7 +106,7 @@ func refuseAgent(c echo.Context) error {
 // putSetupCommand is R-SETUP-3/4: the exact UTF-8 text, at most 8192 bytes,
 // no NUL; empty clears. Nothing runs it (R-SETUP-2).
 func (s *Server) putSetupCommand(c echo.Context) error {
-	w, err := s.workspaceInTenant(c, c.Param("ref"))
+	w, err := s.refWorkspace(c)
 	if err != nil {
 		return err
 	}
@@ -184,7 +184,7 @@ func (s *Server) approveSetup(c echo.Context) error {
 	if err := refuseAgent(c); err != nil {
 		return err
 	}
-	w, err := s.workspaceInTenant(c, c.Param("ref"))
+	w, err := s.refWorkspace(c)
 	if err != nil {
 		return err
 	}
@@ -269,7 +269,7 @@ func projectConfigView(pc apitypes.ProjectConfig, st store.WorkspaceSettings) ap
 }
 
 func (s *Server) getProjectConfig(c echo.Context) error {
-	w, err := s.workspaceInTenant(c, c.Param("ref"))
+	w, err := s.refWorkspace(c)
 	if err != nil {
 		return err
 	}
@@ -291,7 +291,7 @@ func (s *Server) approveProjectConfig(c echo.Context) error {
 	if err := refuseAgent(c); err != nil {
 		return err
 	}
-	w, err := s.workspaceInTenant(c, c.Param("ref"))
+	w, err := s.refWorkspace(c)
 	if err != nil {
 		return err
 	}
