@@ -63,6 +63,11 @@ func respondLarge(s tunnel.Stream, v any) {
 		wire.Respond(s, nil, err)
 		return
 	}
+	respondBytes(s, b)
+}
+
+// respondBytes answers with b's size, then b as chunk frames.
+func respondBytes(s tunnel.Stream, b []byte) {
 	if wire.Respond(s, proto.CodexPayload{Bytes: len(b)}, nil) == nil {
 		proto.WriteChunks(s, b)
 	}
@@ -101,9 +106,7 @@ func (a *Agent) codexTurnsOp(ctx context.Context, h wire.Header, s tunnel.Stream
 		// R-CX-TRN-5: the page never crosses the tunnel.
 		wire.Respond(s, proto.CodexPayload{TooLarge: big}, nil)
 	default:
-		if wire.Respond(s, proto.CodexPayload{Bytes: len(page)}, nil) == nil {
-			proto.WriteChunks(s, page)
-		}
+		respondBytes(s, page)
 	}
 }
 
