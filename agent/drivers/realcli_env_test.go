@@ -16,40 +16,15 @@ import (
 	"github.com/olivares-dev/olivares/agent/drivers/codex"
 	"github.com/olivares-dev/olivares/agent/sessions"
 	"github.com/olivares-dev/olivares/integration/fakemodel"
+	"github.com/olivares-dev/olivares/integration/realcli"
 	"github.com/olivares-dev/olivares/shared/sessions/cliruntime"
-)
-
-// The real-binary battery (R-DRV-3..8) finds the CLIs in $OLIVARES_CLIS_BIN,
-// which scripts/test exports after scripts/install-clis; OLIVARES_REAL_CLI=1
-// turns a missing binary into a failure (R-DRV-8).
-const (
-	clisBinEnv = "OLIVARES_CLIS_BIN"
-	requireEnv = "OLIVARES_REAL_CLI"
 )
 
 // realBinDir returns the directory holding the named CLIs, or skips (fails
 // under OLIVARES_REAL_CLI=1) with the reason.
 func realBinDir(t *testing.T, names ...string) string {
 	t.Helper()
-	miss := func(format string, args ...any) {
-		t.Helper()
-		if os.Getenv(requireEnv) == "1" {
-			t.Fatalf(format+" (%s=1 makes that a failure)", append(args, requireEnv)...)
-		}
-		t.Skipf(format, args...)
-	}
-	dir := os.Getenv(clisBinEnv)
-	if dir == "" {
-		miss("%s is not set: run bash scripts/install-clis and export %s=<repo>/.clis/node_modules/.bin (scripts/test does both)", clisBinEnv, clisBinEnv)
-		return ""
-	}
-	for _, n := range names {
-		p := filepath.Join(dir, n)
-		if fi, err := os.Stat(p); err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
-			miss("no %s binary at %s (%v): run bash scripts/install-clis", n, p, err)
-		}
-	}
-	return dir
+	return realcli.BinDir(t, names...)
 }
 
 // realPath is the children's PATH: the CLIs' folder first (the agent looks

@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/olivares-dev/olivares/integration/realcli"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/golden: the fixtures from the real-binary tests, and the goldens")
@@ -24,8 +26,6 @@ var update = flag.Bool("update", false, "rewrite testdata/golden: the fixtures f
 // exports it after scripts/install-clis); OLIVARES_REAL_CLI=1 turns a missing
 // binary into a failure (R-DRV-8).
 const (
-	clisBinEnv = "OLIVARES_CLIS_BIN"
-	requireEnv = "OLIVARES_REAL_CLI"
 	// realDeadline bounds every wait on a real CLI: they start in 0.3–3.5 s
 	// on an idle 2-core machine (real-clis.md §5), and the machine is shared.
 	realDeadline = 90 * time.Second
@@ -35,25 +35,7 @@ const (
 // under OLIVARES_REAL_CLI=1) with the reason.
 func realBinDir(t *testing.T, names ...string) string {
 	t.Helper()
-	miss := func(format string, args ...any) {
-		t.Helper()
-		if os.Getenv(requireEnv) == "1" {
-			t.Fatalf(format+" (%s=1 makes that a failure)", append(args, requireEnv)...)
-		}
-		t.Skipf(format, args...)
-	}
-	dir := os.Getenv(clisBinEnv)
-	if dir == "" {
-		miss("%s is not set: run bash scripts/install-clis and export %s=<repo>/.clis/node_modules/.bin (scripts/test does both)", clisBinEnv, clisBinEnv)
-		return ""
-	}
-	for _, n := range names {
-		p := filepath.Join(dir, n)
-		if fi, err := os.Stat(p); err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
-			miss("no %s binary at %s (%v): run bash scripts/install-clis", n, p, err)
-		}
-	}
-	return dir
+	return realcli.BinDir(t, names...)
 }
 
 // profile is a fresh profile home and working directory (R-DRV-5), and the

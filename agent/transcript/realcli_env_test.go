@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/olivares-dev/olivares/integration/fakemodel"
+	"github.com/olivares-dev/olivares/integration/realcli"
 )
 
 // The real-binary tests run Claude Code 2.1.328 and Codex 0.169.0 through
@@ -27,8 +28,6 @@ import (
 // and skip with the reason when it is unset or a binary is absent, unless
 // OLIVARES_REAL_CLI=1, which makes that a failure (R-DRV-8).
 const (
-	clisBinEnv = "OLIVARES_CLIS_BIN"
-	requireEnv = "OLIVARES_REAL_CLI"
 	// fixturesEnv, set to 1, copies what the real runs wrote into
 	// testdata/golden as the real fixtures of the golden tests.
 	fixturesEnv = "OLIVARES_TRANSCRIPT_FIXTURES"
@@ -40,25 +39,7 @@ const (
 // under OLIVARES_REAL_CLI=1) with the reason.
 func realBinDir(t *testing.T, names ...string) string {
 	t.Helper()
-	miss := func(format string, args ...any) {
-		t.Helper()
-		if os.Getenv(requireEnv) == "1" {
-			t.Fatalf(format+" (%s=1 makes that a failure)", append(args, requireEnv)...)
-		}
-		t.Skipf(format, args...)
-	}
-	dir := os.Getenv(clisBinEnv)
-	if dir == "" {
-		miss("%s is not set: run bash scripts/install-clis and export %s=<repo>/.clis/node_modules/.bin (scripts/test does both)", clisBinEnv, clisBinEnv)
-		return ""
-	}
-	for _, n := range names {
-		p := filepath.Join(dir, n)
-		if fi, err := os.Stat(p); err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
-			miss("no %s binary at %s (%v): run bash scripts/install-clis", n, p, err)
-		}
-	}
-	return dir
+	return realcli.BinDir(t, names...)
 }
 
 // realDirs makes a fresh profile home (with .codex in it, which Codex

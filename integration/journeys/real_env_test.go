@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/olivares-dev/olivares/integration/fakemodel"
+	"github.com/olivares-dev/olivares/integration/realcli"
 	"github.com/olivares-dev/olivares/shared/apitypes"
 )
 
@@ -14,15 +15,7 @@ import (
 // holding name, or skips: R-DRV-8, OLIVARES_REAL_CLI=1 makes it a failure.
 func realBin(t *testing.T, name string) string {
 	t.Helper()
-	dir := os.Getenv("OLIVARES_CLIS_BIN")
-	if _, err := os.Stat(filepath.Join(dir, name)); dir == "" || err != nil {
-		msg := "the pinned " + name + " is not installed (bash scripts/install-clis; scripts/test sets OLIVARES_CLIS_BIN)"
-		if os.Getenv("OLIVARES_REAL_CLI") == "1" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	return dir
+	return realcli.BinDir(t, name)
 }
 
 // realClaudeProfile is a claude profile with a fresh home (R-DRV-5) whose
