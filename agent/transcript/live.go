@@ -2,6 +2,7 @@ package transcript
 
 import (
 	"encoding/json"
+	"maps"
 	"sync"
 	"time"
 )
@@ -195,10 +196,12 @@ func (l *Live) result(line []byte) {
 	}
 	w := &WindowReport{ModelUsage: f.ModelUsage}
 	l.mu.Lock()
+	same := l.window != nil && maps.Equal(l.window.ModelUsage, w.ModelUsage)
 	l.window = w
 	cb := l.onWindow
 	l.mu.Unlock()
-	if cb != nil {
+	// Most turns repeat the report: only a change is worth persisting.
+	if cb != nil && !same {
 		cb(w.clone())
 	}
 }

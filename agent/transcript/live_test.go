@@ -11,7 +11,7 @@ import (
 // TestLiveWindow: the last result frame's modelUsage is the window report
 // (R-ACT-7). An error result without entries keeps the last one; a new
 // launch clears it; a stop does not (nothing to call); a persisted report
-// can be restored; OnWindow sees every new report.
+// can be restored; OnWindow sees each changed report, not a repeat.
 func TestLiveWindow(t *testing.T) {
 	l := NewLive()
 	var seen []*WindowReport
@@ -25,8 +25,18 @@ func TestLiveWindow(t *testing.T) {
 	if w == nil || w.ModelUsage["claude-opus-5-5"].ContextWindow != 1000000 || len(seen) != 1 {
 		t.Fatalf("window %+v (callbacks %d), want claude-opus-5-5 at 1000000", w, len(seen))
 	}
+	// The next turn's report differs only in its counters: not a change.
+	l.Observe([]byte(`{"type":"result","subtype":"success","modelUsage":{"claude-opus-5-5":{"inputTokens":99,"contextWindow":1000000,"maxOutputTokens":128000}}}`))
+	if len(seen) != 1 {
+		t.Errorf("a repeated report was passed on: %d callbacks", len(seen))
+	}
+	l.Observe([]byte(`{"type":"result","subtype":"success","modelUsage":{"claude-opus-5-5":{"contextWindow":1000000,"maxOutputTokens":128000},"claude-haiku-5-5":{"contextWindow":200000}}}`))
+	l.Observe([]byte(`{"type":"result","subtype":"success","modelUsage":{"claude-opus-5-5":{"inputTokens":1,"contextWindow":1000000,"maxOutputTokens":128000}}}`))
+	if len(seen) != 3 {
+		t.Errorf("two changed reports: %d callbacks, want 3 in all", len(seen))
+	}
 	l.Observe([]byte(`{"type":"result","subtype":"success","is_error":true,"modelUsage":{}}`))
-	if w := l.Window(); w == nil || len(w.ModelUsage) != 1 || len(seen) != 1 {
+	if w := l.Window(); w == nil || len(w.ModelUsage) != 1 || len(seen) != 3 {
 		t.Errorf("an error result replaced the report: %+v", w)
 	}
 	w.ModelUsage["mutated"] = ModelWindow{}
