@@ -29,7 +29,7 @@ func TestJ08BoundariesTenancyTaintReadSide(t *testing.T) {
 		r := f.launch(claude)
 
 		t.Run("boundaries", func(t *testing.T) { j08Boundaries(t, f, r.RunRef, claude.Ref) })
-		t.Run("activity", func(t *testing.T) { j08ClaudeActivity(t, f, clock, claude, r.RunRef) })
+		t.Run("activity", func(t *testing.T) { j08ClaudeActivity(t, f, clock, r.RunRef) })
 		t.Run("codex", func(t *testing.T) { j08CodexActivity(t, f) })
 		t.Run("messages", func(t *testing.T) { j08Messages(t, f) })
 		t.Run("taint", func(t *testing.T) { j08Taint(t, f) })
@@ -139,7 +139,7 @@ func (f *fixture) stop(ref string) uint64 {
 // kept across a stop and cleared by a new launch, an ambiguous report
 // nulls both, sub-agent turns (R-AGT-1..3), and the 15-minute audit window
 // (R-ACT-8, R-AGT-2).
-func j08ClaudeActivity(t *testing.T, f *fixture, clock *integration.Clock, claude apitypes.Profile, ref string) {
+func j08ClaudeActivity(t *testing.T, f *fixture, clock *integration.Clock, ref string) {
 	fl := f.follow(t, ref, 0)
 	fl.turn("work")
 	a := activityOf(t, f.operator, ref)
@@ -238,7 +238,6 @@ func j08ClaudeActivity(t *testing.T, f *fixture, clock *integration.Clock, claud
 		t.Errorf("two sub-agent reads: %d audit rows, want 2", got-agt0)
 	}
 	f.post(f.operator, http.StatusOK, ref, "stop", nil, nil)
-	_ = claude
 }
 
 // checkContext asserts the context meter: tokens always, window and
