@@ -70,7 +70,13 @@ type Credential struct {
 	PrincipalID string    `json:"principal_id"`
 	Label       string    `json:"label,omitempty"`
 	CreatedAt   time.Time `json:"created_at"`
+	// ExpiresAt, when set, is when the credential stops authenticating
+	// (a console session's). When zero it never expires.
+	ExpiresAt time.Time `json:"expires_at,omitempty"`
 }
+
+// Expired reports whether c no longer authenticates at now.
+func (c Credential) Expired(now time.Time) bool { return !c.ExpiresAt.IsZero() && !now.Before(c.ExpiresAt) }
 
 // JoinToken is a single-use enrollment token, stored as its hash.
 type JoinToken struct {
@@ -163,6 +169,7 @@ type Store interface {
 	Marker
 	Workspacer
 	Vaulter
+	Signer
 
 	Close() error
 }
