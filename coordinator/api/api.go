@@ -75,7 +75,7 @@ func New(o Options) *Server {
 	e.GET("/metrics", s.metrics)
 
 	for _, r := range s.routes() {
-		e.Add(r.Method, r.Path, r.handler, s.authorize(r.Perm), s.lookupFirst(r.Path))
+		e.Add(r.Method, r.Path, r.handler, s.authorize(r.Perm, noTenant[r.Path]), s.lookupFirst(r.Path))
 	}
 	return s
 }
@@ -142,16 +142,23 @@ func (s *Server) refProfile(c echo.Context) (apitypes.Profile, error) {
 }
 
 // Route is one authorized route: the authorizer checks Perm before the
-// handler runs (R-AUTH-3). Perm "" needs only authentication and tenant.
+// handler runs (R-AUTH-3). Perm "" needs only authentication and tenant;
+// a path in noTenant needs only authentication.
 type Route struct {
 	Method, Path, Perm string
 	handler            echo.HandlerFunc
 }
 
+// noTenant are the routes a caller reaches before it has picked a tenant.
+var noTenant = map[string]bool{"/v1/tenants": true}
+
 // routes is the route table: every authorized route is here, nowhere else.
 func (s *Server) routes() []Route {
 	return append([]Route{
 		{http.MethodGet, "/v1/whoami", "", s.whoami},
+		// The tenants the caller belongs to, before it picks one (the
+		// console's tenant switch).
+		{http.MethodGet, "/v1/tenants", "", s.tenants},
 		// Node routes: reading the registry is run:read; revoking is
 		// run:admin (issue 2; the seeds name no fleet permission).
 		{http.MethodGet, "/v1/nodes", auth.PermRunRead, s.listNodes},
@@ -222,23 +229,40 @@ func CallerOf(c echo.Context) Caller { v, _ := c.Get(callerKey).(Caller); return
 
 // authorize is the route authorizer (R-API-3 order): authentication 401 →
 // tenant header 400 / membership 403 → permission 403. perm "" checks only
-// the first two.
-func (s *Server) authorize(perm string) echo.MiddlewareFunc {
+// the first two; noTenant only the first.
+//
+// The credential is the Authorization bearer token or, for the console, the
+// session cookie. A state-changing request carrying only the cookie must
+// come from the console's own origin (403 cross_site_refused): SameSite
+// counts every port of a host as one site, so the cookie alone proves
+// nothing about the page that sent it. The tenant header a route needs
+// already forces a CORS preflight, which this API never answers.
+func (s *Server) authorize(perm string, noTenant bool) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
-			h := c.Request().Header.Get("Authorization")
-			tok, ok := strings.CutPrefix(h, "Bearer ")
-			if !ok || tok == "" {
+			req := c.Request()
+			tok, viaCookie := BearerOrCookie(req)
+			if tok == "" {
 				return apierr.Unauthenticated()
 			}
-			p, cred, err := s.o.Store.PrincipalByCredential(c.Request().Context(), auth.Hash(tok))
+			p, cred, err := s.o.Store.PrincipalByCredential(req.Context(), auth.Hash(tok))
 			if err != nil {
 				if errors.Is(err, store.ErrNotFound) {
 					return apierr.Unauthenticated()
 				}
 				return err
 			}
-			tenant := c.Request().Header.Get(HeaderTenant)
+			if cred.Expired(s.o.Now()) {
+				return apierr.New(http.StatusUnauthorized, "session_expired", "this console session has expired; sign in again")
+			}
+			if viaCookie && auth.Unsafe(req.Method) && auth.CrossSite(req) {
+				return CrossSiteRefused()
+			}
+			if noTenant {
+				c.Set(callerKey, Caller{Principal: p, Credential: cred})
+				return next(c)
+			}
+			tenant := req.Header.Get(HeaderTenant)
 			if !ValidTenant(tenant) {
 				return apierr.TenantRequired()
 			}
@@ -253,6 +277,44 @@ func (s *Server) authorize(perm string) echo.MiddlewareFunc {
 			return next(c)
 		}
 	}
+}
+
+// BearerOrCookie returns the request's token: the Authorization bearer
+// token, else the console's session cookie (viaCookie).
+func BearerOrCookie(r *http.Request) (tok string, viaCookie bool) {
+	if h := r.Header.Get("Authorization"); h != "" {
+		t, _ := strings.CutPrefix(h, "Bearer ")
+		if t == h {
+			return "", false
+		}
+		return t, false
+	}
+	if ck, err := r.Cookie(auth.SessionCookie); err == nil && ck.Value != "" {
+		return ck.Value, true
+	}
+	return "", false
+}
+
+// CrossSiteRefused is the 403 for a cookie-authenticated write sent by a
+// page of another origin.
+func CrossSiteRefused() *apierr.Error {
+	return apierr.New(http.StatusForbidden, "cross_site_refused", "this request came from a page of another site; the console's session only acts for the console's own pages (scripts use an Authorization: Bearer token)")
+}
+
+
+func (s *Server) tenants(c echo.Context) error {
+	cl := CallerOf(c)
+	return c.JSON(http.StatusOK, TenantsOf(cl.Principal))
+}
+
+// TenantsOf lists p's tenants by id with their roles and permissions.
+func TenantsOf(p store.Principal) apitypes.Tenants {
+	out := apitypes.Tenants{PrincipalID: p.ID, Name: p.Name, Kind: p.Kind, Items: []apitypes.TenantRole{}}
+	for id, role := range p.Roles {
+		out.Items = append(out.Items, apitypes.TenantRole{ID: id, Role: role, Permissions: auth.RolePermissions(role)})
+	}
+	slices.SortFunc(out.Items, func(a, b apitypes.TenantRole) int { return strings.Compare(a.ID, b.ID) })
+	return out
 }
 
 func (s *Server) whoami(c echo.Context) error {

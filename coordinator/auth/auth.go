@@ -11,6 +11,8 @@ import (
 	"encoding/base32"
 	"encoding/hex"
 	"fmt"
+	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/olivares-dev/olivares/coordinator/store"
@@ -80,4 +82,45 @@ func NewID(prefix string) string {
 func Hash(token string) string {
 	s := sha256.Sum256([]byte(token))
 	return hex.EncodeToString(s[:])
+}
+
+// The console's sign-in (coordinator/console).
+const (
+	// SessionCookie holds a console session's bearer token: HttpOnly,
+	// SameSite=Strict, Secure under TLS.
+	SessionCookie = "olivares_session"
+	// PrefixSigninLink marks a one-time sign-in link's secret.
+	PrefixSigninLink = "olvs_"
+)
+
+// CrossSite reports whether a browser sent r from a page of another origin.
+// A state-changing request authenticated by the session cookie must come
+// from the console's own pages: a cross-site form or script can make the
+// browser attach the cookie (SameSite counts every port of a host as one
+// site), but it cannot hide where it came from. Clients other than browsers
+// send neither header and are not cross-site.
+func CrossSite(r *http.Request) bool {
+	switch r.Header.Get("Sec-Fetch-Site") {
+	case "", "same-origin", "none":
+	default:
+		return true
+	}
+	o := r.Header.Get("Origin")
+	if o == "" {
+		return false
+	}
+	u, err := url.Parse(o)
+	if err != nil || u.Host == "" {
+		return true // "null" and garbage are never our own pages
+	}
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return u.Scheme != scheme || !strings.EqualFold(u.Host, r.Host)
+}
+
+// Unsafe reports whether method may change state.
+func Unsafe(method string) bool {
+	return method != http.MethodGet && method != http.MethodHead && method != http.MethodOptions
 }

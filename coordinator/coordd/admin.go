@@ -50,6 +50,22 @@ type CredentialResponse struct {
 	Token        string `json:"token"`
 }
 
+// SigninLinkRequest is the admin socket's body for POST /signin-links.
+type SigninLinkRequest struct {
+	PrincipalID string        `json:"principal_id"`
+	TTL         time.Duration `json:"ttl"`
+	// BaseURL is the console's address as the person reaches it; when
+	// empty, the API's listen URL.
+	BaseURL string `json:"base_url,omitempty"`
+}
+
+// SigninLinkResponse carries the link, shown once.
+type SigninLinkResponse struct {
+	PrincipalID string    `json:"principal_id"`
+	URL         string    `json:"url"`
+	ExpiresAt   time.Time `json:"expires_at"`
+}
+
 // TokenRequest is the admin socket's body for POST /join-tokens.
 type TokenRequest struct {
 	Tenant string            `json:"tenant"`
@@ -90,6 +106,19 @@ func serveAdmin(ctx context.Context, ln net.Listener, c *Coordinator) error {
 			return
 		}
 		localsock.WriteJSON(w, http.StatusCreated, CredentialResponse{PrincipalID: cred.PrincipalID, CredentialID: cred.ID, Kind: cred.Kind, Token: tok})
+	})
+	mux.HandleFunc("POST /signin-links", func(w http.ResponseWriter, r *http.Request) {
+		var req SigninLinkRequest
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			localsock.WriteError(w, http.StatusBadRequest, "bad_request", err.Error())
+			return
+		}
+		u, exp, err := c.SigninLink(r.Context(), req.PrincipalID, req.TTL, req.BaseURL)
+		if err != nil {
+			localsock.WriteError(w, http.StatusBadRequest, "bad_request", err.Error())
+			return
+		}
+		localsock.WriteJSON(w, http.StatusCreated, SigninLinkResponse{PrincipalID: req.PrincipalID, URL: u, ExpiresAt: exp})
 	})
 	mux.HandleFunc("POST /join-tokens", func(w http.ResponseWriter, r *http.Request) {
 		var req TokenRequest

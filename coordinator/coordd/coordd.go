@@ -16,12 +16,14 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/olivares-dev/olivares/certs"
 	"github.com/olivares-dev/olivares/coordinator/api"
 	"github.com/olivares-dev/olivares/coordinator/auth"
+	"github.com/olivares-dev/olivares/coordinator/console"
 	"github.com/olivares-dev/olivares/coordinator/enroll"
 	"github.com/olivares-dev/olivares/coordinator/fleet"
 	"github.com/olivares-dev/olivares/coordinator/store"
@@ -50,7 +52,10 @@ type Coordinator struct {
 	Enroll    *enroll.Server
 	Fleet     *fleet.Fleet
 	API       *api.Server
-	cert      tls.Certificate
+	// Console is the HTTP listener's handler: the web console at /, its
+	// sign-in routes, and the API behind them.
+	Console *console.Console
+	cert    tls.Certificate
 
 	apiLn  net.Listener
 	tcpLn  net.Listener
@@ -97,6 +102,7 @@ func New(cfg Config, logf func(string, ...any)) (*Coordinator, error) {
 		return nil, err
 	}
 	c.API = api.New(api.Options{Store: st, Fleet: c.Fleet, Version: Version, Ready: c.readyErr, Now: cfg.Now, Vault: v})
+	c.Console = console.New(console.Options{Store: st, API: c.API.Handler(), Now: cfg.Now})
 	return c, nil
 }
 
@@ -146,7 +152,7 @@ func (c *Coordinator) Start(ctx context.Context) error {
 		}
 	}
 
-	srv := &http.Server{Handler: c.API.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: c.Console, ReadHeaderTimeout: 10 * time.Second}
 	if !c.cfg.API.Plain {
 		tc := &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{c.cert}}
 		if c.cfg.API.TLSCert != "" {
@@ -353,4 +359,22 @@ func (c *Coordinator) AddCredential(ctx context.Context, principalID, kind, labe
 		return "", store.Credential{}, err
 	}
 	return tok, cred, nil
+}
+
+// SigninLink mints a one-time console sign-in link for a person (the
+// principal's id) and returns the URL to open: base (the API URL when "")
+// + /signin#secret.
+func (c *Coordinator) SigninLink(ctx context.Context, principalID string, ttl time.Duration, base string) (string, time.Time, error) {
+	now := time.Now()
+	if c.cfg.Now != nil {
+		now = c.cfg.Now()
+	}
+	secret, exp, err := console.MintLink(ctx, c.Store, principalID, ttl, now)
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	if base == "" {
+		base = c.APIURL()
+	}
+	return console.LinkURL(strings.TrimSuffix(base, "/"), secret), exp, nil
 }

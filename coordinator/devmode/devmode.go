@@ -41,6 +41,12 @@ type Info struct {
 	NodeID      string `json:"node_id"`
 	AgentSocket string `json:"agent_socket"`
 	CAFile      string `json:"ca_file"`
+	// SigninURL is the one-time console sign-in link printed at start.
+	// It is not written to dev.json: it works once, for 15 minutes.
+	SigninURL string `json:"-"`
+	// AdminPrincipal is the dev admin's principal id (signin-link
+	// --principal).
+	AdminPrincipal string `json:"admin_principal,omitempty"`
 }
 
 // Options of a dev run.
@@ -154,9 +160,17 @@ func Run(ctx context.Context, o Options) error {
 	if err := setupRuns(ctx, c, a, step); err != nil {
 		return err
 	}
+	admin, _, err := c.Store.PrincipalByCredential(ctx, auth.Hash(token))
+	if err != nil {
+		return fmt.Errorf("dev: admin principal: %w", err)
+	}
+	signin, _, err := c.SigninLink(ctx, admin.ID, 0, "")
+	if err != nil {
+		return fmt.Errorf("dev: console sign-in link: %w", err)
+	}
 	info := Info{
 		APIURL: c.APIURL(), AdminToken: token, Tenant: Tenant, NodeID: a.NodeID(),
-		AgentSocket: a.SocketPath(), CAFile: c.CAFile(),
+		AgentSocket: a.SocketPath(), CAFile: c.CAFile(), SigninURL: signin, AdminPrincipal: admin.ID,
 	}
 	raw, _ := json.MarshalIndent(info, "", "  ")
 	if err := certs.WriteFileAtomic(filepath.Join(dir, DevFile), append(raw, '\n'), 0o600); err != nil {
@@ -165,6 +179,10 @@ func Run(ctx context.Context, o Options) error {
 	fmt.Fprintf(o.Out, `
 Olivares dev mode is ready (node %s connected over %s).
 
+  Console    %s
+             (opens the web console signed in as the dev admin; the link works once,
+              for 15 minutes: olivares-coordinator signin-link --principal %s
+              --state-dir %s mints another)
   API        %s
   tenant     %s
   admin token in %s
@@ -177,7 +195,7 @@ Try:
   go run ./agent/cmd/olivares-agent status --state-dir %s
 
 Ctrl-C stops everything.
-`, a.NodeID(), c.Fleet.Link(a.NodeID()).Transport, info.APIURL, Tenant, filepath.Join(dir, DevFile),
+`, a.NodeID(), c.Fleet.Link(a.NodeID()).Transport, signin, admin.ID, cfg.StateDir, info.APIURL, Tenant, filepath.Join(dir, DevFile),
 		filepath.Join(dir, DevFile), agentDir)
 	if o.Ready != nil {
 		o.Ready(info)

@@ -44,3 +44,22 @@ func (n Node) State() string {
 type NodeList struct {
 	Nodes []Node `json:"nodes"`
 }
+
+// Tenants is GET /v1/tenants: who the caller is and every tenant it
+// belongs to, so a client (the console) can offer a choice before it sends
+// X-Olivares-Tenant. It is also the body of a successful POST /v1/signin.
+type Tenants struct {
+	PrincipalID string       `json:"principal_id"`
+	Name        string       `json:"name"`
+	Kind        string       `json:"kind"`
+	Items       []TenantRole `json:"items"`
+	// ExpiresAt is when a console session ends (POST /v1/signin only).
+	ExpiresAt *time.Time `json:"expires_at,omitempty"`
+}
+
+// TenantRole is one tenant of the caller and its role there.
+type TenantRole struct {
+	ID          string   `json:"id"`
+	Role        string   `json:"role"`
+	Permissions []string `json:"permissions"`
+}

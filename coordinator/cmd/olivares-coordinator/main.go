@@ -8,6 +8,7 @@
 //	olivares-coordinator token create [--ttl 30m] [--label k=v]... [--tenant T] [--json]
 //	olivares-coordinator principal create --tenant T --name N --role viewer|operator|admin --kind human|agent [--json]
 //	olivares-coordinator principal add-credential --principal ID [--kind session|api_token] [--label L] [--json]
+//	olivares-coordinator signin-link --principal ID [--ttl 15m] [--url BASE] [--json]
 package main
 
 import (
@@ -50,8 +51,12 @@ Usage:
       Another bearer token for the principal (shown once). A session credential
       (a console or olivares login session) shares the person's pins, snoozes and
       done marks; an API token keeps its own.
+  olivares-coordinator signin-link --principal ID [--ttl 15m] [--url BASE] [--state-dir DIR] [--json]
+      A one-time link that signs the person into the web console (single use,
+      15 minutes by default, at most 24h). --url is the console's address as the
+      person reaches it (default: the API's listen address).
 
-token and principal talk to the running coordinator over DIR/admin.sock:
+token, principal and signin-link talk to the running coordinator over DIR/admin.sock:
 only the coordinator opens its store.
 `
 
@@ -103,6 +108,8 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 			return cmdAddCredential(ctx, args[2:], out)
 		}
 		return usageError{errors.New("principal: want principal create or principal add-credential")}
+	case "signin-link":
+		return cmdSigninLink(ctx, args[1:], out)
 	}
 	return usageError{fmt.Errorf("unknown command %q; see olivares-coordinator --help", args[0])}
 }
@@ -310,5 +317,30 @@ func cmdAddCredential(ctx context.Context, args []string, out io.Writer) error {
 		return json.NewEncoder(out).Encode(resp)
 	}
 	fmt.Fprintf(out, "credential %s (%s) of principal %s\ntoken: %s\n(shown once; it is stored only as a hash)\n", resp.CredentialID, resp.Kind, resp.PrincipalID, resp.Token)
+	return nil
+}
+
+func cmdSigninLink(ctx context.Context, args []string, out io.Writer) error {
+	fs := newFlags("signin-link", out)
+	principal := fs.String("principal", "", "the person's principal id (prn_...)")
+	ttl := fs.Duration("ttl", 15*time.Minute, "how long the link may be used (at most 24h)")
+	base := fs.String("url", "", "the console's address as the person reaches it (default: the API listen address)")
+	dir := fs.String("state-dir", defaultStateDir(), "the running coordinator's state directory")
+	asJSON := fs.Bool("json", false, "print JSON")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if *principal == "" {
+		return usageError{errors.New("signin-link: --principal is required")}
+	}
+	var resp coordd.SigninLinkResponse
+	err := localsock.Do(ctx, adminSock(*dir), "POST", "/signin-links", coordd.SigninLinkRequest{PrincipalID: *principal, TTL: *ttl, BaseURL: *base}, &resp)
+	if err != nil {
+		return notRunning(err, *dir)
+	}
+	if *asJSON {
+		return json.NewEncoder(out).Encode(resp)
+	}
+	fmt.Fprintf(out, "%s\n(signs %s into the console once, until %s)\n", resp.URL, resp.PrincipalID, resp.ExpiresAt.Format(time.RFC3339))
 	return nil
 }
