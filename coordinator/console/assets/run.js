@@ -1,0 +1,365 @@
+// run.js: one run. The live conversation rendered from the tool's own
+// protocol (normalize.js), stderr in its own pane, the raw frames a click
+// away, banners for lag / not live / end / history_withheld, and the
+// controls: input, interrupt, stop, resume, approve.
+import { h, replace, localTime, relTime, shortRef } from './dom.js';
+import { api, get, session, explain, Attach, BASE } from './api.js';
+import { normalizer, summary } from './normalize.js';
+import { VList } from './vlist.js';
+
+const LIVE = ['starting', 'running', 'idle'];
+const STDERR_MAX = 256 << 10;
+const RAW_MAX = 200000;
+
+// Performance marks of the last frames (the console benchmark reads them):
+// net = SSE arrival − the frame's time on the node; paint = text on screen
+// − SSE arrival, both in ms.
+export const perf = { samples: [], max: 20000 };
+window.olivaresPerf = perf;
+
+// Timeline is the conversation and raw-frames view of one run's output.
+export class Timeline {
+  constructor(el, driver, { onStderr } = {}) {
+    this.driver = driver;
+    this.n = normalizer(driver);
+    this.frames = [];
+    this.queue = [];
+    this.open = new Set(); // tool calls the person expanded
+    this.turns = [];
+    this.raw = false;
+    this.onStderr = onStderr || (() => {});
+    this.scroller = h('div', { class: 'timeline', id: 'timeline', tabindex: 0, 'aria-label': 'Conversation' });
+    el.append(this.scroller);
+    this.list = new VList(this.scroller, { render: (i) => this.row(i), label: 'Conversation' });
+    this.flushing = 0;
+    this.pendingPaint = [];
+    this.list.onPainted = () => this.painted();
+  }
+
+  destroy() { this.list.destroy(); cancelAnimationFrame(this.flushing); }
+
+  setRaw(raw) {
+    this.raw = raw;
+    this.list.reset();
+    this.list.setCount(raw ? this.frames.length : this.n.items.length);
+    this.list.scrollToBottom();
+  }
+
+  // push queues one output event's data; frames are fed in slices of a few
+  // milliseconds per animation frame, so a replay of 100,000 frames never
+  // freezes the page.
+  push(o, arrived = performance.now()) {
+    this.queue.push([o, arrived]);
+    if (!this.flushing) this.flushing = requestAnimationFrame(() => this.flush());
+  }
+
+  local(item) {
+    this.n.add(item, 0);
+    this.sync([this.n.items.length - 1]);
+  }
+
+  flush() {
+    this.flushing = 0;
+    const start = performance.now();
+    const changed = new Set();
+    let i = 0;
+    for (; i < this.queue.length; i++) {
+      const [o, arrived] = this.queue[i];
+      if (this.frames.length >= RAW_MAX) this.frames.shift();
+      this.frames.push(o);
+      const r = this.n.feed(o);
+      for (const c of r.changed) changed.add(c);
+      if (r.stderr.length) this.onStderr(r.stderr.join(''));
+      if (o.at) this.pendingPaint.push([arrived, Date.now() - Date.parse(o.at)]);
+      if (performance.now() - start > 8) { i++; break; }
+    }
+    this.queue.splice(0, i);
+    this.sync([...changed]);
+    if (this.queue.length) this.flushing = requestAnimationFrame(() => this.flush());
+  }
+
+  sync(changed) {
+    if (this.raw) {
+      this.list.setCount(this.frames.length);
+    } else {
+      this.list.setCount(this.n.items.length);
+      for (const c of changed) this.list.invalidate(c);
+    }
+  }
+
+  painted() {
+    if (!this.pendingPaint.length) return;
+    const batch = this.pendingPaint;
+    this.pendingPaint = [];
+    // The next frame is the one the browser paints these rows in.
+    requestAnimationFrame(() => {
+      const now = performance.now();
+      for (const [arrived, net] of batch) {
+        perf.samples.push({ net, paint: now - arrived });
+      }
+      if (perf.samples.length > perf.max) perf.samples.splice(0, perf.samples.length - perf.max);
+    });
+  }
+
+  row(i) {
+    if (this.raw) {
+      const f = this.frames[i];
+      const data = f.encoding === 'base64' ? `[base64] ${f.data}` : f.data;
+      return h('div', { class: `raw s-${f.stream}` }, h('span', { class: 'seq' }, `#${f.seq}`), h('span', { class: 'gen' }, `g${f.generation}`),
+        h('span', { class: 'stream' }, f.stream), h('code', null, data.length > 2000 ? `${data.slice(0, 2000)}… (${data.length} chars)` : data));
+    }
+    const it = this.n.items[i];
+    switch (it.kind) {
+      case 'turn_start': return h('div', { class: 'item turn-start' }, h('span', null, 'Turn'));
+      case 'user': return h('div', { class: `item user${it.local ? ' local' : ''}` }, h('div', { class: 'who' }, 'You'), h('div', { class: 'text' }, it.text));
+      case 'assistant': return h('div', { class: 'item assistant' }, h('div', { class: 'text' }, it.text));
+      case 'thinking': return h('div', { class: 'item thinking' }, h('div', { class: 'text' }, it.text));
+      case 'tool_call': return this.toolRow(i, it);
+      case 'turn_end': {
+        const d = it.detail || {};
+        const bits = [it.status === 'completed' ? 'Turn completed' : it.status === 'interrupted' ? 'Turn interrupted' : 'Turn failed'];
+        if (d.duration_ms !== undefined) bits.push(`${(d.duration_ms / 1000).toFixed(1)} s`);
+        if (d.cost_usd) bits.push(`$${d.cost_usd.toFixed(4)}`);
+        if (d.stop_reason) bits.push(d.stop_reason);
+        return h('div', { class: `item turn-end t-${it.status}` }, bits.join(' · '));
+      }
+      case 'error': return h('div', { class: 'item error', role: 'note' }, h('strong', null, 'Error '), it.text);
+      case 'system': return h('div', { class: 'item system' }, it.text);
+      default: return h('div', { class: 'item output' }, h('code', null, it.text));
+    }
+  }
+
+  toolRow(i, it) {
+    const open = this.open.has(i);
+    const cap = (s) => (s.length > 20000 ? `${s.slice(0, 20000)}\n… (${s.length - 20000} more characters in the raw frames)` : s);
+    const d = h('details', { class: `item tool st-${it.status}`, open },
+      h('summary', null, h('span', { class: 'tname' }, it.name || 'tool'), ' ', h('span', { class: 'tsum' }, summary(it)), ' ', h('span', { class: 'tstatus' }, it.status)),
+      open ? [it.input ? h('pre', { class: 'tin' }, cap(it.input)) : null, it.result ? h('pre', { class: 'tout' }, cap(it.result)) : null] : null);
+    d.addEventListener('toggle', () => {
+      if (d.open === this.open.has(i)) return;
+      if (d.open) this.open.add(i); else this.open.delete(i);
+      this.list.invalidate(i);
+    });
+    return d;
+  }
+}
+
+export function runView(main, ref) {
+  let run = null;
+  let attach = null;
+  let tl = null;
+  let destroyed = false;
+  let poll = 0;
+  const banners = new Map(); // key → {cls, text}
+  const canWrite = session.can('sessions:run:write');
+  const canApprove = session.can('sessions:workspace:admin') && session.me && session.me.kind === 'human';
+
+  const head = h('header', { class: 'run-head' });
+  const bannerEl = h('div', { class: 'banners', 'aria-live': 'polite' });
+  const body = h('div', { class: 'run-body' });
+  const stderr = h('pre', { class: 'stderr', id: 'stderr' });
+  let stderrText = '';
+  const stderrBox = h('details', { class: 'stderr-box', id: 'stderr-box' }, h('summary', null, 'stderr ', h('span', { class: 'count', id: 'stderr-count' }, '0')), stderr);
+  const rawToggle = h('input', { type: 'checkbox', id: 'raw-toggle', onchange: (e) => tl && tl.setRaw(e.target.checked) });
+  const input = h('textarea', { id: 'input', rows: 2, placeholder: 'Message the session — Enter sends, Shift+Enter for a new line', 'aria-label': 'Message' });
+  const send = h('button', { type: 'submit', id: 'send' }, 'Send');
+  const inputForm = canWrite ? h('form', { class: 'composer', onsubmit: (e) => { e.preventDefault(); sendInput(); } }, input, send) : null;
+  input.addEventListener('keydown', (e) => {
+    if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) { e.preventDefault(); sendInput(); }
+  });
+  replace(main, h('div', { class: 'run' },
+    h('nav', { class: 'crumbs' }, h('a', { href: '/', 'data-nav': true }, '← Sessions')),
+    head, bannerEl,
+    h('div', { class: 'view-bar' }, h('label', { class: 'toggle' }, rawToggle, 'Raw frames')),
+    body, stderrBox, inputForm));
+
+  function banner(key, cls, text) {
+    if (text === null) banners.delete(key); else banners.set(key, { cls, text });
+    replace(bannerEl, [...banners.entries()].map(([k, b]) => h('p', { class: `banner ${b.cls}`, dataset: { kind: k }, role: b.cls === 'error' ? 'alert' : 'status' }, b.text)));
+  }
+
+  function name(r) {
+    return r.name || `${r.driver} session ${r.conversation_id ? r.conversation_id.slice(0, 8) : shortRef(r.run_ref)}`;
+  }
+
+  function renderHead() {
+    const r = run;
+    const live = LIVE.includes(r.state);
+    const ended = !live && r.state !== 'pending_approval';
+    let exit = '';
+    if (ended && r.exit_code !== null && r.exit_code !== undefined) exit = `exit code ${r.exit_code}`;
+    else if (ended && r.signal) exit = `ended by ${r.signal}`;
+    const btn = (id, label, fn, show, cls = '') => (show ? h('button', { type: 'button', id, class: cls, onclick: fn }, label) : null);
+    replace(head,
+      h('div', { class: 'line1' }, h('h1', { id: 'run-name' }, name(r)),
+        h('span', { class: `state s-${r.state}`, id: 'run-state' }, r.state.replace('_', ' ')),
+        exit ? h('span', { class: 'exit', id: 'run-exit' }, exit) : null),
+      h('div', { class: 'meta' },
+        h('span', null, r.driver), h('span', null, `generation ${r.generation}`),
+        h('span', null, r.node_id, r.node_reachable === false ? h('span', { class: 'badge warn' }, 'unreachable') : null),
+        r.workspace_path ? h('span', { title: r.workspace_path }, r.worktree_branch || r.workspace_path) : null,
+        r.reason ? h('span', { class: 'badge warn' }, r.reason) : null,
+        r.limit ? h('span', { class: 'badge warn' }, `${r.limit.kind} limit${r.limit.resets_at ? ` — resets ${localTime(r.limit.resets_at)}` : ''}`) : null,
+        h('time', { datetime: r.created_at, title: localTime(r.created_at) }, `started ${relTime(r.started_at || r.created_at)}`)),
+      h('div', { class: 'actions' },
+        btn('interrupt', 'Interrupt', () => act('interrupt', 'Interrupt sent: the turn is cancelled, the process stays.'), canWrite && live),
+        btn('stop', 'Stop', stop, canWrite && live, 'danger'),
+        btn('resume', 'Resume', resume, canWrite && ended && r.state !== 'released'),
+        btn('approve', 'Approve', approve, canApprove && r.state === 'pending_approval'),
+        h('button', { type: 'button', id: 'pin', 'aria-pressed': String(!!r.pinned), onclick: pin }, r.pinned ? 'Unpin' : 'Pin')));
+    if (inputForm) {
+      input.disabled = send.disabled = !live;
+      input.placeholder = live ? 'Message the session — Enter sends, Shift+Enter for a new line' : 'The session is not live; resume it to send input.';
+    }
+    banner('unreachable', 'warn', r.node_reachable === false ? `Node ${r.node_id} is unreachable: the state shown is the last one it reported.` : null);
+    banner('pending', 'warn', r.state === 'pending_approval' ? (canApprove ? 'This launch waits for approval. Approve it to start the process.' : 'This launch waits for approval by someone with workspace administration.') : null);
+  }
+
+  async function load() {
+    try {
+      run = (await get(`${BASE}/runs/${encodeURIComponent(ref)}`));
+      if (destroyed) return;
+      renderHead();
+      if (!tl) {
+        tl = new Timeline(body, run.driver, { onStderr: addStderr });
+        startAttach(undefined);
+      }
+    } catch (e) {
+      banner('load', 'error', explain(e));
+    }
+  }
+
+  function addStderr(t) {
+    stderrText += t;
+    if (stderrText.length > STDERR_MAX) stderrText = stderrText.slice(stderrText.length - STDERR_MAX);
+    stderr.textContent = stderrText;
+    document.getElementById('stderr-count').textContent = String(stderrText.split('\n').filter(Boolean).length);
+  }
+
+  function startAttach(from) {
+    if (attach) attach.close();
+    attach = new Attach(ref, {
+      from,
+      onState: (s, err) => {
+        if (s === 'open') banner('conn', '', null);
+        else if (s === 'refused') banner('conn', 'error', explain(err));
+        else banner('conn', 'warn', `Connection to the stream lost; reconnecting at seq ${attach.next ?? 0} with nothing missed…`);
+      },
+      onEvent: (name, data) => {
+        const now = performance.now();
+        switch (name) {
+          case 'output': tl.push(data, now); break;
+          case 'olivares_notice':
+            if (data && data.kind === 'history_withheld') banner('withheld', 'warn', 'The conversation the tool replayed at resume is withheld: this run was given credentials, and nobody can prove its earlier output is free of them.');
+            else banner('onotice', 'warn', `Notice: ${JSON.stringify(data)}`);
+            break;
+          case 'lag':
+            banner('lag', 'warn', `Frames ${data.requested_from}–${data.resumed_from - 1} were evicted from the node's ring before they could be shown; the timeline resumes at ${data.resumed_from}.`);
+            break;
+          case 'notice':
+            banner('notlive', '', `This session is not live (${data && data.state ? data.state.replace('_', ' ') : 'ended'}): you see its retained output.`);
+            break;
+          case 'end':
+            if (data && data.reason === 'slow_viewer') {
+              banner('slow', 'warn', 'This viewer fell behind and was dropped; catching up from where it stopped.');
+              break;
+            }
+            banner('end', '', `Generation ${data.generation} ended: ${data.exit_code !== undefined && data.exit_code !== null ? `exit code ${data.exit_code}` : data.signal ? `killed by ${data.signal}` : 'no exit observed'}.`);
+            load();
+            break;
+          default:
+        }
+      },
+    }).start();
+  }
+
+  async function act(what, done) {
+    try {
+      await api('POST', `${BASE}/runs/${encodeURIComponent(ref)}/${what}`);
+      banner('act', '', done);
+      load();
+    } catch (e) { banner('act', 'error', explain(e)); }
+  }
+
+  async function stop() {
+    const b = document.getElementById('stop');
+    if (b) { b.disabled = true; b.textContent = 'Stopping…'; }
+    try {
+      const { data } = await api('POST', `${BASE}/runs/${encodeURIComponent(ref)}/stop`);
+      run = data;
+      renderHead();
+      const how = data.exit_code !== null && data.exit_code !== undefined ? `exit code ${data.exit_code}` : data.signal ? `signal ${data.signal}` : 'no exit observed';
+      banner('act', '', `Stopped (${how}).`);
+    } catch (e) { banner('act', 'error', explain(e)); load(); }
+  }
+
+  async function resume() {
+    try {
+      const { status, data } = await api('POST', `${BASE}/runs/${encodeURIComponent(ref)}/resume`);
+      run = data;
+      for (const k of ['end', 'notlive', 'act']) banners.delete(k);
+      banner('act', status === 202 ? 'warn' : '', status === 202 ? 'Resumed; the new generation waits for approval.' : `Resumed: generation ${data.generation}.`);
+      renderHead();
+      startAttach(attach ? attach.next : undefined);
+    } catch (e) { banner('act', 'error', explain(e)); }
+  }
+
+  async function approve() {
+    try {
+      const { data } = await api('POST', `${BASE}/runs/${encodeURIComponent(ref)}/approve`);
+      run = data;
+      banner('act', '', 'Approved: the process starts.');
+      renderHead();
+      startAttach(attach ? attach.next : undefined);
+    } catch (e) { banner('act', 'error', explain(e)); }
+  }
+
+  async function pin() {
+    try {
+      const { data } = await api(run.pinned ? 'DELETE' : 'POST', `${BASE}/runs/${encodeURIComponent(ref)}/pin`);
+      run.pinned = data.pinned;
+      renderHead();
+    } catch (e) { banner('act', 'error', explain(e)); }
+  }
+
+  async function sendInput() {
+    const text = input.value;
+    if (!text.trim() || !run) return;
+    // The field the driver takes (R-IN-2): Claude Code wraps a message,
+    // the others take plain text.
+    const body = run.driver === 'claude' ? { message: text } : { text };
+    send.disabled = true;
+    try {
+      await api('POST', `${BASE}/runs/${encodeURIComponent(ref)}/input`, body);
+      input.value = '';
+      // Codex echoes the person's message in its protocol; the others do
+      // not, so the console shows it itself.
+      if (run.driver !== 'codex') tl.local({ kind: 'user', text, local: true });
+      tl.list.scrollToBottom();
+      banners.delete('act');
+    } catch (e) {
+      banner('act', 'error', explain(e));
+    } finally {
+      send.disabled = false;
+      input.focus();
+    }
+  }
+
+  function schedule() {
+    clearTimeout(poll);
+    if (destroyed || document.hidden) return;
+    poll = setTimeout(async () => { await load(); schedule(); }, 3000);
+  }
+  const onVis = () => { if (!document.hidden) { load(); schedule(); } };
+  document.addEventListener('visibilitychange', onVis);
+  load().then(schedule);
+  return {
+    destroy() {
+      destroyed = true;
+      clearTimeout(poll);
+      document.removeEventListener('visibilitychange', onVis);
+      if (attach) attach.close();
+      if (tl) tl.destroy();
+    },
+  };
+}
