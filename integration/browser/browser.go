@@ -180,7 +180,7 @@ func (b *Tab) saveFailure() {
 	ctx, cancel := context.WithTimeout(b.Ctx, 10*time.Second)
 	defer cancel()
 	url, _ := chromedp.Run(ctx, chromedp.Location())
-	if png, err := chromedp.Run(ctx, chromedp.FullScreenshot(90)); err == nil {
+	if png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100)); err == nil {
 		os.WriteFile(filepath.Join(dir, "screenshot.png"), png, 0o644)
 	}
 	os.WriteFile(filepath.Join(dir, "console.log"), []byte(strings.Join(b.Log(), "\n")+"\n"), 0o644)
@@ -250,7 +250,7 @@ func (b *Tab) Screenshot() []byte {
 	b.t.Helper()
 	ctx, cancel := context.WithTimeout(b.Ctx, 30*time.Second)
 	defer cancel()
-	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(90))
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 	if err != nil {
 		b.t.Fatalf("browser: screenshot: %v", err)
 	}

@@ -329,15 +329,21 @@ export function runView(main, ref) {
     // the others take plain text.
     const body = run.driver === 'claude' ? { message: text } : { text };
     send.disabled = true;
+    // Codex echoes the person's message in its protocol; the others do
+    // not, so the console shows it itself, before the reply can arrive.
+    const local = run.driver !== 'codex' ? { kind: 'user', text, local: true } : null;
+    if (local) tl.local(local);
+    tl.list.scrollToBottom();
     try {
       await api('POST', `${BASE}/runs/${encodeURIComponent(ref)}/input`, body);
       input.value = '';
-      // Codex echoes the person's message in its protocol; the others do
-      // not, so the console shows it itself.
-      if (run.driver !== 'codex') tl.local({ kind: 'user', text, local: true });
-      tl.list.scrollToBottom();
       banners.delete('act');
+      banner('act', '', null);
     } catch (e) {
+      if (local) {
+        local.text += '\n(not sent)';
+        tl.list.invalidate(tl.n.items.indexOf(local));
+      }
       banner('act', 'error', explain(e));
     } finally {
       send.disabled = false;
