@@ -1,4 +1,4 @@
-// dom.js: a few helpers to build elements without innerHTML (no string
+// dom.js: a few helpers to build elements from nodes, never from markup (no string
 // markup ever reaches the DOM: the CSP and escaping both rely on it).
 
 export function h(tag, attrs, ...children) {
