@@ -182,6 +182,12 @@ class Normalizer {
         this.turnStart(seq);
         const msg = m.message || {};
         const content = Array.isArray(msg.content) ? msg.content : [];
+        if (m.error || m.is_api_error_message) {
+          // An API error dressed as an assistant message: an error, once.
+          const text = content.filter((b) => b.type === 'text').map((b) => b.text).join('\n');
+          this.error(text || m.error, seq);
+          return;
+        }
         content.forEach((b, idx) => {
           if (b.type === 'text') {
             const key = `${msg.id || ''}:${idx}`;
@@ -202,10 +208,6 @@ class Normalizer {
             this.tool(b.id, { name: b.name || '', input: stringify(b.input) }, seq);
           }
         });
-        if (m.error || m.is_api_error_message) {
-          const text = content.filter((b) => b.type === 'text').map((b) => b.text).join('\n');
-          this.error(text || m.error, seq);
-        }
         return;
       }
       case 'user': {
