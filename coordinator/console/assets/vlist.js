@@ -22,8 +22,13 @@ export class VList {
     scroller.append(this.sizer);
     this.stick = true;
     this.raf = 0;
+    this.autoTop = -1;
     this.onScroll = () => {
-      this.stick = this.scroller.scrollTop + this.scroller.clientHeight >= this.total() - 24;
+      // A scroll the list made itself to follow the end keeps following,
+      // even when rows arrived since; the person's own scroll decides.
+      if (Math.abs(this.scroller.scrollTop - this.autoTop) > 1) {
+        this.stick = this.scroller.scrollTop + this.scroller.clientHeight >= this.total() - 24;
+      }
       this.schedule();
     };
     scroller.addEventListener('scroll', this.onScroll, { passive: true });
@@ -122,7 +127,10 @@ export class VList {
       this.layoutOffsets();
       const total = this.offsets[this.count];
       this.sizer.style.height = `${total}px`;
-      if (this.stick) this.scroller.scrollTop = Math.max(0, total - this.scroller.clientHeight);
+      if (this.stick) {
+        this.scroller.scrollTop = Math.max(0, total - this.scroller.clientHeight);
+        this.autoTop = this.scroller.scrollTop;
+      }
       const top = this.scroller.scrollTop;
       const bottom = top + this.scroller.clientHeight;
       let first = this.count ? this.find(top) : 0;
