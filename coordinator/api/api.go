@@ -301,7 +301,6 @@ func CrossSiteRefused() *apierr.Error {
 	return apierr.New(http.StatusForbidden, "cross_site_refused", "this request came from a page of another site; the console's session only acts for the console's own pages (scripts use an Authorization: Bearer token)")
 }
 
-
 func (s *Server) tenants(c echo.Context) error {
 	cl := CallerOf(c)
 	return c.JSON(http.StatusOK, TenantsOf(cl.Principal))

@@ -199,4 +199,3 @@ func (c *Console) signout(w http.ResponseWriter, r *http.Request) {
 		Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode, MaxAge: -1})
 	w.WriteHeader(http.StatusNoContent)
 }
-

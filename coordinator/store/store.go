@@ -76,7 +76,9 @@ type Credential struct {
 }
 
 // Expired reports whether c no longer authenticates at now.
-func (c Credential) Expired(now time.Time) bool { return !c.ExpiresAt.IsZero() && !now.Before(c.ExpiresAt) }
+func (c Credential) Expired(now time.Time) bool {
+	return !c.ExpiresAt.IsZero() && !now.Before(c.ExpiresAt)
+}
 
 // JoinToken is a single-use enrollment token, stored as its hash.
 type JoinToken struct {
