@@ -212,7 +212,7 @@ func (l *lineReader) next() ([]byte, bool, error) {
 		frag, err := l.r.ReadSlice('\n')
 		l.n += int64(len(frag))
 		if l.n > l.lim.total {
-			return nil, false, refuse(ErrConversationTooLarge, "the conversation is larger than %s; a handoff reads at most %s (R-HOF-15)", sizeText(l.n), sizeText(l.lim.total))
+			return nil, false, refuse(ErrConversationTooLarge, "the conversation is larger than %s; a handoff reads at most %s", sizeText(l.n), sizeText(l.lim.total)) // R-HOF-15
 		}
 		l.buf = append(l.buf, frag...)
 		body := len(l.buf)
@@ -220,7 +220,7 @@ func (l *lineReader) next() ([]byte, bool, error) {
 			body--
 		}
 		if body > l.lim.record {
-			return nil, false, refuse(ErrRecordTooLarge, "the conversation holds a record larger than %s (R-HOF-15)", sizeText(int64(l.lim.record)))
+			return nil, false, refuse(ErrRecordTooLarge, "the conversation holds a record larger than %s", sizeText(int64(l.lim.record))) // R-HOF-15
 		}
 		switch {
 		case err == nil:
@@ -282,7 +282,7 @@ func readConversationFile(ctx context.Context, dir *os.File, name string, lim li
 	}
 	defer f.Close()
 	if size > lim.total {
-		return "", 0, 0, refuse(ErrConversationTooLarge, "%s is %s; a handoff reads at most %s (R-HOF-15)", f.Name(), sizeText(size), sizeText(lim.total))
+		return "", 0, 0, refuse(ErrConversationTooLarge, "%s is %s; a handoff reads at most %s", f.Name(), sizeText(size), sizeText(lim.total)) // R-HOF-15
 	}
 	unreadable, n, err = readLines(ctx, f, lim, parse)
 	return f.Name(), unreadable, n, err

@@ -367,7 +367,7 @@ func readGeminiFile(ctx context.Context, dir *os.File, name, id string, lim limi
 		return Conversation{}, errNotExist
 	}
 	if size > lim.total {
-		return Conversation{}, refuse(ErrConversationTooLarge, "%s is %s; a handoff reads at most %s (R-HOF-15)", f.Name(), sizeText(size), sizeText(lim.total))
+		return Conversation{}, refuse(ErrConversationTooLarge, "%s is %s; a handoff reads at most %s", f.Name(), sizeText(size), sizeText(lim.total)) // R-HOF-15
 	}
 	c := Conversation{Tool: ToolGemini, ID: id}
 	r := newGeminiReader(&c)

@@ -165,7 +165,7 @@ func (b *boundReader) Read(p []byte) (int, error) {
 	b.n += int64(k)
 	switch {
 	case b.n > b.lim.total:
-		b.err = refuse(ErrConversationTooLarge, "the conversation is larger than %s; a handoff reads at most %s (R-HOF-15)", sizeText(b.n), sizeText(b.lim.total))
+		b.err = refuse(ErrConversationTooLarge, "the conversation is larger than %s; a handoff reads at most %s", sizeText(b.n), sizeText(b.lim.total)) // R-HOF-15
 	case !b.trailer && b.n-b.mark > int64(b.lim.record)+2*chunk:
 		// The decoder may hold one chunk read before mark was set.
 		b.err = errRecordTooLarge(b.lim)
@@ -177,7 +177,7 @@ func (b *boundReader) Read(p []byte) (int, error) {
 }
 
 func errRecordTooLarge(lim limits) error {
-	return refuse(ErrRecordTooLarge, "the conversation holds a record larger than %s (R-HOF-15)", sizeText(int64(lim.record)))
+	return refuse(ErrRecordTooLarge, "the conversation holds a record larger than %s", sizeText(int64(lim.record))) // R-HOF-15
 }
 
 // decodeExport reads an export from r, one message at a time.

@@ -53,7 +53,7 @@ func Read(ctx context.Context, src Source) (Conversation, error) {
 	case ToolOpenCode:
 		return readOpenCode(ctx, src, lim)
 	case "grok":
-		return Conversation{}, refuse(ErrUnsupportedTool, "a Grok session keeps no conversation a handoff can read (R-HOF-1)")
+		return Conversation{}, refuse(ErrUnsupportedTool, "a Grok session keeps no conversation a handoff can read") // R-HOF-1
 	}
 	return Conversation{}, refuse(ErrUnsupportedTool, "no handoff reader for tool %q; handoff reads claude, codex, gemini and opencode sessions", src.Tool)
 }

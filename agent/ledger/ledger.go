@@ -166,9 +166,9 @@ func (l *Ledger) check(e Event) (Event, error) {
 		// R-EXIT-3: a signal death has no exit code, and no 128+n is synthesized.
 		return bad("exit_code and signal are both set")
 	case e.Kind == KindExited && e.ExitCode == nil && e.Signal == "":
-		return bad("exited needs the observed exit_code or signal (R-EXIT-1)")
+		return bad("exited needs the observed exit_code or signal") // R-EXIT-1
 	case e.Kind == KindLost && (e.ExitCode != nil || e.Signal != ""):
-		return bad("lost has no observed exit_code or signal (R-EXIT-3)")
+		return bad("lost has no observed exit_code or signal") // R-EXIT-3
 	case len(e.Reason) > MaxReasonLen:
 		return bad("reason is %d bytes, more than %d", len(e.Reason), MaxReasonLen)
 	case len(e.Detail) > MaxDetailLen:

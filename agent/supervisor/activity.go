@@ -90,7 +90,7 @@ func (s *Supervisor) SubAgent(ref, agent string) (transcript.SubAgentTurns, erro
 	driver := r.rec.Driver
 	r.mu.Unlock()
 	if driver == string(cliruntime.KindCodex) {
-		return transcript.SubAgentTurns{}, errf(http.StatusUnprocessableEntity, "unsupported_tool", "Codex child agents are reported in the run's activity; their transcripts are not offered (R-AGT-4)")
+		return transcript.SubAgentTurns{}, errf(http.StatusUnprocessableEntity, "unsupported_tool", "Codex child agents are reported in the run's activity; their transcripts are not offered") // R-AGT-4
 	}
 	_, src, err := s.transcriptSource(ref, SurfaceActivity)
 	if err != nil {

@@ -54,7 +54,7 @@ func (s *Supervisor) handoffSource(r *run) (record, profile, error) {
 		return rec, profile{}, errf(http.StatusConflict, "conversation_unavailable", "the profile %s of run %s is gone", rec.ProfileRef, rec.RunRef)
 	}
 	if !slices.Contains(handoffTools, prof.Tool) {
-		return rec, prof, errf(http.StatusUnprocessableEntity, "handoff_unsupported_tool", "a %s session cannot be handed off: handoff reads Claude Code, Codex, Gemini CLI and OpenCode conversations (R-HOF-1)", prof.Tool)
+		return rec, prof, errf(http.StatusUnprocessableEntity, "handoff_unsupported_tool", "a %s session cannot be handed off: handoff reads Claude Code, Codex, Gemini CLI and OpenCode conversations", prof.Tool) // R-HOF-1
 	}
 	// R-STATE-4: not started = no generation ever named a conversation.
 	if rec.ConversationID == "" || rec.PendingApproval {

@@ -71,7 +71,7 @@ func (s *Supervisor) Move(ref, targetRef string) (apitypes.Run, error) {
 	state := r.snapshot().State
 	switch {
 	case live || rec.PendingApproval || rec.Released || state != apitypes.StateStopped && state != apitypes.StateFailed:
-		return apitypes.Run{}, errf(http.StatusConflict, "run_not_stopped", "run %s is %s; stop it before moving it (R-MOVE-3)", ref, state)
+		return apitypes.Run{}, errf(http.StatusConflict, "run_not_stopped", "run %s is %s; stop it before moving it", ref, state) // R-MOVE-3
 	case target.Tool != string(cliruntime.KindClaude):
 		return apitypes.Run{}, errf(http.StatusConflict, "profile_other_tool", "profile %s is a %s profile; a Claude Code run moves only to a Claude Code profile", target.Ref, target.Tool)
 	}

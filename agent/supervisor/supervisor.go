@@ -370,7 +370,7 @@ func (s *Supervisor) Launch(ctx context.Context, p LaunchParams) (apitypes.Run, 
 	var wp worktreePlan
 	if p.Worktree {
 		if p.WorkspaceRef == "" {
-			return apitypes.Run{}, errf(http.StatusUnprocessableEntity, "worktree_needs_workspace", "a worktree launch needs a workspace at a git repository's root (R-WT-3)")
+			return apitypes.Run{}, errf(http.StatusUnprocessableEntity, "worktree_needs_workspace", "a worktree launch needs a workspace at a git repository's root") // R-WT-3
 		}
 		if wp, err = s.checkWorktree(ctx, ws, p); err != nil {
 			return apitypes.Run{}, err

@@ -156,7 +156,7 @@ func openInHome(home string, rel ...string) (*openedFile, error) {
 		return nil, &os.PathError{Op: "open", Path: home, Err: err}
 	}
 	unsafe := func(why string) error {
-		return errf(ErrTranscriptUnsafe, "%s: %s (Q-23: the file must be a regular, singly linked file inside the profile home, reached without symlinks)",
+		return errf(ErrTranscriptUnsafe, "%s: %s (the file must be a regular, singly linked file inside the profile home, reached without symlinks)",
 			filepath.Join(append([]string{home}, rel...)...), why)
 	}
 	for i, c := range rel {

@@ -169,7 +169,7 @@ func (c *Cache) Messages(src Source, q MessagesQuery) (MessagesPage, error) {
 // them is ErrUnknownMessage.
 func (c *Cache) Message(src Source, id int) (MessageRead, error) {
 	if id < 1 {
-		return MessageRead{}, errf(ErrInvalidParameter, "id: %d is not a positive integer (R-MSG-16)", id)
+		return MessageRead{}, errf(ErrInvalidParameter, "id: %d is not a positive integer", id) // R-MSG-16
 	}
 	of, ix, state, err := c.open(src)
 	if err != nil {

@@ -83,7 +83,7 @@ func ParseMessagesQuery(v url.Values) (MessagesQuery, error) {
 	posInt := func(name, s string) (int, error) {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 || s[0] == '+' {
-			return 0, errf(ErrInvalidParameter, "%s: %q is not a positive integer (R-MSG-16)", name, s)
+			return 0, errf(ErrInvalidParameter, "%s: %q is not a positive integer", name, s) // R-MSG-16
 		}
 		return n, nil
 	}
@@ -95,14 +95,14 @@ func ParseMessagesQuery(v url.Values) (MessagesQuery, error) {
 		case RoleUser, RoleAll:
 			q.Role = s
 		default:
-			return q, errf(ErrInvalidParameter, "role: %q is neither user nor all (R-MSG-16)", s)
+			return q, errf(ErrInvalidParameter, "role: %q is neither user nor all", s) // R-MSG-16
 		}
 	}
 	if s, ok, err := one("q"); err != nil {
 		return q, err
 	} else if ok {
 		if len(s) > MaxQueryBytes {
-			return q, errf(ErrInvalidParameter, "q: %d bytes, at most %d (R-MSG-4)", len(s), MaxQueryBytes)
+			return q, errf(ErrInvalidParameter, "q: %d bytes, at most %d", len(s), MaxQueryBytes) // R-MSG-4
 		}
 		q.Q = s
 	}
@@ -111,7 +111,7 @@ func ParseMessagesQuery(v url.Values) (MessagesQuery, error) {
 	} else if ok {
 		t, perr := time.Parse(time.RFC3339Nano, s)
 		if perr != nil {
-			return q, errf(ErrInvalidParameter, "at: %q is not an RFC 3339 instant (R-MSG-5)", s)
+			return q, errf(ErrInvalidParameter, "at: %q is not an RFC 3339 instant", s) // R-MSG-5
 		}
 		q.At = t
 	}
@@ -122,7 +122,7 @@ func ParseMessagesQuery(v url.Values) (MessagesQuery, error) {
 		case OrderAsc, OrderDesc:
 			q.Order = s
 		default:
-			return q, errf(ErrInvalidParameter, "order: %q is neither asc nor desc (R-MSG-16)", s)
+			return q, errf(ErrInvalidParameter, "order: %q is neither asc nor desc", s) // R-MSG-16
 		}
 	}
 	if s, ok, err := one("text"); err != nil {
@@ -133,7 +133,7 @@ func ParseMessagesQuery(v url.Values) (MessagesQuery, error) {
 		case "1":
 			q.Text = true
 		default:
-			return q, errf(ErrInvalidParameter, "text: %q is neither 0 nor 1 (R-MSG-16)", s)
+			return q, errf(ErrInvalidParameter, "text: %q is neither 0 nor 1", s) // R-MSG-16
 		}
 	}
 	if s, ok, err := one("limit"); err != nil {
@@ -141,7 +141,7 @@ func ParseMessagesQuery(v url.Values) (MessagesQuery, error) {
 	} else if ok {
 		n, perr := strconv.Atoi(s)
 		if perr != nil || n < 1 || n > MaxLimit || s[0] == '+' {
-			return q, errf(ErrInvalidParameter, "limit: %q is not an integer from 1 to %d (R-MSG-6)", s, MaxLimit)
+			return q, errf(ErrInvalidParameter, "limit: %q is not an integer from 1 to %d", s, MaxLimit) // R-MSG-6
 		}
 		q.Limit = n
 	}
@@ -182,15 +182,15 @@ func (q *MessagesQuery) check() error {
 	}
 	switch {
 	case q.Role != RoleUser && q.Role != RoleAll:
-		return errf(ErrInvalidParameter, "role: %q is neither user nor all (R-MSG-16)", q.Role)
+		return errf(ErrInvalidParameter, "role: %q is neither user nor all", q.Role) // R-MSG-16
 	case q.Order != OrderAsc && q.Order != OrderDesc:
-		return errf(ErrInvalidParameter, "order: %q is neither asc nor desc (R-MSG-16)", q.Order)
+		return errf(ErrInvalidParameter, "order: %q is neither asc nor desc", q.Order) // R-MSG-16
 	case q.Limit < 1 || q.Limit > MaxLimit:
-		return errf(ErrInvalidParameter, "limit: %d is not from 1 to %d (R-MSG-6)", q.Limit, MaxLimit)
+		return errf(ErrInvalidParameter, "limit: %d is not from 1 to %d", q.Limit, MaxLimit) // R-MSG-6
 	case len(q.Q) > MaxQueryBytes:
-		return errf(ErrInvalidParameter, "q: %d bytes, at most %d (R-MSG-4)", len(q.Q), MaxQueryBytes)
+		return errf(ErrInvalidParameter, "q: %d bytes, at most %d", len(q.Q), MaxQueryBytes) // R-MSG-4
 	case q.Cursor < 0 || q.ID < 0:
-		return errf(ErrInvalidParameter, "cursor and id are positive integers (R-MSG-16)")
+		return errf(ErrInvalidParameter, "cursor and id are positive integers") // R-MSG-16
 	}
 	if q.Text && q.Limit > MaxTextLimit {
 		q.Limit = MaxTextLimit

@@ -37,7 +37,7 @@ func (c *Cache) SubAgent(src Source, agent string) (SubAgentTurns, error) {
 		return SubAgentTurns{}, err
 	}
 	if src.Tool == ToolCodex {
-		return SubAgentTurns{}, errf(ErrUnsupportedTool, "Codex child agents are reported in the activity only; their transcripts are not offered (R-AGT-4)")
+		return SubAgentTurns{}, errf(ErrUnsupportedTool, "Codex child agents are reported in the activity only; their transcripts are not offered") // R-AGT-4
 	}
 	unknown := errf(ErrUnknownAgent, "agent %q is not a sub-agent of this session", agent)
 	if !safeName(agent) {

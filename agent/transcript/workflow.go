@@ -69,10 +69,10 @@ func (b *builder) readSummary(sessionDir []string, runID string) (s *workflowSum
 	}
 	defer of.f.Close()
 	if of.size > MaxSummaryFileBytes {
-		return nil, true, errf(ErrTranscriptUnsafe, "workflow summary %s.json is %d bytes, over %d (R-WF-8)", runID, of.size, MaxSummaryFileBytes)
+		return nil, true, errf(ErrTranscriptUnsafe, "workflow summary %s.json is %d bytes, over %d", runID, of.size, MaxSummaryFileBytes) // R-WF-8
 	}
 	if of.size > b.budget {
-		return nil, true, errf(ErrTranscriptUnsafe, "workflow summaries of this request are over %d bytes (R-WF-8)", maxSummaryRequestBytes)
+		return nil, true, errf(ErrTranscriptUnsafe, "workflow summaries of this request are over %d bytes", maxSummaryRequestBytes) // R-WF-8
 	}
 	b.budget -= of.size
 	var sum workflowSummary

@@ -328,7 +328,7 @@ func (s *Server) codexArchive(c echo.Context) error {
 		return err
 	}
 	if !req.ConfirmNoOtherRunner {
-		return apierr.BadRequest("confirmation_required", "archive needs {\"confirmNoOtherRunner\": true}: confirm that no other Codex client runs this thread (R-CX-ARC-1)")
+		return apierr.BadRequest("confirmation_required", "archive needs {\"confirmNoOtherRunner\": true}: confirm that no other Codex client runs this thread") // R-CX-ARC-1
 	}
 	ctx, cancel := context.WithTimeout(ctx, codexCallTimeout)
 	defer cancel()

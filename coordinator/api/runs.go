@@ -360,9 +360,9 @@ func (s *Server) launch(c echo.Context) error {
 	setup := ""
 	switch {
 	case req.WorktreeFrom != "" && !worktree:
-		return apierr.New(http.StatusUnprocessableEntity, "worktree_from_without_worktree", "worktree_from needs worktree:true (R-WTF-3)")
+		return apierr.New(http.StatusUnprocessableEntity, "worktree_from_without_worktree", "worktree_from needs worktree:true") // R-WTF-3
 	case worktree && req.WorkspaceRef == "":
-		return apierr.New(http.StatusUnprocessableEntity, "worktree_needs_workspace", "a worktree launch needs a workspace_ref at a git repository's root (R-WT-3)")
+		return apierr.New(http.StatusUnprocessableEntity, "worktree_needs_workspace", "a worktree launch needs a workspace_ref at a git repository's root") // R-WT-3
 	case worktree:
 		st, err := s.o.Store.GetWorkspaceSettings(ctx, ws.Ref)
 		if err != nil {
@@ -418,7 +418,7 @@ func (s *Server) listRuns(c echo.Context) error {
 	if v := qp.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > 200 {
-			return apierr.BadRequest("bad_query", "limit must be an integer from 1 to 200 (R-LIST-5)")
+			return apierr.BadRequest("bad_query", "limit must be an integer from 1 to 200") // R-LIST-5
 		}
 		q.Limit = n
 	}
