@@ -243,7 +243,7 @@ func (a *Agent) resumeOp(ctx context.Context, h wire.Header, s tunnel.Stream) {
 	a.respondRun(s, r, err)
 }
 
-// grants turns the wire grants into the supervisor's (§3.17).
+// grants turns the wire grants into the supervisor's (R-GRANT-1).
 func grants(gs []proto.Grant) []supervisor.Grant {
 	out := make([]supervisor.Grant, len(gs))
 	for i, g := range gs {

@@ -1,10 +1,10 @@
-// Package codexsup is the node side of Codex supervision (REQUIREMENTS
-// Part 4): the passive supervision connection to a managed `codex
-// app-server` in the node user's own Codex home, the catalog page and the
-// transcript pages read through it, the history projection a branch starts
-// from, the supervised runs that continue a native thread, archive, and the
-// per-thread leases (fencing tokens) that keep two Olivares runs from ever
-// writing one native thread.
+// Package codexsup is the node side of Codex supervision
+// (docs/rules/codex-supervision.md): the passive supervision connection to
+// a managed `codex app-server` in the node user's own Codex home, the
+// catalog page and the transcript pages read through it, the history
+// projection a branch starts from, the supervised runs that continue a
+// native thread, archive, and the per-thread leases (fencing tokens) that
+// keep two Olivares runs from ever writing one native thread.
 //
 // codexsup never reads rollout files (R-CX-OWN-4), never resumes or writes
 // a source thread (R-CX-SRC-1), never answers an approval on the

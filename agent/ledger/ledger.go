@@ -1,4 +1,4 @@
-// Package ledger keeps each run's lifecycle evidence (§3.18, R-EVT-1..4):
+// Package ledger keeps each run's lifecycle evidence (R-EVT-1..4):
 // an append-only, seq-ordered log in the agent's bbolt file, read by
 // GET /runs/{ref}/events and by state derivation (R-STATE-1).
 //

@@ -42,7 +42,7 @@ func transcriptErr(err error) error {
 }
 
 // transcriptSource checks a read of the run's native record: a tool without
-// a reader is 422 (R-ACT-8, R-MSG-11), then taint 409 (§3.17).
+// a reader is 422 (R-ACT-8, R-MSG-11), then taint 409 (R-CRED-3, R-CRED-4).
 func (s *Supervisor) transcriptSource(ref, surface string) (*run, transcript.Source, error) {
 	r, err := s.get(ref)
 	if err != nil {

@@ -14,7 +14,7 @@ import (
 	"github.com/olivares-dev/olivares/shared/sessions/cliruntime"
 )
 
-// Grant is a credential handed to a run's tool (§3.17): Value goes to the
+// Grant is a credential handed to a run's tool (R-GRANT-1): Value goes to the
 // child as the environment variable Env, or, with AsFile, into a 0600 file
 // whose path is in Env. The supervisor never stores, logs or records a
 // value: the run's record keeps only the kinds (R-CRED-1).
@@ -105,7 +105,7 @@ func taint(rec *record, grants []Grant, gen uint32) {
 	slices.Sort(rec.Taint)
 }
 
-// Taint surfaces (§3.17).
+// Taint surfaces (docs/rules/taint-audit.md).
 const (
 	SurfaceActivity = "activity" // GET /activity and /activity/agents (R-CRED-3, R-AGT-5)
 	SurfaceMessages = "messages" // GET /messages (R-CRED-4)
@@ -114,7 +114,7 @@ const (
 )
 
 // TaintRefusal is the 409 a surface answers for a tainted run, or nil
-// (§3.17). The refusal names the category, never the secret (R-CRED-5).
+// (docs/rules/taint-audit.md). The refusal names the category, never the secret (R-CRED-5).
 func (s *Supervisor) TaintRefusal(ref, surface string) error {
 	r, err := s.get(ref)
 	if err != nil {

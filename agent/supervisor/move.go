@@ -65,7 +65,7 @@ func (s *Supervisor) Move(ref, targetRef string) (apitypes.Run, error) {
 		return apitypes.Run{}, notFound("profile", targetRef)
 	}
 	if target.Ref == rec.ProfileRef {
-		// §2.16: moving to the profile the run is on changes nothing.
+		// R-MOVE-16: moving to the profile the run is on changes nothing.
 		return r.snapshot(), nil
 	}
 	state := r.snapshot().State

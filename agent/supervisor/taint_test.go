@@ -10,7 +10,7 @@ import (
 	"github.com/olivares-dev/olivares/shared/wire"
 )
 
-// §3.17, R-CRED-3/4/5, R-MOVE-11, R-HOF-14: which surface each grant kind
+// docs/rules/taint-audit.md, R-CRED-3/4/5, R-MOVE-11, R-HOF-14: which surface each grant kind
 // refuses, and when. V, R and M refuse all four surfaces for good; P
 // refuses move and handoff, allows messages (R-CRED-4 names only the
 // others, Q-20) and allows activity only while the generation P was

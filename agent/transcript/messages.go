@@ -15,7 +15,7 @@ type MessageItem struct {
 	Clipped   bool    `json:"clipped,omitempty"`
 }
 
-// MessagesPage is a GET /messages list response (§2.21).
+// MessagesPage is a GET /messages list response (R-MSG-2).
 type MessagesPage struct {
 	Items []MessageItem `json:"items"`
 	// Total is the number of messages matching role, q and at (R-MSG-15).

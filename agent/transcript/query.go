@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// Limits of GET /runs/{ref}/messages (§2.21, §3.20).
+// Limits of GET /runs/{ref}/messages (R-MSG-4..8, R-MSG-12..14).
 const (
 	// MaxQueryBytes bounds q (R-MSG-4).
 	MaxQueryBytes = 256

@@ -17,7 +17,7 @@ type Turn struct {
 	Clipped bool   `json:"clipped,omitempty"`
 }
 
-// SubAgentTurns is GET /runs/{ref}/activity/agents/{agent} (§2.20).
+// SubAgentTurns is GET /runs/{ref}/activity/agents/{agent} (R-AGT-1).
 type SubAgentTurns struct {
 	Agent   string `json:"agent"`
 	Turns   []Turn `json:"turns"`

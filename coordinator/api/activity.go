@@ -37,7 +37,7 @@ func (s *Server) auditRead(c echo.Context, event, runRef string, windowed bool) 
 	return err
 }
 
-// activity is GET /runs/{ref}/activity (§2.19): read on the node from the
+// activity is GET /runs/{ref}/activity (R-ACT-1): read on the node from the
 // tool's own record (R-ACT-2), audited once per reader and run every 15
 // minutes (R-ACT-8).
 func (s *Server) activity(c echo.Context) error {
@@ -55,7 +55,7 @@ func (s *Server) activity(c echo.Context) error {
 	return c.JSONBlob(http.StatusOK, out)
 }
 
-// subAgent is GET /runs/{ref}/activity/agents/{agent} (§2.20), audited at
+// subAgent is GET /runs/{ref}/activity/agents/{agent} (R-AGT-1), audited at
 // every read (R-AGT-2).
 func (s *Server) subAgent(c echo.Context) error {
 	for k := range c.QueryParams() {
@@ -72,7 +72,7 @@ func (s *Server) subAgent(c echo.Context) error {
 	return c.JSONBlob(http.StatusOK, out)
 }
 
-// messages is GET /runs/{ref}/messages (§2.21): the node checks the query
+// messages is GET /runs/{ref}/messages (R-MSG-1): the node checks the query
 // (R-MSG-16) and reads the transcript; a read with text (text=1 or an id
 // read) is audited as sessions.run.messages.text, any other as
 // sessions.run.messages, each once per reader, run and window (R-MSG-10,

@@ -22,7 +22,7 @@ import (
 	"github.com/olivares-dev/olivares/shared/wire"
 )
 
-// Codex supervision routes (REQUIREMENTS Part 4): the fleet catalog of
+// Codex supervision routes (docs/rules/codex-supervision.md): the fleet catalog of
 // native Codex threads, transcript pages, continue and archive. The
 // coordinator never reads a node's files (R-CX-OWN-4): every answer comes
 // from the node that holds the Codex home.

@@ -26,7 +26,7 @@ func (s *Server) handoffRoutes() []Route {
 	}
 }
 
-// handoffPreview is GET /runs/{ref}/handoff (§2.17): read on the node,
+// handoffPreview is GET /runs/{ref}/handoff (R-HOP-1): read on the node,
 // every read audited (R-HOF-7).
 func (s *Server) handoffPreview(c echo.Context) error {
 	var out apitypes.HandoffPreview
@@ -42,7 +42,7 @@ func (s *Server) handoffPreview(c echo.Context) error {
 	return c.JSON(http.StatusOK, out)
 }
 
-// handoff is POST /runs/{ref}/handoff (§2.18, §3.7): the target profile is
+// handoff is POST /runs/{ref}/handoff (R-HOF-*): the target profile is
 // checked here first (R-HOF-18), then the node stops, reads, writes the
 // transcript, launches and sends the first turn.
 func (s *Server) handoff(c echo.Context) error {

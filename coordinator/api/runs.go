@@ -580,7 +580,7 @@ func (s *Server) resume(c echo.Context) error {
 	}
 	status := http.StatusOK
 	if out.State == apitypes.StatePendingApproval {
-		status = http.StatusAccepted // held for a person (§2.10)
+		status = http.StatusAccepted // held for a person (R-APPR-1)
 	}
 	return s.respondRun(c, status, s.index(c.Request().Context(), out))
 }
@@ -588,7 +588,7 @@ func (s *Server) resume(c echo.Context) error {
 // startGeneration asks the node to start a new generation of the run
 // (resume, or approve of a held launch or resume): the run's grants are
 // handed out again and the workspace's approved project config is the
-// gate (§3.17, R-PCS-12).
+// gate (R-GRANT-2, R-PCS-12).
 func (s *Server) startGeneration(c echo.Context, op string) (apitypes.Run, error) {
 	ctx := c.Request().Context()
 	r, err := s.refRun(c)
@@ -613,7 +613,7 @@ func (s *Server) startGeneration(c echo.Context, op string) (apitypes.Run, error
 }
 
 // launchStatus is 201 for a launched run and 202 for one its profile's
-// policy holds for a person (§2.2).
+// policy holds for a person (R-CRT-5, R-APPR-1).
 func launchStatus(r apitypes.Run) int {
 	if r.State == apitypes.StatePendingApproval {
 		return http.StatusAccepted
@@ -748,7 +748,7 @@ func appendEvent(b []byte, f proto.AttachFrame) []byte {
 }
 
 // move re-attaches a stopped or failed Claude Code run to another profile
-// of the same tool on its node (§2.16, §3.6). Nothing starts.
+// of the same tool on its node (R-MOVE-*). Nothing starts.
 func (s *Server) move(c echo.Context) error {
 	ctx := c.Request().Context()
 	tenant := CallerOf(c).Tenant

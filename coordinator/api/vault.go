@@ -105,7 +105,7 @@ func nameOK(n string) bool {
 	return true
 }
 
-// checkGrants validates a launch's grants (400, §3.17) and that each names
+// checkGrants validates a launch's grants (400, R-GRANT-1) and that each names
 // a secret of the tenant (404, R-TEN-3).
 func (s *Server) checkGrants(ctx context.Context, tenant string, gs []apitypes.Grant) ([]store.GrantRef, error) {
 	var out []store.GrantRef

@@ -81,7 +81,7 @@ type RunMeta struct {
 	ArchivedAt *time.Time `json:"archived_at,omitempty"`
 	ReleasedAt *time.Time `json:"released_at,omitempty"`
 	// Grants are the credentials the run was launched with, for its
-	// resumes (§3.17); values stay in the vault.
+	// resumes (R-GRANT-2); values stay in the vault.
 	Grants []GrantRef `json:"grants,omitempty"`
 }
 
@@ -183,7 +183,7 @@ type Secret struct {
 	CreatedAt time.Time `json:"created_at"`
 }
 
-// GrantRef is one credential a run was launched with (§3.17), without its
+// GrantRef is one credential a run was launched with (R-GRANT-1), without its
 // value: the coordinator resolves it again for a resume.
 type GrantRef struct {
 	Kind      string `json:"kind"`

@@ -1,6 +1,6 @@
-// Package vault seals the secrets that launches are granted (REQUIREMENTS
-// §3.17: vault secrets, repository credentials, managed credentials,
-// package-registry tokens): AES-256-GCM under a key kept in the
+// Package vault seals the secrets that launches are granted (vault
+// secrets, repository credentials, managed credentials, package-registry
+// tokens; R-VAULT-*, R-GRANT-*): AES-256-GCM under a key kept in the
 // coordinator's state directory, with the secret's ref and tenant as the
 // additional data, so a sealed value moved to another record does not open.
 //

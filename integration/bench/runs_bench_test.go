@@ -38,7 +38,7 @@ const (
 	phaseBudget = 10 * time.Minute // no measured phase takes this long
 )
 
-// Targets (REQUIREMENTS issue 3).
+// Targets (issue 3).
 const (
 	floodVsTLSTarget = 0.25 // output throughput / raw TLS
 	floodVsSSHTarget = 1.0  // output throughput / ssh
@@ -54,7 +54,7 @@ const turnCompleted = `"turn/completed"`
 // whose children are the fakecli peer (as codex), the tunnel on both
 // transports, the coordinator's HTTP API and an SSE client. Every figure is
 // printed beside a baseline measured in the same run, with the target it
-// meets or misses; it never fails on a figure (REQUIREMENTS issue 3). It
+// meets or misses; it never fails on a figure (issue 3). It
 // runs only with OLIVARES_BENCH=1 (scripts/bench).
 //
 //   - stream: output throughput (a 64 MiB flood) and input-to-echo latency

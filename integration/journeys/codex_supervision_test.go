@@ -23,7 +23,7 @@ import (
 	"github.com/olivares-dev/olivares/shared/sessions/cliruntime"
 )
 
-// Codex supervision end to end (REQUIREMENTS Part 4, issue 10): real
+// Codex supervision end to end (docs/rules/codex-supervision.md, issue 10): real
 // olivares-agent processes whose supervision connection is the real
 // `codex app-server` 0.169.0 in a Codex home the test made, with native
 // threads created by real turns against the fake Responses API.

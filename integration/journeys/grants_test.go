@@ -13,7 +13,7 @@ import (
 	"github.com/olivares-dev/olivares/shared/apitypes"
 )
 
-// Grants (§3.17): a vault secret reaches the tool as an environment
+// Grants (R-GRANT-1, R-GRANT-2): a vault secret reaches the tool as an environment
 // variable or a 0600 file, the run is tainted by its kind, the value is
 // in no row, event, audit entry or store file, the file goes when the
 // generation ends, and a resume hands the grant out again.

@@ -1,4 +1,4 @@
-// Package journeys runs the journeys of REQUIREMENTS Part 6 end to end: the
+// Package journeys runs the journeys J01–J08 (docs/rules/journeys.md) end to end: the
 // coordinator's HTTP API, the tunnel on both transports (QUIC and yamux),
 // and real olivares-agent processes whose children are the fakecli peer
 // (R-DRV-2). Nothing sleeps; every wait has a deadline.

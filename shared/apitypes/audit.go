@@ -13,7 +13,7 @@ const (
 	ActorToken = "token"
 )
 
-// Audit events (REQUIREMENTS §3.18).
+// Audit events (docs/rules/taint-audit.md, R-AUD-*).
 const (
 	AuditRunRenamed            = "sessions.run.renamed"
 	AuditRunArchived           = "sessions.run.archived"

@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// Codex supervision (REQUIREMENTS Part 4): the fleet catalog of native Codex
+// Codex supervision (docs/rules/codex-supervision.md): the fleet catalog of native Codex
 // threads, their transcript pages, and the supervised run a thread is
 // continued in.
 

@@ -50,7 +50,7 @@ type Limit struct {
 	AccountRef string     `json:"account_ref"`
 }
 
-// Run is the run object (REQUIREMENTS §2.0.1). Every route that answers
+// Run is the run object (docs/rules/runs.md). Every route that answers
 // "run" answers this, exactly as GET /runs/{ref} does (R-API-6).
 type Run struct {
 	RunRef string `json:"run_ref"`
@@ -126,12 +126,12 @@ type LaunchRequest struct {
 	TemplateRef        string `json:"template_ref,omitempty"`
 	Isolation          string `json:"isolation,omitempty"`
 	Name               string `json:"name,omitempty"`
-	// Grants are credentials handed to the tool (§3.17); the run is
+	// Grants are credentials handed to the tool (R-GRANT-1); the run is
 	// tainted by their kinds for good (R-CRED-1, R-HW-6).
 	Grants []Grant `json:"grants,omitempty"`
 }
 
-// Grant kinds (§3.17, R-CRED-5): the taint categories.
+// Grant kinds (R-GRANT-1, R-CRED-5): the taint categories.
 const (
 	GrantVaultSecret          = "vault_secret"
 	GrantRepositoryCredential = "repository_credential"
@@ -444,7 +444,7 @@ type FileDiff struct {
 	Binary            bool   `json:"binary,omitempty"`
 }
 
-// HandoffPreview is GET /runs/{ref}/handoff (§2.17, R-HOF-20).
+// HandoffPreview is GET /runs/{ref}/handoff (R-HOP-1, R-HOF-20).
 type HandoffPreview struct {
 	Summary         string `json:"summary"`
 	SourceDriver    string `json:"source_driver"`
@@ -452,7 +452,7 @@ type HandoffPreview struct {
 	TranscriptBytes int64  `json:"transcript_bytes"`
 }
 
-// HandoffRequest is POST /runs/{ref}/handoff (§2.18).
+// HandoffRequest is POST /runs/{ref}/handoff (R-HOF-8, R-HOF-20).
 type HandoffRequest struct {
 	ProviderProfileRef string  `json:"provider_profile_ref"`
 	Summary            *string `json:"summary,omitempty"`
@@ -468,7 +468,7 @@ type HandoffResponse struct {
 	FirstTurn    string `json:"first_turn,omitempty"`
 }
 
-// MoveRequest is POST /runs/{ref}/move (§2.16).
+// MoveRequest is POST /runs/{ref}/move (R-MOVE-*).
 type MoveRequest struct {
 	ProviderProfileRef string `json:"provider_profile_ref"`
 }

@@ -9,7 +9,7 @@ import (
 	"github.com/olivares-dev/olivares/shared/wire"
 )
 
-// Codex supervision ops (REQUIREMENTS Part 4), coordinator→agent. The two
+// Codex supervision ops (docs/rules/codex-supervision.md), coordinator→agent. The two
 // read commands keep the node command names of R-CX-CAT-2 and Q-50.
 const (
 	// OpCodexThreads lists one page of the node's non-archived threads:

@@ -8,7 +8,7 @@ import (
 	"github.com/olivares-dev/olivares/shared/sessions/cliruntime"
 )
 
-// Codex supervision (REQUIREMENTS §4.6): a run that continues a native
+// Codex supervision (R-CX-CONT-*, R-CX-FT-*): a run that continues a native
 // thread as a branch. Its app-server runs in the supervision Codex home; the
 // handshake creates no thread. On the first input the session forks the
 // source with no model or provider override (pinning its snapshot, Codex

@@ -1,7 +1,7 @@
 //go:build linux
 
 // Command fakecli is a local peer that imitates the operate forms of the
-// vendor CLIs as /work/shared/peers/real-clis.md records them, so that the
+// vendor CLIs as docs/real-clis.md records them, so that the
 // driver conformance suite (R-DRV-2) and the journeys can run a real child
 // process without a model, an account or the network.
 //
@@ -239,7 +239,7 @@ func floodPieces(n int) []string {
 	return out
 }
 
-// envReply shows what the tool was handed (grants, §3.17): the value of an
+// envReply shows what the tool was handed (grants, R-GRANT-1): the value of an
 // environment variable (env NAME), or the content of the file whose path
 // it holds (file NAME).
 func envReply(sp special) string {
