@@ -266,6 +266,7 @@ func TestSignNodeCSR(t *testing.T) {
 	}
 }
 
+// Node certificates last 7 days by default (R-PKI-2).
 func TestSignNodeValidity(t *testing.T) {
 	a, _ := newTestAuthority(t)
 	now := time.Now().Truncate(time.Second) // certificates hold whole seconds
@@ -314,6 +315,8 @@ func TestSignNodeValidity(t *testing.T) {
 	}
 }
 
+// A node certificate names its node by CN and by one olivares://node/<id>
+// URI SAN, which must agree; nothing else is a node certificate (R-PKI-1).
 func TestNodeID(t *testing.T) {
 	a, _ := newTestAuthority(t)
 	node, _ := mustNodeCert(t, a, "node_7.a-b")
@@ -429,6 +432,8 @@ func signWith(t *testing.T, ca *x509.Certificate, caKey *ecdsa.PrivateKey) *x509
 	return c
 }
 
+// A rotation adds the next root, a promotion swaps them, and the old root
+// stays trusted (R-PKI-3).
 func TestRotation(t *testing.T) {
 	a, dir := newTestAuthority(t)
 	now := time.Now()

@@ -30,7 +30,7 @@ import (
 var transports = []string{tunnel.TransportQUIC, tunnel.TransportYamux}
 
 // Enrollment, connection, registry and a coordinator→agent call, on both
-// transports (R-ARCH-2).
+// transports (R-ARCH-2, R-ENR-2, R-TUN-1, R-TUN-3, R-NODE-1, R-CFG-4).
 func TestEnrollAndConnect(t *testing.T) {
 	t.Parallel()
 	for _, tr := range transports {
@@ -128,7 +128,8 @@ func listNodes(t *testing.T, env *Env) []store.Node {
 	return ns
 }
 
-// Every bad enrollment gets a clear error and stores nothing on either side.
+// Every bad enrollment gets a clear error and stores nothing on either side
+// (R-ENR-3).
 func TestEnrollRefusals(t *testing.T) {
 	t.Parallel()
 	env := NewEnv(t)
@@ -267,7 +268,7 @@ func wantCode(t *testing.T, err error, code string) {
 }
 
 // A client without a certificate, or with one from another CA, is refused
-// at the handshake, on both transports.
+// at the handshake, on both transports (R-TUN-1).
 func TestHandshakeRefusals(t *testing.T) {
 	t.Parallel()
 	env := NewEnv(t)
@@ -325,7 +326,8 @@ func TestHandshakeRefusals(t *testing.T) {
 	}
 }
 
-// UDP blocked (no QUIC listener): auto falls back to yamux within 3 s.
+// UDP blocked (no QUIC listener): auto falls back to yamux within 3 s
+// (R-TUN-2).
 func TestAutoFallsBackToYamux(t *testing.T) {
 	t.Parallel()
 	env := NewEnv(t, Options{DisableQUIC: true})
@@ -371,7 +373,7 @@ func TestCoordinatorRestart(t *testing.T) {
 }
 
 // Revocation cuts the live tunnel within 1 s and refuses every later
-// handshake of that node.
+// handshake of that node (R-NODE-2).
 func TestRevoke(t *testing.T) {
 	t.Parallel()
 	for _, tr := range transports {
@@ -413,7 +415,7 @@ func TestRevoke(t *testing.T) {
 }
 
 // Certificates renew over the live tunnel at half-life; the new one is used
-// at the next handshake.
+// at the next handshake (R-PKI-2).
 func TestCertificateRenewal(t *testing.T) {
 	t.Parallel()
 	env := NewEnv(t, Options{NodeCertValidity: 4 * time.Second})
@@ -496,6 +498,7 @@ func TestNodeRoutesAuthz(t *testing.T) {
 	}
 }
 
+// Health, readiness and metrics need no credential (R-API-9).
 func TestHealthAndMetrics(t *testing.T) {
 	t.Parallel()
 	env := NewEnv(t)
@@ -515,7 +518,7 @@ func TestHealthAndMetrics(t *testing.T) {
 }
 
 // Strict config: an unknown key is an error naming the file, the line and
-// the key, for both daemons.
+// the key, for both daemons (R-CFG-1).
 func TestStrictConfig(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()

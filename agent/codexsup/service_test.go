@@ -201,7 +201,8 @@ func TestUnsupportedConfigFailsClosed(t *testing.T) {
 	}
 }
 
-// TestLeases: a thread's lease has one holder and a fencing token; a new
+// TestLeases (R-CX-LEASE-1, R-CX-LEASE-2): a thread's lease has one holder
+// and a fencing token; a new
 // acquisition makes the old token stale; another holder is refused unless
 // the takeover says the holder can no longer write; the leases of
 // operations die with the agent process.

@@ -2,7 +2,7 @@ package link
 
 import "testing"
 
-// Exponential backoff with full jitter and a 30 s cap (issue 2).
+// Exponential backoff with full jitter and a 30 s cap (R-TUN-4).
 func TestBackoff(t *testing.T) {
 	for attempt := 0; attempt < 40; attempt++ {
 		max := BackoffBase << min(attempt, 10)

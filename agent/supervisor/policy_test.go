@@ -13,8 +13,8 @@ import (
 
 // TestApprovalHoldsLaunchAndResume: a profile whose policy wants a
 // person's approval holds a launch and a resume without spawning anything
-// (Q-53, R-STATE-3 row 2); approve lets each go on with approved then
-// started (R-CRT-4); a held run survives an agent restart as it was.
+// (Q-53, R-STATE-3 row 2, R-APPR-1); approve lets each go on with approved
+// then started (R-CRT-4, R-APPR-2); a held run survives an agent restart as it was.
 func TestApprovalHoldsLaunchAndResume(t *testing.T) {
 	e, store := fakeEnv(t)
 	ctx := context.Background()
@@ -71,8 +71,8 @@ func TestApprovalHoldsLaunchAndResume(t *testing.T) {
 
 // TestProfilePolicyRefusals: an inactive profile and a workspace the
 // profile does not allow refuse a launch before anything is written
-// (R-MOVE-3's "would accept a launch"), and a policy change applies to the
-// next resume (R-MOVE-10).
+// (R-MOVE-3's "would accept a launch", R-PROF-3), and a policy change
+// applies to the next resume (R-MOVE-10, R-PROF-4).
 func TestProfilePolicyRefusals(t *testing.T) {
 	e, _ := fakeEnv(t)
 	ctx := context.Background()

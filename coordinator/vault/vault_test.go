@@ -9,7 +9,7 @@ import (
 )
 
 // A sealed value opens only under its own key, tenant and ref, and the key
-// survives a restart in a 0600 file.
+// survives a restart in a 0600 file (R-VAULT-2).
 func TestSealOpen(t *testing.T) {
 	dir := t.TempDir()
 	v, err := Open(dir)

@@ -429,7 +429,7 @@ func countKind(evs []apitypes.Event, kind string) int {
 	return n
 }
 
-// The audit ledger is tamper-evident: `olivares audit verify` walks the
+// The audit ledger is tamper-evident (R-AUD-4): `olivares audit verify` walks the
 // chain on the client and names the first entry that was changed in the
 // coordinator's file.
 func TestAuditVerifyDetectsTampering(t *testing.T) {

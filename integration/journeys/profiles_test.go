@@ -9,7 +9,8 @@ import (
 	"github.com/olivares-dev/olivares/shared/apitypes"
 )
 
-// A profile's policy through the API (R-MOVE-3, Q-53): a launch held for a
+// A profile's policy through the API (R-MOVE-3, Q-53, R-PROF-3, R-PROF-4,
+// R-APPR-1, R-APPR-2): a launch held for a
 // person answers 202 pending_approval and spawns nothing until a person
 // with workspace administration approves it; an inactive profile or a
 // workspace it does not allow refuses the launch.
