@@ -41,7 +41,8 @@ func (c Citation) Test() bool {
 var skipDirs = map[string]bool{".git": true, ".clis": true, "node_modules": true, "testdata": true, "vendor": true}
 
 // Scanned reports whether a repository file is read for citations: Go code
-// and tests, the API document, scripts, READMEs and the docs themselves.
+// and tests, the console's assets, the API document, scripts, READMEs and
+// the docs themselves.
 // This package's own Go files are not: their examples are not citations.
 func Scanned(rel string) bool {
 	rel = filepath.ToSlash(rel)
@@ -50,6 +51,8 @@ func Scanned(rel string) bool {
 	case strings.HasPrefix(rel, "docs/") && strings.HasSuffix(base, ".go"):
 		return false
 	case strings.HasSuffix(base, ".go"):
+		return true
+	case strings.HasSuffix(base, ".js") || strings.HasSuffix(base, ".mjs") || strings.HasSuffix(base, ".html") || strings.HasSuffix(base, ".css"):
 		return true
 	case base == "openapi.yaml" || base == "openapi.yml" || base == "openapi.json":
 		return true
