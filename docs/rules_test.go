@@ -1,6 +1,8 @@
 package docs
 
 import (
+	"os"
+	"path/filepath"
 	"reflect"
 	"regexp"
 	"strings"
@@ -165,4 +167,19 @@ func FuzzCites(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestScanSkipsNoCite(t *testing.T) {
+	dir := t.TempDir()
+	src := "package x\n\n// R-PIN-3: cited\nvar name = \"R-DEV-1\" // docs:nocite: a name that looks like a rule\n"
+	if err := os.WriteFile(filepath.Join(dir, "x.go"), []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := ScanRepo(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cs) != 1 || cs[0].Line != 3 || !reflect.DeepEqual(cs[0].IDs, []string{"R-PIN-3"}) {
+		t.Errorf("got %+v, want only R-PIN-3 on line 3", cs)
+	}
 }
