@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/olivares-dev/olivares/agent/cliruntime"
 	"github.com/olivares-dev/olivares/agent/drivers/claude"
 	"github.com/olivares-dev/olivares/agent/drivers/codex"
 	"github.com/olivares-dev/olivares/agent/drivers/gemini"
@@ -22,7 +23,6 @@ import (
 	"github.com/olivares-dev/olivares/agent/supervisor"
 	"github.com/olivares-dev/olivares/shared/apitypes"
 	"github.com/olivares-dev/olivares/shared/proto"
-	"github.com/olivares-dev/olivares/shared/sessions/cliruntime"
 	"github.com/olivares-dev/olivares/shared/tunnel"
 	"github.com/olivares-dev/olivares/shared/wire"
 )

@@ -10,11 +10,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/olivares-dev/olivares/agent/cliruntime"
 	"github.com/olivares-dev/olivares/agent/drivers/codex"
 	"github.com/olivares-dev/olivares/agent/supervisor"
 	"github.com/olivares-dev/olivares/shared/apitypes"
 	"github.com/olivares-dev/olivares/shared/proto"
-	"github.com/olivares-dev/olivares/shared/sessions/cliruntime"
 	"github.com/olivares-dev/olivares/shared/wire"
 )
 

@@ -8,9 +8,9 @@ import (
 	"net/http"
 	"slices"
 
+	"github.com/olivares-dev/olivares/agent/cliruntime"
 	"github.com/olivares-dev/olivares/shared/apitypes"
 	"github.com/olivares-dev/olivares/shared/proto"
-	"github.com/olivares-dev/olivares/shared/sessions/cliruntime"
 )
 
 // MaxTurnsPage is R-CX-TRN-2: persisted turns per transcript page.

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/olivares-dev/olivares/agent/cliruntime"
 	"github.com/olivares-dev/olivares/agent/drivers/claude"
 	"github.com/olivares-dev/olivares/agent/drivers/codex"
 	"github.com/olivares-dev/olivares/agent/drivers/fake"
@@ -20,7 +21,6 @@ import (
 	"github.com/olivares-dev/olivares/agent/drivers/grok"
 	"github.com/olivares-dev/olivares/agent/drivers/opencode"
 	"github.com/olivares-dev/olivares/agent/sessions"
-	"github.com/olivares-dev/olivares/shared/sessions/cliruntime"
 )
 
 // peer is one row of the conformance table: a driver and the local peer it

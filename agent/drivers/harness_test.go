@@ -16,9 +16,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/olivares-dev/olivares/agent/cliruntime"
 	"github.com/olivares-dev/olivares/agent/sessions"
 	"github.com/olivares-dev/olivares/integration/peers/peerbin"
-	"github.com/olivares-dev/olivares/shared/sessions/cliruntime"
 )
 
 // deadline bounds every wait; nothing in these tests sleeps.

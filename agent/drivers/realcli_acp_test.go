@@ -14,10 +14,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/olivares-dev/olivares/agent/cliruntime"
 	"github.com/olivares-dev/olivares/agent/drivers/gemini"
 	"github.com/olivares-dev/olivares/agent/drivers/opencode"
 	"github.com/olivares-dev/olivares/integration/fakemodel"
-	"github.com/olivares-dev/olivares/shared/sessions/cliruntime"
 )
 
 // The real-binary battery of the optional ACP drivers: gemini against

@@ -12,12 +12,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/olivares-dev/olivares/agent/cliruntime"
 	"github.com/olivares-dev/olivares/agent/drivers/claude"
 	"github.com/olivares-dev/olivares/agent/drivers/codex"
 	"github.com/olivares-dev/olivares/agent/sessions"
 	"github.com/olivares-dev/olivares/integration/fakemodel"
 	"github.com/olivares-dev/olivares/integration/realcli"
-	"github.com/olivares-dev/olivares/shared/sessions/cliruntime"
 )
 
 // realBinDir returns the directory holding the named CLIs, or skips (fails

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/olivares-dev/olivares/agent/cliruntime"
 	"github.com/olivares-dev/olivares/integration/fakemodel"
-	"github.com/olivares-dev/olivares/shared/sessions/cliruntime"
 )
 
 // The real-binary battery: the claude and codex drivers against Claude Code

@@ -5,9 +5,9 @@ import (
 	"net/http"
 	"net/url"
 
+	"github.com/olivares-dev/olivares/agent/cliruntime"
 	"github.com/olivares-dev/olivares/agent/ledger"
 	"github.com/olivares-dev/olivares/agent/transcript"
-	"github.com/olivares-dev/olivares/shared/sessions/cliruntime"
 )
 
 // ledgerNone is an update that writes no ledger row.

@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/olivares-dev/olivares/agent/cliruntime"
 	"github.com/olivares-dev/olivares/agent/drivers/claude"
 	"github.com/olivares-dev/olivares/agent/drivers/codex"
 	"github.com/olivares-dev/olivares/agent/ledger"
@@ -26,7 +27,6 @@ import (
 	"github.com/olivares-dev/olivares/agent/sessions"
 	"github.com/olivares-dev/olivares/agent/supervisor"
 	"github.com/olivares-dev/olivares/shared/apitypes"
-	"github.com/olivares-dev/olivares/shared/sessions/cliruntime"
 )
 
 // fakecli (integration/peers/fakecli) is built once per test binary and

@@ -10,8 +10,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/olivares-dev/olivares/agent/cliruntime"
 	"github.com/olivares-dev/olivares/shared/apitypes"
-	"github.com/olivares-dev/olivares/shared/sessions/cliruntime"
 )
 
 // Grant is a credential handed to a run's tool (R-GRANT-1): Value goes to the

@@ -7,8 +7,8 @@ import (
 	"slices"
 
 	"github.com/olivares-dev/olivares/agent/claudehook"
+	"github.com/olivares-dev/olivares/agent/cliruntime"
 	"github.com/olivares-dev/olivares/agent/ledger"
-	"github.com/olivares-dev/olivares/shared/sessions/cliruntime"
 )
 
 // HookEndpoint is where the engine's PreToolUse hook reports (R-ED-4):

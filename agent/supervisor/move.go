@@ -16,9 +16,9 @@ import (
 
 	bbolt "go.etcd.io/bbolt"
 
+	"github.com/olivares-dev/olivares/agent/cliruntime"
 	"github.com/olivares-dev/olivares/agent/ledger"
 	"github.com/olivares-dev/olivares/shared/apitypes"
-	"github.com/olivares-dev/olivares/shared/sessions/cliruntime"
 )
 
 // bucketMoves: "<profile ref>\x00<conversation id>" → the manifest

@@ -13,10 +13,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/olivares-dev/olivares/agent/cliruntime"
 	"github.com/olivares-dev/olivares/agent/sessions"
 	"github.com/olivares-dev/olivares/agent/supervisor"
 	"github.com/olivares-dev/olivares/shared/apitypes"
-	"github.com/olivares-dev/olivares/shared/sessions/cliruntime"
 )
 
 // tree is every file under dir with its sha256, and every link target.

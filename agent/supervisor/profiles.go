@@ -14,9 +14,9 @@ import (
 
 	bbolt "go.etcd.io/bbolt"
 
+	"github.com/olivares-dev/olivares/agent/cliruntime"
 	"github.com/olivares-dev/olivares/agent/projectconfig"
 	"github.com/olivares-dev/olivares/shared/apitypes"
-	"github.com/olivares-dev/olivares/shared/sessions/cliruntime"
 )
 
 // --- profiles and workspaces ---

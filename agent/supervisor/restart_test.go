@@ -6,12 +6,12 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/olivares-dev/olivares/agent/cliruntime"
 	"github.com/olivares-dev/olivares/agent/drivers/fake"
 	"github.com/olivares-dev/olivares/agent/ledger"
 	"github.com/olivares-dev/olivares/agent/sessions"
 	"github.com/olivares-dev/olivares/agent/supervisor"
 	"github.com/olivares-dev/olivares/shared/apitypes"
-	"github.com/olivares-dev/olivares/shared/sessions/cliruntime"
 )
 
 // stuckRunner's Start blocks until release: an agent that dies while a

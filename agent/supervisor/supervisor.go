@@ -28,12 +28,12 @@ import (
 	bbolt "go.etcd.io/bbolt"
 
 	"github.com/olivares-dev/olivares/agent/claudehook"
+	"github.com/olivares-dev/olivares/agent/cliruntime"
 	"github.com/olivares-dev/olivares/agent/ledger"
 	"github.com/olivares-dev/olivares/agent/ring"
 	"github.com/olivares-dev/olivares/agent/sessions"
 	"github.com/olivares-dev/olivares/agent/transcript"
 	"github.com/olivares-dev/olivares/shared/apitypes"
-	"github.com/olivares-dev/olivares/shared/sessions/cliruntime"
 	"github.com/olivares-dev/olivares/shared/wire"
 )
 

@@ -18,7 +18,6 @@ import (
 	"github.com/olivares-dev/olivares/shared/apierr"
 	"github.com/olivares-dev/olivares/shared/apitypes"
 	"github.com/olivares-dev/olivares/shared/proto"
-	"github.com/olivares-dev/olivares/shared/sessions/cliruntime"
 	"github.com/olivares-dev/olivares/shared/wire"
 )
 
@@ -79,7 +78,7 @@ func (s *Server) codexNode(ctx context.Context, tenant, id string) (store.Node, 
 
 func threadParam(c echo.Context) (string, error) {
 	id := c.Param("thread")
-	if !cliruntime.IsUUID(id) {
+	if !apitypes.IsUUID(id) {
 		return "", apierr.BadRequest("bad_thread_id", "thread id %q is not a Codex thread id", id)
 	}
 	return id, nil

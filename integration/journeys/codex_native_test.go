@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/olivares-dev/olivares/agent/cliruntime"
 	"github.com/olivares-dev/olivares/integration/fakemodel"
-	"github.com/olivares-dev/olivares/shared/sessions/cliruntime"
 )
 
 // nativeCodex is the node user's own Codex (the CLI or an editor): a real

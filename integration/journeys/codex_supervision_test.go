@@ -16,11 +16,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/olivares-dev/olivares/agent/cliruntime"
 	"github.com/olivares-dev/olivares/coordinator/store"
 	"github.com/olivares-dev/olivares/integration"
 	"github.com/olivares-dev/olivares/integration/fakemodel"
 	"github.com/olivares-dev/olivares/shared/apitypes"
-	"github.com/olivares-dev/olivares/shared/sessions/cliruntime"
 )
 
 // Codex supervision end to end (docs/rules/codex-supervision.md, issue 10): real

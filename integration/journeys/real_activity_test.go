@@ -4,10 +4,10 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/olivares-dev/olivares/agent/cliruntime"
 	"github.com/olivares-dev/olivares/agent/transcript"
 	"github.com/olivares-dev/olivares/integration"
 	"github.com/olivares-dev/olivares/integration/fakemodel"
-	"github.com/olivares-dev/olivares/shared/sessions/cliruntime"
 )
 
 // R-ACT-2, R-ACT-4, R-ACT-7, R-ACT-9 and R-MSG-3 with the real Claude Code

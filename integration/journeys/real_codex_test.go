@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/olivares-dev/olivares/agent/cliruntime"
 	"github.com/olivares-dev/olivares/integration"
 	"github.com/olivares-dev/olivares/integration/fakemodel"
 	"github.com/olivares-dev/olivares/shared/apitypes"
-	"github.com/olivares-dev/olivares/shared/sessions/cliruntime"
 )
 
 // J01 and J03 with the real Codex binary (0.169.0) through the coordinator,

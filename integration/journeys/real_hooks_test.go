@@ -8,10 +8,10 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/olivares-dev/olivares/agent/cliruntime"
 	"github.com/olivares-dev/olivares/integration"
 	"github.com/olivares-dev/olivares/integration/fakemodel"
 	"github.com/olivares-dev/olivares/shared/apitypes"
-	"github.com/olivares-dev/olivares/shared/sessions/cliruntime"
 )
 
 // R-PCS-15 and R-ED-4 with the real Claude Code binary through the whole

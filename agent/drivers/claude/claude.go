@@ -16,7 +16,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/olivares-dev/olivares/shared/sessions/cliruntime"
+	"github.com/olivares-dev/olivares/agent/cliruntime"
 )
 
 // Name is the program run when LaunchSpec.Binary is empty.

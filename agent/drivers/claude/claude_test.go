@@ -3,9 +3,9 @@ package claude_test
 import (
 	"testing"
 
+	"github.com/olivares-dev/olivares/agent/cliruntime"
+	"github.com/olivares-dev/olivares/agent/cliruntime/cliruntimetest"
 	"github.com/olivares-dev/olivares/agent/drivers/claude"
-	"github.com/olivares-dev/olivares/shared/sessions/cliruntime"
-	"github.com/olivares-dev/olivares/shared/sessions/cliruntime/cliruntimetest"
 )
 
 // TestCommands: launch and resume command lines and the from-scratch env

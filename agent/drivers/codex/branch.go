@@ -4,8 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/olivares-dev/olivares/agent/cliruntime"
 	"github.com/olivares-dev/olivares/agent/drivers/internal/jsonrpc"
-	"github.com/olivares-dev/olivares/shared/sessions/cliruntime"
 )
 
 // Codex supervision (R-CX-CONT-*, R-CX-FT-*): a run that continues a native

@@ -8,9 +8,9 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/olivares-dev/olivares/agent/cliruntime"
+	"github.com/olivares-dev/olivares/agent/cliruntime/cliruntimetest"
 	"github.com/olivares-dev/olivares/agent/drivers/codex"
-	"github.com/olivares-dev/olivares/shared/sessions/cliruntime"
-	"github.com/olivares-dev/olivares/shared/sessions/cliruntime/cliruntimetest"
 )
 
 // branchDriver gives every session the options its scenario needs.

@@ -15,8 +15,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/olivares-dev/olivares/agent/cliruntime"
 	"github.com/olivares-dev/olivares/agent/drivers/internal/jsonrpc"
-	"github.com/olivares-dev/olivares/shared/sessions/cliruntime"
 )
 
 // Name is the program run when LaunchSpec.Binary is empty.

@@ -3,9 +3,9 @@ package codex_test
 import (
 	"testing"
 
+	"github.com/olivares-dev/olivares/agent/cliruntime"
+	"github.com/olivares-dev/olivares/agent/cliruntime/cliruntimetest"
 	"github.com/olivares-dev/olivares/agent/drivers/codex"
-	"github.com/olivares-dev/olivares/shared/sessions/cliruntime"
-	"github.com/olivares-dev/olivares/shared/sessions/cliruntime/cliruntimetest"
 )
 
 // TestCommands: `codex app-server` and the from-scratch env (R-TR-4, R-DRV-5).

@@ -22,7 +22,7 @@ import (
 	"strconv"
 	"sync"
 
-	"github.com/olivares-dev/olivares/shared/sessions/cliruntime"
+	"github.com/olivares-dev/olivares/agent/cliruntime"
 )
 
 // Kind is the fake's driver kind.

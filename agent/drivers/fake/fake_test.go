@@ -3,8 +3,8 @@ package fake_test
 import (
 	"testing"
 
+	"github.com/olivares-dev/olivares/agent/cliruntime/cliruntimetest"
 	"github.com/olivares-dev/olivares/agent/drivers/fake"
-	"github.com/olivares-dev/olivares/shared/sessions/cliruntime/cliruntimetest"
 )
 
 func TestCommands(t *testing.T) {

@@ -16,8 +16,8 @@ package grok
 import (
 	"path/filepath"
 
+	"github.com/olivares-dev/olivares/agent/cliruntime"
 	"github.com/olivares-dev/olivares/agent/drivers/internal/acp"
-	"github.com/olivares-dev/olivares/shared/sessions/cliruntime"
 )
 
 // Name is the program run when LaunchSpec.Binary is empty.

@@ -3,9 +3,9 @@ package grok_test
 import (
 	"testing"
 
+	"github.com/olivares-dev/olivares/agent/cliruntime"
+	"github.com/olivares-dev/olivares/agent/cliruntime/cliruntimetest"
 	"github.com/olivares-dev/olivares/agent/drivers/grok"
-	"github.com/olivares-dev/olivares/shared/sessions/cliruntime"
-	"github.com/olivares-dev/olivares/shared/sessions/cliruntime/cliruntimetest"
 )
 
 // TestCommands: `grok agent stdio` and the from-scratch env (R-TR-4, R-DRV-5).

@@ -5,9 +5,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/olivares-dev/olivares/agent/cliruntime"
+	"github.com/olivares-dev/olivares/agent/cliruntime/cliruntimetest"
 	"github.com/olivares-dev/olivares/agent/drivers/opencode"
-	"github.com/olivares-dev/olivares/shared/sessions/cliruntime"
-	"github.com/olivares-dev/olivares/shared/sessions/cliruntime/cliruntimetest"
 )
 
 // TestCommands: `opencode acp` and the from-scratch env under the profile

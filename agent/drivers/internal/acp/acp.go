@@ -17,8 +17,8 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/olivares-dev/olivares/agent/cliruntime"
 	"github.com/olivares-dev/olivares/agent/drivers/internal/jsonrpc"
-	"github.com/olivares-dev/olivares/shared/sessions/cliruntime"
 )
 
 // ProtocolVersion is the ACP version asked for in initialize.

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/olivares-dev/olivares/agent/cliruntime"
 	"github.com/olivares-dev/olivares/agent/drivers/internal/jsonrpc"
-	"github.com/olivares-dev/olivares/shared/sessions/cliruntime"
 )
 
 // The protocol is tested through the grok, gemini and opencode goldens

@@ -45,7 +45,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/olivares-dev/olivares/shared/sessions/cliruntime"
+	"github.com/olivares-dev/olivares/agent/cliruntime"
 )
 
 var update = flag.Bool("update", false, "rewrite the expected part of golden files")

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/olivares-dev/olivares/shared/sessions/cliruntime"
+	"github.com/olivares-dev/olivares/agent/cliruntime"
 )
 
 // TestBuildEnv: the environment is built from scratch in a fixed order; the
