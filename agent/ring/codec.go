@@ -32,13 +32,14 @@ func keySeq(k []byte) (uint64, error) {
 	return binary.BigEndian.Uint64(k), nil
 }
 
-func encodeFrame(f *Frame) []byte {
-	v := make([]byte, frameHeaderLen+len(f.Data))
+// encodeFrame returns the stored record of f with data as its Data.
+func encodeFrame(f *Frame, data []byte) []byte {
+	v := make([]byte, frameHeaderLen+len(data))
 	v[0] = codecVersion
 	binary.BigEndian.PutUint32(v[1:5], f.Generation)
 	v[5] = byte(f.Stream)
 	binary.BigEndian.PutUint64(v[6:14], uint64(f.At.UnixNano()))
-	copy(v[frameHeaderLen:], f.Data)
+	copy(v[frameHeaderLen:], data)
 	return v
 }
 

@@ -25,11 +25,13 @@ const (
 
 // commitLoop is the Store's one writer. Each round it takes the head of
 // every dirty ring's queue, commits all of them in one bbolt transaction,
-// and only then publishes the frames to viewers. It returns after Close,
-// once everything appended before Close is committed.
+// and only then publishes the frames to viewers. There is no timer: a frame
+// that finds the store idle is committed at once (a lone echo waits for one
+// commit), and whatever arrives while a transaction commits goes into the
+// next one, so batches grow with the load by themselves. It returns after
+// Close, once everything appended before Close is committed.
 func (s *Store) commitLoop() {
 	defer close(s.done)
-	var lastStart time.Time
 	var retry time.Duration
 	stopping, sealed := false, false
 	for {
@@ -40,16 +42,7 @@ func (s *Store) commitLoop() {
 				stopping = true
 			}
 		}
-		busy := false // frames arrived while the previous transaction ran
 		for {
-			if busy && !stopping {
-				select {
-				case <-s.stop:
-					stopping = true
-				default:
-					s.linger(lastStart)
-				}
-			}
 			bs := s.collect()
 			if len(bs) == 0 {
 				if stopping {
@@ -62,15 +55,14 @@ func (s *Store) commitLoop() {
 				}
 				break
 			}
-			lastStart = time.Now()
+			if h := s.opts.beforeCommit; h != nil {
+				h()
+			}
 			err := s.commit(bs)
 			if err == nil {
 				retry = 0
 				s.setCommitError(nil)
 				s.publish(bs)
-				s.dirtyMu.Lock()
-				busy = len(s.dirty) > 0
-				s.dirtyMu.Unlock()
 				continue
 			}
 			s.setCommitError(err)
@@ -87,7 +79,6 @@ func (s *Store) commitLoop() {
 				stopping = true
 			}
 			t.Stop()
-			busy = false
 		}
 	}
 }
@@ -104,34 +95,9 @@ func (s *Store) seal() {
 	}
 }
 
-// linger holds a busy store's next transaction back until FlushInterval
-// after the previous one started, unless a full batch (or an End/Flush) is
-// waiting.
-func (s *Store) linger(lastStart time.Time) {
-	iv := s.opts.FlushInterval
-	if iv <= 0 || lastStart.IsZero() {
-		return
-	}
-	d := time.Until(lastStart.Add(iv))
-	if d <= 0 {
-		return
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-s.full:
-	case <-s.stop:
-	}
-}
-
 // collect snapshots the head of every dirty ring's queue, at most
 // FlushFrames frames / FlushBytes bytes per ring.
 func (s *Store) collect() []*batch {
-	select { // a stale "full" token would only shorten the next linger
-	case <-s.full:
-	default:
-	}
 	s.dirtyMu.Lock()
 	rings := s.dirty
 	s.dirty = nil
@@ -166,7 +132,6 @@ func (s *Store) collect() []*batch {
 			s.dirtyMu.Lock()
 			s.dirty = append(s.dirty, r)
 			s.dirtyMu.Unlock()
-			signal(s.full)
 		}
 		r.mu.Unlock()
 		out = append(out, b)
@@ -215,7 +180,7 @@ func (b *batch) write(root *bbolt.Bucket, o *Options) error {
 			st.ended, st.reason = false, ""
 		case opFrame:
 			f := p.f
-			if err := fb.Put(seqKey(f.Seq), encodeFrame(f)); err != nil {
+			if err := fb.Put(seqKey(f.Seq), p.enc); err != nil {
 				return err
 			}
 			if st.frames == 0 {

@@ -144,8 +144,7 @@ func TestOptionsDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	// R-RC-7: 8 MiB or 65,536 frames per run.
-	if o.MaxBytes != 8<<20 || o.MaxFrames != 65536 || o.FlushFrames != 64 || o.FlushBytes != 256<<10 ||
-		o.FlushInterval != 2*time.Millisecond || o.Now == nil {
+	if o.MaxBytes != 8<<20 || o.MaxFrames != 65536 || o.FlushFrames != 256 || o.FlushBytes != 1<<20 || o.Now == nil {
 		t.Errorf("defaults: got %+v", o)
 	}
 	for _, tc := range []struct {
