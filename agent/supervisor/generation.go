@@ -278,8 +278,14 @@ func (g *generation) read(rd io.Reader, stream ring.Stream, observe bool) {
 						break
 					}
 					if !overlong {
-						line = append(line, chunk[:i]...)
-						g.observe(line)
+						if len(line) == 0 {
+							// A whole line in this read: observed in
+							// place, not copied.
+							g.observe(chunk[:i])
+						} else {
+							line = append(line, chunk[:i]...)
+							g.observe(line)
+						}
 					}
 					line, overlong = line[:0], false
 					chunk = chunk[i+1:]

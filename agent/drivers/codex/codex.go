@@ -228,31 +228,42 @@ func (s *session) TurnActive() bool {
 	return s.starting || s.turn != "" || (len(s.queue) > 0 && !s.dead)
 }
 
+// observed are the notifications the driver reads; every other
+// notification (the deltas, most of a busy turn's lines) is passed over
+// after a Peek, without a decode or a copy.
+var observed = map[string]bool{"turn/started": true, "turn/completed": true, "account/rateLimits/updated": true, "error": true}
+
 func (s *session) Observe(line []byte) cliruntime.Step {
+	h, ok := jsonrpc.Peek(line)
+	if !ok || (!h.HasID && !h.Escaped && !observed[string(h.Method)]) {
+		return cliruntime.Step{}
+	}
 	m, ok := jsonrpc.Parse(line)
 	if !ok {
 		return cliruntime.Step{}
 	}
-	raw := cloneLine(line)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	switch {
-	case m.IsResponse():
-		return s.responseLocked(m, raw)
-	case m.IsRequest():
-		return s.serverRequestLocked(m, raw)
-	case m.IsNotification():
-		return s.notificationLocked(m, raw)
-	}
-	return cliruntime.Step{}
-}
-
-func cloneLine(line []byte) json.RawMessage {
 	n := len(line)
 	for n > 0 && (line[n-1] == '\n' || line[n-1] == '\r') {
 		n--
 	}
-	return append(json.RawMessage(nil), line[:n]...)
+	raw := json.RawMessage(line[:n]) // copied below for the events that keep it
+	var out cliruntime.Step
+	s.mu.Lock()
+	switch {
+	case m.IsResponse():
+		out = s.responseLocked(m, raw)
+	case m.IsRequest():
+		out = s.serverRequestLocked(m, raw)
+	case m.IsNotification():
+		out = s.notificationLocked(m, raw)
+	}
+	s.mu.Unlock()
+	for i := range out.Events {
+		if out.Events[i].Raw != nil {
+			out.Events[i].Raw = append(json.RawMessage(nil), out.Events[i].Raw...)
+		}
+	}
+	return out
 }
 
 type threadResult struct {

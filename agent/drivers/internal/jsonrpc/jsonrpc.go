@@ -22,39 +22,6 @@ type Message struct {
 	ErrorMessage string
 }
 
-// Parse reads one line. ok is false when the line is not a JSON object.
-func Parse(line []byte) (m Message, ok bool) {
-	var top map[string]json.RawMessage
-	if err := json.Unmarshal(line, &top); err != nil || top == nil {
-		return Message{}, false
-	}
-	if id, has := top["id"]; has && !isNull(id) {
-		m.ID = id
-	}
-	if raw, has := top["method"]; has {
-		_ = json.Unmarshal(raw, &m.Method)
-	}
-	m.Params = top["params"]
-	m.Result = top["result"]
-	if e, has := top["error"]; has && !isNull(e) {
-		m.HasError = true
-		var body struct {
-			Message json.RawMessage `json:"message"`
-		}
-		if json.Unmarshal(e, &body) == nil {
-			if json.Unmarshal(body.Message, &m.ErrorMessage) != nil {
-				m.ErrorMessage = string(body.Message)
-			}
-		} else {
-			m.ErrorMessage = string(e)
-		}
-		if m.ErrorMessage == "" {
-			m.ErrorMessage = "error without a message"
-		}
-	}
-	return m, true
-}
-
 func isNull(raw json.RawMessage) bool {
 	return len(raw) == 0 || bytes.Equal(bytes.TrimSpace(raw), []byte("null"))
 }

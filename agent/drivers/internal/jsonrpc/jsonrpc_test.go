@@ -1,6 +1,8 @@
 package jsonrpc
 
 import (
+	"encoding/json"
+	"strings"
 	"testing"
 )
 
@@ -37,4 +39,82 @@ func TestLineKeepsHTML(t *testing.T) {
 	if got != want {
 		t.Errorf("Line = %q, want %q", got, want)
 	}
+}
+
+func TestPeek(t *testing.T) {
+	for _, tc := range []struct {
+		line    string
+		ok, id  bool
+		method  string
+		escaped bool
+	}{
+		{line: `{"method":"item/agentMessage/delta","params":{"delta":"a \"quoted\" {brace} \\"}}`, ok: true, method: "item/agentMessage/delta"},
+		{line: `{"method":"x","params":{"a":[1,{"b":"]"}]},"id":7}`, ok: true, id: true, method: "x"},
+		{line: `{"id":null,"method":"y"}`, ok: true, method: "y"},
+		{line: `{"id":1,"result":{}}`, ok: true, id: true},
+		{line: `{"method":"a\/b"}`, ok: true, method: `a\/b`, escaped: true},
+		{line: ` { } `, ok: true},
+		{line: `{"method":"x",}`},
+		{line: `{"method":"x"`},
+		{line: `[1]`},
+		{line: `nope`},
+	} {
+		h, ok := Peek([]byte(tc.line))
+		if !ok {
+			h = Head{}
+		}
+		if ok != tc.ok || h.HasID != tc.id || string(h.Method) != tc.method || h.Escaped != tc.escaped {
+			t.Errorf("Peek(%s) = %+v (method %q) ok=%t, want ok=%t id=%t method %q escaped=%t", tc.line, h, h.Method, ok, tc.ok, tc.id, tc.method, tc.escaped)
+		}
+	}
+}
+
+// FuzzPeek: on every line Parse accepts, Peek agrees about the id and,
+// unless it says the method is escaped, about the method.
+func FuzzPeek(f *testing.F) {
+	for _, s := range []string{`{"method":"turn/started","params":{}}`, `{"id":1,"result":{"a":"\"}"}}`, `{"id":null}`, `{"method":"\u0061"}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		h, pok := Peek(line)
+		m, ok := Parse(line)
+		if !ok {
+			return
+		}
+		if !pok {
+			t.Fatalf("Parse accepts %q, Peek does not", line)
+		}
+		if h.HasID != (m.ID != nil) {
+			t.Fatalf("%q: Peek HasID %t, Parse id %q", line, h.HasID, m.ID)
+		}
+		if !h.Escaped && h.Method != nil && string(h.Method) != m.Method {
+			t.Fatalf("%q: Peek method %q, Parse %q", line, h.Method, m.Method)
+		}
+	})
+}
+
+// BenchmarkPeekDelta: what a Codex delta line costs the driver now (Peek)
+// beside what it cost (a full decode, Parse) and json.Valid, on a 16 KiB
+// item/agentMessage/delta line.
+func BenchmarkPeekDelta(b *testing.B) {
+	line := []byte(`{"method":"item/agentMessage/delta","params":{"threadId":"0199a7f2-2f3c-7d31-8c5e-1234567890ab","turnId":"1","itemId":"msg_1","delta":"` +
+		strings.Repeat("lorem ipsum dolor sit amet, ", 16<<10/28) + `"}}`)
+	b.Run("peek", func(b *testing.B) {
+		b.SetBytes(int64(len(line)))
+		for b.Loop() {
+			Peek(line)
+		}
+	})
+	b.Run("parse", func(b *testing.B) {
+		b.SetBytes(int64(len(line)))
+		for b.Loop() {
+			Parse(line)
+		}
+	})
+	b.Run("json.Valid", func(b *testing.B) {
+		b.SetBytes(int64(len(line)))
+		for b.Loop() {
+			json.Valid(line)
+		}
+	})
 }
