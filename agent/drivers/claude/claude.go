@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/olivares-dev/olivares/agent/cliruntime"
+	"github.com/olivares-dev/olivares/agent/drivers/internal/jsonscan"
 )
 
 // Name is the program run when LaunchSpec.Binary is empty.
@@ -209,12 +210,30 @@ func str(raw json.RawMessage) string {
 	return s
 }
 
+// observed are the frame types the driver reads; the others (assistant,
+// user and stream_event frames, most of a busy turn's lines) are passed over
+// after a scan for their type, without a decode or a copy.
+var observed = map[string]bool{"system": true, "result": true, "rate_limit_event": true, "control_response": true}
+
 func (s *session) Observe(line []byte) cliruntime.Step {
+	if t, esc, ok := jsonscan.String(line, "type"); ok && !esc && !observed[string(t)] {
+		return cliruntime.Step{}
+	}
 	var f frame
 	if json.Unmarshal(line, &f) != nil {
 		return cliruntime.Step{}
 	}
-	raw := json.RawMessage(bytes.Clone(bytes.TrimRight(line, "\r\n")))
+	raw := json.RawMessage(bytes.TrimRight(line, "\r\n")) // copied below for the events that keep it
+	out := s.observeFrame(&f, raw)
+	for i := range out.Events {
+		if out.Events[i].Raw != nil {
+			out.Events[i].Raw = bytes.Clone(out.Events[i].Raw)
+		}
+	}
+	return out
+}
+
+func (s *session) observeFrame(f *frame, raw json.RawMessage) cliruntime.Step {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch f.Type {
@@ -223,7 +242,7 @@ func (s *session) Observe(line []byte) cliruntime.Step {
 			return s.initLocked(str(f.SessionID), raw)
 		}
 	case "result":
-		return s.resultLocked(&f, raw)
+		return s.resultLocked(f, raw)
 	case "rate_limit_event":
 		s.rateLimitLocked(f.RateLimitInfo)
 	case "control_response":

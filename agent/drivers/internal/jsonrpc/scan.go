@@ -3,6 +3,8 @@ package jsonrpc
 import (
 	"bytes"
 	"encoding/json"
+
+	"github.com/olivares-dev/olivares/agent/drivers/internal/jsonscan"
 )
 
 // Head is what a line says about itself before its body is decoded: its
@@ -26,7 +28,7 @@ type Head struct {
 // the line is not a JSON object as far as the scan can tell; a line Peek
 // accepts may still be malformed inside a value, which Parse finds.
 func Peek(line []byte) (h Head, ok bool) {
-	ok = members(line, func(key, val []byte) bool {
+	ok = jsonscan.Members(line, func(key, val []byte) bool {
 		switch string(key) {
 		case "method":
 			if len(val) > 0 && val[0] == '"' {
@@ -41,132 +43,6 @@ func Peek(line []byte) (h Head, ok bool) {
 	return h, ok
 }
 
-// members calls fn with each top-level member of the object in b, key
-// without its quotes and value raw, until fn returns false. It reports
-// whether b is an object as far as it scanned. Keys with escapes are
-// passed raw (no tool writes them; Parse, which decodes, sees them right).
-func members(b []byte, fn func(key, val []byte) bool) bool {
-	i := skipWS(b, 0)
-	if i >= len(b) || b[i] != '{' {
-		return false
-	}
-	i = skipWS(b, i+1)
-	if i < len(b) && b[i] == '}' {
-		return true
-	}
-	for {
-		if i >= len(b) || b[i] != '"' {
-			return false
-		}
-		ke := skipString(b, i)
-		if ke < 0 {
-			return false
-		}
-		key := b[i+1 : ke-1]
-		i = skipWS(b, ke)
-		if i >= len(b) || b[i] != ':' {
-			return false
-		}
-		i = skipWS(b, i+1)
-		ve := skipValue(b, i)
-		if ve < 0 {
-			return false
-		}
-		if !fn(key, b[i:ve]) {
-			return true
-		}
-		i = skipWS(b, ve)
-		if i >= len(b) {
-			return false
-		}
-		switch b[i] {
-		case ',':
-			i = skipWS(b, i+1)
-		case '}':
-			return true
-		default:
-			return false
-		}
-	}
-}
-
-func skipWS(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-// skipString returns the index just past the string that opens at b[i],
-// or -1. It jumps from quote to quote (bytes.IndexByte), so a long string
-// costs a memchr, not a loop over its bytes.
-func skipString(b []byte, i int) int {
-	j := i + 1
-	for {
-		k := bytes.IndexByte(b[j:], '"')
-		if k < 0 {
-			return -1
-		}
-		j += k
-		n := 0
-		for p := j - 1; p > i && b[p] == '\\'; p-- {
-			n++
-		}
-		if n%2 == 0 {
-			return j + 1
-		}
-		j++
-	}
-}
-
-// skipValue returns the index just past the JSON value at b[i], or -1. It
-// checks the nesting, not the grammar of numbers and literals: a value a
-// driver wants is decoded later, and that decode checks it.
-func skipValue(b []byte, i int) int {
-	if i >= len(b) {
-		return -1
-	}
-	switch b[i] {
-	case '"':
-		return skipString(b, i)
-	case '{', '[':
-		depth := 0
-		for j := i; j < len(b); j++ {
-			switch b[j] {
-			case '"':
-				e := skipString(b, j)
-				if e < 0 {
-					return -1
-				}
-				j = e - 1
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return j + 1
-				}
-			}
-		}
-		return -1
-	}
-	j := i
-	for j < len(b) {
-		switch b[j] {
-		case ',', '}', ']', ' ', '\t', '\n', '\r':
-			if j == i {
-				return -1
-			}
-			return j
-		}
-		j++
-	}
-	if j == i {
-		return -1
-	}
-	return j
-}
-
 // Parse reads one line. ok is false when the line is not a JSON object.
 // The raw members of m alias line: a caller that keeps one copies it.
 func Parse(line []byte) (m Message, ok bool) {
@@ -174,7 +50,7 @@ func Parse(line []byte) (m Message, ok bool) {
 		return Message{}, false
 	}
 	var method, errRaw []byte
-	ok = members(line, func(key, val []byte) bool {
+	ok = jsonscan.Members(line, func(key, val []byte) bool {
 		k := string(key)
 		if bytes.IndexByte(key, '\\') >= 0 {
 			var s string
