@@ -20,12 +20,15 @@ import (
 	bbolt "go.etcd.io/bbolt"
 
 	"github.com/olivares-dev/olivares/agent/caps"
+	"github.com/olivares-dev/olivares/agent/claudehook"
 	"github.com/olivares-dev/olivares/agent/codexsup"
 	"github.com/olivares-dev/olivares/agent/identity"
 	"github.com/olivares-dev/olivares/agent/ledger"
 	"github.com/olivares-dev/olivares/agent/link"
 	"github.com/olivares-dev/olivares/agent/localapi"
+	"github.com/olivares-dev/olivares/agent/registry"
 	"github.com/olivares-dev/olivares/agent/ring"
+	"github.com/olivares-dev/olivares/agent/runread"
 	"github.com/olivares-dev/olivares/agent/sessions"
 	"github.com/olivares-dev/olivares/agent/state"
 	"github.com/olivares-dev/olivares/agent/supervisor"
@@ -134,9 +137,18 @@ type Agent struct {
 	caps     *proto.Capabilities
 
 	rings  *ring.Store
+	reg    *registry.Registry
 	sup    *supervisor.Supervisor
+	reads  *runread.Reader
 	pusher *pusher
 	codex  *codexsup.Service
+
+	// opsCtx is the agent's own context for the long operations (stop,
+	// handoff, move, starts): it ends when the agent stops, never with a
+	// tunnel session. ops tracks them.
+	opsCtx    context.Context
+	opsCancel context.CancelFunc
+	ops       sync.WaitGroup
 }
 
 // New opens the state and the identity.
@@ -160,6 +172,7 @@ func New(cfg Config, logf func(string, ...any)) (*Agent, error) {
 		return nil, err
 	}
 	a := &Agent{cfg: cfg, logf: logf, db: db, id: id, started: time.Now().UTC()}
+	a.opsCtx, a.opsCancel = context.WithCancel(context.Background())
 	if err := a.openRuns(); err != nil {
 		db.Close()
 		return nil, err
@@ -210,9 +223,13 @@ func (a *Agent) openRuns() error {
 	}
 	ds := drivers()
 	ds[codexsup.DriverName] = a.codex.Driver()
+	reg, err := registry.Open(registry.Options{DB: a.db, Drivers: ds, ProfilesDir: filepath.Join(a.cfg.StateDir, "profiles")})
+	if err != nil {
+		rings.Close()
+		return err
+	}
 	sup, err := supervisor.Open(supervisor.Options{
-		DB: a.db, Ring: rings, Ledger: led,
-		ProfilesDir:      filepath.Join(a.cfg.StateDir, "profiles"),
+		DB: a.db, Ring: rings, Ledger: led, Registry: reg,
 		GrantsDir:        filepath.Join(a.cfg.StateDir, "grants"),
 		WorktreeDir:      a.cfg.WorktreeDir,
 		Hook:             supervisor.HookEndpoint{Command: hookCommand(), Socket: a.SocketPath()},
@@ -228,8 +245,9 @@ func (a *Agent) openRuns() error {
 		rings.Close()
 		return err
 	}
-	a.rings, a.sup = rings, sup
-	a.codex.SetRuns(sup)
+	a.rings, a.reg, a.sup = rings, reg, sup
+	a.reads = runread.New(runread.Options{Runs: runLookup{sup}, Registry: reg})
+	a.codex.SetRuns(codexRuns{reg, sup})
 	return nil
 }
 
@@ -255,6 +273,8 @@ func (a *Agent) Link() link.Status { return a.link.Status() }
 // Run serves until ctx ends, then closes the state file.
 func (a *Agent) Run(ctx context.Context) error {
 	defer func() {
+		a.opsCancel()
+		a.ops.Wait()
 		a.codex.Close()
 		a.sup.Close()
 		a.rings.Close()
@@ -271,7 +291,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		localsock.Serve(ctx, ln, localapi.Handlers{Status: a.Status, ClaudeHook: a.sup.ClaudeHook}.Handler())
+		localsock.Serve(ctx, ln, localapi.Handlers{Status: a.Status, ClaudeHook: a.claudeHook}.Handler())
 	}()
 	a.logf("agent: node %s, state %s, socket %s", a.id.NodeID, a.cfg.StateDir, a.SocketPath())
 	err = a.link.Run(ctx)
@@ -305,11 +325,18 @@ func (a *Agent) Status(ctx context.Context) localapi.Status {
 }
 
 func (a *Agent) ping(ctx context.Context, h wire.Header, s tunnel.Stream) {
-	wire.Respond(s, proto.PingReply{NodeID: a.id.NodeID, At: time.Now().UTC()}, nil)
+	respond(s, proto.PingReply{NodeID: a.id.NodeID, At: time.Now().UTC()}, nil)
 }
 
 func (a *Agent) statusOp(ctx context.Context, h wire.Header, s tunnel.Stream) {
-	wire.Respond(s, a.Status(ctx), nil)
+	respond(s, a.Status(ctx), nil)
+}
+
+// claudeHook is the engine's hook on the local socket, its refusals mapped
+// to wire statuses.
+func (a *Agent) claudeHook(ctx context.Context, run string, input []byte) (claudehook.Decision, error) {
+	d, err := a.sup.ClaudeHook(ctx, run, input)
+	return d, wireErr(err)
 }
 
 // TrustPool is the CA bundle the agent trusts now (it changes at renewal).

@@ -60,7 +60,7 @@ func opContext(ctx context.Context, s tunnel.Stream) (context.Context, context.C
 func respondLarge(s tunnel.Stream, v any) {
 	b, err := json.Marshal(v)
 	if err != nil {
-		wire.Respond(s, nil, err)
+		respond(s, nil, err)
 		return
 	}
 	respondBytes(s, b)
@@ -68,7 +68,7 @@ func respondLarge(s tunnel.Stream, v any) {
 
 // respondBytes answers with b's size, then b as chunk frames.
 func respondBytes(s tunnel.Stream, b []byte) {
-	if wire.Respond(s, proto.CodexPayload{Bytes: len(b)}, nil) == nil {
+	if respond(s, proto.CodexPayload{Bytes: len(b)}, nil) == nil {
 		proto.WriteChunks(s, b)
 	}
 }
@@ -76,14 +76,14 @@ func respondBytes(s tunnel.Stream, b []byte) {
 func (a *Agent) codexThreadsOp(ctx context.Context, h wire.Header, s tunnel.Stream) {
 	var p proto.CodexThreadsList
 	if err := params(h, &p); err != nil {
-		wire.Respond(s, nil, err)
+		respond(s, nil, err)
 		return
 	}
 	ctx, cancel := opContext(ctx, s)
 	defer cancel()
 	host, err := a.codex.Threads(ctx, p)
 	if err != nil {
-		wire.Respond(s, nil, err)
+		respond(s, nil, err)
 		return
 	}
 	host.Host = a.id.NodeID
@@ -93,7 +93,7 @@ func (a *Agent) codexThreadsOp(ctx context.Context, h wire.Header, s tunnel.Stre
 func (a *Agent) codexTurnsOp(ctx context.Context, h wire.Header, s tunnel.Stream) {
 	var p proto.CodexTurnsList
 	if err := params(h, &p); err != nil {
-		wire.Respond(s, nil, err)
+		respond(s, nil, err)
 		return
 	}
 	ctx, cancel := opContext(ctx, s)
@@ -101,10 +101,10 @@ func (a *Agent) codexTurnsOp(ctx context.Context, h wire.Header, s tunnel.Stream
 	page, big, err := a.codex.Turns(ctx, p)
 	switch {
 	case err != nil:
-		wire.Respond(s, nil, err)
+		respond(s, nil, err)
 	case big != nil:
 		// R-CX-TRN-5: the page never crosses the tunnel.
-		wire.Respond(s, proto.CodexPayload{TooLarge: big}, nil)
+		respond(s, proto.CodexPayload{TooLarge: big}, nil)
 	default:
 		respondBytes(s, page)
 	}
@@ -113,23 +113,23 @@ func (a *Agent) codexTurnsOp(ctx context.Context, h wire.Header, s tunnel.Stream
 func (a *Agent) codexContinueOp(ctx context.Context, h wire.Header, s tunnel.Stream) {
 	var p proto.CodexThreadRef
 	if err := params(h, &p); err != nil {
-		wire.Respond(s, nil, err)
+		respond(s, nil, err)
 		return
 	}
 	ctx, cancel := opContext(ctx, s)
 	defer cancel()
 	r, created, err := a.codex.Continue(ctx, p)
 	if err != nil {
-		wire.Respond(s, nil, err)
+		respond(s, nil, err)
 		return
 	}
-	wire.Respond(s, proto.CodexContinued{Created: created, Run: a.row(r)}, nil)
+	respond(s, proto.CodexContinued{Created: created, Run: a.row(r)}, nil)
 }
 
 func (a *Agent) codexArchiveOp(ctx context.Context, h wire.Header, s tunnel.Stream) {
 	var p proto.CodexThreadRef
 	if err := params(h, &p); err != nil {
-		wire.Respond(s, nil, err)
+		respond(s, nil, err)
 		return
 	}
 	ctx, cancel := opContext(ctx, s)
@@ -138,10 +138,10 @@ func (a *Agent) codexArchiveOp(ctx context.Context, h wire.Header, s tunnel.Stre
 	if err == nil {
 		out.Host = a.id.NodeID
 	}
-	wire.Respond(s, out, err)
+	respond(s, out, err)
 }
 
 func (a *Agent) codexBranchOp(ctx context.Context, h wire.Header, s tunnel.Stream) {
 	b, err := a.codex.Branch(h.RunRef)
-	wire.Respond(s, b, err)
+	respond(s, b, err)
 }

@@ -3,6 +3,7 @@ package agentd
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/url"
@@ -17,8 +18,11 @@ import (
 	"github.com/olivares-dev/olivares/agent/drivers/gemini"
 	"github.com/olivares-dev/olivares/agent/drivers/grok"
 	"github.com/olivares-dev/olivares/agent/drivers/opencode"
+	"github.com/olivares-dev/olivares/agent/handoff"
 	"github.com/olivares-dev/olivares/agent/link"
+	"github.com/olivares-dev/olivares/agent/registry"
 	"github.com/olivares-dev/olivares/agent/ring"
+	"github.com/olivares-dev/olivares/agent/runread"
 	"github.com/olivares-dev/olivares/agent/sessions"
 	"github.com/olivares-dev/olivares/agent/supervisor"
 	"github.com/olivares-dev/olivares/shared/apitypes"
@@ -86,6 +90,11 @@ func (a *Agent) runHandlers() map[string]link.Handler {
 	}
 }
 
+// respond answers the call, the error mapped to its wire status.
+func respond(s tunnel.Stream, v any, err error) error {
+	return wire.Respond(s, v, wireErr(err))
+}
+
 func badParams(op string, err error) error {
 	return &wire.Error{Status: http.StatusBadRequest, Code: "bad_request", Message: op + ": bad params: " + err.Error()}
 }
@@ -103,43 +112,43 @@ func params(h wire.Header, v any) error {
 func (a *Agent) profileCreateOp(ctx context.Context, h wire.Header, s tunnel.Stream) {
 	var p proto.ProfileCreate
 	if err := params(h, &p); err != nil {
-		wire.Respond(s, nil, err)
+		respond(s, nil, err)
 		return
 	}
-	prof, err := a.sup.CreateProfile(supervisorProfile(p))
+	prof, err := a.reg.CreateProfile(registryProfile(p))
 	if err == nil {
 		prof.NodeID = a.id.NodeID
 	}
-	wire.Respond(s, prof, err)
+	respond(s, prof, err)
 }
 
 func (a *Agent) profileUpdateOp(ctx context.Context, h wire.Header, s tunnel.Stream) {
 	var p proto.ProfileUpdate
 	if err := params(h, &p); err != nil {
-		wire.Respond(s, nil, err)
+		respond(s, nil, err)
 		return
 	}
-	prof, err := a.sup.UpdateProfile(p.Ref, p.Tenant, supervisor.ProfileUpdate{Active: p.Active,
+	prof, err := a.reg.UpdateProfile(p.Ref, p.Tenant, registry.ProfileUpdate{Active: p.Active,
 		LaunchRequiresApproval: p.LaunchRequiresApproval, AllowedWorkspaces: p.AllowedWorkspaces, EngineHooks: p.EngineHooks,
 		DeniedTools: p.DeniedTools})
 	if err == nil {
 		prof.NodeID = a.id.NodeID
 	}
-	wire.Respond(s, prof, err)
+	respond(s, prof, err)
 }
 
 func (a *Agent) workspaceCreateOp(ctx context.Context, h wire.Header, s tunnel.Stream) {
 	var p proto.WorkspaceCreate
 	if err := params(h, &p); err != nil {
-		wire.Respond(s, nil, err)
+		respond(s, nil, err)
 		return
 	}
-	w, err := a.sup.CreateWorkspace(supervisor.WorkspaceParams{Ref: p.Ref, Tenant: p.Tenant, Name: p.Name, Path: p.Path,
+	w, err := a.reg.CreateWorkspace(registry.WorkspaceParams{Ref: p.Ref, Tenant: p.Tenant, Name: p.Name, Path: p.Path,
 		ReadOnly: p.ReadOnly, AllowedSubpaths: p.AllowedSubpaths, MaxReadBytes: p.MaxReadBytes, DLP: p.DLP})
 	if err == nil {
 		w.NodeID = a.id.NodeID
 	}
-	wire.Respond(s, w, err)
+	respond(s, w, err)
 }
 
 func (a *Agent) row(r apitypes.Run) apitypes.Run {
@@ -148,22 +157,59 @@ func (a *Agent) row(r apitypes.Run) apitypes.Run {
 	return r
 }
 
+// rowOf is a run row for an answer, with the node's fields.
+func (a *Agent) rowOf(r apitypes.Run, err error) (any, error) {
+	if err != nil {
+		return nil, err
+	}
+	return a.row(r), nil
+}
+
+// longOp runs op on the agent's own context, not the tunnel session's: a
+// stop that waits for its grace, a handoff, a move, a start that waits for
+// a handshake. The handler answers when op is done, or returns at once
+// when the session ends, so that the link redials without waiting for op;
+// op goes on, and what it changes reaches the coordinator through the row
+// push of the next session (issue 18).
+func (a *Agent) longOp(ctx context.Context, s tunnel.Stream, op func(context.Context) (any, error)) {
+	// The stream's deadline would cut an op that waits for its grace.
+	s.SetDeadline(time.Time{})
+	type result struct {
+		v   any
+		err error
+	}
+	done := make(chan result, 1)
+	a.ops.Add(1)
+	go func() {
+		defer a.ops.Done()
+		v, err := op(a.opsCtx)
+		done <- result{v, err}
+	}()
+	select {
+	case r := <-done:
+		respond(s, r.v, r.err)
+	case <-ctx.Done():
+	}
+}
+
 func (a *Agent) respondRun(s tunnel.Stream, r apitypes.Run, err error) {
 	if err != nil {
-		wire.Respond(s, nil, err)
+		respond(s, nil, err)
 		return
 	}
-	wire.Respond(s, a.row(r), nil)
+	respond(s, a.row(r), nil)
 }
 
 func (a *Agent) launchOp(ctx context.Context, h wire.Header, s tunnel.Stream) {
 	var p proto.RunLaunch
 	if err := params(h, &p); err != nil {
-		wire.Respond(s, nil, err)
+		respond(s, nil, err)
 		return
 	}
-	r, err := a.sup.Launch(context.WithoutCancel(ctx), supervisorLaunch(p))
-	a.respondRun(s, r, err)
+	a.longOp(ctx, s, func(ctx context.Context) (any, error) {
+		r, err := a.sup.Launch(ctx, supervisorLaunch(p))
+		return a.rowOf(r, err)
+	})
 }
 
 func (a *Agent) getOp(ctx context.Context, h wire.Header, s tunnel.Stream) {
@@ -174,12 +220,12 @@ func (a *Agent) getOp(ctx context.Context, h wire.Header, s tunnel.Stream) {
 func (a *Agent) eventsOp(ctx context.Context, h wire.Header, s tunnel.Stream) {
 	var p proto.RunEvents
 	if err := params(h, &p); err != nil {
-		wire.Respond(s, nil, err)
+		respond(s, nil, err)
 		return
 	}
 	items, next, err := a.sup.Events(h.RunRef, p.After, p.Limit)
 	if err != nil {
-		wire.Respond(s, nil, err)
+		respond(s, nil, err)
 		return
 	}
 	out := apitypes.EventList{Items: items}
@@ -189,58 +235,63 @@ func (a *Agent) eventsOp(ctx context.Context, h wire.Header, s tunnel.Stream) {
 	if next != 0 {
 		out.Next = strconv.FormatUint(next, 10)
 	}
-	wire.Respond(s, out, nil)
+	respond(s, out, nil)
 }
 
 func (a *Agent) inputOp(ctx context.Context, h wire.Header, s tunnel.Stream) {
 	var in apitypes.InputRequest
 	if err := params(h, &in); err != nil {
-		wire.Respond(s, nil, err)
+		respond(s, nil, err)
 		return
 	}
 	ci := cliruntime.Input{Line: in.Line, Message: in.Message}
 	if in.Text != nil {
 		ci.Text = *in.Text
 		if ci.Text == "" {
-			wire.Respond(s, nil, &wire.Error{Status: http.StatusBadRequest, Code: "invalid_input", Message: `"text" is empty`})
+			respond(s, nil, &wire.Error{Status: http.StatusBadRequest, Code: "invalid_input", Message: `"text" is empty`})
 			return
 		}
 	}
-	err := a.sup.Input(h.RunRef, ci)
+	err := a.sup.Input(ctx, h.RunRef, ci)
 	if err != nil {
-		wire.Respond(s, nil, err)
+		respond(s, nil, err)
 		return
 	}
-	wire.Respond(s, apitypes.Accepted{Accepted: true}, nil)
+	respond(s, apitypes.Accepted{Accepted: true}, nil)
 }
 
 func (a *Agent) interruptOp(ctx context.Context, h wire.Header, s tunnel.Stream) {
-	if err := a.sup.Interrupt(h.RunRef); err != nil {
-		wire.Respond(s, nil, err)
+	if err := a.sup.Interrupt(ctx, h.RunRef); err != nil {
+		respond(s, nil, err)
 		return
 	}
-	wire.Respond(s, apitypes.Accepted{Accepted: true}, nil)
+	respond(s, apitypes.Accepted{Accepted: true}, nil)
 }
 
 func (a *Agent) stopOp(ctx context.Context, h wire.Header, s tunnel.Stream) {
-	// The stream's deadline would cut a stop that waits for its grace.
-	s.SetDeadline(time.Time{})
-	r, err := a.sup.Stop(h.RunRef, 0)
-	a.respondRun(s, r, err)
+	// A stop waits for its grace: on the agent's context, so that a tunnel
+	// drop meanwhile redials at once (the exit reaches the index through
+	// the row push).
+	a.longOp(ctx, s, func(ctx context.Context) (any, error) {
+		r, err := a.sup.Stop(ctx, h.RunRef, 0)
+		return a.rowOf(r, err)
+	})
 }
 
 func (a *Agent) resumeOp(ctx context.Context, h wire.Header, s tunnel.Stream) {
 	var p proto.RunResume
 	if err := params(h, &p); err != nil {
-		wire.Respond(s, nil, err)
+		respond(s, nil, err)
 		return
 	}
 	if err := a.codex.Guard(h.RunRef); err != nil {
-		wire.Respond(s, nil, err) // R-CX-FT-8: never an ordinary run instead
+		respond(s, nil, err) // R-CX-FT-8: never an ordinary run instead
 		return
 	}
-	r, err := a.sup.Resume(context.WithoutCancel(ctx), h.RunRef, grants(p.Grants), p.ProjectConfigApproved)
-	a.respondRun(s, r, err)
+	a.longOp(ctx, s, func(ctx context.Context) (any, error) {
+		r, err := a.sup.Resume(ctx, h.RunRef, grants(p.Grants), p.ProjectConfigApproved)
+		return a.rowOf(r, err)
+	})
 }
 
 // grants turns the wire grants into the supervisor's (R-GRANT-1).
@@ -255,116 +306,122 @@ func grants(gs []proto.Grant) []supervisor.Grant {
 func (a *Agent) releaseOp(ctx context.Context, h wire.Header, s tunnel.Stream) {
 	var p proto.RunRelease
 	if err := params(h, &p); err != nil {
-		wire.Respond(s, nil, err)
+		respond(s, nil, err)
 		return
 	}
-	s.SetDeadline(time.Time{})
-	r, err := a.sup.Release(context.WithoutCancel(ctx), h.RunRef, p.DiscardWorktree)
-	a.respondRun(s, r, err)
+	a.longOp(ctx, s, func(ctx context.Context) (any, error) {
+		r, err := a.sup.Release(ctx, h.RunRef, p.DiscardWorktree)
+		return a.rowOf(r, err)
+	})
 }
 
 func (a *Agent) approveOp(ctx context.Context, h wire.Header, s tunnel.Stream) {
 	var p proto.RunResume
 	if err := params(h, &p); err != nil {
-		wire.Respond(s, nil, err)
+		respond(s, nil, err)
 		return
 	}
-	r, err := a.sup.Approve(context.WithoutCancel(ctx), h.RunRef, grants(p.Grants), p.ProjectConfigApproved)
-	a.respondRun(s, r, err)
+	a.longOp(ctx, s, func(ctx context.Context) (any, error) {
+		r, err := a.sup.Approve(ctx, h.RunRef, grants(p.Grants), p.ProjectConfigApproved)
+		return a.rowOf(r, err)
+	})
 }
 
 func (a *Agent) moveOp(ctx context.Context, h wire.Header, s tunnel.Stream) {
 	var p proto.RunMove
 	if err := params(h, &p); err != nil {
-		wire.Respond(s, nil, err)
+		respond(s, nil, err)
 		return
 	}
-	s.SetDeadline(time.Time{}) // a large conversation takes its time to copy
-	r, err := a.sup.Move(h.RunRef, p.ProfileRef)
-	a.respondRun(s, r, err)
+	// A large conversation takes its time to copy.
+	a.longOp(ctx, s, func(ctx context.Context) (any, error) {
+		r, err := a.sup.Move(ctx, h.RunRef, p.ProfileRef)
+		return a.rowOf(r, err)
+	})
 }
 
 func (a *Agent) projectConfigOp(ctx context.Context, h wire.Header, s tunnel.Stream) {
 	var p proto.ProjectConfigScan
 	if err := params(h, &p); err != nil {
-		wire.Respond(s, nil, err)
+		respond(s, nil, err)
 		return
 	}
-	pc, err := a.sup.ProjectConfig(p.WorkspaceRef, p.Tenant)
-	wire.Respond(s, pc, err)
+	pc, err := a.reg.ProjectConfig(p.WorkspaceRef, p.Tenant)
+	respond(s, pc, err)
 }
 
 func (a *Agent) activityOp(ctx context.Context, h wire.Header, s tunnel.Stream) {
-	act, err := a.sup.Activity(h.RunRef)
-	wire.Respond(s, act, err)
+	act, err := a.reads.Activity(ctx, h.RunRef)
+	respond(s, act, err)
 }
 
 func (a *Agent) subAgentOp(ctx context.Context, h wire.Header, s tunnel.Stream) {
 	var p proto.RunSubAgent
 	if err := params(h, &p); err != nil {
-		wire.Respond(s, nil, err)
+		respond(s, nil, err)
 		return
 	}
-	t, err := a.sup.SubAgent(h.RunRef, p.Agent)
-	wire.Respond(s, t, err)
+	t, err := a.reads.SubAgent(ctx, h.RunRef, p.Agent)
+	respond(s, t, err)
 }
 
 func (a *Agent) messagesOp(ctx context.Context, h wire.Header, s tunnel.Stream) {
 	var p proto.RunMessages
 	if err := params(h, &p); err != nil {
-		wire.Respond(s, nil, err)
+		respond(s, nil, err)
 		return
 	}
 	q, err := url.ParseQuery(p.Query)
 	if err != nil {
-		wire.Respond(s, nil, &wire.Error{Status: http.StatusBadRequest, Code: "invalid_parameter", Message: "the query string does not parse: " + err.Error()})
+		respond(s, nil, &wire.Error{Status: http.StatusBadRequest, Code: "invalid_parameter", Message: "the query string does not parse: " + err.Error()})
 		return
 	}
-	out, err := a.sup.Messages(h.RunRef, q)
-	wire.Respond(s, out, err)
+	out, err := a.reads.Messages(ctx, h.RunRef, q)
+	respond(s, out, err)
 }
 
 func (a *Agent) handoffPreviewOp(ctx context.Context, h wire.Header, s tunnel.Stream) {
 	s.SetDeadline(time.Time{}) // opencode export takes its time
-	pv, err := a.sup.HandoffPreview(ctx, h.RunRef)
-	wire.Respond(s, pv, err)
+	pv, err := a.reads.HandoffPreview(ctx, h.RunRef)
+	respond(s, pv, err)
 }
 
 func (a *Agent) handoffOp(ctx context.Context, h wire.Header, s tunnel.Stream) {
 	var p proto.RunHandoff
 	if err := params(h, &p); err != nil {
-		wire.Respond(s, nil, err)
+		respond(s, nil, err)
 		return
 	}
-	// A stop waits for its grace, and the first turn for its answer.
-	s.SetDeadline(time.Time{})
-	res, err := a.sup.Handoff(context.WithoutCancel(ctx), supervisor.HandoffParams{Source: h.RunRef, Summary: p.Summary,
-		Target: supervisor.LaunchParams{RunRef: p.NewRunRef, Tenant: p.Tenant, ProfileRef: p.ProfileRef,
-			SetupRefusal: p.SetupRefusal, ProjectConfigApproved: p.ProjectConfigApproved}})
-	if err != nil {
-		wire.Respond(s, nil, err)
-		return
-	}
-	wire.Respond(s, apitypes.HandoffResponse{Run: a.row(res.Run), SummaryState: res.SummaryState, FirstTurn: res.FirstTurn}, nil)
+	// A stop waits for its grace, and the first turn for its answer: on the
+	// agent's context.
+	a.longOp(ctx, s, func(ctx context.Context) (any, error) {
+		res, err := a.sup.Handoff(ctx, supervisor.HandoffParams{Source: h.RunRef, Summary: p.Summary, Read: handoffReads{a.reads},
+			Target: supervisor.LaunchParams{RunRef: p.NewRunRef, Tenant: p.Tenant, ProfileRef: p.ProfileRef,
+				SetupRefusal: p.SetupRefusal, ProjectConfigApproved: p.ProjectConfigApproved}})
+		if err != nil {
+			return nil, err
+		}
+		return apitypes.HandoffResponse{Run: a.row(res.Run), SummaryState: res.SummaryState, FirstTurn: res.FirstTurn}, nil
+	})
 }
 
 func (a *Agent) diffOp(ctx context.Context, h wire.Header, s tunnel.Stream) {
-	d, err := a.sup.Diff(ctx, h.RunRef)
-	wire.Respond(s, d, err)
+	d, err := a.reads.Diff(ctx, h.RunRef)
+	respond(s, d, err)
 }
 
 func (a *Agent) diffFileOp(ctx context.Context, h wire.Header, s tunnel.Stream) {
 	var p proto.RunDiffFile
 	if err := params(h, &p); err != nil {
-		wire.Respond(s, nil, err)
+		respond(s, nil, err)
 		return
 	}
-	fd, err := a.sup.DiffFile(ctx, h.RunRef, p.Path)
-	wire.Respond(s, fd, err)
+	fd, err := a.reads.DiffFile(ctx, h.RunRef, p.Path)
+	respond(s, fd, err)
 }
 
 func (a *Agent) deleteOp(ctx context.Context, h wire.Header, s tunnel.Stream) {
-	wire.Respond(s, nil, a.sup.Delete(h.RunRef))
+	respond(s, nil, a.sup.Delete(ctx, h.RunRef))
 }
 
 // attachOp streams the ring from p.From: the reply, then output and lag
@@ -374,26 +431,44 @@ func (a *Agent) deleteOp(ctx context.Context, h wire.Header, s tunnel.Stream) {
 func (a *Agent) attachOp(ctx context.Context, h wire.Header, s tunnel.Stream) {
 	var p proto.RunAttach
 	if err := params(h, &p); err != nil {
-		wire.Respond(s, nil, err)
+		respond(s, nil, err)
 		return
 	}
 	v, live, err := a.sup.Attach(h.RunRef, p.From, a.cfg.Runs.ViewerQueue)
 	if err != nil {
-		wire.Respond(s, nil, err)
+		respond(s, nil, err)
 		return
 	}
 	defer v.Close()
-	if err := wire.Respond(s, proto.RunAttachReply{Live: live}, nil); err != nil {
+	if err := respond(s, proto.RunAttachReply{Live: live}, nil); err != nil {
 		return
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() {
-		// The coordinator closes the stream when its client goes away.
-		io.Copy(io.Discard, s)
-		cancel()
+		// The coordinator closes the stream when its client goes away. A
+		// read that times out on the write deadline is not that.
+		defer cancel()
+		for {
+			_, err := io.Copy(io.Discard, s)
+			if !isTimeout(err) || ctx.Err() != nil {
+				return
+			}
+		}
 	}()
 	buf := make([]byte, 0, 64<<10+64)
+	var armed time.Time // when the write deadline was last pushed out
+	write := func(b []byte) error {
+		// Every write has a deadline: a coordinator that stops reading
+		// ends this attach, never the child's output (the ring drops the
+		// viewer, R-TR-10). It is pushed out before a write once a
+		// quarter of it went by, not at every frame.
+		if now := time.Now(); now.Sub(armed) > attachWriteTimeout/4 {
+			s.SetDeadline(now.Add(attachWriteTimeout))
+			armed = now
+		}
+		return wire.WriteFrame(s, b)
+	}
 	for {
 		ev, err := v.Next(ctx)
 		if err != nil {
@@ -415,13 +490,21 @@ func (a *Agent) attachOp(ctx context.Context, h wire.Header, s tunnel.Stream) {
 			default:
 				buf = proto.AppendJSONFrame(buf, proto.AttachEnd, a.sup.EndOf(h.RunRef))
 			}
-			wire.WriteFrame(s, buf)
+			write(buf)
 			return
 		}
-		if err := wire.WriteFrame(s, buf); err != nil {
+		if err := write(buf); err != nil {
 			return
 		}
 	}
+}
+
+// attachWriteTimeout bounds one write of an attach stream.
+const attachWriteTimeout = 15 * time.Second
+
+func isTimeout(err error) bool {
+	var ne interface{ Timeout() bool }
+	return errors.As(err, &ne) && ne.Timeout()
 }
 
 // pusher keeps the coordinator's run index in step (ARCHITECTURE: agents
@@ -507,9 +590,9 @@ func (p *pusher) session(ctx context.Context, open func(context.Context) (tunnel
 	}
 }
 
-func supervisorProfile(p proto.ProfileCreate) supervisor.ProfileParams {
-	return supervisor.ProfileParams{Ref: p.Ref, Tenant: p.Tenant, Tool: p.Tool, Name: p.Name, Home: p.Home, Env: p.Env,
-		Policy: supervisor.ProfilePolicy{Inactive: p.Inactive, LaunchRequiresApproval: p.LaunchRequiresApproval,
+func registryProfile(p proto.ProfileCreate) registry.ProfileParams {
+	return registry.ProfileParams{Ref: p.Ref, Tenant: p.Tenant, Tool: p.Tool, Name: p.Name, Home: p.Home, Env: p.Env,
+		Policy: registry.ProfilePolicy{Inactive: p.Inactive, LaunchRequiresApproval: p.LaunchRequiresApproval,
 			AllowedWorkspaces: p.AllowedWorkspaces, EngineHooks: p.EngineHooks, DeniedTools: p.DeniedTools}}
 }
 
@@ -517,4 +600,45 @@ func supervisorLaunch(p proto.RunLaunch) supervisor.LaunchParams {
 	return supervisor.LaunchParams{RunRef: p.RunRef, Tenant: p.Tenant, ProfileRef: p.ProfileRef,
 		WorkspaceRef: p.WorkspaceRef, Isolation: p.Isolation, TemplateRef: p.TemplateRef, Grants: grants(p.Grants),
 		ProjectConfigApproved: p.ProjectConfigApproved, Worktree: p.Worktree, WorktreeFrom: p.WorktreeFrom, SetupRefusal: p.SetupRefusal}
+}
+
+// handoffReads is the read side as a handoff's source (supervisor.HandoffSource).
+type handoffReads struct{ r *runread.Reader }
+
+func (h handoffReads) Check(ref string) error {
+	_, _, err := h.r.HandoffSource(ref)
+	return err
+}
+
+func (h handoffReads) Read(ctx context.Context, ref string) (handoff.Conversation, string, error) {
+	r, prof, err := h.r.HandoffSource(ref)
+	if err != nil {
+		return handoff.Conversation{}, "", err
+	}
+	return h.r.HandoffRead(ctx, r, prof)
+}
+
+// runLookup is the supervisor as the read side's run lookup.
+type runLookup struct{ s *supervisor.Supervisor }
+
+func (l runLookup) ReadRun(ref string) (runread.Run, error) {
+	i, err := l.s.Info(ref)
+	if err != nil {
+		return runread.Run{}, err
+	}
+	return runread.Run{Ref: i.Ref, Tenant: i.Tenant, Driver: i.Driver, ProfileRef: i.ProfileRef, WorkspaceRef: i.WorkspaceRef,
+		Workdir: i.Workdir, WorktreeBranch: i.WorktreeBranch, TemplateRef: i.TemplateRef, ConversationID: i.ConversationID,
+		Generation: i.Generation, Live: i.Live, PendingApproval: i.PendingApproval, Taint: i.Taint, Observer: i.Observer}, nil
+}
+
+func (l runLookup) ChildEnv(ref string) []string { return l.s.ChildEnv(ref) }
+
+// codexRuns is the run runtime as Codex supervision needs it.
+type codexRuns struct {
+	reg *registry.Registry
+	*supervisor.Supervisor
+}
+
+func (c codexRuns) CreateProfile(p registry.ProfileParams) (apitypes.Profile, error) {
+	return c.reg.CreateProfile(p)
 }

@@ -7,8 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 
+	"github.com/olivares-dev/olivares/agent/refusal"
 	"github.com/olivares-dev/olivares/shared/apitypes"
 	"github.com/olivares-dev/olivares/shared/proto"
 )
@@ -36,7 +36,7 @@ var ErrDescendants = errors.New("codexsup: descendants unknown")
 // the read and the archive (R-CX-ARC-8).
 func (s *Service) Archive(ctx context.Context, p proto.CodexThreadRef) (apitypes.CodexArchived, error) {
 	if !p.ConfirmNoOtherRunner {
-		return apitypes.CodexArchived{}, errf(http.StatusBadRequest, "confirmation_required", "archive needs confirmNoOtherRunner: true: confirm that no other Codex client runs this thread")
+		return apitypes.CodexArchived{}, refusal.New(ErrConfirmationRequired, "archive needs confirmNoOtherRunner: true: confirm that no other Codex client runs this thread")
 	}
 	if err := s.available(); err != nil {
 		return apitypes.CodexArchived{}, err
@@ -66,9 +66,9 @@ func (s *Service) Archive(ctx context.Context, p proto.CodexThreadRef) (apitypes
 	}
 	switch state {
 	case apitypes.CodexStateActive:
-		return apitypes.CodexArchived{}, errf(http.StatusConflict, "thread_active", "thread %s is active; only an idle or stored thread can be archived", p.ThreadID) // R-CX-ARC-3
+		return apitypes.CodexArchived{}, refusal.New(ErrThreadActive, "thread %s is active; only an idle or stored thread can be archived (R-CX-ARC-3)", p.ThreadID)
 	case apitypes.CodexStateError:
-		return apitypes.CodexArchived{}, errf(http.StatusConflict, "thread_error", "thread %s is in an error state; it is not archived", p.ThreadID) // R-CX-ARC-3
+		return apitypes.CodexArchived{}, refusal.New(ErrThreadError, "thread %s is in an error state; it is not archived (R-CX-ARC-3)", p.ThreadID)
 	}
 	bs, err := s.store.bindings()
 	if err != nil {
@@ -89,20 +89,20 @@ func (s *Service) Archive(ctx context.Context, p proto.CodexThreadRef) (apitypes
 	}
 	for _, b := range bs {
 		if b.Source == p.ThreadID && b.State == apitypes.CodexBranchPending {
-			return apitypes.CodexArchived{}, errf(http.StatusConflict, "branch_pending", "run %s is a pending branch of thread %s; its first turn must create the canonical thread before the source can be archived", b.RunRef, p.ThreadID) // R-CX-ARC-4
+			return apitypes.CodexArchived{}, refusal.New(ErrBranchPending, "run %s is a pending branch of thread %s; its first turn must create the canonical thread before the source can be archived (R-CX-ARC-4)", b.RunRef, p.ThreadID)
 		}
 	}
 	if r := owner(p.ThreadID); r != "" {
-		return apitypes.CodexArchived{}, errf(http.StatusConflict, "owner_active", "run %s is live and bound to thread %s; stop it first", r, p.ThreadID) // R-CX-ARC-5
+		return apitypes.CodexArchived{}, refusal.New(ErrOwnerActive, "run %s is live and bound to thread %s; stop it first (R-CX-ARC-5)", r, p.ThreadID)
 	}
 	desc, err := s.descendants(ctx, p.ThreadID)
 	if err != nil {
 		s.o.Logf("codexsup: archive %s: %v", p.ThreadID, err)
-		return apitypes.CodexArchived{}, errf(http.StatusConflict, "descendants_unknown", "the descendants of thread %s could not be enumerated safely, so it is not archived", p.ThreadID) // R-CX-ARC-6
+		return apitypes.CodexArchived{}, refusal.New(ErrDescendantsUnknown, "the descendants of thread %s could not be enumerated safely, so it is not archived (R-CX-ARC-6)", p.ThreadID)
 	}
 	for _, d := range desc {
 		if r := owner(d); r != "" {
-			return apitypes.CodexArchived{}, errf(http.StatusConflict, "owner_active", "run %s is live and bound to %s, a descendant of thread %s", r, d, p.ThreadID) // R-CX-ARC-5
+			return apitypes.CodexArchived{}, refusal.New(ErrOwnerActive, "run %s is live and bound to %s, a descendant of thread %s (R-CX-ARC-5)", r, d, p.ThreadID)
 		}
 	}
 	// The lease: no run of this node writes the thread while it is
@@ -120,11 +120,11 @@ func (s *Service) Archive(ctx context.Context, p proto.CodexThreadRef) (apitypes
 		return !live(prev)
 	})
 	if err != nil {
-		return apitypes.CodexArchived{}, errf(http.StatusConflict, "thread_leased", "thread %s is being written by %s on this node; try again when it is done", p.ThreadID, s.store.holder(p.ThreadID))
+		return apitypes.CodexArchived{}, refusal.New(ErrThreadLeased, "thread %s is being written by %s on this node; try again when it is done", p.ThreadID, s.store.holder(p.ThreadID))
 	}
 	defer s.store.release(p.ThreadID, holder, token)
 	if err := s.store.check(p.ThreadID, holder, token); err != nil {
-		return apitypes.CodexArchived{}, errf(http.StatusConflict, "thread_leased", "thread %s changed hands during the archive; nothing was archived", p.ThreadID)
+		return apitypes.CodexArchived{}, refusal.New(ErrThreadLeased, "thread %s changed hands during the archive; nothing was archived", p.ThreadID)
 	}
 	if err := s.conn.Call(ctx, "thread/archive", archiveParams{ThreadID: p.ThreadID}, nil); err != nil {
 		return apitypes.CodexArchived{}, s.codexErr("thread/archive", err)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"sync"
@@ -12,10 +11,11 @@ import (
 
 	"github.com/olivares-dev/olivares/agent/cliruntime"
 	"github.com/olivares-dev/olivares/agent/drivers/codex"
+	"github.com/olivares-dev/olivares/agent/refusal"
+	"github.com/olivares-dev/olivares/agent/registry"
 	"github.com/olivares-dev/olivares/agent/supervisor"
 	"github.com/olivares-dev/olivares/shared/apitypes"
 	"github.com/olivares-dev/olivares/shared/proto"
-	"github.com/olivares-dev/olivares/shared/wire"
 )
 
 type threadRead struct {
@@ -32,14 +32,14 @@ type readParams struct {
 // one: the catalog is the non-archived collection (R-CX-SCOPE-1).
 func (s *Service) read(ctx context.Context, threadID string) (thread, error) {
 	if !cliruntime.IsUUID(threadID) {
-		return thread{}, errf(http.StatusBadRequest, "bad_thread_id", "thread id %q is not a Codex thread id", threadID)
+		return thread{}, refusal.New(ErrBadThreadId, "thread id %q is not a Codex thread id", threadID)
 	}
 	var r threadRead
 	if err := s.conn.Call(ctx, "thread/read", readParams{ThreadID: threadID}, &r); err != nil {
 		return thread{}, s.codexErr("thread/read", err)
 	}
 	if r.Thread.archived() {
-		return thread{}, errf(http.StatusConflict, "thread_archived", "thread %s is archived; only non-archived threads can be continued or archived", threadID)
+		return thread{}, refusal.New(ErrThreadArchived, "thread %s is archived; only non-archived threads can be continued or archived", threadID)
 	}
 	return r.Thread, nil
 }
@@ -76,9 +76,9 @@ func (s *Service) Continue(ctx context.Context, p proto.CodexThreadRef) (apitype
 	}
 	switch t.state() {
 	case apitypes.CodexStateActive:
-		return apitypes.Run{}, false, errf(http.StatusConflict, "thread_active", "thread %s is active; an active source cannot be branched", p.ThreadID) // R-CX-SCOPE-5
+		return apitypes.Run{}, false, refusal.New(ErrThreadActive, "thread %s is active; an active source cannot be branched (R-CX-SCOPE-5)", p.ThreadID)
 	case apitypes.CodexStateError:
-		return apitypes.Run{}, false, errf(http.StatusConflict, "thread_error", "thread %s is in an error state; it cannot be branched", p.ThreadID)
+		return apitypes.Run{}, false, refusal.New(ErrThreadError, "thread %s is in an error state; it cannot be branched", p.ThreadID)
 	}
 	hist, err := s.history(ctx, p.ThreadID)
 	if err != nil {
@@ -91,7 +91,7 @@ func (s *Service) Continue(ctx context.Context, p proto.CodexThreadRef) (apitype
 		History: hist, CreatedAt: time.Now().UTC()}
 	if _, created, err := s.store.create(b); err != nil || !created {
 		if err == nil {
-			err = errf(http.StatusConflict, "branch_race", "thread %s got a branch meanwhile; continue again", p.ThreadID)
+			err = refusal.New(ErrBranchRace, "thread %s got a branch meanwhile; continue again", p.ThreadID)
 		}
 		return apitypes.Run{}, false, err
 	}
@@ -113,10 +113,9 @@ func (s *Service) Continue(ctx context.Context, p proto.CodexThreadRef) (apitype
 // the run's private directory; the app-server's HOME and CODEX_HOME are the
 // supervision ones, set by the driver (never a profile home, AT-CX-06).
 func (s *Service) ensureProfile(runs Runs) error {
-	_, err := runs.CreateProfile(supervisor.ProfileParams{Ref: ProfileRef, Tenant: s.o.Tenant, Tool: DriverName,
+	_, err := runs.CreateProfile(registry.ProfileParams{Ref: ProfileRef, Tenant: s.o.Tenant, Tool: DriverName,
 		Name: "codex-supervision", Home: filepath.Join(s.o.ProfilesDir, ProfileRef)})
-	var we *wire.Error
-	if err != nil && !(errors.As(err, &we) && we.Code == "exists") {
+	if err != nil && !errors.Is(err, registry.ErrExists) {
 		return err
 	}
 	return nil
@@ -139,7 +138,7 @@ func (s *Service) Branch(runRef string) (apitypes.CodexBranch, error) {
 		return apitypes.CodexBranch{}, err
 	}
 	if !ok {
-		return apitypes.CodexBranch{}, errf(http.StatusNotFound, "not_found", "run %s is not a Codex supervision run", runRef)
+		return apitypes.CodexBranch{}, refusal.New(ErrNotFound, "run %s is not a Codex supervision run", runRef)
 	}
 	h := b.History
 	if h == nil {

@@ -5,13 +5,12 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"net/http"
 	"strings"
 	"time"
 
+	"github.com/olivares-dev/olivares/agent/refusal"
 	"github.com/olivares-dev/olivares/shared/apitypes"
 	"github.com/olivares-dev/olivares/shared/proto"
-	"github.com/olivares-dev/olivares/shared/wire"
 )
 
 // Catalog bounds.
@@ -140,7 +139,7 @@ type catalogCursor struct {
 	Skip   int    `json:"k,omitempty"`
 }
 
-var errBadCursor = errf(http.StatusBadRequest, "bad_cursor", "the cursor is not one this host issued; start again without it")
+var errBadCursor = refusal.New(ErrBadCursor, "the cursor is not one this host issued; start again without it")
 
 func encodeCursor(v any) string {
 	b, _ := json.Marshal(v)
@@ -188,7 +187,7 @@ func (s *Service) Threads(ctx context.Context, p proto.CodexThreadsList) (apityp
 		p.Limit = DefaultLimit
 	}
 	if p.Limit < 1 || p.Limit > MaxLimit {
-		return apitypes.CodexHost{}, errf(http.StatusBadRequest, "bad_limit", "limit must be 1..%d", MaxLimit)
+		return apitypes.CodexHost{}, refusal.New(ErrBadLimit, "limit must be 1..%d", MaxLimit)
 	}
 	var cur catalogCursor
 	if err := decodeCursor(p.Cursor, &cur); err != nil || cur.Skip < 0 || cur.Skip >= searchPageSize {
@@ -281,23 +280,23 @@ func (s *Service) overlay() map[string]string {
 // node's log (R-CX-PROJ-2).
 func (s *Service) codexErr(method string, err error) error {
 	var re *RPCError
-	var we *wire.Error
+	var rf *refusal.Error
 	switch {
-	case errors.As(err, &we):
-		return we
+	case errors.As(err, &rf):
+		return err
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
-		return errf(http.StatusGatewayTimeout, "app_server_timeout", "the codex app-server on node %s did not answer %s in time", s.o.NodeID, method)
+		return refusal.New(ErrAppServerTimeout, "the codex app-server on node %s did not answer %s in time", s.o.NodeID, method)
 	case errors.As(err, &re):
 		s.o.Logf("codexsup: %v", err)
 		switch {
 		case strings.HasPrefix(re.Message, "thread not loaded"), strings.HasPrefix(re.Message, "no rollout found"),
 			strings.HasPrefix(re.Message, "invalid thread id"):
-			return errf(http.StatusNotFound, "thread_not_found", "node %s has no such non-archived Codex thread", s.o.NodeID)
+			return refusal.New(ErrThreadNotFound, "node %s has no such non-archived Codex thread", s.o.NodeID)
 		case strings.HasPrefix(re.Message, "invalid cursor"):
 			return errBadCursor
 		}
-		return errf(http.StatusBadGateway, "app_server_error", "the codex app-server on node %s refused %s; see the agent log", s.o.NodeID, method)
+		return refusal.New(ErrAppServerError, "the codex app-server on node %s refused %s; see the agent log", s.o.NodeID, method)
 	}
 	s.o.Logf("codexsup: %s: %v", method, err)
-	return errf(http.StatusBadGateway, "app_server_unavailable", "the codex app-server on node %s is unavailable; see the agent log", s.o.NodeID)
+	return refusal.New(ErrAppServerUnavailable, "the codex app-server on node %s is unavailable; see the agent log", s.o.NodeID)
 }

@@ -10,7 +10,6 @@ import (
 
 	"github.com/olivares-dev/olivares/shared/apitypes"
 	"github.com/olivares-dev/olivares/shared/proto"
-	"github.com/olivares-dev/olivares/shared/wire"
 )
 
 func sp(s string) *string { return &s }
@@ -204,7 +203,29 @@ func TestCatalogCursorResumesMidPage(t *testing.T) {
 	}
 }
 
+// kinds are the refusals by the wire code agentd gives them.
+var kinds = map[string]error{
+	"app_server_error":              ErrAppServerError,
+	"app_server_unavailable":        ErrAppServerUnavailable,
+	"bad_cursor":                    ErrBadCursor,
+	"bad_limit":                     ErrBadLimit,
+	"bad_thread_id":                 ErrBadThreadId,
+	"confirmation_required":         ErrConfirmationRequired,
+	"branch_pending":                ErrBranchPending,
+	"branch_race":                   ErrBranchRace,
+	"codex_supervision_unavailable": ErrCodexSupervisionUnavailable,
+	"descendants_unknown":           ErrDescendantsUnknown,
+	"owner_active":                  ErrOwnerActive,
+	"thread_active":                 ErrThreadActive,
+	"thread_archived":               ErrThreadArchived,
+	"thread_error":                  ErrThreadError,
+	"thread_leased":                 ErrThreadLeased,
+	"app_server_timeout":            ErrAppServerTimeout,
+	"not_found":                     ErrNotFound,
+	"thread_not_found":              ErrThreadNotFound,
+	"not_ready":                     ErrNotReady,
+}
+
 func isCode(err error, code string) bool {
-	var we *wire.Error
-	return errors.As(err, &we) && we.Code == code
+	return kinds[code] != nil && errors.Is(err, kinds[code])
 }

@@ -19,7 +19,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
@@ -30,11 +29,12 @@ import (
 	bbolt "go.etcd.io/bbolt"
 
 	"github.com/olivares-dev/olivares/agent/cliruntime"
+	"github.com/olivares-dev/olivares/agent/refusal"
+	"github.com/olivares-dev/olivares/agent/registry"
 	"github.com/olivares-dev/olivares/agent/sessions"
 	"github.com/olivares-dev/olivares/agent/supervisor"
 	"github.com/olivares-dev/olivares/shared/apitypes"
 	"github.com/olivares-dev/olivares/shared/proto"
-	"github.com/olivares-dev/olivares/shared/wire"
 )
 
 // Limits and timeouts.
@@ -134,7 +134,7 @@ func (c Config) unsupported() string {
 
 // Runs is what supervision needs of the node's run runtime.
 type Runs interface {
-	CreateProfile(supervisor.ProfileParams) (apitypes.Profile, error)
+	CreateProfile(registry.ProfileParams) (apitypes.Profile, error)
 	Launch(context.Context, supervisor.LaunchParams) (apitypes.Run, error)
 	Get(ref string) (apitypes.Run, error)
 }
@@ -237,7 +237,7 @@ func (s *Service) runtime() (Runs, error) {
 	s.runsMu.Lock()
 	defer s.runsMu.Unlock()
 	if s.runs == nil {
-		return nil, errf(http.StatusServiceUnavailable, "not_ready", "the agent's run runtime is not open yet")
+		return nil, refusal.New(ErrNotReady, "the agent's run runtime is not open yet")
 	}
 	return s.runs, nil
 }
@@ -259,13 +259,9 @@ func (s *Service) Capability() *proto.CodexSupervision {
 // R-CX-FT-8).
 func (s *Service) available() error {
 	if s.reason != "" {
-		return errf(http.StatusConflict, "codex_supervision_unavailable", "node %s: %s", s.o.NodeID, s.reason)
+		return refusal.New(ErrCodexSupervisionUnavailable, "node %s: %s", s.o.NodeID, s.reason)
 	}
 	return nil
-}
-
-func errf(status int, code, format string, args ...any) *wire.Error {
-	return &wire.Error{Status: status, Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
 func lookPath(name, path string) string {

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/http"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -14,9 +13,10 @@ import (
 
 	bbolt "go.etcd.io/bbolt"
 
+	"github.com/olivares-dev/olivares/agent/refusal"
+	"github.com/olivares-dev/olivares/agent/registry"
 	"github.com/olivares-dev/olivares/agent/supervisor"
 	"github.com/olivares-dev/olivares/shared/apitypes"
-	"github.com/olivares-dev/olivares/shared/wire"
 )
 
 // fakeServer is an in-process app-server: it answers initialize itself and
@@ -134,7 +134,7 @@ type fakeRuns struct {
 
 func newFakeRuns() *fakeRuns { return &fakeRuns{runs: map[string]apitypes.Run{}} }
 
-func (r *fakeRuns) CreateProfile(p supervisor.ProfileParams) (apitypes.Profile, error) {
+func (r *fakeRuns) CreateProfile(p registry.ProfileParams) (apitypes.Profile, error) {
 	return apitypes.Profile{Ref: p.Ref}, nil
 }
 
@@ -152,7 +152,7 @@ func (r *fakeRuns) Get(ref string) (apitypes.Run, error) {
 	defer r.mu.Unlock()
 	run, ok := r.runs[ref]
 	if !ok {
-		return apitypes.Run{}, &wire.Error{Status: http.StatusNotFound, Code: "not_found", Message: "no run"}
+		return apitypes.Run{}, refusal.New(supervisor.ErrRunNotFound, "no run %s", ref)
 	}
 	return run, nil
 }

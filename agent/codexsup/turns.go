@@ -5,10 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"net/http"
 	"slices"
 
 	"github.com/olivares-dev/olivares/agent/cliruntime"
+	"github.com/olivares-dev/olivares/agent/refusal"
 	"github.com/olivares-dev/olivares/shared/apitypes"
 	"github.com/olivares-dev/olivares/shared/proto"
 )
@@ -33,7 +33,7 @@ func (s *Service) Turns(ctx context.Context, p proto.CodexTurnsList) (page []byt
 		return nil, nil, err
 	}
 	if !cliruntime.IsUUID(p.ThreadID) {
-		return nil, nil, errf(http.StatusBadRequest, "bad_thread_id", "thread id %q is not a Codex thread id", p.ThreadID)
+		return nil, nil, refusal.New(ErrBadThreadId, "thread id %q is not a Codex thread id", p.ThreadID)
 	}
 	cur := turnsCursor{Dir: "desc"}
 	if err := decodeCursor(p.Cursor, &cur); err != nil || (cur.Dir != "desc" && cur.Dir != "asc") || (p.Cursor != "" && cur.Native == "") {

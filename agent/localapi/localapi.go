@@ -47,7 +47,7 @@ type Status struct {
 type Handlers struct {
 	Status func(ctx context.Context) Status
 	// ClaudeHook answers the engine's PreToolUse hook of a run (R-ED-4).
-	ClaudeHook func(run string, input []byte) (claudehook.Decision, error)
+	ClaudeHook func(ctx context.Context, run string, input []byte) (claudehook.Decision, error)
 }
 
 // Handler returns the socket's http.Handler.
@@ -63,7 +63,7 @@ func (h Handlers) Handler() http.Handler {
 				localsock.WriteError(w, http.StatusBadRequest, "bad_request", err.Error())
 				return
 			}
-			d, err := h.ClaudeHook(req.RunRef, req.Input)
+			d, err := h.ClaudeHook(r.Context(), req.RunRef, req.Input)
 			if err != nil {
 				var we *wire.Error
 				if errors.As(err, &we) {

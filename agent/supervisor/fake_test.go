@@ -2,7 +2,6 @@ package supervisor_test
 
 import (
 	"context"
-	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -10,6 +9,7 @@ import (
 	"github.com/olivares-dev/olivares/agent/cliruntime"
 	"github.com/olivares-dev/olivares/agent/drivers/fake"
 	"github.com/olivares-dev/olivares/agent/ledger"
+	"github.com/olivares-dev/olivares/agent/registry"
 	"github.com/olivares-dev/olivares/agent/ring"
 	"github.com/olivares-dev/olivares/agent/sessions"
 	"github.com/olivares-dev/olivares/agent/supervisor"
@@ -31,7 +31,7 @@ func fakeEnv(t *testing.T) (*env, *fake.Store) {
 // profile creates a profile for tool with a home in the test's directory.
 func (e *env) profile(ref, tool string) {
 	e.t.Helper()
-	if _, err := e.sup.CreateProfile(supervisor.ProfileParams{Ref: ref, Tenant: tenant, Tool: tool, Name: tool,
+	if _, err := e.reg.CreateProfile(registry.ProfileParams{Ref: ref, Tenant: tenant, Tool: tool, Name: tool,
 		Home: filepath.Join(e.dir, "home-"+ref)}); err != nil {
 		e.t.Fatalf("CreateProfile(%s): %v", ref, err)
 	}
@@ -48,7 +48,7 @@ func (e *env) launch(ref, profile string) apitypes.Run {
 
 func (e *env) input(ref, text string) {
 	e.t.Helper()
-	if err := e.sup.Input(ref, cliruntime.Input{Text: text}); err != nil {
+	if err := e.sup.Input(context.Background(), ref, cliruntime.Input{Text: text}); err != nil {
 		e.t.Fatalf("Input(%s, %q): %v", ref, text, err)
 	}
 }
@@ -129,7 +129,7 @@ func TestFakeInterrupt(t *testing.T) {
 	r := e.launchIdle("run_intr1")
 	out := e.tail("run_intr1", 0)
 
-	if err := e.sup.Interrupt("run_intr1"); err != nil {
+	if err := e.sup.Interrupt(context.Background(), "run_intr1"); err != nil {
 		t.Fatalf("Interrupt on idle: %v, want accepted (R-INT-2)", err)
 	}
 	ev := last(e.events("run_intr1"))
@@ -146,7 +146,7 @@ func TestFakeInterrupt(t *testing.T) {
 		t.Fatalf("during slow: state %s, want running", got.State)
 	}
 	out.awaitText(ring.Stdout, "tick1 ")
-	if err := e.sup.Interrupt("run_intr1"); err != nil {
+	if err := e.sup.Interrupt(context.Background(), "run_intr1"); err != nil {
 		t.Fatalf("Interrupt during a turn: %v", err)
 	}
 	ev = last(e.events("run_intr1"))
@@ -169,11 +169,11 @@ func TestFakeInterrupt(t *testing.T) {
 	e.input("run_intr1", "after")
 	out.awaitText(ring.Stdout, "pong: after")
 
-	if _, err := e.sup.Stop("run_intr1", 0); err != nil {
+	if _, err := e.sup.Stop(context.Background(), "run_intr1", 0); err != nil {
 		t.Fatalf("Stop: %v", err)
 	}
 	// R-INT-2: no live process → 409.
-	wantErr(t, "Interrupt on a stopped run", e.sup.Interrupt("run_intr1"), http.StatusConflict, "not_live")
+	wantErr(t, "Interrupt on a stopped run", e.sup.Interrupt(context.Background(), "run_intr1"), supervisor.ErrNotLive)
 }
 
 // TestFakeStopResume: stop records stop_requested then exited (R-STOP-1/2);
@@ -188,7 +188,7 @@ func TestFakeStopResume(t *testing.T) {
 	out.awaitText(ring.Stdout, "pong: first words", `"status":"completed"`)
 	conv := e.get("run_res1").ConversationID
 
-	stopped, err := e.sup.Stop("run_res1", 0)
+	stopped, err := e.sup.Stop(context.Background(), "run_res1", 0)
 	if err != nil {
 		t.Fatalf("Stop: %v", err)
 	}
@@ -211,7 +211,7 @@ func TestFakeStopResume(t *testing.T) {
 	}
 
 	// R-STOP-4: not live → the row as it is, no new ledger row.
-	again, err := e.sup.Stop("run_res1", 0)
+	again, err := e.sup.Stop(context.Background(), "run_res1", 0)
 	if err != nil || again.State != apitypes.StateStopped {
 		t.Fatalf("second Stop: %v, state %s; want the stopped row", err, again.State)
 	}
@@ -246,7 +246,7 @@ func TestFakeStopResume(t *testing.T) {
 
 	// R-RES-6: a live run is not resumed again.
 	_, err = e.sup.Resume(context.Background(), "run_res1", nil, "")
-	wantErr(t, "Resume on a live run", err, http.StatusConflict, "run_live")
+	wantErr(t, "Resume on a live run", err, supervisor.ErrRunLive)
 	if got := e.get("run_res1"); got.Generation != 2 || got.PID != res.PID {
 		t.Fatalf("refused resume changed the run: generation %d pid %d", got.Generation, got.PID)
 	}
@@ -254,7 +254,7 @@ func TestFakeStopResume(t *testing.T) {
 	out2 := e.tail("run_res1", e.get("run_res1").RingLast+1)
 	e.input("run_res1", "history")
 	out2.awaitText(ring.Stdout, "history: first words")
-	if _, err := e.sup.Stop("run_res1", 0); err != nil {
+	if _, err := e.sup.Stop(context.Background(), "run_res1", 0); err != nil {
 		t.Fatalf("Stop generation 2: %v", err)
 	}
 
@@ -286,13 +286,13 @@ func TestFakeResumeConversationGone(t *testing.T) {
 	e.input("run_gone1", "remember me")
 	out.awaitText(ring.Stdout, "pong: remember me")
 	conv := e.get("run_gone1").ConversationID
-	if _, err := e.sup.Stop("run_gone1", 0); err != nil {
+	if _, err := e.sup.Stop(context.Background(), "run_gone1", 0); err != nil {
 		t.Fatalf("Stop: %v", err)
 	}
 	store.Remove(conv)
 
 	_, err := e.sup.Resume(context.Background(), "run_gone1", nil, "")
-	wantErr(t, "Resume of a removed conversation", err, http.StatusConflict, "conversation_unavailable")
+	wantErr(t, "Resume of a removed conversation", err, supervisor.ErrConversationUnavailable)
 	if got := store.Conversations(); len(got) != 0 {
 		t.Fatalf("store after a refused resume: %v, want no conversation (no fallback)", got)
 	}
@@ -307,7 +307,7 @@ func TestFakeResumeConversationGone(t *testing.T) {
 	}
 	// A second try is refused the same way and starts nothing new either.
 	_, err = e.sup.Resume(context.Background(), "run_gone1", nil, "")
-	wantErr(t, "second Resume", err, http.StatusConflict, "conversation_unavailable")
+	wantErr(t, "second Resume", err, supervisor.ErrConversationUnavailable)
 	if got := store.Conversations(); len(got) != 0 {
 		t.Fatalf("store after a second refused resume: %v", got)
 	}
@@ -319,18 +319,18 @@ func TestFakeInputChecks(t *testing.T) {
 	e, _ := fakeEnv(t)
 	e.launchIdle("run_input1")
 	wrong := cliruntime.Input{Message: []byte(`"hi"`)}
-	wantErr(t, "message to a text tool, live", e.sup.Input("run_input1", wrong), http.StatusBadRequest, "wrong_input_field")
-	wantErr(t, "no field, live", e.sup.Input("run_input1", cliruntime.Input{}), http.StatusBadRequest, "")
-	if _, err := e.sup.Stop("run_input1", 0); err != nil {
+	wantErr(t, "message to a text tool, live", e.sup.Input(context.Background(), "run_input1", wrong), cliruntime.ErrWrongInputField)
+	wantErr(t, "no field, live", e.sup.Input(context.Background(), "run_input1", cliruntime.Input{}), cliruntime.ErrInvalidInput)
+	if _, err := e.sup.Stop(context.Background(), "run_input1", 0); err != nil {
 		t.Fatalf("Stop: %v", err)
 	}
 	n := len(e.events("run_input1"))
-	wantErr(t, "message to a text tool, stopped", e.sup.Input("run_input1", wrong), http.StatusBadRequest, "wrong_input_field")
-	wantErr(t, "text to a stopped run", e.sup.Input("run_input1", cliruntime.Input{Text: "hi"}), http.StatusConflict, "not_live")
+	wantErr(t, "message to a text tool, stopped", e.sup.Input(context.Background(), "run_input1", wrong), cliruntime.ErrWrongInputField)
+	wantErr(t, "text to a stopped run", e.sup.Input(context.Background(), "run_input1", cliruntime.Input{Text: "hi"}), supervisor.ErrNotLive)
 	if got := e.events("run_input1"); len(got) != n {
 		t.Fatalf("refused inputs wrote ledger rows: %v", kinds(got[n:]))
 	}
-	wantErr(t, "input to an unknown run", e.sup.Input("run_nosuch1", cliruntime.Input{Text: "hi"}), http.StatusNotFound, "not_found")
+	wantErr(t, "input to an unknown run", e.sup.Input(context.Background(), "run_nosuch1", cliruntime.Input{Text: "hi"}), supervisor.ErrRunNotFound)
 }
 
 // TestLaunchRefusals: refusals answer before anything is stored: an
@@ -341,17 +341,16 @@ func TestLaunchRefusals(t *testing.T) {
 	e.profile("prof_ref1", "fake")
 	ctx := context.Background()
 	tests := []struct {
-		name   string
-		p      supervisor.LaunchParams
-		status int
-		code   string
+		name string
+		p    supervisor.LaunchParams
+		want error
 	}{
-		{"unknown profile", supervisor.LaunchParams{ProfileRef: "prof_nosuch1"}, http.StatusNotFound, "not_found"},
-		{"another tenant's profile", supervisor.LaunchParams{ProfileRef: "prof_ref1", Tenant: "ten_other1"}, http.StatusNotFound, "not_found"},
-		{"unknown workspace", supervisor.LaunchParams{ProfileRef: "prof_ref1", WorkspaceRef: "ws_nosuch1"}, http.StatusNotFound, "not_found"},
-		{"sandbox", supervisor.LaunchParams{ProfileRef: "prof_ref1", Isolation: apitypes.IsolationSandbox}, http.StatusUnprocessableEntity, "isolation_unsupported"},
-		{"container without podman or docker", supervisor.LaunchParams{ProfileRef: "prof_ref1", Isolation: apitypes.IsolationContainer}, http.StatusUnprocessableEntity, "isolation_unsupported"},
-		{"unknown isolation", supervisor.LaunchParams{ProfileRef: "prof_ref1", Isolation: "vm"}, http.StatusBadRequest, "bad_isolation"},
+		{"unknown profile", supervisor.LaunchParams{ProfileRef: "prof_nosuch1"}, registry.ErrNotFound},
+		{"another tenant's profile", supervisor.LaunchParams{ProfileRef: "prof_ref1", Tenant: "ten_other1"}, registry.ErrNotFound},
+		{"unknown workspace", supervisor.LaunchParams{ProfileRef: "prof_ref1", WorkspaceRef: "ws_nosuch1"}, registry.ErrNotFound},
+		{"sandbox", supervisor.LaunchParams{ProfileRef: "prof_ref1", Isolation: apitypes.IsolationSandbox}, supervisor.ErrIsolationUnsupported},
+		{"container without podman or docker", supervisor.LaunchParams{ProfileRef: "prof_ref1", Isolation: apitypes.IsolationContainer}, supervisor.ErrIsolationUnsupported},
+		{"unknown isolation", supervisor.LaunchParams{ProfileRef: "prof_ref1", Isolation: "vm"}, supervisor.ErrBadIsolation},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -361,9 +360,9 @@ func TestLaunchRefusals(t *testing.T) {
 				p.Tenant = tenant
 			}
 			_, err := e.sup.Launch(ctx, p)
-			wantErr(t, tt.name, err, tt.status, tt.code)
+			wantErr(t, tt.name, err, tt.want)
 			_, err = e.sup.Get("run_refused1")
-			wantErr(t, "Get after a refused launch", err, http.StatusNotFound, "not_found")
+			wantErr(t, "Get after a refused launch", err, supervisor.ErrRunNotFound)
 			if runs, err := e.led.Runs(); err != nil || len(runs) != 0 {
 				t.Fatalf("ledger after a refused launch: %v %v, want no run", runs, err)
 			}

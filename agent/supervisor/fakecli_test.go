@@ -9,15 +9,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/olivares-dev/olivares/integration/peers/peerbin"
 	"io"
-	"net/http"
 	"os"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/olivares-dev/olivares/integration/peers/peerbin"
 
 	"github.com/olivares-dev/olivares/agent/cliruntime"
 	"github.com/olivares-dev/olivares/agent/drivers/claude"
@@ -189,7 +189,7 @@ func TestRestartRecordsLost(t *testing.T) {
 			}
 			checkSeqs(t, frames)
 			// Input and interrupt need a live run (R-STATE-5).
-			wantErr(t, "Input after restart", e.sup.Input("run_lost1", cliruntime.Input{Text: "hi"}), http.StatusConflict, "not_live")
+			wantErr(t, "Input after restart", e.sup.Input(context.Background(), "run_lost1", cliruntime.Input{Text: "hi"}), supervisor.ErrNotLive)
 			// A second start on the same file records nothing more.
 			e.shut()
 			e.open()
@@ -292,7 +292,7 @@ func TestPTYOutputTagged(t *testing.T) {
 		t.Fatalf("protocol output on stderr: %q", s)
 	}
 	checkSeqs(t, out.snapshot())
-	stopped, err := e.sup.Stop("run_ptyc1", 0)
+	stopped, err := e.sup.Stop(context.Background(), "run_ptyc1", 0)
 	if err != nil || stopped.State != apitypes.StateStopped {
 		t.Fatalf("Stop: %v, state %s", err, stopped.State)
 	}
@@ -353,11 +353,11 @@ func TestExitObserved(t *testing.T) {
 		{"claude stop: SIGTERM exits 143", "claude", func(t *testing.T, ref string, _ int) apitypes.Run {
 			out := e.tail(ref, 0)
 			// One turn first, so that claude's SIGTERM handler is in place.
-			if err := e.sup.Input(ref, cliruntime.Input{Message: json.RawMessage(`"hi"`)}); err != nil {
+			if err := e.sup.Input(context.Background(), ref, cliruntime.Input{Message: json.RawMessage(`"hi"`)}); err != nil {
 				t.Fatalf("Input: %v", err)
 			}
 			out.awaitText(ring.Stdout, `"type":"result"`)
-			r, err := e.sup.Stop(ref, 5*time.Second)
+			r, err := e.sup.Stop(context.Background(), ref, 5*time.Second)
 			if err != nil {
 				t.Fatalf("Stop: %v", err)
 			}
@@ -368,7 +368,7 @@ func TestExitObserved(t *testing.T) {
 			e.input(ref, "ignore-term")
 			out.awaitText(ring.Stdout, `"turn/completed"`)
 			e.awaitState(ref, apitypes.StateIdle)
-			r, err := e.sup.Stop(ref, 100*time.Millisecond)
+			r, err := e.sup.Stop(context.Background(), ref, 100*time.Millisecond)
 			if err != nil {
 				t.Fatalf("Stop: %v", err)
 			}
@@ -494,7 +494,7 @@ func TestFloodViewers(t *testing.T) {
 
 	e.input("run_flood1", "flood 2000000")
 	out.awaitText(ring.Stdout, "flooded 2000000 bytes", `"turn/completed"`)
-	if _, err := e.sup.Stop("run_flood1", 0); err != nil {
+	if _, err := e.sup.Stop(context.Background(), "run_flood1", 0); err != nil {
 		t.Fatalf("Stop: %v", err)
 	}
 	done := make(chan struct{})

@@ -12,6 +12,7 @@ import (
 
 	"github.com/olivares-dev/olivares/agent/cliruntime"
 	"github.com/olivares-dev/olivares/agent/ledger"
+	"github.com/olivares-dev/olivares/agent/refusal"
 	"github.com/olivares-dev/olivares/agent/ring"
 	"github.com/olivares-dev/olivares/agent/sessions"
 	"github.com/olivares-dev/olivares/shared/apitypes"
@@ -38,6 +39,7 @@ type generation struct {
 
 	mu          sync.Mutex // guards the fields below and the order of writes
 	queue       [][]byte   // lines for stdin, in call order
+	queued      int        // bytes in queue and in the writer's hands, not yet written
 	wake        chan struct{}
 	stdinDone   bool
 	handshaken  bool
@@ -88,7 +90,7 @@ func (r *run) start(ctx context.Context, d cliruntime.Driver, spec cliruntime.La
 			rec.Generation, rec.PID, rec.Ended, rec.FailReason = n, 0, true, apitypes.ReasonSpawnFailed
 			rec.ExitCode, rec.Signal, rec.StopRequested, rec.Handshaken = nil, "", false, false
 			rec.StartedAt, rec.EndedAt = now, now
-			taint(rec, grants, n)
+			addTaint(rec, grants, n)
 		})
 		r.ring.End(apitypes.ReasonSpawnFailed)
 		return nil
@@ -121,7 +123,7 @@ func (r *run) start(ctx context.Context, d cliruntime.Driver, spec cliruntime.La
 		rec.ExitCode, rec.Signal, rec.StopRequested = nil, "", false
 		rec.Handshaken = g.handshaken
 		rec.StartedAt, rec.EndedAt = now, time.Time{}
-		taint(rec, grants, n)
+		addTaint(rec, grants, n)
 	})
 	g.push(first.Write)
 	g.events(first.Events)
@@ -182,8 +184,18 @@ func (g *generation) push(lines [][]byte) {
 		return
 	}
 	g.mu.Lock()
-	g.queue = append(g.queue, lines...)
+	g.pushLocked(lines)
 	g.mu.Unlock()
+}
+
+func (g *generation) pushLocked(lines [][]byte) {
+	if len(lines) == 0 {
+		return
+	}
+	for _, l := range lines {
+		g.queued += len(l)
+	}
+	g.queue = append(g.queue, lines...)
 	select {
 	case g.wake <- struct{}{}:
 	default:
@@ -200,10 +212,14 @@ func (g *generation) writeStdin() {
 		done := g.stdinDone
 		g.mu.Unlock()
 		for _, l := range lines {
-			if _, err := w.Write(l); err != nil {
-				g.mu.Lock()
+			_, err := w.Write(l)
+			g.mu.Lock()
+			g.queued -= len(l)
+			if err != nil {
 				g.stdinDone = true
-				g.mu.Unlock()
+			}
+			g.mu.Unlock()
+			if err != nil {
 				return
 			}
 		}
@@ -222,19 +238,30 @@ func (g *generation) writeStdin() {
 }
 
 // encode turns one input into protocol lines under g.mu, so that lines of
-// different calls keep their call order.
+// different calls keep their call order. The bytes waiting for the child's
+// stdin are bounded for every driver (Options.MaxStdinQueue): a child that
+// stops reading its input costs the agent that much memory at most, and
+// the caller hears ErrInputQueueFull.
 func (g *generation) encode(in cliruntime.Input) error {
+	size := len(in.Line) + len(in.Message) + len(in.Text)
 	g.mu.Lock()
 	if g.stdinDone {
 		g.mu.Unlock()
 		return errStdinClosed
 	}
+	if g.queued > 0 && g.queued+size > g.r.s.o.MaxStdinQueue {
+		n := g.queued
+		g.mu.Unlock()
+		return refusal.New(ErrInputQueueFull, "%d bytes of input already wait for the tool to read them; wait for the running turn to end", n)
+	}
 	st, err := g.sess.Encode(in)
+	if err == nil {
+		g.pushLocked(st.Write)
+	}
 	g.mu.Unlock()
 	if err != nil {
 		return err
 	}
-	g.push(st.Write)
 	g.events(st.Events)
 	return nil
 }
@@ -396,7 +423,7 @@ func (g *generation) events(evs []cliruntime.Event) {
 			// EventReady: handshaken without a conversation (a pending
 			// Codex branch). The record goes first: Resume answers with
 			// the row as soon as the handshake channel closes.
-			r.update(ledger.Event{}, func(rec *record) {
+			r.updateAsync(ledger.Event{}, func(rec *record) {
 				if e.Kind == cliruntime.EventConversation {
 					rec.ConversationID = e.ConversationID
 				}
@@ -424,7 +451,7 @@ func (g *generation) events(evs []cliruntime.Event) {
 				had := r.rec.Limit != nil
 				r.mu.Unlock()
 				if had {
-					r.update(ledger.Event{}, func(rec *record) { rec.Limit = nil })
+					r.updateAsync(ledger.Event{}, func(rec *record) { rec.Limit = nil })
 					continue
 				}
 			}
@@ -443,7 +470,7 @@ func (g *generation) events(evs []cliruntime.Event) {
 				detail, _ := json.Marshal(map[string]string{"kind": l.Kind, "account_ref": l.AccountRef})
 				ev = ledger.Event{Kind: ledger.KindLimitReached, Generation: g.n, Detail: detail}
 			}
-			r.update(ev, func(rec *record) { rec.Limit = l })
+			r.updateAsync(ev, func(rec *record) { rec.Limit = l })
 		}
 	}
 }

@@ -3,7 +3,6 @@ package supervisor
 import (
 	"bytes"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -11,10 +10,12 @@ import (
 	"strings"
 
 	"github.com/olivares-dev/olivares/agent/cliruntime"
+	"github.com/olivares-dev/olivares/agent/refusal"
+	"github.com/olivares-dev/olivares/agent/registry"
 	"github.com/olivares-dev/olivares/shared/apitypes"
 )
 
-// Grant is a credential handed to a run's tool (R-GRANT-1): Value goes to the
+// Grant is a credential handed to a run's tool (§3.17): Value goes to the
 // child as the environment variable Env, or, with AsFile, into a 0600 file
 // whose path is in Env. The supervisor never stores, logs or records a
 // value: the run's record keeps only the kinds (R-CRED-1).
@@ -29,22 +30,22 @@ type Grant struct {
 const maxGrantValue = 64 << 10
 
 // checkGrants refuses malformed grants before anything is written.
-func checkGrants(grants []Grant, prof profile) error {
+func checkGrants(grants []Grant, prof registry.Profile) error {
 	seen := map[string]bool{}
 	for _, g := range grants {
 		switch {
 		case !slices.Contains(apitypes.GrantKinds, g.Kind):
-			return errf(http.StatusBadRequest, "bad_grant", "grant kind %q: use %s", g.Kind, strings.Join(apitypes.GrantKinds, ", "))
-		case !envRE.MatchString(g.Env):
-			return errf(http.StatusBadRequest, "bad_grant", "grant environment name %q: use letters, digits and '_'", g.Env)
+			return refusal.New(ErrBadGrant, "grant kind %q: use %s", g.Kind, strings.Join(apitypes.GrantKinds, ", "))
+		case !registry.ValidEnvName(g.Env):
+			return refusal.New(ErrBadGrant, "grant environment name %q: use letters, digits and '_'", g.Env)
 		case seen[strings.ToUpper(g.Env)]:
-			return errf(http.StatusBadRequest, "bad_grant", "two grants name the environment variable %s", g.Env)
+			return refusal.New(ErrBadGrant, "two grants name the environment variable %s", g.Env)
 		case prof.Env[g.Env] != "":
-			return errf(http.StatusBadRequest, "bad_grant", "the profile %s already sets %s; a grant may not replace it", prof.Ref, g.Env)
+			return refusal.New(ErrBadGrant, "the profile %s already sets %s; a grant may not replace it", prof.Ref, g.Env)
 		case len(g.Value) > maxGrantValue:
-			return errf(http.StatusBadRequest, "bad_grant", "the value granted as %s is over %d bytes", g.Env, maxGrantValue)
+			return refusal.New(ErrBadGrant, "the value granted as %s is over %d bytes", g.Env, maxGrantValue)
 		case !g.AsFile && bytes.IndexByte(g.Value, 0) >= 0:
-			return errf(http.StatusBadRequest, "bad_grant", "the value granted as %s holds a NUL byte; grant it as_file", g.Env)
+			return refusal.New(ErrBadGrant, "the value granted as %s holds a NUL byte; grant it as_file", g.Env)
 		}
 		seen[strings.ToUpper(g.Env)] = true
 	}
@@ -70,7 +71,7 @@ func (s *Supervisor) withGrants(spec cliruntime.LaunchSpec, runRef string, gen u
 		v := string(g.Value)
 		if g.AsFile {
 			if s.o.GrantsDir == "" {
-				return spec, cleanup, errf(http.StatusUnprocessableEntity, "grant_files_unsupported", "this agent has no grants directory for a grant as_file")
+				return spec, cleanup, refusal.New(ErrGrantFilesUnsupported, "this agent has no grants directory for a grant as_file")
 			}
 			if dir == "" {
 				dir = filepath.Join(s.o.GrantsDir, runRef, strconv.FormatUint(uint64(gen), 10))
@@ -90,58 +91,15 @@ func (s *Supervisor) withGrants(spec cliruntime.LaunchSpec, runRef string, gen u
 	return spec, cleanup, nil
 }
 
-// taint adds the kinds of grants to the record's taint, which is never
+// addTaint adds the kinds of grants to the record's taint, which is never
 // cleared (R-CRED-1, R-HW-6), and remembers the generation of the first
 // launch given a package-registry token (R-CRED-3).
-func taint(rec *record, grants []Grant, gen uint32) {
-	for _, g := range grants {
-		if !slices.Contains(rec.Taint, g.Kind) {
-			rec.Taint = append(rec.Taint, g.Kind)
-		}
-		if g.Kind == apitypes.GrantPackageRegistryToken && rec.PGeneration == 0 {
-			rec.PGeneration = gen
-		}
+func addTaint(rec *record, grants []Grant, gen uint32) {
+	t := rec.taint()
+	kinds := make([]string, len(grants))
+	for i, g := range grants {
+		kinds[i] = g.Kind
 	}
-	slices.Sort(rec.Taint)
-}
-
-// Taint surfaces (docs/rules/taint-audit.md).
-const (
-	SurfaceActivity = "activity" // GET /activity and /activity/agents (R-CRED-3, R-AGT-5)
-	SurfaceMessages = "messages" // GET /messages (R-CRED-4)
-	SurfaceMove     = "move"     // POST /move (R-MOVE-11)
-	SurfaceHandoff  = "handoff"  // GET and POST /handoff (R-HOF-14)
-)
-
-// TaintRefusal is the 409 a surface answers for a tainted run, or nil
-// (docs/rules/taint-audit.md). The refusal names the category, never the secret (R-CRED-5).
-func (s *Supervisor) TaintRefusal(ref, surface string) error {
-	r, err := s.get(ref)
-	if err != nil {
-		return err
-	}
-	r.mu.Lock()
-	rec, live := r.rec, r.gen != nil
-	r.mu.Unlock()
-	return taintRefusal(rec, live, surface)
-}
-
-func taintRefusal(rec record, live bool, surface string) error {
-	for _, kind := range rec.Taint {
-		refuse := true
-		switch {
-		case kind != apitypes.GrantPackageRegistryToken:
-		case surface == SurfaceMessages:
-			// R-CRED-4 does not name P (Q-20: the literal reading).
-			refuse = false
-		case surface == SurfaceActivity:
-			// R-CRED-3: allowed while the P launch's own generation runs;
-			// refused once stopped, and after a resume.
-			refuse = !(live && rec.Generation == rec.PGeneration)
-		}
-		if refuse {
-			return errf(http.StatusConflict, "tainted", "run %s was given a %s: nobody can prove its output is free of it, so its %s is refused", rec.RunRef, kind, surface)
-		}
-	}
-	return nil
+	t.Add(kinds, gen)
+	rec.Taint, rec.PGeneration = t.Kinds, t.PGeneration
 }

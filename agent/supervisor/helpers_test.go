@@ -14,10 +14,10 @@ import (
 	bbolt "go.etcd.io/bbolt"
 
 	"github.com/olivares-dev/olivares/agent/ledger"
+	"github.com/olivares-dev/olivares/agent/registry"
 	"github.com/olivares-dev/olivares/agent/ring"
 	"github.com/olivares-dev/olivares/agent/supervisor"
 	"github.com/olivares-dev/olivares/shared/apitypes"
-	"github.com/olivares-dev/olivares/shared/wire"
 )
 
 // waitFor bounds every wait; nothing in these tests sleeps.
@@ -36,11 +36,14 @@ type env struct {
 	t    *testing.T
 	dir  string
 	path string
-	o    supervisor.Options // without DB, Ring, Ledger, OnChange, Logf
+	o    supervisor.Options // without DB, Ring, Ledger, Registry, OnChange, Logf
+	// profilesDir is the registry's (the agent's state dir/profiles).
+	profilesDir string
 
 	db    *bbolt.DB
 	rings *ring.Store
 	led   *ledger.Ledger
+	reg   *registry.Registry
 	sup   *supervisor.Supervisor
 
 	changed chan struct{} // one pending notification of OnChange
@@ -82,8 +85,14 @@ func (e *env) open() {
 		db.Close()
 		e.t.Fatalf("ledger.Open: %v", err)
 	}
+	reg, err := registry.Open(registry.Options{DB: db, Drivers: e.o.Drivers, ProfilesDir: e.profilesDir})
+	if err != nil {
+		rings.Close()
+		db.Close()
+		e.t.Fatalf("registry.Open: %v", err)
+	}
 	o := e.o
-	o.DB, o.Ring, o.Ledger = db, rings, led
+	o.DB, o.Ring, o.Ledger, o.Registry = db, rings, led, reg
 	o.OnChange = func(string) {
 		select {
 		case e.changed <- struct{}{}:
@@ -97,7 +106,7 @@ func (e *env) open() {
 		db.Close()
 		e.t.Fatalf("supervisor.Open: %v", err)
 	}
-	e.db, e.rings, e.led, e.sup = db, rings, led, sup
+	e.db, e.rings, e.led, e.reg, e.sup = db, rings, led, reg, sup
 }
 
 func (e *env) logf(format string, args ...any) {
@@ -247,15 +256,14 @@ func last(evs []apitypes.Event) apitypes.Event {
 	return evs[len(evs)-1]
 }
 
-// wantErr checks that err is a wire.Error with the status and code.
-func wantErr(t *testing.T, what string, err error, status int, code string) {
+// wantErr checks that err is a refusal of kind want with a sentence.
+func wantErr(t *testing.T, what string, err error, want error) {
 	t.Helper()
-	var we *wire.Error
-	if !errors.As(err, &we) {
-		t.Fatalf("%s: got error %v (%T), want a *wire.Error %d %s", what, err, err, status, code)
+	if !errors.Is(err, want) {
+		t.Fatalf("%s: got error %v (%T), want %v", what, err, err, want)
 	}
-	if we.Status != status || (code != "" && we.Code != code) {
-		t.Fatalf("%s: got %d %s (%s), want %d %s", what, we.Status, we.Code, we.Message, status, code)
+	if err.Error() == "" || err.Error() == want.Error() {
+		t.Fatalf("%s: got %q, want a sentence a person can act on", what, err)
 	}
 }
 

@@ -1,14 +1,15 @@
 package supervisor
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"slices"
 
 	"github.com/olivares-dev/olivares/agent/claudehook"
 	"github.com/olivares-dev/olivares/agent/cliruntime"
 	"github.com/olivares-dev/olivares/agent/ledger"
+	"github.com/olivares-dev/olivares/agent/refusal"
 )
 
 // HookEndpoint is where the engine's PreToolUse hook reports (R-ED-4):
@@ -34,9 +35,9 @@ const maxHookInput = 1 << 20
 // run's ledger (its name only, R-EVT-4) and refuses the tools the
 // profile's policy denies. It observes and enforces; it is not a
 // replacement CLI.
-func (s *Supervisor) ClaudeHook(ref string, input []byte) (HookDecision, error) {
+func (s *Supervisor) ClaudeHook(ctx context.Context, ref string, input []byte) (HookDecision, error) {
 	if len(input) > maxHookInput {
-		return HookDecision{}, errf(http.StatusRequestEntityTooLarge, "hook_input_too_large", "the hook input is over %d bytes", maxHookInput)
+		return HookDecision{}, refusal.New(ErrHookInputTooLarge, "the hook input is over %d bytes", maxHookInput)
 	}
 	r, err := s.get(ref)
 	if err != nil {
@@ -48,20 +49,20 @@ func (s *Supervisor) ClaudeHook(ref string, input []byte) (HookDecision, error) 
 		Tool      string `json:"tool_name"`
 	}
 	if err := json.Unmarshal(input, &in); err != nil || in.Tool == "" {
-		return HookDecision{}, errf(http.StatusBadRequest, "bad_hook_input", "the hook input is not a PreToolUse event with a tool_name")
+		return HookDecision{}, refusal.New(ErrBadHookInput, "the hook input is not a PreToolUse event with a tool_name")
 	}
 	r.mu.Lock()
 	rec, g := r.rec, r.gen
 	r.mu.Unlock()
 	switch {
 	case rec.Driver != string(cliruntime.KindClaude):
-		return HookDecision{}, errf(http.StatusConflict, "not_claude", "run %s is not a Claude Code run", ref)
+		return HookDecision{}, refusal.New(ErrNotClaude, "run %s is not a Claude Code run", ref)
 	case g == nil:
-		return HookDecision{}, errf(http.StatusConflict, "not_live", "run %s is not live", ref)
+		return HookDecision{}, refusal.New(ErrNotLive, "run %s is not live", ref)
 	case rec.ConversationID != "" && in.SessionID != "" && in.SessionID != rec.ConversationID:
-		return HookDecision{}, errf(http.StatusConflict, "other_session", "the hook is for session %s, not run %s's", in.SessionID, ref)
+		return HookDecision{}, refusal.New(ErrOtherSession, "the hook is for session %s, not run %s's", in.SessionID, ref)
 	}
-	prof, ok, err := s.profile(rec.ProfileRef)
+	prof, ok, err := s.o.Registry.Profile(rec.ProfileRef)
 	if err != nil {
 		return HookDecision{}, err
 	}

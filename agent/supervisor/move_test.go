@@ -3,19 +3,22 @@
 package supervisor_test
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"io/fs"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/olivares-dev/olivares/agent/claudeconv"
 	"github.com/olivares-dev/olivares/agent/cliruntime"
+	"github.com/olivares-dev/olivares/agent/registry"
 	"github.com/olivares-dev/olivares/agent/sessions"
 	"github.com/olivares-dev/olivares/agent/supervisor"
+	"github.com/olivares-dev/olivares/agent/taint"
 	"github.com/olivares-dev/olivares/shared/apitypes"
 )
 
@@ -58,7 +61,7 @@ func sameTree(a, b map[string]string) bool {
 func TestMove(t *testing.T) {
 	e := procEnv(t, sessions.NewProcRunner())
 	for _, p := range []struct{ ref, tool string }{{"prof_mvsrc", "claude"}, {"prof_mvdst", "claude"}, {"prof_mvcdx", "codex"}} {
-		if _, err := e.sup.CreateProfile(supervisor.ProfileParams{Ref: p.ref, Tenant: tenant, Tool: p.tool, Name: p.ref,
+		if _, err := e.reg.CreateProfile(registry.ProfileParams{Ref: p.ref, Tenant: tenant, Tool: p.tool, Name: p.ref,
 			Home: filepath.Join(e.dir, "home-"+p.ref)}); err != nil {
 			t.Fatal(err)
 		}
@@ -66,15 +69,15 @@ func TestMove(t *testing.T) {
 	src, dst := filepath.Join(e.dir, "home-prof_mvsrc"), filepath.Join(e.dir, "home-prof_mvdst")
 	e.launch("run_move1", "prof_mvsrc")
 	e.awaitState("run_move1", apitypes.StateIdle)
-	if err := e.sup.Input("run_move1", claudeMessage("hello")); err != nil {
+	if err := e.sup.Input(context.Background(), "run_move1", claudeMessage("hello")); err != nil {
 		t.Fatal(err)
 	}
 	r := e.await2("a conversation", func(r apitypes.Run) bool { return r.ConversationID != "" && r.State == apitypes.StateIdle }, "run_move1")
 	conv := r.ConversationID
 
-	_, err := e.sup.Move("run_move1", "prof_mvdst")
-	wantErr(t, "move of a live run", err, http.StatusConflict, "run_not_stopped")
-	if _, err := e.sup.Stop("run_move1", 0); err != nil {
+	_, err := e.sup.Move(context.Background(), "run_move1", "prof_mvdst")
+	wantErr(t, "move of a live run", err, supervisor.ErrRunNotStopped)
+	if _, err := e.sup.Stop(context.Background(), "run_move1", 0); err != nil {
 		t.Fatal(err)
 	}
 	// A sub-agent file goes with the transcript.
@@ -93,22 +96,22 @@ func TestMove(t *testing.T) {
 	os.WriteFile(filepath.Join(slugDir, "11111111-2222-4333-8444-555555555555.jsonl"), []byte("{}\n"), 0o600)
 	before := tree(t, src)
 
-	_, err = e.sup.Move("run_move1", "prof_mvcdx")
-	wantErr(t, "move to a profile of another tool", err, http.StatusConflict, "profile_other_tool")
-	_, err = e.sup.Move("run_move1", "prof_nope")
-	wantErr(t, "move to an unknown profile", err, http.StatusNotFound, "not_found")
+	_, err = e.sup.Move(context.Background(), "run_move1", "prof_mvcdx")
+	wantErr(t, "move to a profile of another tool", err, supervisor.ErrProfileOtherTool)
+	_, err = e.sup.Move(context.Background(), "run_move1", "prof_nope")
+	wantErr(t, "move to an unknown profile", err, registry.ErrNotFound)
 
 	// A symbolic link, then a second name of a file: 422 and nothing left
 	// on the target (R-MOVE-12, R-MOVE-13).
 	link := filepath.Join(slugDir, conv, "subagents", "link.jsonl")
 	os.Symlink("/etc/hostname", link)
-	_, err = e.sup.Move("run_move1", "prof_mvdst")
-	wantErr(t, "move of a conversation with a link", err, http.StatusUnprocessableEntity, "conversation_link")
+	_, err = e.sup.Move(context.Background(), "run_move1", "prof_mvdst")
+	wantErr(t, "move of a conversation with a link", err, claudeconv.ErrLink)
 	os.Remove(link)
 	hard := filepath.Join(e.dir, "hardlink")
 	os.Link(sub, hard)
-	_, err = e.sup.Move("run_move1", "prof_mvdst")
-	wantErr(t, "move of a conversation with a hard link", err, http.StatusUnprocessableEntity, "conversation_hard_link")
+	_, err = e.sup.Move(context.Background(), "run_move1", "prof_mvdst")
+	wantErr(t, "move of a conversation with a hard link", err, claudeconv.ErrHardLink)
 	os.Remove(hard)
 	if got := tree(t, dst); len(got) != 0 {
 		t.Fatalf("a refused move left files in the target: %v", got)
@@ -119,7 +122,7 @@ func TestMove(t *testing.T) {
 
 	// The move (R-MOVE-4..7): same ref and conversation, moved event,
 	// the files carried, the source home only read.
-	moved, err := e.sup.Move("run_move1", "prof_mvdst")
+	moved, err := e.sup.Move(context.Background(), "run_move1", "prof_mvdst")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +150,7 @@ func TestMove(t *testing.T) {
 	}
 	// Moving to the profile it is on changes nothing.
 	n := len(e.events("run_move1"))
-	if _, err := e.sup.Move("run_move1", "prof_mvdst"); err != nil || len(e.events("run_move1")) != n {
+	if _, err := e.sup.Move(context.Background(), "run_move1", "prof_mvdst"); err != nil || len(e.events("run_move1")) != n {
 		t.Fatalf("move to its own profile: %v, %d events (was %d)", err, len(e.events("run_move1")), n)
 	}
 
@@ -156,11 +159,11 @@ func TestMove(t *testing.T) {
 	if err != nil || res.Generation != 2 || res.ConversationID != conv {
 		t.Fatalf("resume after the move: %+v, %v", res, err)
 	}
-	if err := e.sup.Input("run_move1", claudeMessage("again")); err != nil {
+	if err := e.sup.Input(context.Background(), "run_move1", claudeMessage("again")); err != nil {
 		t.Fatal(err)
 	}
 	e.await2("the turn", func(r apitypes.Run) bool { return r.State == apitypes.StateIdle }, "run_move1")
-	if _, err := e.sup.Stop("run_move1", 0); err != nil {
+	if _, err := e.sup.Stop(context.Background(), "run_move1", 0); err != nil {
 		t.Fatal(err)
 	}
 	if !sameTree(tree(t, src), before) {
@@ -168,7 +171,7 @@ func TestMove(t *testing.T) {
 	}
 	// Moving back replaces the copy the first move read on its way out
 	// (R-MOVE-8) ...
-	if _, err := e.sup.Move("run_move1", "prof_mvsrc"); err != nil {
+	if _, err := e.sup.Move(context.Background(), "run_move1", "prof_mvsrc"); err != nil {
 		t.Fatalf("move back: %v", err)
 	}
 	// ... but a version of the conversation no move left is not replaced
@@ -176,8 +179,8 @@ func TestMove(t *testing.T) {
 	dstTranscript := filepath.Join(dst, ".claude", "projects", rel)
 	os.WriteFile(dstTranscript, []byte(`{"type":"user","edited":true}`+"\n"), 0o600)
 	beforeDst := tree(t, dst)
-	_, err = e.sup.Move("run_move1", "prof_mvdst")
-	wantErr(t, "move onto a different version", err, http.StatusConflict, "target_conversation_differs")
+	_, err = e.sup.Move(context.Background(), "run_move1", "prof_mvdst")
+	wantErr(t, "move onto a different version", err, claudeconv.ErrTargetDiffers)
 	if !sameTree(tree(t, dst), beforeDst) {
 		t.Fatal("a refused move changed the target home")
 	}
@@ -189,39 +192,39 @@ func TestMove(t *testing.T) {
 func TestMoveRefusals(t *testing.T) {
 	e := procEnv(t, sessions.NewProcRunner())
 	for _, p := range []struct{ ref, tool string }{{"prof_mref1", "claude"}, {"prof_mref2", "claude"}, {"prof_mref3", "codex"}} {
-		if _, err := e.sup.CreateProfile(supervisor.ProfileParams{Ref: p.ref, Tenant: tenant, Tool: p.tool, Name: p.ref,
+		if _, err := e.reg.CreateProfile(registry.ProfileParams{Ref: p.ref, Tenant: tenant, Tool: p.tool, Name: p.ref,
 			Home: filepath.Join(e.dir, "home-"+p.ref)}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	e.launch("run_mref1", "prof_mref3")
 	e.awaitState("run_mref1", apitypes.StateIdle)
-	if _, err := e.sup.Stop("run_mref1", 0); err != nil {
+	if _, err := e.sup.Stop(context.Background(), "run_mref1", 0); err != nil {
 		t.Fatal(err)
 	}
-	_, err := e.sup.Move("run_mref1", "prof_mref2")
-	wantErr(t, "move of a codex run", err, http.StatusUnprocessableEntity, "move_unsupported")
+	_, err := e.sup.Move(context.Background(), "run_mref1", "prof_mref2")
+	wantErr(t, "move of a codex run", err, supervisor.ErrMoveUnsupported)
 
 	if _, err := e.sup.Launch(t.Context(), supervisor.LaunchParams{RunRef: "run_mref2", Tenant: tenant, ProfileRef: "prof_mref1",
 		Grants: []supervisor.Grant{{Kind: apitypes.GrantManagedCredential, Env: "TOKEN", Value: []byte("v")}}}); err != nil {
 		t.Fatal(err)
 	}
 	e.awaitState("run_mref2", apitypes.StateIdle)
-	if _, err := e.sup.Stop("run_mref2", 0); err != nil {
+	if _, err := e.sup.Stop(context.Background(), "run_mref2", 0); err != nil {
 		t.Fatal(err)
 	}
-	_, err = e.sup.Move("run_mref2", "prof_mref2")
-	wantErr(t, "move of a tainted run", err, http.StatusConflict, "tainted")
+	_, err = e.sup.Move(context.Background(), "run_mref2", "prof_mref2")
+	wantErr(t, "move of a tainted run", err, taint.ErrTainted)
 	if !strings.Contains(err.Error(), "managed_credential") {
 		t.Fatalf("the refusal does not name the category: %v", err)
 	}
 
 	e.launch("run_mref3", "prof_mref1")
 	e.awaitState("run_mref3", apitypes.StateIdle)
-	if _, err := e.sup.Stop("run_mref3", 0); err != nil {
+	if _, err := e.sup.Stop(context.Background(), "run_mref3", 0); err != nil {
 		t.Fatal(err)
 	}
-	r, err := e.sup.Move("run_mref3", "prof_mref2")
+	r, err := e.sup.Move(context.Background(), "run_mref3", "prof_mref2")
 	if err != nil || r.ProviderProfileRef != "prof_mref2" {
 		t.Fatalf("move without a conversation: %+v, %v", r, err)
 	}

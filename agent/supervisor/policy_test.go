@@ -2,11 +2,11 @@ package supervisor_test
 
 import (
 	"context"
-	"net/http"
 	"path/filepath"
 	"slices"
 	"testing"
 
+	"github.com/olivares-dev/olivares/agent/registry"
 	"github.com/olivares-dev/olivares/agent/supervisor"
 	"github.com/olivares-dev/olivares/shared/apitypes"
 )
@@ -18,8 +18,8 @@ import (
 func TestApprovalHoldsLaunchAndResume(t *testing.T) {
 	e, store := fakeEnv(t)
 	ctx := context.Background()
-	if _, err := e.sup.CreateProfile(supervisor.ProfileParams{Ref: "prof_held1", Tenant: tenant, Tool: "fake", Name: "held",
-		Home: filepath.Join(e.dir, "home-held"), Policy: supervisor.ProfilePolicy{LaunchRequiresApproval: true}}); err != nil {
+	if _, err := e.reg.CreateProfile(registry.ProfileParams{Ref: "prof_held1", Tenant: tenant, Tool: "fake", Name: "held",
+		Home: filepath.Join(e.dir, "home-held"), Policy: registry.ProfilePolicy{LaunchRequiresApproval: true}}); err != nil {
 		t.Fatal(err)
 	}
 	r, err := e.sup.Launch(ctx, supervisor.LaunchParams{RunRef: "run_held1", Tenant: tenant, ProfileRef: "prof_held1"})
@@ -33,7 +33,7 @@ func TestApprovalHoldsLaunchAndResume(t *testing.T) {
 		t.Fatalf("a held launch spawned something: %d conversations", n)
 	}
 	_, err = e.sup.Resume(ctx, "run_held1", nil, "")
-	wantErr(t, "resume of a held run", err, http.StatusConflict, "pending_approval")
+	wantErr(t, "resume of a held run", err, supervisor.ErrPendingApproval)
 	// Held across an agent restart: not lost, not started.
 	e.shut()
 	e.open()
@@ -45,10 +45,10 @@ func TestApprovalHoldsLaunchAndResume(t *testing.T) {
 	}
 	e.awaitState("run_held1", apitypes.StateIdle)
 	_, err = e.sup.Approve(ctx, "run_held1", nil, "")
-	wantErr(t, "approve of a run that waits for nothing", err, http.StatusConflict, "not_pending")
+	wantErr(t, "approve of a run that waits for nothing", err, supervisor.ErrNotPending)
 	e.input("run_held1", "hello")
 	e.await("a conversation", func() bool { return e.get("run_held1").ConversationID != "" })
-	if _, err := e.sup.Stop("run_held1", 0); err != nil {
+	if _, err := e.sup.Stop(context.Background(), "run_held1", 0); err != nil {
 		t.Fatal(err)
 	}
 	r, err = e.sup.Resume(ctx, "run_held1", nil, "")
@@ -78,34 +78,34 @@ func TestProfilePolicyRefusals(t *testing.T) {
 	ctx := context.Background()
 	e.profile("prof_pol1", "fake")
 	wsDir := t.TempDir()
-	if _, err := e.sup.CreateWorkspace(supervisor.WorkspaceParams{Ref: "ws_pol1", Tenant: tenant, Name: "w", Path: wsDir}); err != nil {
+	if _, err := e.reg.CreateWorkspace(registry.WorkspaceParams{Ref: "ws_pol1", Tenant: tenant, Name: "w", Path: wsDir}); err != nil {
 		t.Fatal(err)
 	}
 	f := false
-	if _, err := e.sup.UpdateProfile("prof_pol1", tenant, supervisor.ProfileUpdate{Active: &f}); err != nil {
+	if _, err := e.reg.UpdateProfile("prof_pol1", tenant, registry.ProfileUpdate{Active: &f}); err != nil {
 		t.Fatal(err)
 	}
 	_, err := e.sup.Launch(ctx, supervisor.LaunchParams{RunRef: "run_pol1", Tenant: tenant, ProfileRef: "prof_pol1"})
-	wantErr(t, "launch on an inactive profile", err, http.StatusConflict, "profile_inactive")
+	wantErr(t, "launch on an inactive profile", err, registry.ErrProfileInactive)
 	tr := true
 	only := []string{"ws_other1"}
-	if _, err := e.sup.UpdateProfile("prof_pol1", tenant, supervisor.ProfileUpdate{Active: &tr, AllowedWorkspaces: &only}); err != nil {
+	if _, err := e.reg.UpdateProfile("prof_pol1", tenant, registry.ProfileUpdate{Active: &tr, AllowedWorkspaces: &only}); err != nil {
 		t.Fatal(err)
 	}
 	_, err = e.sup.Launch(ctx, supervisor.LaunchParams{RunRef: "run_pol1", Tenant: tenant, ProfileRef: "prof_pol1", WorkspaceRef: "ws_pol1"})
-	wantErr(t, "launch in a workspace the profile does not allow", err, http.StatusConflict, "workspace_not_allowed")
+	wantErr(t, "launch in a workspace the profile does not allow", err, registry.ErrWorkspaceNotAllowed)
 	if _, err := e.sup.Get("run_pol1"); err == nil {
 		t.Fatal("a refused launch left a run")
 	}
-	_, err = e.sup.UpdateProfile("prof_pol1", "other", supervisor.ProfileUpdate{Active: &f})
-	wantErr(t, "update of another tenant's profile", err, http.StatusNotFound, "not_found")
+	_, err = e.reg.UpdateProfile("prof_pol1", "other", registry.ProfileUpdate{Active: &f})
+	wantErr(t, "update of another tenant's profile", err, registry.ErrNotFound)
 	bad := []string{"../x"}
-	_, err = e.sup.UpdateProfile("prof_pol1", tenant, supervisor.ProfileUpdate{AllowedWorkspaces: &bad})
-	wantErr(t, "a malformed workspace ref", err, http.StatusBadRequest, "bad_policy")
+	_, err = e.reg.UpdateProfile("prof_pol1", tenant, registry.ProfileUpdate{AllowedWorkspaces: &bad})
+	wantErr(t, "a malformed workspace ref", err, registry.ErrBadPolicy)
 
 	// Allowed now; after a launch, deactivating refuses the resume.
 	all := []string{"ws_pol1"}
-	if _, err := e.sup.UpdateProfile("prof_pol1", tenant, supervisor.ProfileUpdate{AllowedWorkspaces: &all}); err != nil {
+	if _, err := e.reg.UpdateProfile("prof_pol1", tenant, registry.ProfileUpdate{AllowedWorkspaces: &all}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.sup.Launch(ctx, supervisor.LaunchParams{RunRef: "run_pol1", Tenant: tenant, ProfileRef: "prof_pol1", WorkspaceRef: "ws_pol1"}); err != nil {
@@ -114,12 +114,12 @@ func TestProfilePolicyRefusals(t *testing.T) {
 	e.awaitState("run_pol1", apitypes.StateIdle)
 	e.input("run_pol1", "hello")
 	e.await("a conversation", func() bool { return e.get("run_pol1").ConversationID != "" })
-	if _, err := e.sup.Stop("run_pol1", 0); err != nil {
+	if _, err := e.sup.Stop(context.Background(), "run_pol1", 0); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.sup.UpdateProfile("prof_pol1", tenant, supervisor.ProfileUpdate{Active: &f}); err != nil {
+	if _, err := e.reg.UpdateProfile("prof_pol1", tenant, registry.ProfileUpdate{Active: &f}); err != nil {
 		t.Fatal(err)
 	}
 	_, err = e.sup.Resume(ctx, "run_pol1", nil, "")
-	wantErr(t, "resume on a profile deactivated since", err, http.StatusConflict, "profile_inactive")
+	wantErr(t, "resume on a profile deactivated since", err, registry.ErrProfileInactive)
 }

@@ -5,11 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 
 	bbolt "go.etcd.io/bbolt"
 
 	"github.com/olivares-dev/olivares/agent/ledger"
+	"github.com/olivares-dev/olivares/agent/refusal"
 	"github.com/olivares-dev/olivares/shared/apitypes"
 )
 
@@ -31,14 +31,12 @@ func (s *Supervisor) Release(ctx context.Context, ref string, discard bool) (api
 	}
 	r.op.Lock()
 	defer r.op.Unlock()
-	r.mu.Lock()
-	rec, live := r.rec, r.gen != nil
-	r.mu.Unlock()
+	rec, live := r.current()
 	if rec.Released {
 		return r.snapshot(), nil
 	}
 	if live {
-		return apitypes.Run{}, errf(http.StatusConflict, "run_live", "run %s is live (state=%s); stop it before cleanup", ref, r.snapshot().State)
+		return apitypes.Run{}, refusal.New(ErrRunLive, "run %s is live (state=%s); stop it before cleanup", ref, r.snapshot().State)
 	}
 	detail, _ := json.Marshal(map[string]string{"worktree": WorktreeNone})
 	if rec.WorktreeBranch != "" {
@@ -57,7 +55,7 @@ func (s *Supervisor) Release(ctx context.Context, ref string, discard bool) (api
 // Delete removes a released run from the node: its record, its output ring
 // and its lifecycle ledger (R-DEL-1). A run that is not released is 409
 // with R-DEL-2's message.
-func (s *Supervisor) Delete(ref string) error {
+func (s *Supervisor) Delete(ctx context.Context, ref string) error {
 	r, err := s.get(ref)
 	if err != nil {
 		return err
@@ -65,7 +63,7 @@ func (s *Supervisor) Delete(ref string) error {
 	r.op.Lock()
 	defer r.op.Unlock()
 	if snap := r.snapshot(); snap.State != apitypes.StateReleased {
-		return errf(http.StatusConflict, "not_released", "session must be cleaned before delete (state=%s)", snap.State)
+		return refusal.New(ErrNotReleased, "session must be cleaned before delete (state=%s)", snap.State)
 	}
 	s.mu.Lock()
 	delete(s.runs, ref)

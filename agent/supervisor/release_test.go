@@ -2,10 +2,10 @@ package supervisor_test
 
 import (
 	"context"
-	"net/http"
 	"slices"
 	"testing"
 
+	"github.com/olivares-dev/olivares/agent/supervisor"
 	"github.com/olivares-dev/olivares/shared/apitypes"
 )
 
@@ -20,14 +20,14 @@ func TestReleaseAndDelete(t *testing.T) {
 	e.launchIdle("run_keep1")
 
 	_, err := e.sup.Release(ctx, "run_rel1", false)
-	wantErr(t, "release of a live run", err, http.StatusConflict, "run_live")
-	err = e.sup.Delete("run_rel1")
-	wantErr(t, "delete of a live run", err, http.StatusConflict, "not_released")
-	if _, err := e.sup.Stop("run_rel1", 0); err != nil {
+	wantErr(t, "release of a live run", err, supervisor.ErrRunLive)
+	err = e.sup.Delete(context.Background(), "run_rel1")
+	wantErr(t, "delete of a live run", err, supervisor.ErrNotReleased)
+	if _, err := e.sup.Stop(context.Background(), "run_rel1", 0); err != nil {
 		t.Fatal(err)
 	}
-	err = e.sup.Delete("run_rel1")
-	wantErr(t, "delete of a stopped run", err, http.StatusConflict, "not_released")
+	err = e.sup.Delete(context.Background(), "run_rel1")
+	wantErr(t, "delete of a stopped run", err, supervisor.ErrNotReleased)
 
 	for range 2 {
 		r, err := e.sup.Release(ctx, "run_rel1", false)
@@ -43,17 +43,17 @@ func TestReleaseAndDelete(t *testing.T) {
 		t.Fatalf("cleaned detail: %v, want worktree none (R-CLN-6, R-CLN-9)", d)
 	}
 	_, err = e.sup.Resume(ctx, "run_rel1", nil, "")
-	wantErr(t, "resume of a released run", err, http.StatusConflict, "released")
+	wantErr(t, "resume of a released run", err, supervisor.ErrReleased)
 
-	if err := e.sup.Delete("run_rel1"); err != nil {
+	if err := e.sup.Delete(context.Background(), "run_rel1"); err != nil {
 		t.Fatal(err)
 	}
 	_, err = e.sup.Get("run_rel1")
-	wantErr(t, "get after delete", err, http.StatusNotFound, "not_found")
+	wantErr(t, "get after delete", err, supervisor.ErrRunNotFound)
 	e.shut()
 	e.open()
 	_, err = e.sup.Get("run_rel1")
-	wantErr(t, "get after delete and restart", err, http.StatusNotFound, "not_found")
+	wantErr(t, "get after delete and restart", err, supervisor.ErrRunNotFound)
 	if evs, _ := e.led.List("run_rel1"); len(evs) != 0 {
 		t.Fatalf("the ledger survived the delete: %d events", len(evs))
 	}

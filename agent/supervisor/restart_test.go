@@ -3,7 +3,6 @@ package supervisor_test
 import (
 	"context"
 	"errors"
-	"net/http"
 	"testing"
 
 	"github.com/olivares-dev/olivares/agent/cliruntime"
@@ -66,10 +65,10 @@ func TestRestartDuringLaunch(t *testing.T) {
 		t.Fatalf("replay end: %q, want process_lost", end.Reason)
 	}
 	n := len(evs)
-	if r, err := e.sup.Stop("run_cut1", 0); err != nil || r.State != apitypes.StateFailed {
+	if r, err := e.sup.Stop(context.Background(), "run_cut1", 0); err != nil || r.State != apitypes.StateFailed {
 		t.Fatalf("Stop: %v state %s, want the failed row (R-STOP-4)", err, r.State)
 	}
-	wantErr(t, "Input", e.sup.Input("run_cut1", cliruntime.Input{Text: "x"}), http.StatusConflict, "not_live")
+	wantErr(t, "Input", e.sup.Input(context.Background(), "run_cut1", cliruntime.Input{Text: "x"}), supervisor.ErrNotLive)
 	e.shut()
 	e.open()
 	if got := e.events("run_cut1"); len(got) != n {

@@ -5,7 +5,6 @@ package supervisor_test
 import (
 	"context"
 	"encoding/json"
-	"net/http"
 	"os"
 	"path/filepath"
 	"testing"
@@ -14,6 +13,7 @@ import (
 	"github.com/olivares-dev/olivares/agent/ledger"
 	"github.com/olivares-dev/olivares/agent/ring"
 	"github.com/olivares-dev/olivares/agent/sessions"
+	"github.com/olivares-dev/olivares/agent/supervisor"
 	"github.com/olivares-dev/olivares/shared/apitypes"
 )
 
@@ -52,7 +52,7 @@ func TestResumeRealPeers(t *testing.T) {
 			e.launch(ref, prof)
 			e.awaitState(ref, apitypes.StateIdle)
 			out := e.tail(ref, 0)
-			if err := e.sup.Input(ref, tt.say("first words")); err != nil {
+			if err := e.sup.Input(context.Background(), ref, tt.say("first words")); err != nil {
 				t.Fatalf("Input: %v", err)
 			}
 			out.awaitText(ring.Stdout, "pong: first words")
@@ -61,7 +61,7 @@ func TestResumeRealPeers(t *testing.T) {
 			e.awaitState(ref, apitypes.StateIdle)
 			home := filepath.Join(e.dir, "home-"+prof)
 			e.await("conversation stored", func() bool { return len(tt.convFiles(home, conv)) == 1 })
-			if _, err := e.sup.Stop(ref, 0); err != nil {
+			if _, err := e.sup.Stop(context.Background(), ref, 0); err != nil {
 				t.Fatalf("Stop: %v", err)
 			}
 
@@ -73,14 +73,14 @@ func TestResumeRealPeers(t *testing.T) {
 				t.Fatalf("Resume: generation %d conversation %q state %s, want 2, %q, live", res.Generation, res.ConversationID, res.State, conv)
 			}
 			out2 := e.tail(ref, e.get(ref).RingLast+1)
-			if err := e.sup.Input(ref, tt.say("history")); err != nil {
+			if err := e.sup.Input(context.Background(), ref, tt.say("history")); err != nil {
 				t.Fatalf("Input after resume: %v", err)
 			}
 			out2.awaitText(ring.Stdout, "history: first words")
 			if got := e.get(ref).ConversationID; got != conv {
 				t.Fatalf("conversation after a turn of generation 2: %q, want %q", got, conv)
 			}
-			if _, err := e.sup.Stop(ref, 0); err != nil {
+			if _, err := e.sup.Stop(context.Background(), ref, 0); err != nil {
 				t.Fatalf("Stop generation 2: %v", err)
 			}
 
@@ -91,7 +91,7 @@ func TestResumeRealPeers(t *testing.T) {
 			}
 			n := len(e.events(ref))
 			_, err = e.sup.Resume(context.Background(), ref, nil, "")
-			wantErr(t, "Resume of a removed conversation", err, http.StatusConflict, "conversation_unavailable")
+			wantErr(t, "Resume of a removed conversation", err, supervisor.ErrConversationUnavailable)
 			got := e.get(ref)
 			if apitypes.Live(got.State) || got.ConversationID != conv || len(e.sup.Live()) != 0 {
 				t.Fatalf("after the refused resume: state %s conversation %q live %v", got.State, got.ConversationID, e.sup.Live())

@@ -2,7 +2,6 @@ package supervisor_test
 
 import (
 	"context"
-	"net/http"
 	"sync"
 	"testing"
 	"time"
@@ -82,7 +81,7 @@ func TestStopAfterOwnExit(t *testing.T) {
 	}
 	stopped := make(chan result, 1)
 	go func() {
-		r, err := e.sup.Stop("run_ownexit1", 0)
+		r, err := e.sup.Stop(context.Background(), "run_ownexit1", 0)
 		stopped <- result{r, err}
 	}()
 	// Stop either answers after the recorded exit or waits for it; the
@@ -107,5 +106,5 @@ func TestStopAfterOwnExit(t *testing.T) {
 			t.Fatalf("events %v: a stop_requested row for a child that had already exited", kinds(e.events("run_ownexit1")))
 		}
 	}
-	wantErr(t, "Input after the exit", e.sup.Input("run_ownexit1", cliruntime.Input{Text: "hi"}), http.StatusConflict, "not_live")
+	wantErr(t, "Input after the exit", e.sup.Input(context.Background(), "run_ownexit1", cliruntime.Input{Text: "hi"}), supervisor.ErrNotLive)
 }

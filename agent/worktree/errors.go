@@ -2,20 +2,17 @@ package worktree
 
 import (
 	"fmt"
-	"net/http"
 	"strings"
 )
 
-// Error is a refusal a person can act on: a stable snake_case code, the HTTP
-// status the agent answers with, and a sentence saying what to do (R-API-4).
+// Error is a refusal a person can act on: a stable snake_case code and a sentence saying what to do (R-API-4).
 // errors.Is matches an *Error against the sentinels below by Code.
 type Error struct {
-	Code   string
-	Status int
-	Msg    string
+	Code string
+	Msg  string
 }
 
-func (e *Error) Error() string { return e.Code + ": " + e.Msg }
+func (e *Error) Error() string { return e.Msg }
 
 // Is reports whether target is an *Error with the same Code, so that
 // errors.Is(err, ErrUnmergedWork) matches every unmerged-work refusal.
@@ -26,11 +23,11 @@ func (e *Error) Is(target error) bool {
 
 // refuse returns an error of kind's code and status with a formatted message.
 func refuse(kind *Error, format string, args ...any) *Error {
-	return &Error{Code: kind.Code, Status: kind.Status, Msg: fmt.Sprintf(format, args...)}
+	return &Error{Code: kind.Code, Msg: fmt.Sprintf(format, args...)}
 }
 
-func sentinel(status int, code, msg string) *Error {
-	return &Error{Code: code, Status: status, Msg: msg}
+func sentinel(code, msg string) *Error {
+	return &Error{Code: code, Msg: msg}
 }
 
 // Workspace checks before a worktree launch (R-WT-3, R-WT-6): 422, all
@@ -38,19 +35,19 @@ func sentinel(status int, code, msg string) *Error {
 var (
 	// ErrNotGitWorktree: the workspace is not inside a git working tree
 	// (no repository, a bare repository, or the inside of a .git folder).
-	ErrNotGitWorktree = sentinel(http.StatusUnprocessableEntity, "not_git_worktree", "the workspace is not a git working tree")
+	ErrNotGitWorktree = sentinel("not_git_worktree", "the workspace is not a git working tree")
 	// ErrNotRepoRoot: the workspace is a folder below the repository root.
-	ErrNotRepoRoot = sentinel(http.StatusUnprocessableEntity, "not_repository_root", "the workspace is not the root of its git repository")
+	ErrNotRepoRoot = sentinel("not_repository_root", "the workspace is not the root of its git repository")
 	// ErrNoCommit: the repository's HEAD has no commit yet.
-	ErrNoCommit = sentinel(http.StatusUnprocessableEntity, "no_commit", "the workspace repository has no commit")
+	ErrNoCommit = sentinel("no_commit", "the workspace repository has no commit")
 	// ErrReadOnly: the workspace is registered read-only, or the folder or
 	// one of the repository folders a worktree writes to is not writable.
-	ErrReadOnly = sentinel(http.StatusUnprocessableEntity, "workspace_read_only", "the workspace or one of its repository folders is read-only")
+	ErrReadOnly = sentinel("workspace_read_only", "the workspace or one of its repository folders is read-only")
 	// ErrConfigFilter: the repository's local config names a filter driver
 	// or includes another file (filter.*.*, include.path, includeIf.*.path).
-	ErrConfigFilter = sentinel(http.StatusUnprocessableEntity, "git_config_filter_or_include", "the repository's git config names a filter or includes a file")
+	ErrConfigFilter = sentinel("git_config_filter_or_include", "the repository's git config names a filter or includes a file")
 	// ErrConfigUnreadable: git could not read the repository's config.
-	ErrConfigUnreadable = sentinel(http.StatusUnprocessableEntity, "git_config_unreadable", "git cannot read the repository's config")
+	ErrConfigUnreadable = sentinel("git_config_unreadable", "git cannot read the repository's config")
 )
 
 // worktree_from refusals (R-WTF-3, R-WTF-4, R-WTF-7): 422, before anything
@@ -58,44 +55,44 @@ var (
 var (
 	// ErrFromInvalid: the value is an option, a revision expression, a range
 	// or otherwise not a full commit id nor a valid branch name.
-	ErrFromInvalid = sentinel(http.StatusUnprocessableEntity, "worktree_from_invalid", "worktree_from must be a full commit id or a local branch name")
+	ErrFromInvalid = sentinel("worktree_from_invalid", "worktree_from must be a full commit id or a local branch name")
 	// ErrFromUnknown: the repository has no such commit or local branch.
-	ErrFromUnknown = sentinel(http.StatusUnprocessableEntity, "worktree_from_unknown", "the repository has no such commit or local branch")
+	ErrFromUnknown = sentinel("worktree_from_unknown", "the repository has no such commit or local branch")
 	// ErrFromUnreachable: the commit exists but no branch, tag or
 	// remote-tracking branch keeps it reachable.
-	ErrFromUnreachable = sentinel(http.StatusUnprocessableEntity, "worktree_from_unreachable", "no branch, tag or remote-tracking branch holds that commit")
+	ErrFromUnreachable = sentinel("worktree_from_unreachable", "no branch, tag or remote-tracking branch holds that commit")
 )
 
 // Node configuration and caller errors.
 var (
 	// ErrNoWorktreeDir: the node has no usable worktree directory (R-WT-4).
-	ErrNoWorktreeDir = sentinel(http.StatusServiceUnavailable, "no_worktree_dir", "this node has no worktree directory configured")
+	ErrNoWorktreeDir = sentinel("no_worktree_dir", "this node has no worktree directory configured")
 	// ErrBadName: a tenant, run ref, branch or path handed to this package
 	// cannot name a worktree safely.
-	ErrBadName = sentinel(http.StatusBadRequest, "bad_worktree_name", "the tenant, run ref or branch cannot name a worktree")
+	ErrBadName = sentinel("bad_worktree_name", "the tenant, run ref or branch cannot name a worktree")
 	// ErrWorktreeExists: the worktree's directory or branch already exists.
-	ErrWorktreeExists = sentinel(http.StatusConflict, "worktree_exists", "the run's worktree directory or branch already exists")
+	ErrWorktreeExists = sentinel("worktree_exists", "the run's worktree directory or branch already exists")
 )
 
 // Diff refusals (R-DIFF-5, R-DIFF-6).
 var (
 	// ErrPathRequired: diff/file without a path (400).
-	ErrPathRequired = sentinel(http.StatusBadRequest, "path_required", "the path query parameter is required")
+	ErrPathRequired = sentinel("path_required", "the path query parameter is required")
 	// ErrPathNotFound: the path is outside the allowed sub-paths, is not a
 	// clean relative path, goes through a symlink or out of the tree, or is
 	// not a file at either end of the diff (404). The same answer for all of
 	// them, so a refusal never tells whether a hidden file exists.
-	ErrPathNotFound = sentinel(http.StatusNotFound, "path_not_found", "no readable file at that path in the run's diff")
+	ErrPathNotFound = sentinel("path_not_found", "no readable file at that path in the run's diff")
 	// ErrDLPRefused: the workspace's DLP posture refuses file reads (403);
 	// the caller audits it like a workspace file read.
-	ErrDLPRefused = sentinel(http.StatusForbidden, "dlp_refused", "the workspace's data-loss-prevention posture refuses reading its files")
+	ErrDLPRefused = sentinel("dlp_refused", "the workspace's data-loss-prevention posture refuses reading its files")
 	// ErrFileTooLarge: a blob at base or head is over 16 MiB (413).
-	ErrFileTooLarge = sentinel(http.StatusRequestEntityTooLarge, "file_too_large", "the file is larger than 16 MiB")
+	ErrFileTooLarge = sentinel("file_too_large", "the file is larger than 16 MiB")
 	// ErrBranchGone: the run's branch no longer exists (409).
-	ErrBranchGone = sentinel(http.StatusConflict, "branch_gone", "the run's worktree branch no longer exists")
+	ErrBranchGone = sentinel("branch_gone", "the run's worktree branch no longer exists")
 	// ErrNoCommonHistory: the branch and the workspace's current commit
 	// share no history (409).
-	ErrNoCommonHistory = sentinel(http.StatusConflict, "no_common_history", "the run's branch has no common history with the workspace")
+	ErrNoCommonHistory = sentinel("no_common_history", "the run's branch has no common history with the workspace")
 )
 
 // Release refusals (R-CLN-4, Q-29): 409, nothing changed, so the call can be
@@ -103,15 +100,15 @@ var (
 var (
 	// ErrUnmergedWork: the branch has commits the workspace's current branch
 	// does not contain.
-	ErrUnmergedWork = sentinel(http.StatusConflict, "unmerged_work", "the run's branch has commits that are not merged")
+	ErrUnmergedWork = sentinel("unmerged_work", "the run's branch has commits that are not merged")
 	// ErrDetachedHead: the worktree's HEAD is not refs/heads/<its branch>.
-	ErrDetachedHead = sentinel(http.StatusConflict, "detached_head", "the worktree is not on its branch")
+	ErrDetachedHead = sentinel("detached_head", "the worktree is not on its branch")
 	// ErrUncommitted: the worktree has uncommitted changes or untracked
 	// files that are not ignored.
-	ErrUncommitted = sentinel(http.StatusConflict, "uncommitted_files", "the worktree has uncommitted files")
+	ErrUncommitted = sentinel("uncommitted_files", "the worktree has uncommitted files")
 	// ErrWorktreeUnreachable: the node cannot reach the worktree (missing,
 	// inaccessible, or no longer a worktree of this repository).
-	ErrWorktreeUnreachable = sentinel(http.StatusConflict, "worktree_unreachable", "the worktree cannot be reached from this node")
+	ErrWorktreeUnreachable = sentinel("worktree_unreachable", "the worktree cannot be reached from this node")
 )
 
 // GitError is a git call that failed in a way this package does not turn

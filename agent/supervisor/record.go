@@ -7,51 +7,17 @@ import (
 
 	bbolt "go.etcd.io/bbolt"
 
+	"github.com/olivares-dev/olivares/agent/taint"
 	"github.com/olivares-dev/olivares/agent/transcript"
 	"github.com/olivares-dev/olivares/shared/apitypes"
 )
 
 // Buckets (owned by this package; nothing else opens them). Values are the
-// JSON of the record types below, keyed by ref.
+// JSON of record, keyed by run ref; moves holds the manifests move.go
+// keeps.
 var (
-	bucketProfiles   = []byte("profiles")
-	bucketWorkspaces = []byte("workspaces")
-	bucketRuns       = []byte("runs")
+	bucketRuns = []byte("runs")
 )
-
-// profile is a provider profile as the agent stores it: the env values live
-// here and only here.
-type profile struct {
-	Ref       string            `json:"ref"`
-	Tenant    string            `json:"tenant"`
-	Tool      string            `json:"tool"`
-	Name      string            `json:"name"`
-	Home      string            `json:"home"`
-	Env       map[string]string `json:"env,omitempty"`
-	CreatedAt time.Time         `json:"created_at"`
-
-	// Policy (R-MOVE-3: a profile that "would accept a launch"; Q-53).
-	Inactive               bool     `json:"inactive,omitempty"`
-	LaunchRequiresApproval bool     `json:"launch_requires_approval,omitempty"`
-	AllowedWorkspaces      []string `json:"allowed_workspaces,omitempty"`
-	// EngineHooks: Claude Code runs carry the engine's hooks and load no
-	// settings file of their own (R-PCS-15).
-	EngineHooks bool `json:"engine_hooks,omitempty"`
-	// DeniedTools: what the engine's hook refuses (R-ED-4).
-	DeniedTools []string `json:"denied_tools,omitempty"`
-}
-
-type workspace struct {
-	Ref             string    `json:"ref"`
-	Tenant          string    `json:"tenant"`
-	Name            string    `json:"name"`
-	Path            string    `json:"path"`
-	ReadOnly        bool      `json:"read_only,omitempty"`
-	AllowedSubpaths []string  `json:"allowed_subpaths,omitempty"`
-	MaxReadBytes    int64     `json:"max_read_bytes,omitempty"`
-	DLP             string    `json:"dlp,omitempty"`
-	CreatedAt       time.Time `json:"created_at"`
-}
 
 // record is a run's persisted facts. State is not among them: it is
 // derived (R-STATE-1) from these and the live process.
@@ -129,7 +95,7 @@ func getJSON(tx *bbolt.Tx, bucket []byte, key string, v any) (bool, error) {
 
 func createBuckets(db *bbolt.DB) error {
 	return db.Update(func(tx *bbolt.Tx) error {
-		for _, b := range [][]byte{bucketProfiles, bucketWorkspaces, bucketRuns, bucketMoves} {
+		for _, b := range [][]byte{bucketRuns, bucketMoves} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
@@ -151,4 +117,9 @@ func loadAll[T any](db *bbolt.DB, bucket []byte) ([]T, error) {
 		})
 	})
 	return out, err
+}
+
+// taint returns the record's taint kinds (§3.17).
+func (rec *record) taint() taint.Kinds {
+	return taint.Kinds{Kinds: rec.Taint, PGeneration: rec.PGeneration}
 }

@@ -1,13 +1,11 @@
-package supervisor
+package taint
 
 import (
 	"errors"
-	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/olivares-dev/olivares/shared/apitypes"
-	"github.com/olivares-dev/olivares/shared/wire"
 )
 
 // docs/rules/taint-audit.md, R-CRED-3/4/5, R-MOVE-11, R-HOF-14: which surface each grant kind
@@ -16,7 +14,7 @@ import (
 // others, Q-20) and allows activity only while the generation P was
 // given to runs.
 func TestTaintRefusalByKind(t *testing.T) {
-	surfaces := []string{SurfaceActivity, SurfaceMessages, SurfaceMove, SurfaceHandoff}
+	surfaces := []Surface{SurfaceActivity, SurfaceMessages, SurfaceMove, SurfaceHandoff}
 	type when struct {
 		name       string
 		live       bool
@@ -25,9 +23,9 @@ func TestTaintRefusalByKind(t *testing.T) {
 	whens := []when{{"first generation live", true, 1}, {"stopped", false, 1}, {"resumed", true, 2}}
 	for _, kind := range []string{apitypes.GrantVaultSecret, apitypes.GrantRepositoryCredential, apitypes.GrantManagedCredential, apitypes.GrantPackageRegistryToken} {
 		for _, w := range whens {
-			rec := record{RunRef: "run_1", Taint: []string{kind}, Generation: w.generation}
+			k := Kinds{Kinds: []string{kind}}
 			if kind == apitypes.GrantPackageRegistryToken {
-				rec.PGeneration = 1
+				k.PGeneration = 1
 			}
 			for _, surface := range surfaces {
 				want := true
@@ -39,25 +37,24 @@ func TestTaintRefusalByKind(t *testing.T) {
 						want = !(w.live && w.generation == 1)
 					}
 				}
-				err := taintRefusal(rec, w.live, surface)
-				var ae *wire.Error
+				err := k.Refusal("run_1", w.live, w.generation, surface)
 				got := err != nil
 				if got != want {
 					t.Errorf("%s, %s, %s: refused %v, want %v", kind, w.name, surface, got, want)
 					continue
 				}
-				if got && (!errors.As(err, &ae) || ae.Status != http.StatusConflict || ae.Code != "tainted" || !strings.Contains(ae.Message, kind)) {
-					t.Errorf("%s, %s, %s: %v, want 409 tainted naming the kind", kind, w.name, surface, err)
+				if got && (!errors.Is(err, ErrTainted) || !strings.Contains(err.Error(), kind)) {
+					t.Errorf("%s, %s, %s: %v, want ErrTainted naming the kind", kind, w.name, surface, err)
 				}
 			}
 		}
 	}
 	// No taint, no refusal; a second kind adds its own refusals.
-	if err := taintRefusal(record{RunRef: "run_1"}, false, SurfaceMove); err != nil {
+	if err := (Kinds{}).Refusal("run_1", false, 1, SurfaceMove); err != nil {
 		t.Errorf("untainted: %v", err)
 	}
-	both := record{RunRef: "run_1", Taint: []string{apitypes.GrantPackageRegistryToken, apitypes.GrantVaultSecret}, Generation: 1, PGeneration: 1}
-	if err := taintRefusal(both, true, SurfaceActivity); err == nil {
+	both := Kinds{Kinds: []string{apitypes.GrantPackageRegistryToken, apitypes.GrantVaultSecret}, PGeneration: 1}
+	if err := both.Refusal("run_1", true, 1, SurfaceActivity); err == nil {
 		t.Error("a vault secret beside a package-registry token: activity allowed")
 	}
 }

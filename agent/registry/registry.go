@@ -1,0 +1,485 @@
+// Package registry keeps the node's provider profiles and workspaces: what
+// a run starts with and where. It validates them, stores them in their own
+// buckets, and answers the policy questions a start asks of them (an
+// inactive profile, a workspace the profile does not take, the
+// repository-config gate's scan).
+//
+// Buckets (owned here; nothing else opens them): profiles, workspaces.
+// Profile env values live here and only here: the coordinator sees names.
+package registry
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	pathpkg "path"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	bbolt "go.etcd.io/bbolt"
+
+	"github.com/olivares-dev/olivares/agent/cliruntime"
+	"github.com/olivares-dev/olivares/agent/projectconfig"
+	"github.com/olivares-dev/olivares/agent/refusal"
+	"github.com/olivares-dev/olivares/shared/apitypes"
+)
+
+var (
+	bucketProfiles   = []byte("profiles")
+	bucketWorkspaces = []byte("workspaces")
+)
+
+var (
+	refRE  = regexp.MustCompile(`^[a-z]+_[A-Za-z0-9]{4,64}$`)
+	nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+	envRE  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
+)
+
+// ValidRef reports whether ref is a well-formed Olivares ref (prof_x,
+// ws_x, run_x).
+func ValidRef(ref string) bool { return refRE.MatchString(ref) }
+
+// ValidEnvName reports whether name can name an environment variable.
+func ValidEnvName(name string) bool { return envRE.MatchString(name) }
+
+// Profile is a provider profile as the agent stores it.
+type Profile struct {
+	Ref       string            `json:"ref"`
+	Tenant    string            `json:"tenant"`
+	Tool      string            `json:"tool"`
+	Name      string            `json:"name"`
+	Home      string            `json:"home"`
+	Env       map[string]string `json:"env,omitempty"`
+	CreatedAt time.Time         `json:"created_at"`
+
+	// Policy (R-MOVE-3: a profile that "would accept a launch"; Q-53).
+	Inactive               bool     `json:"inactive,omitempty"`
+	LaunchRequiresApproval bool     `json:"launch_requires_approval,omitempty"`
+	AllowedWorkspaces      []string `json:"allowed_workspaces,omitempty"`
+	// EngineHooks: Claude Code runs carry the engine's hooks and load no
+	// settings file of their own (R-PCS-15).
+	EngineHooks bool `json:"engine_hooks,omitempty"`
+	// DeniedTools: what the engine's hook refuses (R-ED-4).
+	DeniedTools []string `json:"denied_tools,omitempty"`
+}
+
+// Workspace is a registered directory and its file rules.
+type Workspace struct {
+	Ref             string    `json:"ref"`
+	Tenant          string    `json:"tenant"`
+	Name            string    `json:"name"`
+	Path            string    `json:"path"`
+	ReadOnly        bool      `json:"read_only,omitempty"`
+	AllowedSubpaths []string  `json:"allowed_subpaths,omitempty"`
+	MaxReadBytes    int64     `json:"max_read_bytes,omitempty"`
+	DLP             string    `json:"dlp,omitempty"`
+	CreatedAt       time.Time `json:"created_at"`
+}
+
+// Options configure a Registry.
+type Options struct {
+	DB *bbolt.DB
+	// Drivers by tool name: a profile's tool must be one of them, and its
+	// environment must pass the driver's dry run.
+	Drivers map[string]cliruntime.Driver
+	// ProfilesDir holds the homes of profiles created without one; when
+	// empty, a profile must name its home.
+	ProfilesDir string
+}
+
+// Registry is the node's profiles and workspaces.
+type Registry struct {
+	o Options
+}
+
+// Open creates the buckets.
+func Open(o Options) (*Registry, error) {
+	if o.DB == nil {
+		return nil, errors.New("registry: DB is required")
+	}
+	err := o.DB.Update(func(tx *bbolt.Tx) error {
+		for _, b := range [][]byte{bucketProfiles, bucketWorkspaces} {
+			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &Registry{o: o}, nil
+}
+
+// ProfileParams is a profile to create.
+type ProfileParams struct {
+	Ref, Tenant, Tool, Name, Home string
+	Env                           map[string]string
+	Policy                        ProfilePolicy
+}
+
+// ProfilePolicy is what a profile accepts (R-MOVE-3, Q-53). The zero value
+// is an active profile that takes launches in any workspace at once.
+type ProfilePolicy struct {
+	Inactive               bool
+	LaunchRequiresApproval bool
+	AllowedWorkspaces      []string
+	EngineHooks            bool
+	DeniedTools            []string
+}
+
+func (pp ProfilePolicy) check(tool string) error {
+	if pp.EngineHooks && tool != string(cliruntime.KindClaude) {
+		return refusal.New(ErrBadPolicy, "engine_hooks applies to Claude Code profiles only, not %s", tool)
+	}
+	if len(pp.DeniedTools) > 0 && !pp.EngineHooks {
+		return refusal.New(ErrBadPolicy, "denied_tools needs engine_hooks: only the engine's hook can refuse a tool")
+	}
+	for _, tl := range pp.DeniedTools {
+		if tl == "" || len(tl) > 128 || strings.ContainsAny(tl, " \t\n") {
+			return refusal.New(ErrBadPolicy, "denied tool %q: give a tool name such as Bash, or *", tl)
+		}
+	}
+	for _, w := range pp.AllowedWorkspaces {
+		if !refRE.MatchString(w) {
+			return refusal.New(ErrBadPolicy, "allowed workspace %q is not a workspace ref", w)
+		}
+	}
+	return nil
+}
+
+// CreateProfile stores a profile. Its home is created (0700) when missing,
+// with the tool's config home under it; a profile without a home gets one
+// under ProfilesDir.
+func (g *Registry) CreateProfile(p ProfileParams) (apitypes.Profile, error) {
+	d := g.o.Drivers[p.Tool]
+	switch {
+	case !refRE.MatchString(p.Ref) || p.Tenant == "":
+		return apitypes.Profile{}, refusal.New(ErrBadRequest, "profile ref %q or tenant is malformed", p.Ref)
+	case d == nil:
+		return apitypes.Profile{}, refusal.New(ErrUnknownTool, "tool %q is not one this agent drives; use claude, codex, grok, gemini or opencode", p.Tool)
+	case !nameRE.MatchString(p.Name):
+		return apitypes.Profile{}, refusal.New(ErrBadName, "profile name %q: use 1-64 letters, digits, '.', '_' or '-'", p.Name)
+	}
+	if err := p.Policy.check(p.Tool); err != nil {
+		return apitypes.Profile{}, err
+	}
+	home := p.Home
+	if home == "" {
+		if g.o.ProfilesDir == "" {
+			return apitypes.Profile{}, refusal.New(ErrHomeRequired, "this agent has no profiles directory; give the profile a home")
+		}
+		home = filepath.Join(g.o.ProfilesDir, p.Ref)
+	}
+	if !filepath.IsAbs(home) {
+		return apitypes.Profile{}, refusal.New(ErrBadHome, "profile home %q must be an absolute path on the node", home)
+	}
+	home = filepath.Clean(home)
+	var env []string
+	for k, v := range p.Env {
+		if !envRE.MatchString(k) {
+			return apitypes.Profile{}, refusal.New(ErrBadEnv, "environment name %q: use letters, digits and '_'", k)
+		}
+		env = append(env, k+"="+v)
+	}
+	sort.Strings(env)
+	// A dry run of the launch command line validates the env against the
+	// driver (reserved variables, NUL bytes) before anything is stored.
+	if _, err := d.Launch(cliruntime.LaunchSpec{Home: home, Workdir: "/", Env: env}); err != nil {
+		return apitypes.Profile{}, refusal.New(ErrBadEnv, "%v", err)
+	}
+	for _, dir := range []string{home, filepath.Join(home, "."+p.Tool)} {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return apitypes.Profile{}, refusal.New(ErrHomeUnusable, "cannot create the profile home: %v", err)
+		}
+	}
+	rec := Profile{Ref: p.Ref, Tenant: p.Tenant, Tool: p.Tool, Name: p.Name, Home: home, Env: p.Env, CreatedAt: time.Now().UTC(),
+		Inactive: p.Policy.Inactive, LaunchRequiresApproval: p.Policy.LaunchRequiresApproval,
+		AllowedWorkspaces: p.Policy.AllowedWorkspaces, EngineHooks: p.Policy.EngineHooks, DeniedTools: p.Policy.DeniedTools}
+	err := g.o.DB.Update(func(tx *bbolt.Tx) error {
+		if tx.Bucket(bucketProfiles).Get([]byte(p.Ref)) != nil {
+			return refusal.New(ErrExists, "profile %q exists", p.Ref)
+		}
+		return putJSON(tx, bucketProfiles, p.Ref, rec)
+	})
+	if err != nil {
+		return apitypes.Profile{}, err
+	}
+	return rec.View(), nil
+}
+
+// View is the profile as the API shows it: env names, never values.
+func (p Profile) View() apitypes.Profile {
+	v := apitypes.Profile{Ref: p.Ref, Tenant: p.Tenant, Tool: p.Tool, Name: p.Name, Home: p.Home, CreatedAt: p.CreatedAt,
+		Active: !p.Inactive, LaunchRequiresApproval: p.LaunchRequiresApproval, AllowedWorkspaces: p.AllowedWorkspaces,
+		EngineHooks: p.EngineHooks, DeniedTools: p.DeniedTools}
+	for k := range p.Env {
+		v.EnvKeys = append(v.EnvKeys, k)
+	}
+	slices.Sort(v.EnvKeys)
+	return v
+}
+
+// WorkspaceParams is a directory to register with its file rules.
+type WorkspaceParams struct {
+	Ref, Tenant, Name, Path string
+	ReadOnly                bool
+	AllowedSubpaths         []string
+	MaxReadBytes            int64
+	DLP                     string
+}
+
+// CreateWorkspace registers an existing directory.
+func (g *Registry) CreateWorkspace(p WorkspaceParams) (apitypes.Workspace, error) {
+	ref, tenant, name, path := p.Ref, p.Tenant, p.Name, p.Path
+	switch p.DLP {
+	case "":
+		p.DLP = apitypes.DLPAllow
+	case apitypes.DLPAllow, apitypes.DLPDeny:
+	default:
+		return apitypes.Workspace{}, refusal.New(ErrBadDLP, "dlp %q: use allow or deny", p.DLP)
+	}
+	switch {
+	case p.MaxReadBytes < 0:
+		return apitypes.Workspace{}, refusal.New(ErrBadMaxReadBytes, "max_read_bytes %d: give a positive byte count, or none for the default (1 MiB)", p.MaxReadBytes)
+	case p.MaxReadBytes == 0:
+		p.MaxReadBytes = apitypes.DefaultMaxReadBytes
+	}
+	for _, sp := range p.AllowedSubpaths {
+		if sp == "" || sp == "." || pathpkg.IsAbs(sp) || pathpkg.Clean(sp) != sp || sp == ".." || strings.HasPrefix(sp, "../") {
+			return apitypes.Workspace{}, refusal.New(ErrBadSubpath, "allowed sub-path %q: give a clean relative path inside the workspace, like src or docs/api", sp)
+		}
+	}
+	switch {
+	case !refRE.MatchString(ref) || tenant == "":
+		return apitypes.Workspace{}, refusal.New(ErrBadRequest, "workspace ref %q or tenant is malformed", ref)
+	case !nameRE.MatchString(name):
+		return apitypes.Workspace{}, refusal.New(ErrBadName, "workspace name %q: use 1-64 letters, digits, '.', '_' or '-'", name)
+	case !filepath.IsAbs(path):
+		return apitypes.Workspace{}, refusal.New(ErrBadPath, "workspace path %q must be an absolute path on the node", path)
+	}
+	path = filepath.Clean(path)
+	fi, err := os.Stat(path)
+	if err != nil || !fi.IsDir() {
+		return apitypes.Workspace{}, refusal.New(ErrNotADirectory, "workspace path %s is not a directory on node: %v", path, errOrNotDir(err))
+	}
+	w := Workspace{Ref: ref, Tenant: tenant, Name: name, Path: path, ReadOnly: p.ReadOnly,
+		AllowedSubpaths: p.AllowedSubpaths, MaxReadBytes: p.MaxReadBytes, DLP: p.DLP, CreatedAt: time.Now().UTC()}
+	err = g.o.DB.Update(func(tx *bbolt.Tx) error {
+		if tx.Bucket(bucketWorkspaces).Get([]byte(ref)) != nil {
+			return refusal.New(ErrExists, "workspace %q exists", ref)
+		}
+		return putJSON(tx, bucketWorkspaces, ref, w)
+	})
+	if err != nil {
+		return apitypes.Workspace{}, err
+	}
+	return w.View(), nil
+}
+
+func errOrNotDir(err error) error {
+	if err != nil {
+		return err
+	}
+	return errors.New("not a directory")
+}
+
+// View is the workspace as the API shows it.
+func (w Workspace) View() apitypes.Workspace {
+	v := apitypes.Workspace{Ref: w.Ref, Tenant: w.Tenant, Name: w.Name, Path: w.Path, ReadOnly: w.ReadOnly,
+		AllowedSubpaths: w.AllowedSubpaths, MaxReadBytes: w.MaxReadBytes, DLP: w.DLP, CreatedAt: w.CreatedAt}
+	// Records from before the file rules read as the defaults.
+	if v.MaxReadBytes == 0 {
+		v.MaxReadBytes = apitypes.DefaultMaxReadBytes
+	}
+	if v.DLP == "" {
+		v.DLP = apitypes.DLPAllow
+	}
+	return v
+}
+
+// Profile returns the profile ref, whatever its tenant; ok is false when
+// there is none.
+func (g *Registry) Profile(ref string) (p Profile, ok bool, err error) {
+	err = g.o.DB.View(func(tx *bbolt.Tx) error {
+		ok, err = getJSON(tx, bucketProfiles, ref, &p)
+		return err
+	})
+	return p, ok, err
+}
+
+// ProfileIn returns profile ref of tenant, or ErrNotFound.
+func (g *Registry) ProfileIn(ref, tenant string) (Profile, error) {
+	p, ok, err := g.Profile(ref)
+	if err != nil {
+		return Profile{}, err
+	}
+	if !ok || p.Tenant != tenant {
+		return Profile{}, refusal.New(ErrNotFound, "profile %q not found", ref)
+	}
+	return p, nil
+}
+
+// Workspace returns the workspace ref, whatever its tenant.
+func (g *Registry) Workspace(ref string) (w Workspace, ok bool, err error) {
+	err = g.o.DB.View(func(tx *bbolt.Tx) error {
+		ok, err = getJSON(tx, bucketWorkspaces, ref, &w)
+		return err
+	})
+	return w, ok, err
+}
+
+// WorkspaceIn returns workspace ref of tenant, or ErrNotFound.
+func (g *Registry) WorkspaceIn(ref, tenant string) (Workspace, error) {
+	w, ok, err := g.Workspace(ref)
+	if err != nil {
+		return Workspace{}, err
+	}
+	if !ok || w.Tenant != tenant {
+		return Workspace{}, refusal.New(ErrNotFound, "workspace %q not found", ref)
+	}
+	return w, nil
+}
+
+// ProfileUpdate changes a profile's policy; nil fields stay as they are.
+type ProfileUpdate struct {
+	Active                 *bool
+	LaunchRequiresApproval *bool
+	AllowedWorkspaces      *[]string
+	EngineHooks            *bool
+	DeniedTools            *[]string
+}
+
+// UpdateProfile changes the policy of a profile of tenant. It applies to
+// the next launch or resume (R-MOVE-10), never to a live process.
+func (g *Registry) UpdateProfile(ref, tenant string, u ProfileUpdate) (apitypes.Profile, error) {
+	var out Profile
+	err := g.o.DB.Update(func(tx *bbolt.Tx) error {
+		var p Profile
+		ok, err := getJSON(tx, bucketProfiles, ref, &p)
+		if err != nil {
+			return err
+		}
+		if !ok || p.Tenant != tenant {
+			return refusal.New(ErrNotFound, "profile %q not found", ref)
+		}
+		pol := ProfilePolicy{Inactive: p.Inactive, LaunchRequiresApproval: p.LaunchRequiresApproval,
+			AllowedWorkspaces: p.AllowedWorkspaces, EngineHooks: p.EngineHooks, DeniedTools: p.DeniedTools}
+		if u.Active != nil {
+			pol.Inactive = !*u.Active
+		}
+		if u.LaunchRequiresApproval != nil {
+			pol.LaunchRequiresApproval = *u.LaunchRequiresApproval
+		}
+		if u.AllowedWorkspaces != nil {
+			pol.AllowedWorkspaces = slices.Clone(*u.AllowedWorkspaces)
+		}
+		if u.EngineHooks != nil {
+			pol.EngineHooks = *u.EngineHooks
+		}
+		if u.DeniedTools != nil {
+			pol.DeniedTools = slices.Clone(*u.DeniedTools)
+		}
+		if err := pol.check(p.Tool); err != nil {
+			return err
+		}
+		p.Inactive, p.LaunchRequiresApproval, p.AllowedWorkspaces, p.EngineHooks = pol.Inactive, pol.LaunchRequiresApproval, pol.AllowedWorkspaces, pol.EngineHooks
+		p.DeniedTools = pol.DeniedTools
+		out = p
+		return putJSON(tx, bucketProfiles, ref, p)
+	})
+	if err != nil {
+		return apitypes.Profile{}, err
+	}
+	return out.View(), nil
+}
+
+// Accepts refuses a launch, resume or move target the profile's policy
+// does not take (R-MOVE-3): an inactive profile, or a workspace it is not
+// allowed in. workspaceRef "" is a run in the profile's home.
+func (p Profile) Accepts(workspaceRef string) error {
+	if p.Inactive {
+		return refusal.New(ErrProfileInactive, "profile %s is inactive; activate it (olivares profile update %s --active) or pick another", p.Ref, p.Ref)
+	}
+	if len(p.AllowedWorkspaces) > 0 && !slices.Contains(p.AllowedWorkspaces, workspaceRef) {
+		where := "its own home"
+		if workspaceRef != "" {
+			where = "workspace " + workspaceRef
+		}
+		return refusal.New(ErrWorkspaceNotAllowed, "profile %s does not take runs in %s; it allows %s", p.Ref, where, strings.Join(p.AllowedWorkspaces, ", "))
+	}
+	return nil
+}
+
+// OwnsHome is R-MOVE-11c: the home must be the profile's own, a real
+// directory that no other profile of this node shares.
+func (g *Registry) OwnsHome(p Profile) error {
+	fi, err := os.Lstat(p.Home)
+	if err != nil || !fi.IsDir() {
+		return refusal.New(ErrHomeNotOwned, "the home %s of profile %s is not a directory: %v", p.Home, p.Ref, errOrNotDir(err))
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Getuid() {
+		return refusal.New(ErrHomeNotOwned, "the home %s of profile %s belongs to uid %d, not to this agent", p.Home, p.Ref, st.Uid)
+	}
+	var shared string
+	_ = g.o.DB.View(func(tx *bbolt.Tx) error {
+		return tx.Bucket(bucketProfiles).ForEach(func(k, v []byte) error {
+			var o Profile
+			if json.Unmarshal(v, &o) == nil && o.Ref != p.Ref && filepath.Clean(o.Home) == filepath.Clean(p.Home) {
+				shared = o.Ref
+			}
+			return nil
+		})
+	})
+	if shared != "" {
+		return refusal.New(ErrHomeNotOwned, "the home %s of profile %s is also the home of profile %s", p.Home, p.Ref, shared)
+	}
+	return nil
+}
+
+// ProjectConfig scans a workspace for GET /workspaces/{ref}/project-config
+// (R-PCS-10): the registered folder itself.
+func (g *Registry) ProjectConfig(workspaceRef, tenant string) (apitypes.ProjectConfig, error) {
+	w, err := g.WorkspaceIn(workspaceRef, tenant)
+	if err != nil {
+		return apitypes.ProjectConfig{}, err
+	}
+	rep, err := projectconfig.Scan(w.Path)
+	if err != nil {
+		return apitypes.ProjectConfig{}, refusal.New(ErrWorkspaceUnreadable, "the workspace directory %s cannot be read on the node: %v", w.Path, err)
+	}
+	out := apitypes.ProjectConfig{WorkspaceRef: workspaceRef, SHA256: rep.SHA256, Files: []apitypes.ProjectConfigFile{}}
+	for _, f := range rep.Files {
+		pf := apitypes.ProjectConfigFile{Path: f.Path, Tools: f.Tools, Unreadable: string(f.Unreadable), Detail: f.Detail}
+		for _, k := range f.Keys {
+			pf.Keys = append(pf.Keys, apitypes.ProjectConfigKey{Path: k.Path, Value: k.Value})
+		}
+		out.Files = append(out.Files, pf)
+	}
+	return out, nil
+}
+
+func putJSON(tx *bbolt.Tx, bucket []byte, key string, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return tx.Bucket(bucket).Put([]byte(key), b)
+}
+
+func getJSON(tx *bbolt.Tx, bucket []byte, key string, v any) (bool, error) {
+	raw := tx.Bucket(bucket).Get([]byte(key))
+	if raw == nil {
+		return false, nil
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		return true, fmt.Errorf("registry: %s/%s: %w", bucket, key, err)
+	}
+	return true, nil
+}
