@@ -1,0 +1,6 @@
+package supervisor
+
+// SetInTx sets Options.inTx for the tests of package supervisor_test: a
+// function run inside every record commit's transaction, with the run's
+// ref (a place to stall the disk).
+func SetInTx(o *Options, f func(runRef string)) { o.inTx = f }
