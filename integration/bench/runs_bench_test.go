@@ -38,11 +38,15 @@ const (
 	phaseBudget = 10 * time.Minute // no measured phase takes this long
 )
 
-// Targets (issue 3).
+// Targets (issues 3 and 18).
 const (
-	floodVsTLSTarget = 0.25 // output throughput / raw TLS
-	floodVsSSHTarget = 1.0  // output throughput / ssh
-	echoP50Target    = 2 * time.Millisecond
+	floodVsTLSTarget    = 0.25 // output throughput / raw TLS
+	floodVsSSHTarget    = 1.0  // output throughput / ssh
+	floodVsAppendTarget = 0.5  // output throughput / durable append of the same bytes
+	agentCPUTarget      = 5.0  // agent CPU per MiB / the minimal pipeline's
+	coordCPUTarget      = 3.0  // coordinator CPU per MiB / io.Copy between two TLS sockets
+	echoP99Target       = 10 * time.Millisecond
+	echoP50Target       = 2 * time.Millisecond
 	memPerRunTarget  = 2 << 20 // agent RSS per live idle run
 	attachP99Target  = 1.5     // p99 at scale / p99 with one run
 )
@@ -468,8 +472,10 @@ func runsStreamReport(t *testing.T) {
 	if _, err := tb.pull(8 << 20); err != nil {
 		t.Fatal(err)
 	}
-	var tlsMB, sshMB, oneMB []float64
+	var tlsMB, sshMB, oneMB, appendMB, pipeMB, pipeCPU, relayCPU []float64
 	var tlsTrips, sshTrips []time.Duration
+	dir := t.TempDir()
+	profiles := map[string]string{}
 	for i := range echoWarmup {
 		if _, err := tb.roundTrip(i); err != nil {
 			t.Fatal(err)
@@ -488,11 +494,42 @@ func runsStreamReport(t *testing.T) {
 
 	for round := range runsRounds {
 		for _, r := range streams {
+			if round == 0 {
+				// The first round runs under perf: the agent's profile, and
+				// the coordinator's (this process, with the SSE client).
+				var agentTop, coordTop string
+				var err error
+				coordTop, err = perfTop(dir, os.Getpid(), func() error {
+					var ferr error
+					agentTop, ferr = perfTop(dir, r.n.agent.Pid(), func() error { return r.flood(floodBytes) })
+					return ferr
+				})
+				if err != nil {
+					t.Fatalf("round %d: %v", round, err)
+				}
+				profiles[r.name+" agent"], profiles[r.name+" coordinator+SSE client"] = agentTop, coordTop
+				continue
+			}
 			if err := r.flood(floodBytes); err != nil {
 				t.Fatalf("round %d: %v", round, err)
 			}
 		}
-		v, err := tb.pull(floodBytes)
+		v, err := durableAppend(dir, floodBytes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		appendMB = append(appendMB, v)
+		v, cpu, err := minimalPipeline(t, dir, floodBytes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pipeMB, pipeCPU = append(pipeMB, v), append(pipeCPU, cpu.Seconds())
+		cpu, err = relayCopy(t, floodBytes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		relayCPU = append(relayCPU, cpu.Seconds())
+		v, err = tb.pull(floodBytes)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -528,6 +565,10 @@ func runsStreamReport(t *testing.T) {
 		}
 	}
 
+	fsyncs, err := fsyncLatency(dir, echoTrips)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var b strings.Builder
 	runsHeader(&b, "runs: child stdout -> agent -> tunnel -> coordinator -> SSE client, vs raw TLS 1.3 and ssh on 127.0.0.1")
 	fmt.Fprintf(&b, "flood: %d MiB asked of the codex peer (%d KiB deltas, one JSON line each), %d rounds, links interleaved, median of per-round ratios;\n",
@@ -544,6 +585,10 @@ func runsStreamReport(t *testing.T) {
 		fmt.Fprintf(&b, "%-20s %9.1f %7.2f× %10s %8s %6d %12d\n", r.name, median(r.mbps), perRound(r.mbps, tlsMB), sshR, oneR, r.lags, r.dropped)
 	}
 	fmt.Fprintf(&b, "%-20s %9.1f\n", "raw TLS", median(tlsMB))
+	fmt.Fprintf(&b, "%-20s %9.1f   (the same bytes in %d KiB writes to a file, fdatasync per %d KiB)\n", "durable append", median(appendMB), floodPiece>>10, durableBatch>>10)
+	fmt.Fprintf(&b, "%-20s %9.1f   (Go: read a pipe -> append + fdatasync per %d KiB -> write a TLS socket; CPU %.2fs per flood, reader included)\n", "minimal pipeline", median(pipeMB), durableBatch>>10, median(pipeCPU))
+	fmt.Fprintf(&b, "%-20s %9s   (io.Copy between two TLS sockets, writer and reader in process: CPU %.2fs per flood)\n", "TLS relay", "-", median(relayCPU))
+	fmt.Fprintf(&b, "4 KiB append + fdatasync: p50 %s p99 %s\n", ms(percentile(fsyncs, 50)), ms(percentile(fsyncs, 99)))
 	for _, r := range streams {
 		fmt.Fprintf(&b, "%s CPU per flood (medians, 2 cores = 2 s per s): wall %.2fs, agent %.2fs, peer %.2fs, coordinator+SSE client %.2fs\n",
 			r.name, median(r.wall), median(r.cpuAgent), median(r.cpuPeer), median(r.cpuSelf))
@@ -582,8 +627,27 @@ func runsStreamReport(t *testing.T) {
 		if r.lags > 0 || r.dropped > 0 {
 			fmt.Fprintf(&b, "%s: %d lag events and %d slow_viewer drops during the floods\n", r.name, r.lags, r.dropped)
 		}
-		p50 := percentile(r.trips, 50)
-		fmt.Fprintf(&b, "%s echo p50 = %s (target ≤ %s): %s; p99 %s\n", r.name, ms(p50), ms(echoP50Target), verdict(p50 <= echoP50Target), ms(percentile(r.trips, 99)))
+		appR := perRound(r.mbps, appendMB[len(appendMB)-len(r.mbps):])
+		fmt.Fprintf(&b, "%s throughput = %.2f× durable append (target ≥ %.2f): %s\n", r.name, appR, floodVsAppendTarget, verdict(appR >= floodVsAppendTarget))
+		agentR := median(r.cpuAgent) / median(pipeCPU)
+		fmt.Fprintf(&b, "%s agent CPU per MiB = %.2f× the minimal pipeline's (%.3fs vs %.3fs per MiB) (target ≤ %.1f×): %s\n", r.name, agentR,
+			median(r.cpuAgent)/float64(floodBytes>>20), median(pipeCPU)/float64(floodBytes>>20), agentCPUTarget, verdict(agentR <= agentCPUTarget))
+		coordR := median(r.cpuSelf) / median(relayCPU)
+		fmt.Fprintf(&b, "%s coordinator CPU per MiB = %.2f× io.Copy between two TLS sockets (coordinator and SSE client share this process, as the relay's writer and reader do) (target ≤ %.1f×): %s\n",
+			r.name, coordR, coordCPUTarget, verdict(coordR <= coordCPUTarget))
+		p50, p99, f50 := percentile(r.trips, 50), percentile(r.trips, 99), percentile(fsyncs, 50)
+		fmt.Fprintf(&b, "%s echo p50 = %s (target ≤ %s and ≤ fsync p50 + 1 ms = %s): %s; p99 %s (target ≤ %s): %s\n", r.name, ms(p50), ms(echoP50Target),
+			ms(f50+time.Millisecond), verdict(p50 <= echoP50Target && p50 <= f50+time.Millisecond), ms(p99), ms(echoP99Target), verdict(p99 <= echoP99Target))
+	}
+	b.WriteString("\nCPU profiles of the first flood round (perf, self time, top five):\n")
+	for _, r := range streams {
+		for _, who := range []string{r.name + " agent", r.name + " coordinator+SSE client"} {
+			top := profiles[who]
+			if top == "" {
+				top = "    (no perf on this machine)"
+			}
+			fmt.Fprintf(&b, "  %s:\n%s\n", who, top)
+		}
 	}
 	t.Log(b.String())
 }
