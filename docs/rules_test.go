@@ -107,7 +107,7 @@ func TestCitationTest(t *testing.T) {
 	}{
 		{"agent/ring/ring_test.go", true},
 		{"coordinator/store/storetest/marks.go", true},
-		{"shared/sessions/cliruntime/cliruntimetest/cliruntimetest.go", true},
+		{"agent/cliruntime/cliruntimetest/cliruntimetest.go", true},
 		{"integration/env.go", true},
 		{"agent/ring/ring.go", false},
 		{"README.md", false},

@@ -62,11 +62,11 @@ const (
 	// modest SSE event.
 	MaxFrameData = 64 << 10
 
-	DefaultMaxBytes      = 8 << 20 // R-RC-7
-	DefaultMaxFrames     = 65536   // R-RC-7
-	DefaultFlushFrames   = 256
-	DefaultFlushBytes    = 1 << 20
-	DefaultViewerQueue   = 1024
+	DefaultMaxBytes    = 8 << 20 // R-RC-7
+	DefaultMaxFrames   = 65536   // R-RC-7
+	DefaultFlushFrames = 256
+	DefaultFlushBytes  = 1 << 20
+	DefaultViewerQueue = 1024
 
 	// MaxRunRefLen bounds a run reference (it is a bbolt key).
 	MaxRunRefLen = 512

@@ -142,7 +142,7 @@ func (rd *Reader) SubAgent(ctx context.Context, ref, agent string) (transcript.S
 		return transcript.SubAgentTurns{}, err
 	}
 	if r.Driver == string(cliruntime.KindCodex) {
-		return transcript.SubAgentTurns{}, refusal.New(ErrUnsupportedTool, "Codex child agents are reported in the run's activity; their transcripts are not offered (R-AGT-4)")
+		return transcript.SubAgentTurns{}, refusal.New(ErrUnsupportedTool, "Codex child agents are reported in the run's activity; their transcripts are not offered") // R-AGT-4
 	}
 	_, src, err := rd.transcriptSource(ref, taint.SurfaceActivity)
 	if err != nil {
@@ -261,7 +261,7 @@ func (rd *Reader) HandoffSource(ref string) (Run, registry.Profile, error) {
 		return r, registry.Profile{}, refusal.New(ErrConversationUnavailable, "the profile %s of run %s is gone", r.ProfileRef, ref)
 	}
 	if !slices.Contains(handoffTools, prof.Tool) {
-		return r, prof, refusal.New(ErrHandoffUnsupportedTool, "a %s session cannot be handed off: handoff reads Claude Code, Codex, Gemini CLI and OpenCode conversations (R-HOF-1)", prof.Tool)
+		return r, prof, refusal.New(ErrHandoffUnsupportedTool, "a %s session cannot be handed off: handoff reads Claude Code, Codex, Gemini CLI and OpenCode conversations", prof.Tool) // R-HOF-1
 	}
 	if r.ConversationID == "" || r.PendingApproval {
 		return r, prof, refusal.New(ErrNotStarted, "run %s has not started a conversation yet; there is nothing to hand off", ref)

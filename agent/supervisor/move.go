@@ -53,7 +53,7 @@ func (s *Supervisor) Move(ctx context.Context, ref, targetRef string) (apitypes.
 	state := r.snapshot().State
 	switch {
 	case live || rec.PendingApproval || rec.Released || state != apitypes.StateStopped && state != apitypes.StateFailed:
-		return apitypes.Run{}, refusal.New(ErrRunNotStopped, "run %s is %s; stop it before moving it (R-MOVE-3)", ref, state)
+		return apitypes.Run{}, refusal.New(ErrRunNotStopped, "run %s is %s; stop it before moving it", ref, state) // R-MOVE-3
 	case target.Tool != string(cliruntime.KindClaude):
 		return apitypes.Run{}, refusal.New(ErrProfileOtherTool, "profile %s is a %s profile; a Claude Code run moves only to a Claude Code profile", target.Ref, target.Tool)
 	}

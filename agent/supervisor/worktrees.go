@@ -26,7 +26,7 @@ type worktreePlan struct {
 // disk (R-WT-3, R-WTF-3, R-WTF-4) and resolves where it starts.
 func (s *Supervisor) checkWorktree(ctx context.Context, w registry.Workspace, p LaunchParams) (worktreePlan, error) {
 	if p.WorkspaceRef == "" {
-		return worktreePlan{}, refusal.New(ErrWorktreeNeedsWorkspace, "a worktree launch needs a workspace at a git repository's root (R-WT-3)")
+		return worktreePlan{}, refusal.New(ErrWorktreeNeedsWorkspace, "a worktree launch needs a workspace at a git repository's root") // R-WT-3
 	}
 	if p.Isolation != apitypes.IsolationNative {
 		return worktreePlan{}, refusal.New(ErrWorktreeIsolation, "a worktree launch needs native isolation, not %q", p.Isolation)

@@ -47,8 +47,8 @@ const (
 	coordCPUTarget      = 3.0  // coordinator CPU per MiB / io.Copy between two TLS sockets
 	echoP99Target       = 10 * time.Millisecond
 	echoP50Target       = 2 * time.Millisecond
-	memPerRunTarget  = 2 << 20 // agent RSS per live idle run
-	attachP99Target  = 1.5     // p99 at scale / p99 with one run
+	memPerRunTarget     = 2 << 20 // agent RSS per live idle run
+	attachP99Target     = 1.5     // p99 at scale / p99 with one run
 )
 
 // turnCompleted ends a codex turn: the last line the peer writes for it.

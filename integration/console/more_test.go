@@ -7,11 +7,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/olivares-dev/olivares/agent/cliruntime"
 	"github.com/olivares-dev/olivares/integration"
 	"github.com/olivares-dev/olivares/integration/browser"
 	"github.com/olivares-dev/olivares/integration/fakemodel"
 	"github.com/olivares-dev/olivares/integration/realcli"
-	"github.com/olivares-dev/olivares/shared/sessions/cliruntime"
 )
 
 // The real Claude Code (2.1.328) driven from the browser, its turns
