@@ -66,9 +66,9 @@ func (s *Service) Archive(ctx context.Context, p proto.CodexThreadRef) (apitypes
 	}
 	switch state {
 	case apitypes.CodexStateActive:
-		return apitypes.CodexArchived{}, refusal.New(ErrThreadActive, "thread %s is active; only an idle or stored thread can be archived (R-CX-ARC-3)", p.ThreadID)
+		return apitypes.CodexArchived{}, refusal.New(ErrThreadActive, "thread %s is active; only an idle or stored thread can be archived", p.ThreadID) // R-CX-ARC-3
 	case apitypes.CodexStateError:
-		return apitypes.CodexArchived{}, refusal.New(ErrThreadError, "thread %s is in an error state; it is not archived (R-CX-ARC-3)", p.ThreadID)
+		return apitypes.CodexArchived{}, refusal.New(ErrThreadError, "thread %s is in an error state; it is not archived", p.ThreadID) // R-CX-ARC-3
 	}
 	bs, err := s.store.bindings()
 	if err != nil {
@@ -89,20 +89,20 @@ func (s *Service) Archive(ctx context.Context, p proto.CodexThreadRef) (apitypes
 	}
 	for _, b := range bs {
 		if b.Source == p.ThreadID && b.State == apitypes.CodexBranchPending {
-			return apitypes.CodexArchived{}, refusal.New(ErrBranchPending, "run %s is a pending branch of thread %s; its first turn must create the canonical thread before the source can be archived (R-CX-ARC-4)", b.RunRef, p.ThreadID)
+			return apitypes.CodexArchived{}, refusal.New(ErrBranchPending, "run %s is a pending branch of thread %s; its first turn must create the canonical thread before the source can be archived", b.RunRef, p.ThreadID) // R-CX-ARC-4
 		}
 	}
 	if r := owner(p.ThreadID); r != "" {
-		return apitypes.CodexArchived{}, refusal.New(ErrOwnerActive, "run %s is live and bound to thread %s; stop it first (R-CX-ARC-5)", r, p.ThreadID)
+		return apitypes.CodexArchived{}, refusal.New(ErrOwnerActive, "run %s is live and bound to thread %s; stop it first", r, p.ThreadID) // R-CX-ARC-5
 	}
 	desc, err := s.descendants(ctx, p.ThreadID)
 	if err != nil {
 		s.o.Logf("codexsup: archive %s: %v", p.ThreadID, err)
-		return apitypes.CodexArchived{}, refusal.New(ErrDescendantsUnknown, "the descendants of thread %s could not be enumerated safely, so it is not archived (R-CX-ARC-6)", p.ThreadID)
+		return apitypes.CodexArchived{}, refusal.New(ErrDescendantsUnknown, "the descendants of thread %s could not be enumerated safely, so it is not archived", p.ThreadID) // R-CX-ARC-6
 	}
 	for _, d := range desc {
 		if r := owner(d); r != "" {
-			return apitypes.CodexArchived{}, refusal.New(ErrOwnerActive, "run %s is live and bound to %s, a descendant of thread %s (R-CX-ARC-5)", r, d, p.ThreadID)
+			return apitypes.CodexArchived{}, refusal.New(ErrOwnerActive, "run %s is live and bound to %s, a descendant of thread %s", r, d, p.ThreadID) // R-CX-ARC-5
 		}
 	}
 	// The lease: no run of this node writes the thread while it is

@@ -76,7 +76,7 @@ func (s *Service) Continue(ctx context.Context, p proto.CodexThreadRef) (apitype
 	}
 	switch t.state() {
 	case apitypes.CodexStateActive:
-		return apitypes.Run{}, false, refusal.New(ErrThreadActive, "thread %s is active; an active source cannot be branched (R-CX-SCOPE-5)", p.ThreadID)
+		return apitypes.Run{}, false, refusal.New(ErrThreadActive, "thread %s is active; an active source cannot be branched", p.ThreadID) // R-CX-SCOPE-5
 	case apitypes.CodexStateError:
 		return apitypes.Run{}, false, refusal.New(ErrThreadError, "thread %s is in an error state; it cannot be branched", p.ThreadID)
 	}

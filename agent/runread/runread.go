@@ -97,7 +97,7 @@ func readsTranscript(driver string) bool {
 }
 
 // transcriptSource checks a read of the run's native record: a tool without
-// a reader is 422 (R-ACT-8, R-MSG-11), then taint 409 (§3.17).
+// a reader is 422 (R-ACT-8, R-MSG-11), then taint 409 (docs/rules/taint-audit.md).
 func (rd *Reader) transcriptSource(ref string, surface taint.Surface) (Run, transcript.Source, error) {
 	r, err := rd.o.Runs.ReadRun(ref)
 	if err != nil {

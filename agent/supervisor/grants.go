@@ -15,7 +15,7 @@ import (
 	"github.com/olivares-dev/olivares/shared/apitypes"
 )
 
-// Grant is a credential handed to a run's tool (§3.17): Value goes to the
+// Grant is a credential handed to a run's tool (docs/rules/taint-audit.md): Value goes to the
 // child as the environment variable Env, or, with AsFile, into a 0600 file
 // whose path is in Env. The supervisor never stores, logs or records a
 // value: the run's record keeps only the kinds (R-CRED-1).

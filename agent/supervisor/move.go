@@ -47,7 +47,7 @@ func (s *Supervisor) Move(ctx context.Context, ref, targetRef string) (apitypes.
 		return apitypes.Run{}, err
 	}
 	if target.Ref == rec.ProfileRef {
-		// §2.16: moving to the profile the run is on changes nothing.
+		// R-MOVE-16: moving to the profile the run is on changes nothing.
 		return r.snapshot(), nil
 	}
 	state := r.snapshot().State

@@ -119,7 +119,7 @@ func loadAll[T any](db *bbolt.DB, bucket []byte) ([]T, error) {
 	return out, err
 }
 
-// taint returns the record's taint kinds (§3.17).
+// taint returns the record's taint kinds (docs/rules/taint-audit.md).
 func (rec *record) taint() taint.Kinds {
 	return taint.Kinds{Kinds: rec.Taint, PGeneration: rec.PGeneration}
 }

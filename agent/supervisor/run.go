@@ -344,7 +344,7 @@ func (s *Supervisor) ChildEnv(ref string) []string {
 }
 
 // TaintRefusal is the refusal a surface answers for the run, or nil
-// (§3.17).
+// (docs/rules/taint-audit.md).
 func (s *Supervisor) TaintRefusal(ref string, surface taint.Surface) error {
 	r, err := s.get(ref)
 	if err != nil {

@@ -1,4 +1,4 @@
-// Package taint is the rule of §3.17: which reads of a run a credential
+// Package taint is the rule of docs/rules/taint-audit.md: which reads of a run a credential
 // given to it refuses, by the credential's kind. The run's record keeps the
 // kinds (never a value); this package says what they forbid.
 package taint
@@ -12,13 +12,13 @@ import (
 )
 
 // ErrTainted: the run was given a credential whose kind refuses this
-// surface (§3.17); the sentence names the kind, never the secret.
+// surface (docs/rules/taint-audit.md); the sentence names the kind, never the secret.
 var ErrTainted = errors.New("taint: tainted")
 
-// Surface is a read a taint may refuse (§3.17).
+// Surface is a read a taint may refuse (docs/rules/taint-audit.md).
 type Surface string
 
-// Taint surfaces (§3.17).
+// Taint surfaces (docs/rules/taint-audit.md).
 const (
 	SurfaceActivity Surface = "activity" // GET /activity and /activity/agents (R-CRED-3, R-AGT-5)
 	SurfaceMessages Surface = "messages" // GET /messages (R-CRED-4)
@@ -35,7 +35,7 @@ type Kinds struct {
 }
 
 // Refusal is the refusal a surface answers for a run with this taint, or
-// nil (§3.17). live and generation are the run's now. The sentence names
+// nil (docs/rules/taint-audit.md). live and generation are the run's now. The sentence names
 // the category, never the secret (R-CRED-5).
 func (t Kinds) Refusal(ref string, live bool, generation uint32, surface Surface) error {
 	for _, kind := range t.Kinds {
