@@ -121,10 +121,10 @@ func (rd *Reader) transcriptSource(ref string, surface taint.Surface) (Run, tran
 
 // Activity is GET /runs/{ref}/activity (R-ACT-1..9, R-WF-*): read fresh from
 // the tool's own record at every request, never by starting a tool.
-func (rd *Reader) Activity(ctx context.Context, ref string) (transcript.Activity, error) {
+func (rd *Reader) Activity(ctx context.Context, ref string) (apitypes.Activity, error) {
 	r, src, err := rd.transcriptSource(ref, taint.SurfaceActivity)
 	if err != nil {
-		return transcript.Activity{}, err
+		return apitypes.Activity{}, err
 	}
 	var snap transcript.LiveSnapshot
 	var window *transcript.WindowReport
@@ -136,17 +136,17 @@ func (rd *Reader) Activity(ctx context.Context, ref string) (transcript.Activity
 
 // SubAgent is GET /runs/{ref}/activity/agents/{agent} (R-AGT-1..5): Codex
 // children are only reported in the root activity (R-AGT-4).
-func (rd *Reader) SubAgent(ctx context.Context, ref, agent string) (transcript.SubAgentTurns, error) {
+func (rd *Reader) SubAgent(ctx context.Context, ref, agent string) (apitypes.SubAgentTurns, error) {
 	r, err := rd.o.Runs.ReadRun(ref)
 	if err != nil {
-		return transcript.SubAgentTurns{}, err
+		return apitypes.SubAgentTurns{}, err
 	}
 	if r.Driver == string(cliruntime.KindCodex) {
-		return transcript.SubAgentTurns{}, refusal.New(ErrUnsupportedTool, "Codex child agents are reported in the run's activity; their transcripts are not offered") // R-AGT-4
+		return apitypes.SubAgentTurns{}, refusal.New(ErrUnsupportedTool, "Codex child agents are reported in the run's activity; their transcripts are not offered") // R-AGT-4
 	}
 	_, src, err := rd.transcriptSource(ref, taint.SurfaceActivity)
 	if err != nil {
-		return transcript.SubAgentTurns{}, err
+		return apitypes.SubAgentTurns{}, err
 	}
 	return rd.cache.SubAgent(src, agent)
 }

@@ -8,154 +8,24 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/olivares-dev/olivares/shared/apitypes"
 )
-
-// Activity is GET /runs/{ref}/activity (R-ACT-1): what a run is doing,
-// read fresh from the tool's native record at every request (R-ACT-2).
-// Every list is present, possibly empty; unknown numbers are null.
-type Activity struct {
-	Agents     []Agent      `json:"agents"`
-	Tasks      []Task       `json:"tasks"`
-	Files      []FileChange `json:"files"`
-	Todos      []Todo       `json:"todos"`
-	Skills     []Skill      `json:"skills"`
-	MCPServers []MCPServer  `json:"mcp_servers"`
-	Model      *string      `json:"model"`
-	// ContextTokens describe the last request, not cumulative use
-	// (R-ACT-4). Claude Code: input + cache read + cache creation tokens of
-	// the last main-chain request. Codex: last_token_usage.total_tokens,
-	// the figure Codex's own context meter uses.
-	ContextTokens *int64 `json:"context_tokens"`
-	// ContextWindow and ContextPercent: for Claude Code from the window
-	// report, only when it is unambiguous (R-ACT-7, R-ACT-9); for Codex
-	// from the rollout's model_context_window.
-	ContextWindow  *int64   `json:"context_window"`
-	ContextPercent *float64 `json:"context_percent"`
-	Compactions    int      `json:"compactions"`
-	Transcript     State    `json:"transcript"`
-	// Unreadable counts what could not be read: workflow summaries that
-	// are missing, too large or broken, gaps in the live progress buffer
-	// (R-WF-9, Q-23), and transcript records passed over.
-	Unreadable int `json:"unreadable"`
-	// AgentsOmitted, TasksOmitted and FilesOmitted count the oldest
-	// finished entries a long session no longer lists.
-	AgentsOmitted int `json:"agents_omitted,omitempty"`
-	TasksOmitted  int `json:"tasks_omitted,omitempty"`
-	FilesOmitted  int `json:"files_omitted,omitempty"`
-}
-
-// Agent is a sub-agent (R-ACT-1, R-ACT-3).
-type Agent struct {
-	// ID is the agent id GET /activity/agents/{agent} takes: Claude Code's
-	// agent id (the tool_use id until the tool reports one), Codex's child
-	// thread id.
-	ID string `json:"id"`
-	// Type is Claude Code's subagent_type, or "workflow"; Name is a Codex
-	// child's nickname.
-	Type        string `json:"type,omitempty"`
-	Name        string `json:"name,omitempty"`
-	Description string `json:"description,omitempty"`
-	State       string `json:"state"`
-	Background  bool   `json:"background,omitempty"`
-	// Workflow is the run id of the workflow the agent belongs to.
-	Workflow  string `json:"workflow,omitempty"`
-	Phase     int    `json:"phase,omitempty"`
-	StartedAt string `json:"started_at,omitempty"`
-	EndedAt   string `json:"ended_at,omitempty"`
-}
-
-// Task kinds.
-const (
-	TaskCommand           = "command"
-	TaskBackgroundCommand = "background_command"
-	TaskWorkflow          = "workflow"
-	TaskScheduled         = "scheduled"
-)
-
-// Task is a command or a piece of background work (R-ACT-1, R-ACT-3).
-type Task struct {
-	ID          string    `json:"id"`
-	Kind        string    `json:"kind"`
-	Description string    `json:"description,omitempty"`
-	Command     string    `json:"command,omitempty"`
-	State       string    `json:"state"`
-	ExitCode    *int      `json:"exit_code,omitempty"`
-	Agent       string    `json:"agent,omitempty"` // the sub-agent that ran it
-	StartedAt   string    `json:"started_at,omitempty"`
-	EndedAt     string    `json:"ended_at,omitempty"`
-	Workflow    *Workflow `json:"workflow,omitempty"`
-}
-
-// Workflow is a workflow task's progress (R-WF-1..5).
-type Workflow struct {
-	RunID        string  `json:"run_id"`
-	Name         string  `json:"name"`
-	DurationMS   int64   `json:"duration_ms"`
-	AgentsTotal  int     `json:"agents_total"`
-	AgentsDone   int     `json:"agents_done"`
-	AgentsFailed int     `json:"agents_failed"`
-	Phases       []Phase `json:"phases"`
-
-	rows []WorkflowRow // while the response is built
-}
-
-// Phase is one phase of a workflow (R-WF-2; state always present, D-01).
-type Phase struct {
-	Index        int    `json:"index"`
-	Title        string `json:"title"`
-	Detail       string `json:"detail,omitempty"`
-	State        string `json:"state"`
-	AgentsTotal  int    `json:"agents_total"`
-	AgentsDone   int    `json:"agents_done"`
-	AgentsFailed int    `json:"agents_failed"`
-}
-
-// FileChange is a file the run changed: lines added and removed, and
-// whether the run created it. Path is relative to the run's working
-// directory when inside it.
-type FileChange struct {
-	Path    string `json:"path"`
-	Added   int    `json:"added"`
-	Removed int    `json:"removed"`
-	Created bool   `json:"created"`
-}
-
-// Todo is one entry of the run's todo list or plan; Status is pending,
-// in_progress or completed.
-type Todo struct {
-	Content    string `json:"content"`
-	Status     string `json:"status"`
-	ActiveForm string `json:"active_form,omitempty"`
-}
-
-// Skill is a skill the run invoked, with how often.
-type Skill struct {
-	Name string `json:"name"`
-	Uses int    `json:"uses"`
-}
-
-// MCPServer is an MCP server the run has (Status, from Claude Code's init
-// frame) or called (Calls).
-type MCPServer struct {
-	Name   string `json:"name"`
-	Status string `json:"status,omitempty"`
-	Calls  int    `json:"calls"`
-}
 
 // emptyActivity is an Activity with every list present.
-func emptyActivity(state State) Activity {
-	return Activity{Agents: []Agent{}, Tasks: []Task{}, Files: []FileChange{}, Todos: []Todo{}, Skills: []Skill{},
-		MCPServers: []MCPServer{}, Transcript: state}
+func emptyActivity(state State) apitypes.Activity {
+	return apitypes.Activity{Agents: []apitypes.ActivityAgent{}, Tasks: []apitypes.ActivityTask{}, Files: []apitypes.FileChange{}, Todos: []apitypes.Todo{}, Skills: []apitypes.Skill{},
+		MCPServers: []apitypes.MCPServer{}, Transcript: state}
 }
 
 // Activity reads what src's run is doing (GET /runs/{ref}/activity,
 // R-ACT-1..9, R-WF-1..10). live is what the run's Live observer saw (nil
 // when none); window, when not nil, is the Claude Code window report to use
 // instead of live's (a persisted one).
-func (c *Cache) Activity(src Source, live *LiveSnapshot, window *WindowReport) (Activity, error) {
+func (c *Cache) Activity(src Source, live *LiveSnapshot, window *WindowReport) (apitypes.Activity, error) {
 	of, ix, state, err := c.open(src)
 	if err != nil {
-		return Activity{}, err
+		return apitypes.Activity{}, err
 	}
 	if window == nil && live != nil {
 		window = live.Window
@@ -185,10 +55,10 @@ type builder struct {
 	c        *Cache
 	src      Source
 	live     *LiveSnapshot
-	a        *Activity
+	a        *apitypes.Activity
 	budget   int64 // workflow summary bytes left in this request (R-WF-8)
 	subFiles int   // sub-agent transcripts opened in this request
-	files    map[string]*FileChange
+	files    map[string]*apitypes.FileChange
 	skills   counter
 	mcp      counter
 	cwds     []string // the run's cwd, as given and physical
@@ -235,9 +105,9 @@ func (b *builder) relPath(p string) string {
 	return p
 }
 
-func (b *builder) addFile(fc *FileChange) {
+func (b *builder) addFile(fc *apitypes.FileChange) {
 	if b.files == nil {
-		b.files = map[string]*FileChange{}
+		b.files = map[string]*apitypes.FileChange{}
 	}
 	p := b.relPath(fc.Path)
 	if have := b.files[p]; have != nil {
@@ -276,18 +146,18 @@ func (b *builder) finish() {
 		a.Files[i] = *b.files[a.Files[i].Path]
 	}
 	for _, n := range b.skills.order {
-		a.Skills = append(a.Skills, Skill{Name: n, Uses: b.skills.n[n]})
+		a.Skills = append(a.Skills, apitypes.Skill{Name: n, Uses: b.skills.n[n]})
 	}
 	seen := map[string]bool{}
 	if b.live != nil {
 		for _, s := range b.live.MCPServers {
 			seen[s.Name] = true
-			a.MCPServers = append(a.MCPServers, MCPServer{Name: s.Name, Status: s.Status, Calls: b.mcp.n[s.Name]})
+			a.MCPServers = append(a.MCPServers, apitypes.MCPServer{Name: s.Name, Status: s.Status, Calls: b.mcp.n[s.Name]})
 		}
 	}
 	for _, n := range b.mcp.order {
 		if !seen[n] {
-			a.MCPServers = append(a.MCPServers, MCPServer{Name: n, Calls: b.mcp.n[n]})
+			a.MCPServers = append(a.MCPServers, apitypes.MCPServer{Name: n, Calls: b.mcp.n[n]})
 		}
 	}
 	// By start; work whose start is unknown (seen only live) last.
@@ -404,12 +274,12 @@ func (b *builder) claude(of *openedFile, ix *fileIndex, window *WindowReport) {
 			} else {
 				id = u.id
 			}
-			a.Agents = append(a.Agents, Agent{ID: id, Type: u.subagentType, Description: u.description, State: b.resolve(u.state),
+			a.Agents = append(a.Agents, apitypes.ActivityAgent{ID: id, Type: u.subagentType, Description: u.description, State: b.resolve(u.state),
 				Background: u.background, StartedAt: formatTime(u.start), EndedAt: formatTime(u.end)})
 		case kindCommand:
 			a.Tasks = append(a.Tasks, b.commandTask(u, ""))
 		case kindScheduled:
-			a.Tasks = append(a.Tasks, Task{ID: u.id, Kind: TaskScheduled, Description: u.description,
+			a.Tasks = append(a.Tasks, apitypes.ActivityTask{ID: u.id, Kind: apitypes.TaskScheduled, Description: u.description,
 				State: b.resolve(scheduledState(u.state)), StartedAt: formatTime(u.start), EndedAt: formatTime(u.end)})
 		case kindWorkflow:
 			a.Tasks = append(a.Tasks, b.workflowTask(u, sessionDir, matched))
@@ -460,12 +330,12 @@ func scheduledState(s string) string {
 	return s
 }
 
-func (b *builder) commandTask(u *workUse, agent string) Task {
-	kind := TaskCommand
+func (b *builder) commandTask(u *workUse, agent string) apitypes.ActivityTask {
+	kind := apitypes.TaskCommand
 	if u.background {
-		kind = TaskBackgroundCommand
+		kind = apitypes.TaskBackgroundCommand
 	}
-	return Task{ID: u.id, Kind: kind, Description: u.description, Command: u.command, State: b.resolve(u.state),
+	return apitypes.ActivityTask{ID: u.id, Kind: kind, Description: u.description, Command: u.command, State: b.resolve(u.state),
 		ExitCode: u.exitCode, Agent: agent, StartedAt: formatTime(u.start), EndedAt: formatTime(u.end)}
 }
 
@@ -537,7 +407,7 @@ func (b *builder) codex(ix *fileIndex) {
 		} else if state == StateScheduled && !b.src.Live {
 			state = StateStopped
 		}
-		a.Agents = append(a.Agents, Agent{ID: ag.id, Name: ag.nickname, Description: ag.prompt, State: state,
+		a.Agents = append(a.Agents, apitypes.ActivityAgent{ID: ag.id, Name: ag.nickname, Description: ag.prompt, State: state,
 			StartedAt: formatTime(ag.start), EndedAt: formatTime(ag.end)})
 	}
 	for _, u := range st.order {

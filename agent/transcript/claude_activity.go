@@ -3,6 +3,8 @@ package transcript
 import (
 	"encoding/json"
 	"strings"
+
+	"github.com/olivares-dev/olivares/shared/apitypes"
 )
 
 // Bounds of the activity state kept per transcript.
@@ -25,13 +27,13 @@ const (
 	kindScheduled = "scheduled"
 )
 
-// States of agents, tasks and phases (R-ACT-3).
+// States of agents, tasks and phases (R-ACT-3), as the API names them.
 const (
-	StateRunning   = "running"
-	StateCompleted = "completed"
-	StateFailed    = "failed"
-	StateStopped   = "stopped"
-	StateScheduled = "scheduled"
+	StateRunning   = apitypes.WorkRunning
+	StateCompleted = apitypes.WorkCompleted
+	StateFailed    = apitypes.WorkFailed
+	StateStopped   = apitypes.WorkStopped
+	StateScheduled = apitypes.WorkScheduled
 )
 
 // workUse is one tool use the activity follows: an agent, a command, a
@@ -69,12 +71,12 @@ type claudeState struct {
 	byTask      map[string]*workUse // by background task id and agent id
 	omitted     map[string]int      // dropped finished uses, by kind
 	edits       map[string]pendingEdit
-	files       map[string]*FileChange
+	files       map[string]*apitypes.FileChange
 	fileOrder   []string
 	filesOver   int
-	todos       []Todo // the latest TodoWrite list
+	todos       []apitypes.Todo // the latest TodoWrite list
 	todosSeq    int64
-	tasks       []Todo // the TaskCreate/TaskUpdate list
+	tasks       []apitypes.Todo // the TaskCreate/TaskUpdate list
 	taskIDs     []string
 	tasksSeq    int64
 	skills      counter
@@ -107,7 +109,7 @@ func (c *counter) add(name string) {
 
 func newClaudeState() *claudeState {
 	return &claudeState{uses: map[string]*workUse{}, byTask: map[string]*workUse{}, omitted: map[string]int{},
-		edits: map[string]pendingEdit{}, files: map[string]*FileChange{}}
+		edits: map[string]pendingEdit{}, files: map[string]*apitypes.FileChange{}}
 }
 
 // toolInput is the union of the tool inputs the activity reads.
@@ -263,9 +265,9 @@ func (st *claudeState) toolUse(b claudeBlock, at int64) {
 			st.edits[b.ID] = pe
 		}
 	case name == "TodoWrite":
-		todos := make([]Todo, 0, len(in.Todos))
+		todos := make([]apitypes.Todo, 0, len(in.Todos))
 		for _, t := range in.Todos {
-			todos = append(todos, Todo{Content: short(t.Content, maxText), Status: todoStatus(t.Status), ActiveForm: short(t.ActiveForm, maxText)})
+			todos = append(todos, apitypes.Todo{Content: short(t.Content, maxText), Status: todoStatus(t.Status), ActiveForm: short(t.ActiveForm, maxText)})
 		}
 		st.todos, st.todosSeq = todos, st.seq
 	case name == "TaskUpdate":
@@ -417,7 +419,7 @@ func (st *claudeState) toolResult(b claudeBlock, info toolResultInfo, infoOK boo
 				subject = info.Task.Subject
 			}
 			st.taskIDs = append(st.taskIDs, info.Task.ID)
-			st.tasks = append(st.tasks, Todo{Content: short(subject, maxText), Status: "pending", ActiveForm: short(active, maxText)})
+			st.tasks = append(st.tasks, apitypes.Todo{Content: short(subject, maxText), Status: "pending", ActiveForm: short(active, maxText)})
 			st.tasksSeq = st.seq
 		}
 		return
@@ -577,7 +579,7 @@ func (st *claudeState) fileEdit(pe pendingEdit, info toolResultInfo, infoOK bool
 			st.filesOver++
 			return
 		}
-		fc = &FileChange{Path: path}
+		fc = &apitypes.FileChange{Path: path}
 		st.files[path] = fc
 		st.fileOrder = append(st.fileOrder, path)
 		st.mem += 96 + int64(len(path))

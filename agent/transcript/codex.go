@@ -3,6 +3,8 @@ package transcript
 import (
 	"encoding/json"
 	"strings"
+
+	"github.com/olivares-dev/olivares/shared/apitypes"
 )
 
 // codexRecord is a rollout record (real-clis.md §2.3):
@@ -203,10 +205,10 @@ type codexState struct {
 	sessions         map[string]*workUse // exec session id → command
 	agents           map[string]*codexAgent
 	agentOrder       []string
-	files            map[string]*FileChange
+	files            map[string]*apitypes.FileChange
 	fileOrder        []string
 	filesOver        int
-	plan             []Todo
+	plan             []apitypes.Todo
 	planAt           int64
 	mcp              counter
 	compactions      int
@@ -222,7 +224,7 @@ type codexAgent struct {
 
 func newCodexState() *codexState {
 	return &codexState{uses: map[string]*workUse{}, omitted: map[string]int{}, polls: map[string]string{},
-		sessions: map[string]*workUse{}, agents: map[string]*codexAgent{}, files: map[string]*FileChange{}}
+		sessions: map[string]*workUse{}, agents: map[string]*codexAgent{}, files: map[string]*apitypes.FileChange{}}
 }
 
 func (st *codexState) track(u *workUse) {
@@ -284,9 +286,9 @@ func (st *codexState) functionCall(p *codexPayload, at int64) {
 			st.polls[p.CallID] = sid
 		}
 	case p.Namespace == "" && p.Name == "update_plan":
-		plan := make([]Todo, 0, len(args.Plan))
+		plan := make([]apitypes.Todo, 0, len(args.Plan))
 		for _, s := range args.Plan {
-			plan = append(plan, Todo{Content: short(s.Step, maxText), Status: todoStatus(s.Status)})
+			plan = append(plan, apitypes.Todo{Content: short(s.Step, maxText), Status: todoStatus(s.Status)})
 		}
 		st.plan, st.planAt = plan, at
 	case strings.HasPrefix(p.Namespace, "mcp__") || strings.HasPrefix(p.Name, "mcp__"):
@@ -475,7 +477,7 @@ func (st *codexState) item(raw json.RawMessage, at int64) {
 }
 
 // file returns the change record of path, or nil past the bound.
-func (st *codexState) file(path string) *FileChange {
+func (st *codexState) file(path string) *apitypes.FileChange {
 	if fc := st.files[path]; fc != nil {
 		return fc
 	}
@@ -483,7 +485,7 @@ func (st *codexState) file(path string) *FileChange {
 		st.filesOver++
 		return nil
 	}
-	fc := &FileChange{Path: path}
+	fc := &apitypes.FileChange{Path: path}
 	st.files[path] = fc
 	st.fileOrder = append(st.fileOrder, path)
 	st.mem += 96 + int64(len(path))

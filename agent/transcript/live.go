@@ -5,6 +5,8 @@ import (
 	"maps"
 	"sync"
 	"time"
+
+	"github.com/olivares-dev/olivares/shared/apitypes"
 )
 
 // MaxProgressSnapshots is how many system/task_progress snapshots a Live
@@ -62,7 +64,7 @@ type Plan struct {
 	At          time.Time
 	TurnID      string
 	Explanation string
-	Steps       []Todo
+	Steps       []apitypes.Todo
 }
 
 // LiveSnapshot is what a Live saw of a run's stdout.
@@ -78,7 +80,7 @@ type LiveSnapshot struct {
 	// Plan is Codex's latest turn/plan/updated, nil before any.
 	Plan *Plan
 	// MCPServers are the servers of Claude Code's last system/init frame.
-	MCPServers []MCPServer
+	MCPServers []apitypes.MCPServer
 }
 
 // Live watches one run's stdout, line by line, for what the native record
@@ -95,7 +97,7 @@ type Live struct {
 	dropped   int
 	malformed int
 	plan      *Plan
-	mcp       []MCPServer
+	mcp       []apitypes.MCPServer
 	onWindow  func(*WindowReport)
 	now       func() time.Time
 }
@@ -247,9 +249,9 @@ func (l *Live) init(line []byte) {
 	if json.Unmarshal(line, &f) != nil {
 		return
 	}
-	servers := make([]MCPServer, 0, len(f.MCPServers))
+	servers := make([]apitypes.MCPServer, 0, len(f.MCPServers))
 	for _, s := range f.MCPServers {
-		servers = append(servers, MCPServer{Name: s.Name, Status: s.Status})
+		servers = append(servers, apitypes.MCPServer{Name: s.Name, Status: s.Status})
 	}
 	l.mu.Lock()
 	l.mcp = servers
@@ -271,12 +273,12 @@ func (l *Live) planUpdated(line []byte) {
 	if json.Unmarshal(line, &f) != nil {
 		return
 	}
-	p := &Plan{TurnID: f.Params.TurnID, Steps: make([]Todo, 0, len(f.Params.Plan))}
+	p := &Plan{TurnID: f.Params.TurnID, Steps: make([]apitypes.Todo, 0, len(f.Params.Plan))}
 	if f.Params.Explanation != nil {
 		p.Explanation = *f.Params.Explanation
 	}
 	for _, s := range f.Params.Plan {
-		p.Steps = append(p.Steps, Todo{Content: short(s.Step, maxText), Status: todoStatus(s.Status)})
+		p.Steps = append(p.Steps, apitypes.Todo{Content: short(s.Step, maxText), Status: todoStatus(s.Status)})
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -293,13 +295,13 @@ func (l *Live) Snapshot() LiveSnapshot {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	s := LiveSnapshot{Window: l.window.clone(), Dropped: l.dropped, Malformed: l.malformed,
-		MCPServers: append([]MCPServer(nil), l.mcp...)}
+		MCPServers: append([]apitypes.MCPServer(nil), l.mcp...)}
 	s.Progress = make([]ProgressSnapshot, 0, len(l.progress))
 	s.Progress = append(s.Progress, l.progress[l.head:]...)
 	s.Progress = append(s.Progress, l.progress[:l.head]...)
 	if l.plan != nil {
 		p := *l.plan
-		p.Steps = append([]Todo(nil), l.plan.Steps...)
+		p.Steps = append([]apitypes.Todo(nil), l.plan.Steps...)
 		s.Plan = &p
 	}
 	return s

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/olivares-dev/olivares/shared/apitypes"
 )
 
 // TestLiveWindow: the last result frame's modelUsage is the window report
@@ -85,7 +87,7 @@ func TestLivePlanAndInit(t *testing.T) {
 	l.now = func() time.Time { return now }
 	l.Observe([]byte(`{"method":"turn/plan/updated","params":{"threadId":"th","turnId":"tu","explanation":"why","plan":[{"step":"a","status":"completed"},{"step":"b","status":"inProgress"},{"step":"c","status":"pending"}]},"emittedAtMs":1796206701719}`))
 	p := l.Snapshot().Plan
-	want := []Todo{{Content: "a", Status: "completed"}, {Content: "b", Status: "in_progress"}, {Content: "c", Status: "pending"}}
+	want := []apitypes.Todo{{Content: "a", Status: "completed"}, {Content: "b", Status: "in_progress"}, {Content: "c", Status: "pending"}}
 	if p == nil || p.TurnID != "tu" || p.Explanation != "why" || !p.At.Equal(time.UnixMilli(1796206701719)) || fmt.Sprint(p.Steps) != fmt.Sprint(want) {
 		t.Errorf("plan %+v", p)
 	}
@@ -96,7 +98,7 @@ func TestLivePlanAndInit(t *testing.T) {
 	l.Observe([]byte(`{"id":3,"result":{"method":"turn/plan/updated","type":"result","modelUsage":{"m":{"contextWindow":1}}}}`))
 	l.Observe([]byte(`{"type":"system","subtype":"init","session_id":"s","mcp_servers":[{"name":"github","status":"connected"}]}`))
 	s := l.Snapshot()
-	if s.Window != nil || len(s.MCPServers) != 1 || s.MCPServers[0] != (MCPServer{Name: "github", Status: "connected"}) {
+	if s.Window != nil || len(s.MCPServers) != 1 || s.MCPServers[0] != (apitypes.MCPServer{Name: "github", Status: "connected"}) {
 		t.Errorf("snapshot %+v", s)
 	}
 	for _, junk := range []string{"", "null", "[]", `"x"`, "{", `{"type":`, `{"method":"turn/plan/updated","params":7}`} {

@@ -12,6 +12,8 @@ import (
 	"unicode/utf16"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/olivares-dev/olivares/shared/apitypes"
 )
 
 // The tools whose native records this package reads.
@@ -43,18 +45,13 @@ type Source struct {
 }
 
 // State is what became of the native record on a read (R-ACT-1, R-MSG-2).
-type State string
+type State = apitypes.TranscriptState
 
+// The States, as the API names them.
 const (
-	// StateRead: the record was found and read.
-	StateRead State = "read"
-	// StatePending: the tool has not written it yet. The run has no
-	// conversation id, or it is live and the file does not exist yet (Codex
-	// writes its rollout at the first turn, real-clis.md §2.2).
-	StatePending State = "pending"
-	// StateMissing: the run is not live, has a conversation id, and the
-	// file does not exist.
-	StateMissing State = "missing"
+	StateRead    = apitypes.TranscriptRead
+	StatePending = apitypes.TranscriptPending
+	StateMissing = apitypes.TranscriptMissing
 )
 
 // ClaudeSlug is Claude Code's project directory name for a physical cwd

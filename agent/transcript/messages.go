@@ -3,44 +3,9 @@ package transcript
 import (
 	"sort"
 	"strings"
+
+	"github.com/olivares-dev/olivares/shared/apitypes"
 )
-
-// MessageItem is one message of a page (R-MSG-2, R-MSG-8).
-type MessageItem struct {
-	ID        int     `json:"id"`
-	Role      string  `json:"role"`
-	At        string  `json:"at,omitempty"`
-	FirstLine string  `json:"first_line"`
-	Text      *string `json:"text,omitempty"`
-	Clipped   bool    `json:"clipped,omitempty"`
-}
-
-// MessagesPage is a GET /messages list response (R-MSG-2).
-type MessagesPage struct {
-	Items []MessageItem `json:"items"`
-	// Total is the number of messages matching role, q and at (R-MSG-15).
-	Total int `json:"total"`
-	// Next is the id the following page starts from (R-MSG-13), absent on
-	// the last page.
-	Next       *int  `json:"next,omitempty"`
-	Transcript State `json:"transcript"`
-}
-
-// MessageRead is a GET /messages?id= response (R-MSG-7).
-type MessageRead struct {
-	ID        int    `json:"id"`
-	Role      string `json:"role"`
-	At        string `json:"at,omitempty"`
-	FirstLine string `json:"first_line"`
-	Text      string `json:"text"`
-	// LaterSame counts the later messages of the same role with the same
-	// first line (R-MSG-15).
-	LaterSame int  `json:"later_same"`
-	Clipped   bool `json:"clipped,omitempty"`
-	// Total is the number of messages in the session (R-MSG-7).
-	Total      int   `json:"total"`
-	Transcript State `json:"transcript"`
-}
 
 func roleName(r uint8) string {
 	if r == roleAssistant {
@@ -66,15 +31,15 @@ func roleName(r uint8) string {
 //     notifications) and of role assistant.
 //
 // q.ID is not read here: an id read is Message.
-func (c *Cache) Messages(src Source, q MessagesQuery) (MessagesPage, error) {
+func (c *Cache) Messages(src Source, q MessagesQuery) (apitypes.MessagesPage, error) {
 	if err := q.check(); err != nil {
-		return MessagesPage{}, err
+		return apitypes.MessagesPage{}, err
 	}
 	of, ix, state, err := c.open(src)
 	if err != nil {
-		return MessagesPage{}, err
+		return apitypes.MessagesPage{}, err
 	}
-	page := MessagesPage{Items: []MessageItem{}, Transcript: state}
+	page := apitypes.MessagesPage{Items: []apitypes.MessageItem{}, Transcript: state}
 	if ix == nil {
 		return page, nil
 	}
@@ -153,7 +118,7 @@ func (c *Cache) Messages(src Source, q MessagesQuery) (MessagesPage, error) {
 	for k := from; k < to; k++ {
 		mid := at(k)
 		m := &ix.msgs[mid-1]
-		it := MessageItem{ID: mid, Role: roleName(m.role), At: formatTime(m.at), FirstLine: m.first}
+		it := apitypes.MessageItem{ID: mid, Role: roleName(m.role), At: formatTime(m.at), FirstLine: m.first}
 		if q.Text {
 			t, clipped := clip(r.text(m))
 			it.Text, it.Clipped = &t, clipped
@@ -167,26 +132,26 @@ func (c *Cache) Messages(src Source, q MessagesQuery) (MessagesPage, error) {
 // MaxTextBytes, R-MSG-8), how many later messages of the same role repeat
 // its first line, and the number of messages in the session. An id beyond
 // them is ErrUnknownMessage.
-func (c *Cache) Message(src Source, id int) (MessageRead, error) {
+func (c *Cache) Message(src Source, id int) (apitypes.MessageRead, error) {
 	if id < 1 {
-		return MessageRead{}, errf(ErrInvalidParameter, "id: %d is not a positive integer", id) // R-MSG-16
+		return apitypes.MessageRead{}, errf(ErrInvalidParameter, "id: %d is not a positive integer", id) // R-MSG-16
 	}
 	of, ix, state, err := c.open(src)
 	if err != nil {
-		return MessageRead{}, err
+		return apitypes.MessageRead{}, err
 	}
 	if ix == nil {
-		return MessageRead{}, errf(ErrUnknownMessage, "message %d does not exist: the transcript is %s", id, state)
+		return apitypes.MessageRead{}, errf(ErrUnknownMessage, "message %d does not exist: the transcript is %s", id, state)
 	}
 	defer of.f.Close()
 	defer ix.mu.Unlock()
 	if id > len(ix.msgs) {
-		return MessageRead{}, errf(ErrUnknownMessage, "message %d does not exist: the session has %d messages", id, len(ix.msgs))
+		return apitypes.MessageRead{}, errf(ErrUnknownMessage, "message %d does not exist: the session has %d messages", id, len(ix.msgs))
 	}
 	r := reader{of: of, ix: ix}
 	m := &ix.msgs[id-1]
 	text, clipped := clip(r.text(m))
-	out := MessageRead{ID: id, Role: roleName(m.role), At: formatTime(m.at), FirstLine: m.first, Text: text,
+	out := apitypes.MessageRead{ID: id, Role: roleName(m.role), At: formatTime(m.at), FirstLine: m.first, Text: text,
 		Clipped: clipped, Total: len(ix.msgs), Transcript: state}
 	for i := id; i < len(ix.msgs); i++ {
 		if o := &ix.msgs[i]; o.role == m.role && o.first == m.first {

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/olivares-dev/olivares/shared/apitypes"
 )
 
 // TestMessagesPages walks every page of a session through next, in both
@@ -289,7 +291,7 @@ func TestMessagesFilters(t *testing.T) {
 	}
 }
 
-func itemIDs(p MessagesPage) []int {
+func itemIDs(p apitypes.MessagesPage) []int {
 	var ids []int
 	for _, it := range p.Items {
 		ids = append(ids, it.ID)

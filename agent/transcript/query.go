@@ -4,6 +4,8 @@ import (
 	"net/url"
 	"strconv"
 	"time"
+
+	"github.com/olivares-dev/olivares/shared/apitypes"
 )
 
 // Limits of GET /runs/{ref}/messages (R-MSG-4..8, R-MSG-12..14).
@@ -17,7 +19,7 @@ const (
 	// MaxTextLimit bounds a text=1 page; a larger limit is clamped (R-MSG-8, R-MSG-12).
 	MaxTextLimit = 50
 	// MaxTextBytes is where a message text is clipped (R-MSG-8, R-MSG-14).
-	MaxTextBytes = 65536
+	MaxTextBytes = apitypes.MaxMessageText
 	// ClipMark ends a clipped text (R-MSG-8).
 	ClipMark = "[...]"
 	// MaxFirstLineRunes bounds first_line (R-MSG-14).
@@ -26,9 +28,9 @@ const (
 
 // Role filter values.
 const (
-	RoleUser      = "user"
-	RoleAssistant = "assistant"
-	RoleAll       = "all"
+	RoleUser      = apitypes.RoleUser
+	RoleAssistant = apitypes.RoleAssistant
+	RoleAll       = apitypes.RoleAll
 )
 
 // Orders.

@@ -13,6 +13,7 @@ import (
 	"unicode/utf16"
 
 	"github.com/olivares-dev/olivares/integration/fakemodel"
+	"github.com/olivares-dev/olivares/shared/apitypes"
 )
 
 // workflowScript is a two-phase Claude Code workflow with one agent per
@@ -93,18 +94,18 @@ func TestRealClaudeActivity(t *testing.T) {
 		t.Fatalf("agents %+v, want the sub-agent and two workflow agents", a.Agents)
 	}
 	// Commands: the background echo completed, "exit 3" failed with 3.
-	var bg, failed, wf *Task
+	var bg, failed, wf *apitypes.ActivityTask
 	for i := range a.Tasks {
 		switch tk := &a.Tasks[i]; {
 		case tk.Command == "echo bg-out":
 			bg = tk
 		case tk.Command == "exit 3":
 			failed = tk
-		case tk.Kind == TaskWorkflow:
+		case tk.Kind == apitypes.TaskWorkflow:
 			wf = tk
 		}
 	}
-	if bg == nil || bg.Kind != TaskBackgroundCommand || bg.State != StateCompleted {
+	if bg == nil || bg.Kind != apitypes.TaskBackgroundCommand || bg.State != StateCompleted {
 		t.Errorf("background command %+v, want a completed background_command", bg)
 	}
 	if failed == nil || failed.State != StateFailed || failed.ExitCode == nil || *failed.ExitCode != 3 {
@@ -122,10 +123,10 @@ func TestRealClaudeActivity(t *testing.T) {
 			t.Errorf("phase %+v, want index %d completed with its one agent done", ph, i+1)
 		}
 	}
-	if !slices.Equal(a.Files, []FileChange{{Path: "b.txt", Added: 4, Removed: 1, Created: true}}) {
+	if !slices.Equal(a.Files, []apitypes.FileChange{{Path: "b.txt", Added: 4, Removed: 1, Created: true}}) {
 		t.Errorf("files %+v, want b.txt created, +4 -1", a.Files)
 	}
-	if !slices.Equal(a.Todos, []Todo{{Content: "first task", Status: "in_progress", ActiveForm: "Doing it"}}) {
+	if !slices.Equal(a.Todos, []apitypes.Todo{{Content: "first task", Status: "in_progress", ActiveForm: "Doing it"}}) {
 		t.Errorf("todos %+v, want the TaskCreate task in progress", a.Todos)
 	}
 	if a.Compactions != 1 {
@@ -163,7 +164,7 @@ func TestRealClaudeActivity(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(turns.Turns) != 2 || turns.Turns[0] != (Turn{Role: RoleUser, Text: "say hi"}) || turns.Turns[1] != (Turn{Role: RoleAssistant, Text: "sub-agent says hi"}) {
+	if len(turns.Turns) != 2 || turns.Turns[0] != (apitypes.SubAgentTurn{Role: RoleUser, Text: "say hi"}) || turns.Turns[1] != (apitypes.SubAgentTurn{Role: RoleAssistant, Text: "sub-agent says hi"}) {
 		t.Errorf("sub-agent turns %+v, want the prompt and its answer", turns.Turns)
 	}
 	if _, err := c.SubAgent(src, "a0000000000000000"); err == nil || !isErr(err, ErrUnknownAgent) {
@@ -243,12 +244,12 @@ func TestRealClaudeInterrupts(t *testing.T) {
 	if !slices.Equal(states, []string{"will fail:failed", "held:stopped"}) {
 		t.Errorf("agents %q, want will fail:failed, held:stopped", states)
 	}
-	if len(a.Todos) != 2 || a.Todos[0] != (Todo{Content: "write file", Status: "in_progress", ActiveForm: "Writing file"}) {
+	if len(a.Todos) != 2 || a.Todos[0] != (apitypes.Todo{Content: "write file", Status: "in_progress", ActiveForm: "Writing file"}) {
 		t.Errorf("todos %+v, want the TodoWrite list", a.Todos)
 	}
-	var sched *Task
+	var sched *apitypes.ActivityTask
 	for i := range a.Tasks {
-		if a.Tasks[i].Kind == TaskScheduled {
+		if a.Tasks[i].Kind == apitypes.TaskScheduled {
 			sched = &a.Tasks[i]
 		}
 	}
@@ -338,10 +339,10 @@ func TestRealCodexActivity(t *testing.T) {
 	if len(a.Tasks) != 4 || cmds[0] != "completed:0" || cmds[1] != "failed:3" {
 		t.Errorf("tasks %q (%+v), want echo completed:0, exit 3 failed:3, and the two patches", cmds, a.Tasks)
 	}
-	if !slices.Equal(a.Files, []FileChange{{Path: "a.txt", Added: 4, Removed: 1, Created: true}}) {
+	if !slices.Equal(a.Files, []apitypes.FileChange{{Path: "a.txt", Added: 4, Removed: 1, Created: true}}) {
 		t.Errorf("files %+v, want a.txt created, +4 -1", a.Files)
 	}
-	if !slices.Equal(a.Todos, []Todo{{Content: "look", Status: "completed"}, {Content: "fix", Status: "in_progress"}}) {
+	if !slices.Equal(a.Todos, []apitypes.Todo{{Content: "look", Status: "completed"}, {Content: "fix", Status: "in_progress"}}) {
 		t.Errorf("todos %+v, want the update_plan steps", a.Todos)
 	}
 	if len(a.Agents) != 1 || a.Agents[0].State != StateCompleted || a.Agents[0].Description != "child say hi" {
@@ -359,7 +360,7 @@ func TestRealCodexActivity(t *testing.T) {
 	newer := snap
 	np := *snap.Plan
 	np.At = np.At.Add(3600e9)
-	np.Steps = []Todo{{Content: "code-mode step", Status: "pending"}}
+	np.Steps = []apitypes.Todo{{Content: "code-mode step", Status: "pending"}}
 	newer.Plan = &np
 	if a2, err := c.Activity(src, &newer, nil); err != nil || !slices.Equal(a2.Todos, np.Steps) {
 		t.Errorf("activity with a newer live plan: todos %+v (%v), want %+v", a2.Todos, err, np.Steps)

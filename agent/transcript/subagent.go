@@ -3,26 +3,13 @@ package transcript
 import (
 	"os"
 	"path/filepath"
+
+	"github.com/olivares-dev/olivares/shared/apitypes"
 )
 
 // MaxTurns bounds the turns of one sub-agent read; the oldest beyond it
 // are left out and counted in SubAgentTurns.Omitted.
 const MaxTurns = 1000
-
-// Turn is one turn of a sub-agent transcript (R-AGT-1): its text, clipped
-// like a message text (R-MSG-8).
-type Turn struct {
-	Role    string `json:"role"`
-	Text    string `json:"text"`
-	Clipped bool   `json:"clipped,omitempty"`
-}
-
-// SubAgentTurns is GET /runs/{ref}/activity/agents/{agent} (R-AGT-1).
-type SubAgentTurns struct {
-	Agent   string `json:"agent"`
-	Turns   []Turn `json:"turns"`
-	Omitted int    `json:"omitted,omitempty"`
-}
 
 // SubAgent reads the transcript of one Claude Code sub-agent as plain
 // turns (R-AGT-1): the prompt it got and the texts it wrote, from
@@ -32,23 +19,23 @@ type SubAgentTurns struct {
 // started is ErrUnknownAgent (R-AGT-3); a known agent that has not written
 // its transcript yet has no turns. Codex children are only reported inside
 // Activity (R-AGT-4): ErrUnsupportedTool.
-func (c *Cache) SubAgent(src Source, agent string) (SubAgentTurns, error) {
+func (c *Cache) SubAgent(src Source, agent string) (apitypes.SubAgentTurns, error) {
 	if err := checkSource(src); err != nil {
-		return SubAgentTurns{}, err
+		return apitypes.SubAgentTurns{}, err
 	}
 	if src.Tool == ToolCodex {
-		return SubAgentTurns{}, errf(ErrUnsupportedTool, "Codex child agents are reported in the activity only; their transcripts are not offered") // R-AGT-4
+		return apitypes.SubAgentTurns{}, errf(ErrUnsupportedTool, "Codex child agents are reported in the activity only; their transcripts are not offered") // R-AGT-4
 	}
 	unknown := errf(ErrUnknownAgent, "agent %q is not a sub-agent of this session", agent)
 	if !safeName(agent) {
-		return SubAgentTurns{}, unknown
+		return apitypes.SubAgentTurns{}, unknown
 	}
 	of, ix, _, err := c.open(src)
 	if err != nil {
-		return SubAgentTurns{}, err
+		return apitypes.SubAgentTurns{}, err
 	}
 	if ix == nil {
-		return SubAgentTurns{}, unknown
+		return apitypes.SubAgentTurns{}, unknown
 	}
 	sessionDir := append(append([]string(nil), of.rel[:len(of.rel)-1]...), trimExt(of.rel[len(of.rel)-1]))
 	// Where the agent's transcript may be: a Task/Agent sub-agent, or an
@@ -76,19 +63,19 @@ func (c *Cache) SubAgent(src Source, agent string) (SubAgentTurns, error) {
 	for run := range runs {
 		candidates = append(candidates, append(append([]string(nil), sessionDir...), "subagents", "workflows", run, "agent-"+agent+".jsonl"))
 	}
-	out := SubAgentTurns{Agent: agent, Turns: []Turn{}}
+	out := apitypes.SubAgentTurns{Agent: agent, Turns: []apitypes.SubAgentTurn{}}
 	for _, rel := range candidates {
 		sof, err := openInHome(src.Home, rel...)
 		if err == errNotFound {
 			continue
 		}
 		if err != nil {
-			return SubAgentTurns{}, err
+			return apitypes.SubAgentTurns{}, err
 		}
 		defer sof.f.Close()
 		six, err := c.indexOf(sof, kindClaudeSub)
 		if err != nil {
-			return SubAgentTurns{}, err
+			return apitypes.SubAgentTurns{}, err
 		}
 		defer six.mu.Unlock()
 		r := reader{of: sof, ix: six}
@@ -99,14 +86,14 @@ func (c *Cache) SubAgent(src Source, agent string) (SubAgentTurns, error) {
 		}
 		for i := range msgs {
 			t, clipped := clip(r.text(&msgs[i]))
-			out.Turns = append(out.Turns, Turn{Role: roleName(msgs[i].role), Text: t, Clipped: clipped})
+			out.Turns = append(out.Turns, apitypes.SubAgentTurn{Role: roleName(msgs[i].role), Text: t, Clipped: clipped})
 		}
 		return out, nil
 	}
 	if known {
 		return out, nil
 	}
-	return SubAgentTurns{}, unknown
+	return apitypes.SubAgentTurns{}, unknown
 }
 
 func trimExt(name string) string { return name[:len(name)-len(filepath.Ext(name))] }

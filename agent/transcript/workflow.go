@@ -5,6 +5,8 @@ import (
 	"io"
 	"sort"
 	"strings"
+
+	"github.com/olivares-dev/olivares/shared/apitypes"
 )
 
 // Bounds of workflow summary reads (R-WF-8) and sub-agent transcripts.
@@ -99,13 +101,14 @@ func (b *builder) latestSnapshot(taskID, toolUseID string) int {
 
 // workflowTask builds a workflow task: from its final summary once there
 // is one (R-WF-5, R-WF-7), from the live snapshots before (R-WF-4, R-WF-6).
-func (b *builder) workflowTask(u *workUse, sessionDir []string, matched map[int]bool) Task {
-	t := Task{ID: u.id, Kind: TaskWorkflow, Description: u.description, StartedAt: formatTime(u.start), EndedAt: formatTime(u.end)}
-	wf := &Workflow{RunID: u.runID, Name: u.workflowName, Phases: []Phase{}}
+func (b *builder) workflowTask(u *workUse, sessionDir []string, matched map[int]bool) apitypes.ActivityTask {
+	t := apitypes.ActivityTask{ID: u.id, Kind: apitypes.TaskWorkflow, Description: u.description, StartedAt: formatTime(u.start), EndedAt: formatTime(u.end)}
+	wf := &apitypes.ActivityWorkflow{RunID: u.runID, Name: u.workflowName, Phases: []apitypes.WorkflowPhase{}}
 	t.Workflow = wf
 	state := u.state
 
 	var sum *workflowSummary
+	var rows []WorkflowRow // the rows fillWorkflow read, for workflowAgents
 	if u.runID != "" {
 		s, found, err := b.readSummary(sessionDir, u.runID)
 		switch {
@@ -127,12 +130,14 @@ func (b *builder) workflowTask(u *workUse, sessionDir []string, matched map[int]
 			wf.Name = sum.WorkflowName
 		}
 		wf.DurationMS = sum.DurationMS
-		fillWorkflow(wf, sum.WorkflowProgress, sum, state, b.src.Live)
+		rows = sum.WorkflowProgress
+		fillWorkflow(wf, rows, sum, state, b.src.Live)
 	} else {
 		if snap >= 0 {
 			p := &b.live.Progress[snap]
 			wf.DurationMS = p.DurationMS
-			fillWorkflow(wf, p.Rows, sum, b.resolve(state), b.src.Live)
+			rows = p.Rows
+			fillWorkflow(wf, rows, sum, b.resolve(state), b.src.Live)
 			if p.Omitted > 0 {
 				b.a.Unreadable++
 			}
@@ -145,7 +150,7 @@ func (b *builder) workflowTask(u *workUse, sessionDir []string, matched map[int]
 		wf.Name = u.description
 	}
 	t.State = state
-	b.workflowAgents(wf, wf.RunID, t.State)
+	b.workflowAgents(rows, wf.RunID, t.State)
 	return t
 }
 
@@ -170,14 +175,14 @@ func (b *builder) liveWorkflows(matched map[int]bool) {
 		if id == "" {
 			id = p.TaskID
 		}
-		wf := &Workflow{Name: p.Description, DurationMS: p.DurationMS, Phases: []Phase{}}
+		wf := &apitypes.ActivityWorkflow{Name: p.Description, DurationMS: p.DurationMS, Phases: []apitypes.WorkflowPhase{}}
 		state := b.resolve("")
 		fillWorkflow(wf, p.Rows, nil, state, b.src.Live)
 		if p.Omitted > 0 {
 			b.a.Unreadable++
 		}
-		b.a.Tasks = append(b.a.Tasks, Task{ID: id, Kind: TaskWorkflow, Description: p.Description, State: state, Workflow: wf})
-		b.workflowAgents(wf, "", state)
+		b.a.Tasks = append(b.a.Tasks, apitypes.ActivityTask{ID: id, Kind: apitypes.TaskWorkflow, Description: p.Description, State: state, Workflow: wf})
+		b.workflowAgents(p.Rows, "", state)
 	}
 }
 
@@ -226,9 +231,9 @@ func rowState(r *WorkflowRow) string {
 // script left the phase, so it never makes the phase completed nor points
 // at a current step (R-WF-4). When the run is gone without a summary, what
 // ran was stopped.
-func fillWorkflow(wf *Workflow, rows []WorkflowRow, sum *workflowSummary, state string, live bool) {
+func fillWorkflow(wf *apitypes.ActivityWorkflow, rows []WorkflowRow, sum *workflowSummary, state string, live bool) {
 	type agg struct {
-		Phase
+		apitypes.WorkflowPhase
 		running, scheduled int
 	}
 	phases := map[int]*agg{}
@@ -236,7 +241,7 @@ func fillWorkflow(wf *Workflow, rows []WorkflowRow, sum *workflowSummary, state 
 		if p := phases[i]; p != nil {
 			return p
 		}
-		p := &agg{Phase: Phase{Index: i}}
+		p := &agg{WorkflowPhase: apitypes.WorkflowPhase{Index: i}}
 		phases[i] = p
 		return p
 	}
@@ -325,17 +330,16 @@ func fillWorkflow(wf *Workflow, rows []WorkflowRow, sum *workflowSummary, state 
 		default:
 			p.State = StateStopped
 		}
-		wf.Phases = append(wf.Phases, p.Phase)
+		wf.Phases = append(wf.Phases, p.WorkflowPhase)
 	}
-	wf.rows = rows
 }
 
 // workflowAgents lists a workflow's agents among the activity's agents.
-func (b *builder) workflowAgents(wf *Workflow, runID, wfState string) {
+func (b *builder) workflowAgents(rows []WorkflowRow, runID, wfState string) {
 	final := wfState == StateCompleted || wfState == StateFailed || wfState == StateStopped
 	seen := map[int]bool{}
-	for i := range wf.rows {
-		r := &wf.rows[i]
+	for i := range rows {
+		r := &rows[i]
 		if r.Type != "workflow_agent" || seen[r.Index] {
 			continue
 		}
@@ -348,11 +352,10 @@ func (b *builder) workflowAgents(wf *Workflow, runID, wfState string) {
 		if id == "" {
 			id = runID + "#" + strings.TrimSpace(r.Label)
 		}
-		b.a.Agents = append(b.a.Agents, Agent{ID: id, Type: "workflow", Description: r.Label, State: state,
+		b.a.Agents = append(b.a.Agents, apitypes.ActivityAgent{ID: id, Type: "workflow", Description: r.Label, State: state,
 			Workflow: runID, Phase: r.PhaseIndex, StartedAt: formatTime(r.StartedAt)})
 		if b.sessionDir != nil && safeName(runID) && safeName(r.AgentID) {
 			b.subTranscript(append(append([]string(nil), b.sessionDir...), "subagents", "workflows", runID, "agent-"+r.AgentID+".jsonl"), r.AgentID)
 		}
 	}
-	wf.rows = nil
 }

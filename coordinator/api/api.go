@@ -318,9 +318,9 @@ func TenantsOf(p store.Principal) apitypes.Tenants {
 
 func (s *Server) whoami(c echo.Context) error {
 	cl := CallerOf(c)
-	return c.JSON(http.StatusOK, map[string]any{
-		"principal_id": cl.Principal.ID, "name": cl.Principal.Name, "kind": cl.Principal.Kind,
-		"tenant": cl.Tenant, "role": cl.Role, "permissions": auth.RolePermissions(cl.Role),
+	return c.JSON(http.StatusOK, apitypes.Whoami{
+		PrincipalID: cl.Principal.ID, Name: cl.Principal.Name, Kind: cl.Principal.Kind,
+		Tenant: cl.Tenant, Role: cl.Role, Permissions: auth.RolePermissions(cl.Role),
 	})
 }
 

@@ -94,9 +94,9 @@ func j08Boundaries(t *testing.T, f *fixture, ref, profileRef string) {
 	}
 }
 
-func activityOf(t *testing.T, c *integration.Client, ref string) transcript.Activity {
+func activityOf(t *testing.T, c *integration.Client, ref string) apitypes.Activity {
 	t.Helper()
-	var a transcript.Activity
+	var a apitypes.Activity
 	c.Must(http.StatusOK, http.MethodGet, runURL(ref, "activity"), nil, &a)
 	return a
 }
@@ -147,17 +147,17 @@ func j08ClaudeActivity(t *testing.T, f *fixture, clock *integration.Clock, ref s
 		t.Errorf("model: %v", a.Model)
 	}
 	checkContext(t, "after work", a, 34000, true)
-	if len(a.Agents) != 1 || a.Agents[0].Type != "Explore" || a.Agents[0].State != transcript.StateCompleted || a.Agents[0].Description != "find the tests" {
+	if len(a.Agents) != 1 || a.Agents[0].Type != "Explore" || a.Agents[0].State != apitypes.WorkCompleted || a.Agents[0].Description != "find the tests" {
 		t.Fatalf("agents: %s", mustJSON(a.Agents))
 	}
 	agentID := a.Agents[0].ID
-	var cmd *transcript.Task
+	var cmd *apitypes.ActivityTask
 	for i := range a.Tasks {
-		if a.Tasks[i].Kind == transcript.TaskCommand {
+		if a.Tasks[i].Kind == apitypes.TaskCommand {
 			cmd = &a.Tasks[i]
 		}
 	}
-	if cmd == nil || cmd.Command != "go test ./..." || cmd.State != transcript.StateCompleted || cmd.ExitCode == nil || *cmd.ExitCode != 0 {
+	if cmd == nil || cmd.Command != "go test ./..." || cmd.State != apitypes.WorkCompleted || cmd.ExitCode == nil || *cmd.ExitCode != 0 {
 		t.Errorf("tasks: %s", mustJSON(a.Tasks))
 	}
 	if len(a.Todos) != 3 || a.Todos[0].Status != "completed" || a.Todos[1].Status != "in_progress" || a.Todos[2].Status != "pending" {
@@ -166,7 +166,7 @@ func j08ClaudeActivity(t *testing.T, f *fixture, clock *integration.Clock, ref s
 	if len(a.Files) != 1 || a.Files[0].Path != "notes.txt" || a.Files[0].Added != 2 || !a.Files[0].Created {
 		t.Errorf("files: %s", mustJSON(a.Files))
 	}
-	if len(a.Skills) != 1 || a.Skills[0] != (transcript.Skill{Name: "review", Uses: 1}) {
+	if len(a.Skills) != 1 || a.Skills[0] != (apitypes.Skill{Name: "review", Uses: 1}) {
 		t.Errorf("skills: %s", mustJSON(a.Skills))
 	}
 	foundMCP := false
@@ -184,7 +184,7 @@ func j08ClaudeActivity(t *testing.T, f *fixture, clock *integration.Clock, ref s
 	}
 
 	// Sub-agent turns: the prompt and the answer; an unknown agent is 404.
-	var turns transcript.SubAgentTurns
+	var turns apitypes.SubAgentTurns
 	f.operator.Must(http.StatusOK, http.MethodGet, runURL(ref, "activity", "agents", agentID), nil, &turns)
 	if len(turns.Turns) != 2 || turns.Turns[0].Text != "List the test files." || turns.Turns[1].Text != "main_test.go and api_test.go" {
 		t.Errorf("sub-agent turns: %s", mustJSON(turns))
@@ -242,7 +242,7 @@ func j08ClaudeActivity(t *testing.T, f *fixture, clock *integration.Clock, ref s
 
 // checkContext asserts the context meter: tokens always, window and
 // percent only for a matching, unambiguous report (R-ACT-7, R-ACT-9).
-func checkContext(t *testing.T, when string, a transcript.Activity, tokens int64, known bool) {
+func checkContext(t *testing.T, when string, a apitypes.Activity, tokens int64, known bool) {
 	t.Helper()
 	if a.ContextTokens == nil || *a.ContextTokens != tokens {
 		t.Errorf("%s: context_tokens %v, want %d", when, a.ContextTokens, tokens)
@@ -276,7 +276,7 @@ func j08CodexActivity(t *testing.T, f *fixture) {
 		a.ContextWindow == nil || *a.ContextWindow != 258400 || a.ContextPercent == nil || *a.ContextPercent != 0 {
 		t.Errorf("codex activity: %s", mustJSON(a))
 	}
-	var page transcript.MessagesPage
+	var page apitypes.MessagesPage
 	f.operator.Must(http.StatusOK, http.MethodGet, runURL(r.RunRef, "messages"), nil, &page)
 	if page.Total != 1 || page.Items[0].FirstLine != "hello codex" {
 		t.Errorf("codex messages: %s", mustJSON(page))
@@ -301,7 +301,7 @@ func j08Messages(t *testing.T, f *fixture) {
 	p := f.profile("claude")
 	r := f.launch(p)
 	ref := r.RunRef
-	big := strings.Repeat("é", transcript.MaxTextBytes) // 128 KiB of two-byte runes
+	big := strings.Repeat("é", apitypes.MaxMessageText) // 128 KiB of two-byte runes
 	sent := []string{"repeat\none", "repeat\ntwo", big}
 	for i := range 30 {
 		sent = append(sent, fmt.Sprintf("m%02d", i))
@@ -313,9 +313,9 @@ func j08Messages(t *testing.T, f *fixture) {
 	fl.s.UntilOutput(`"result":"pong: m29"`, wait)
 	fl.turn("work") // tool results are not what a person sent
 
-	msgs := func(q string) transcript.MessagesPage {
+	msgs := func(q string) apitypes.MessagesPage {
 		t.Helper()
-		var page transcript.MessagesPage
+		var page apitypes.MessagesPage
 		f.operator.Must(http.StatusOK, http.MethodGet, runURL(ref, "messages")+"?"+q, nil, &page)
 		return page
 	}
@@ -360,7 +360,7 @@ func j08Messages(t *testing.T, f *fixture) {
 		}
 		if it.Clipped {
 			clipped++
-			if len(*it.Text) > transcript.MaxTextBytes+len(transcript.ClipMark) || !strings.HasSuffix(*it.Text, transcript.ClipMark) {
+			if len(*it.Text) > apitypes.MaxMessageText+len(transcript.ClipMark) || !strings.HasSuffix(*it.Text, transcript.ClipMark) {
 				t.Errorf("a clipped text: %d bytes, suffix %q", len(*it.Text), (*it.Text)[len(*it.Text)-8:])
 			}
 		}
@@ -374,7 +374,7 @@ func j08Messages(t *testing.T, f *fixture) {
 	if rep.Total != 2 || rep.Items[0].FirstLine != "repeat" {
 		t.Fatalf("q=REPEAT: %s", mustJSON(rep))
 	}
-	var one transcript.MessageRead
+	var one apitypes.MessageRead
 	f.operator.Must(http.StatusOK, http.MethodGet, runURL(ref, "messages")+fmt.Sprintf("?id=%d", rep.Items[0].ID), nil, &one)
 	if one.Text != "repeat\none" || one.LaterSame != 1 || one.Total != all.Total {
 		t.Errorf("id read: %s", mustJSON(one))

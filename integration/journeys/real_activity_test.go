@@ -5,9 +5,9 @@ import (
 	"testing"
 
 	"github.com/olivares-dev/olivares/agent/cliruntime"
-	"github.com/olivares-dev/olivares/agent/transcript"
 	"github.com/olivares-dev/olivares/integration"
 	"github.com/olivares-dev/olivares/integration/fakemodel"
+	"github.com/olivares-dev/olivares/shared/apitypes"
 )
 
 // R-ACT-2, R-ACT-4, R-ACT-7, R-ACT-9 and R-MSG-3 with the real Claude Code
@@ -29,7 +29,7 @@ func TestRealClaudeActivity(t *testing.T) {
 	s.UntilOutput(`"result":"measured"`, wait)
 
 	// Claude Code writes its transcript in batches: wait for the record.
-	var a transcript.Activity
+	var a apitypes.Activity
 	integration.Await(t, wait, "the assistant record in the transcript", func() bool {
 		a = activityOf(t, f.operator, r.RunRef)
 		return a.ContextTokens != nil
@@ -38,11 +38,11 @@ func TestRealClaudeActivity(t *testing.T) {
 		t.Errorf("model %v, want claude-opus-5-5 (real-clis.md §1.9)", a.Model)
 	}
 	checkContext(t, "real claude", a, 34000, true)
-	if a.Transcript != transcript.StateRead {
+	if a.Transcript != apitypes.TranscriptRead {
 		t.Errorf("transcript state %q", a.Transcript)
 	}
 
-	var page transcript.MessagesPage
+	var page apitypes.MessagesPage
 	f.operator.Must(http.StatusOK, http.MethodGet, runURL(r.RunRef, "messages"), nil, &page)
 	if page.Total != 1 || page.Items[0].FirstLine != "how full is the context?" || page.Items[0].Role != "user" {
 		t.Errorf("messages: %s", mustJSON(page))

@@ -30,9 +30,9 @@ const (
 	OpRunMove         = "run.move"            // RunMove → apitypes.Run (re-attached, nothing started)
 	OpRunDiff         = "run.diff"            // → apitypes.Diff
 	OpHandoffPreview  = "run.handoff_preview" // → apitypes.HandoffPreview
-	OpRunActivity     = "run.activity"        // → transcript.Activity (JSON passed through)
-	OpRunSubAgent     = "run.activity_agent"  // RunSubAgent → transcript.SubAgentTurns
-	OpRunMessages     = "run.messages"        // RunMessages → transcript.MessagesPage or MessageRead
+	OpRunActivity     = "run.activity"        // → apitypes.Activity (JSON passed through)
+	OpRunSubAgent     = "run.activity_agent"  // RunSubAgent → apitypes.SubAgentTurns
+	OpRunMessages     = "run.messages"        // RunMessages → apitypes.MessagesPage or MessageRead
 	OpHandoff         = "run.handoff"         // RunHandoff → apitypes.HandoffResponse
 	OpRunDiffFile     = "run.diff_file"       // RunDiffFile → apitypes.FileDiff
 

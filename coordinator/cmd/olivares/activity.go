@@ -10,7 +10,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/olivares-dev/olivares/agent/transcript"
+	"github.com/olivares-dev/olivares/shared/apitypes"
 )
 
 // The read-side commands of issue 8: what a run is doing (§2.19, §2.20) and
@@ -77,13 +77,13 @@ func runActivity(ctx context.Context, cl *client, cmd, ref string, o *cmdOpts, o
 	switch cmd {
 	case "session activity":
 		if o.agent != "" {
-			var t transcript.SubAgentTurns
+			var t apitypes.SubAgentTurns
 			if err := cl.do(ctx, "GET", runPath(ref, "activity", "agents", neturl.PathEscape(o.agent)), nil, &t); err != nil {
 				return true, err
 			}
 			return true, emit(t, func() { printTurns(out, t) })
 		}
-		var a transcript.Activity
+		var a apitypes.Activity
 		if err := cl.do(ctx, "GET", runPath(ref, "activity"), nil, &a); err != nil {
 			return true, err
 		}
@@ -91,15 +91,15 @@ func runActivity(ctx context.Context, cl *client, cmd, ref string, o *cmdOpts, o
 	case "session messages":
 		q := o.messages.query(o.set)
 		if o.messages.id != 0 {
-			var m transcript.MessageRead
+			var m apitypes.MessageRead
 			if err := cl.do(ctx, "GET", runPath(ref, "messages")+"?"+q.Encode(), nil, &m); err != nil {
 				return true, err
 			}
 			return true, emit(m, func() { printMessage(out, m) })
 		}
-		all := transcript.MessagesPage{Items: []transcript.MessageItem{}}
+		all := apitypes.MessagesPage{Items: []apitypes.MessageItem{}}
 		for range maxMessagePages {
-			var page transcript.MessagesPage
+			var page apitypes.MessagesPage
 			if err := cl.do(ctx, "GET", runPath(ref, "messages")+"?"+q.Encode(), nil, &page); err != nil {
 				return true, err
 			}
@@ -120,7 +120,7 @@ func runActivity(ctx context.Context, cl *client, cmd, ref string, o *cmdOpts, o
 
 // printActivity shows the activity: the context meter first, then each
 // list that has entries.
-func printActivity(out io.Writer, a transcript.Activity) {
+func printActivity(out io.Writer, a apitypes.Activity) {
 	fmt.Fprintf(out, "transcript   %s\n", a.Transcript)
 	if a.Model != nil {
 		fmt.Fprintf(out, "model        %s\n", *a.Model)
@@ -210,7 +210,7 @@ func printActivity(out io.Writer, a transcript.Activity) {
 // contextLine is the context meter: tokens against the window with a bar,
 // or, when the window is not known, the token count and an "unknown
 // window" notice (R-CLI-1, R-ACT-7).
-func contextLine(a transcript.Activity) string {
+func contextLine(a apitypes.Activity) string {
 	if a.ContextTokens == nil {
 		return "no request yet"
 	}
@@ -225,7 +225,7 @@ func contextLine(a transcript.Activity) string {
 	return fmt.Sprintf("[%s%s] %.1f%%  %d / %d tokens", strings.Repeat("#", filled), strings.Repeat(".", width-filled), p, tokens, *a.ContextWindow)
 }
 
-func printTurns(out io.Writer, t transcript.SubAgentTurns) {
+func printTurns(out io.Writer, t apitypes.SubAgentTurns) {
 	if t.Omitted > 0 {
 		fmt.Fprintf(out, "(%d older turns not shown)\n", t.Omitted)
 	}
@@ -240,7 +240,7 @@ func printTurns(out io.Writer, t transcript.SubAgentTurns) {
 	}
 }
 
-func printMessages(out io.Writer, p transcript.MessagesPage, text bool) {
+func printMessages(out io.Writer, p apitypes.MessagesPage, text bool) {
 	if len(p.Items) == 0 {
 		fmt.Fprintf(out, "no message matches (transcript %s)\n", p.Transcript)
 		return
@@ -269,10 +269,10 @@ func printMessages(out io.Writer, p transcript.MessagesPage, text bool) {
 	}
 }
 
-func printMessage(out io.Writer, m transcript.MessageRead) {
+func printMessage(out io.Writer, m apitypes.MessageRead) {
 	fmt.Fprintf(out, "--- #%d of %d, %s %s\n%s\n", m.ID, m.Total, m.Role, m.At, strings.TrimRight(m.Text, "\n"))
 	if m.Clipped {
-		fmt.Fprintf(out, "(clipped at %d bytes)\n", transcript.MaxTextBytes)
+		fmt.Fprintf(out, "(clipped at %d bytes)\n", apitypes.MaxMessageText)
 	}
 	if m.LaterSame > 0 {
 		fmt.Fprintf(out, "(%d later %s message(s) start with the same line)\n", m.LaterSame, m.Role)

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/olivares-dev/olivares/agent/transcript"
+	"github.com/olivares-dev/olivares/shared/apitypes"
 )
 
 // R-CLI-1: with context_percent null the CLI shows the tokens and an
@@ -19,10 +19,10 @@ func TestSessionActivityContextMeter(t *testing.T) {
 			t.Errorf("unexpected %s %s", r.Method, r.URL)
 			return
 		}
-		a := transcript.Activity{Agents: []transcript.Agent{{ID: "a1", Type: "Explore", State: "running", Description: "find the tests\nand more"}},
-			Tasks: []transcript.Task{}, Files: []transcript.FileChange{{Path: "notes.txt", Added: 2, Created: true}},
-			Todos:  []transcript.Todo{{Content: "read", Status: "completed"}, {Content: "write", Status: "in_progress"}},
-			Skills: []transcript.Skill{}, MCPServers: []transcript.MCPServer{}, Model: &model, ContextTokens: &tokens, Transcript: transcript.StateRead}
+		a := apitypes.Activity{Agents: []apitypes.ActivityAgent{{ID: "a1", Type: "Explore", State: "running", Description: "find the tests\nand more"}},
+			Tasks: []apitypes.ActivityTask{}, Files: []apitypes.FileChange{{Path: "notes.txt", Added: 2, Created: true}},
+			Todos:  []apitypes.Todo{{Content: "read", Status: "completed"}, {Content: "write", Status: "in_progress"}},
+			Skills: []apitypes.Skill{}, MCPServers: []apitypes.MCPServer{}, Model: &model, ContextTokens: &tokens, Transcript: apitypes.TranscriptRead}
 		if known {
 			a.ContextWindow, a.ContextPercent = &window, &pct
 		}
@@ -62,14 +62,14 @@ func TestSessionMessages(t *testing.T) {
 		case q.Get("role") == "bot":
 			writeErr(w, 400, "invalid_parameter", "role: want user or all")
 		case q.Get("id") == "7":
-			writeJSON(w, 200, transcript.MessageRead{ID: 7, Role: "user", FirstLine: "fix it", Text: "fix it\nplease", LaterSame: 2, Total: 9, Transcript: transcript.StateRead})
+			writeJSON(w, 200, apitypes.MessageRead{ID: 7, Role: "user", FirstLine: "fix it", Text: "fix it\nplease", LaterSame: 2, Total: 9, Transcript: apitypes.TranscriptRead})
 		case q.Get("id") != "":
 			writeErr(w, 404, "unknown_message", "no message 8")
 		case q.Get("cursor") == "":
 			next := 3
-			writeJSON(w, 200, transcript.MessagesPage{Items: []transcript.MessageItem{{ID: 1, Role: "user", FirstLine: "one"}, {ID: 2, Role: "user", FirstLine: "two"}}, Total: 3, Next: &next, Transcript: transcript.StateRead})
+			writeJSON(w, 200, apitypes.MessagesPage{Items: []apitypes.MessageItem{{ID: 1, Role: "user", FirstLine: "one"}, {ID: 2, Role: "user", FirstLine: "two"}}, Total: 3, Next: &next, Transcript: apitypes.TranscriptRead})
 		default:
-			writeJSON(w, 200, transcript.MessagesPage{Items: []transcript.MessageItem{{ID: 3, Role: "user", FirstLine: "three"}}, Total: 3, Transcript: transcript.StateRead})
+			writeJSON(w, 200, apitypes.MessagesPage{Items: []apitypes.MessageItem{{ID: 3, Role: "user", FirstLine: "three"}}, Total: 3, Transcript: apitypes.TranscriptRead})
 		}
 	})
 	out, stderr, code := cli(t, "session", "messages", "run_1", "--q", "fix", "--limit", "2")
