@@ -20,7 +20,6 @@ import (
 	bbolt "go.etcd.io/bbolt"
 
 	"github.com/olivares-dev/olivares/agent/caps"
-	"github.com/olivares-dev/olivares/agent/claudehook"
 	"github.com/olivares-dev/olivares/agent/codexsup"
 	"github.com/olivares-dev/olivares/agent/identity"
 	"github.com/olivares-dev/olivares/agent/ledger"
@@ -32,6 +31,7 @@ import (
 	"github.com/olivares-dev/olivares/agent/sessions"
 	"github.com/olivares-dev/olivares/agent/state"
 	"github.com/olivares-dev/olivares/agent/supervisor"
+	"github.com/olivares-dev/olivares/shared/claudehook"
 	"github.com/olivares-dev/olivares/shared/config"
 	"github.com/olivares-dev/olivares/shared/localsock"
 	"github.com/olivares-dev/olivares/shared/proto"

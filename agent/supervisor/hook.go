@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/olivares-dev/olivares/agent/claudehook"
 	"github.com/olivares-dev/olivares/agent/cliruntime"
 	"github.com/olivares-dev/olivares/agent/ledger"
 	"github.com/olivares-dev/olivares/agent/refusal"
+	"github.com/olivares-dev/olivares/shared/claudehook"
 )
 
 // HookEndpoint is where the engine's PreToolUse hook reports (R-ED-4):

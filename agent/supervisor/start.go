@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/olivares-dev/olivares/agent/claudehook"
 	"github.com/olivares-dev/olivares/agent/cliruntime"
 	"github.com/olivares-dev/olivares/agent/ledger"
 	"github.com/olivares-dev/olivares/agent/projectconfig"
@@ -16,6 +15,7 @@ import (
 	"github.com/olivares-dev/olivares/agent/registry"
 	"github.com/olivares-dev/olivares/agent/sessions"
 	"github.com/olivares-dev/olivares/shared/apitypes"
+	"github.com/olivares-dev/olivares/shared/claudehook"
 )
 
 // start is one start of a process for a run, as the start check sees it:

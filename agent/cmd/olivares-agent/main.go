@@ -20,9 +20,9 @@ import (
 	"time"
 
 	"github.com/olivares-dev/olivares/agent/agentd"
-	"github.com/olivares-dev/olivares/agent/claudehook"
 	"github.com/olivares-dev/olivares/agent/enroll"
 	"github.com/olivares-dev/olivares/agent/localapi"
+	"github.com/olivares-dev/olivares/shared/claudehook"
 	"github.com/olivares-dev/olivares/shared/localsock"
 )
 

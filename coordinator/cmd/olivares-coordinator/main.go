@@ -25,10 +25,10 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/olivares-dev/olivares/agent/claudehook"
 	"github.com/olivares-dev/olivares/certs"
 	"github.com/olivares-dev/olivares/coordinator/coordd"
 	"github.com/olivares-dev/olivares/coordinator/devmode"
+	"github.com/olivares-dev/olivares/shared/claudehook"
 	"github.com/olivares-dev/olivares/shared/localsock"
 )
 

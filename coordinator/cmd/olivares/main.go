@@ -34,9 +34,9 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/olivares-dev/olivares/agent/claudehook"
 	"github.com/olivares-dev/olivares/certs"
 	"github.com/olivares-dev/olivares/shared/apitypes"
+	"github.com/olivares-dev/olivares/shared/claudehook"
 )
 
 const usage = `olivares: drive an Olivares coordinator.

@@ -3,6 +3,10 @@
 // carries the engine's hooks, it asks the run's agent over the agent's
 // local socket, and answers Claude Code with the agent's decision.
 //
+// It lives in shared because both sides speak it: the hook command (in the
+// olivares, olivares-agent and olivares-coordinator binaries) and the
+// agent's local API, which answers Request with Decision at Path.
+//
 // It fails closed: when the agent cannot be asked, the tool use is blocked
 // (exit code 2), never allowed by default.
 package claudehook
