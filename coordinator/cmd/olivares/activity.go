@@ -5,18 +5,17 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	neturl "net/url"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 
+	"github.com/olivares-dev/olivares/shared/apiclient"
 	"github.com/olivares-dev/olivares/shared/apitypes"
 )
 
 // The read-side commands of issue 8: what a run is doing (§2.19, §2.20) and
 // what was said in it (§2.21), both read on the node from the tool's own
-// transcript. The response types are the node's own (agent/transcript): the
-// coordinator passes the body through unchanged.
+// transcript (shared/apitypes holds the bodies the node answers with).
 
 // maxMessagePages bounds session messages --all.
 const maxMessagePages = 1000
@@ -52,55 +51,39 @@ func (o *cmdOpts) defineActivity(cmd string, fs *flag.FlagSet) {
 	}
 }
 
-// query is the messages query string; the node validates it (R-MSG-16).
-func (m messagesFlags) query(set map[string]bool) neturl.Values {
-	q := neturl.Values{}
-	str := map[string]string{"role": m.role, "q": m.q, "at": m.at, "order": m.order}
-	for k, v := range str {
-		if set[k] {
-			q.Set(k, v)
-		}
-	}
-	num := map[string]int{"limit": m.limit, "cursor": m.cursor, "id": m.id}
-	for k, v := range num {
-		if set[k] {
-			q.Set(k, strconv.Itoa(v))
-		}
-	}
-	if m.text {
-		q.Set("text", "1")
-	}
-	return q
+// query is the messages query; the node validates it (R-MSG-16).
+func (m messagesFlags) query() apiclient.MessagesQuery {
+	return apiclient.MessagesQuery{Role: m.role, Q: m.q, At: m.at, Order: m.order, Limit: m.limit, Cursor: m.cursor, Text: m.text}
 }
 
-func runActivity(ctx context.Context, cl *client, cmd, ref string, o *cmdOpts, out io.Writer, emit func(any, func()) error) (bool, error) {
+func runActivity(ctx context.Context, cl *apiclient.Client, cmd, ref string, o *cmdOpts, out io.Writer, emit func(any, func()) error) (bool, error) {
 	switch cmd {
 	case "session activity":
 		if o.agent != "" {
-			var t apitypes.SubAgentTurns
-			if err := cl.do(ctx, "GET", runPath(ref, "activity", "agents", neturl.PathEscape(o.agent)), nil, &t); err != nil {
+			t, err := cl.SubAgent(ctx, ref, o.agent)
+			if err != nil {
 				return true, err
 			}
 			return true, emit(t, func() { printTurns(out, t) })
 		}
-		var a apitypes.Activity
-		if err := cl.do(ctx, "GET", runPath(ref, "activity"), nil, &a); err != nil {
+		a, err := cl.Activity(ctx, ref)
+		if err != nil {
 			return true, err
 		}
 		return true, emit(a, func() { printActivity(out, a) })
 	case "session messages":
-		q := o.messages.query(o.set)
-		if o.messages.id != 0 {
-			var m apitypes.MessageRead
-			if err := cl.do(ctx, "GET", runPath(ref, "messages")+"?"+q.Encode(), nil, &m); err != nil {
+		q := o.messages.query()
+		if o.set["id"] {
+			m, err := cl.Message(ctx, ref, o.messages.id)
+			if err != nil {
 				return true, err
 			}
 			return true, emit(m, func() { printMessage(out, m) })
 		}
 		all := apitypes.MessagesPage{Items: []apitypes.MessageItem{}}
 		for range maxMessagePages {
-			var page apitypes.MessagesPage
-			if err := cl.do(ctx, "GET", runPath(ref, "messages")+"?"+q.Encode(), nil, &page); err != nil {
+			page, err := cl.Messages(ctx, ref, q)
+			if err != nil {
 				return true, err
 			}
 			all.Items = append(all.Items, page.Items...)
@@ -108,10 +91,10 @@ func runActivity(ctx context.Context, cl *client, cmd, ref string, o *cmdOpts, o
 			if page.Next == nil || !o.messages.all {
 				break
 			}
-			if q.Get("cursor") == strconv.Itoa(*page.Next) {
+			if q.Cursor == *page.Next {
 				return true, fmt.Errorf("the node returned the same messages cursor %d twice", *page.Next)
 			}
-			q.Set("cursor", strconv.Itoa(*page.Next))
+			q.Cursor = *page.Next
 		}
 		return true, emit(all, func() { printMessages(out, all, o.messages.text) })
 	}

@@ -7,224 +7,123 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	neturl "net/url"
-	"strconv"
 	"time"
 
+	"github.com/olivares-dev/olivares/shared/apiclient"
 	"github.com/olivares-dev/olivares/shared/apitypes"
+	"github.com/olivares-dev/olivares/shared/sse"
 )
 
-// Reconnect backoff of attach: doubles from the first to the cap, and starts
-// over once a connection has delivered a frame.
-const (
-	attachMinBackoff = 100 * time.Millisecond
-	attachMaxBackoff = 5 * time.Second
-)
-
-// attacher streams one run's output (GET /runs/{ref}/attach) and reconnects
-// by itself after a stream that was dropped without an end or a notice, at
-// the seq after the last frame it printed (R-RC-1, R-RC-8). It prints every
-// frame at most once, whatever the server replays.
+// attacher prints one run's output (GET /runs/{ref}/attach). The client's
+// stream reconnects by itself after a drop, at the seq after the last
+// frame (R-RC-1, R-RC-8), and never hands a frame over twice (R-RC-6);
+// the attacher says so on stderr and prints what arrives.
 type attacher struct {
-	cl     *client
+	cl     *apiclient.Client
 	ref    string
 	raw    bool
 	stdout io.Writer
 	stderr io.Writer
 	// wait pauses before a reconnect; it returns an error when ctx ends.
 	// Tests replace it so that they never sleep.
-	wait       func(ctx context.Context, d time.Duration) error
-	minBackoff time.Duration
-	maxBackoff time.Duration
-
-	next uint64 // the seq to ask for on the next connection
-	have bool   // next is known: a --from was given or a frame was seen
+	wait func(ctx context.Context, d time.Duration) error
 }
 
-func newAttacher(cl *client, ref string, raw bool, stdout, stderr io.Writer) *attacher {
-	return &attacher{
-		cl: cl, ref: ref, raw: raw, stdout: stdout, stderr: stderr,
-		wait:       sleepCtx,
-		minBackoff: attachMinBackoff,
-		maxBackoff: attachMaxBackoff,
-	}
+func newAttacher(cl *apiclient.Client, ref string, raw bool, stdout, stderr io.Writer) *attacher {
+	return &attacher{cl: cl, ref: ref, raw: raw, stdout: stdout, stderr: stderr}
 }
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-// streamOutcome says how one connection ended.
-type streamOutcome int
-
-const (
-	streamDone    streamOutcome = iota // end or notice: the run has nothing more for us
-	streamDropped                      // cut off; reconnect
-	streamFailed                       // an error reconnecting cannot fix
-)
 
 // run attaches from seq from (when haveFrom, else from the oldest retained
 // frame) until the stream is done, ctx ends (Ctrl-C: a clean exit), or an
 // error that a reconnect cannot fix.
 func (a *attacher) run(ctx context.Context, from uint64, haveFrom bool) error {
-	a.next, a.have = from, haveFrom
-	backoff := a.minBackoff
-	for {
-		outcome, progressed, err := a.once(ctx)
+	s, err := a.cl.Attach(ctx, a.ref, apiclient.AttachOptions{From: from, HaveFrom: haveFrom,
+		Reconnect: true, OnReconnect: a.reconnecting, Wait: a.wait})
+	if err != nil {
 		if ctx.Err() != nil {
 			return nil
 		}
-		switch outcome {
-		case streamDone:
+		return err
+	}
+	defer s.Close()
+	for {
+		ev, err := s.Next()
+		if ctx.Err() != nil || errors.Is(err, io.EOF) {
 			return nil
-		case streamFailed:
+		}
+		if err != nil {
 			return err
 		}
-		if progressed {
-			backoff = a.minBackoff
-		}
-		if err != nil {
-			fmt.Fprintf(a.stderr, "-- stream dropped: %v\n", err)
-		}
-		if a.have {
-			fmt.Fprintf(a.stderr, "-- reconnecting at seq %d\n", a.next)
-		} else {
-			fmt.Fprintln(a.stderr, "-- reconnecting from the oldest retained frame")
-		}
-		if a.wait(ctx, backoff) != nil {
-			return nil
-		}
-		backoff = min(backoff*2, a.maxBackoff)
-	}
-}
-
-// once makes one connection and consumes its stream. progressed reports
-// whether it delivered a frame; err is the cause of a drop (nil for a plain
-// end of stream) or of a failure.
-func (a *attacher) once(ctx context.Context) (outcome streamOutcome, progressed bool, err error) {
-	path := runPath(a.ref, "attach")
-	if a.have {
-		path += "?" + neturl.Values{"from": {strconv.FormatUint(a.next, 10)}}.Encode()
-	}
-	req, err := a.cl.newRequest(ctx, "GET", path, nil)
-	if err != nil {
-		return streamFailed, false, err
-	}
-	req.Header.Set("Accept", "text/event-stream")
-	resp, err := a.cl.stream.Do(req)
-	if err != nil {
-		return streamDropped, false, fmt.Errorf("cannot reach the coordinator at %s: %w", a.cl.c.URL, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode >= 300 {
-		raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-		err := readAPIError(resp, raw)
-		// A 5xx is the coordinator restarting or the node's tunnel being
-		// down (R-RC-8): worth another try. A 4xx will not change.
-		if resp.StatusCode >= 500 {
-			return streamDropped, false, err
-		}
-		return streamFailed, false, err
-	}
-	sr := newSSEReader(resp.Body)
-	for {
-		ev, err := sr.next()
-		if errors.Is(err, io.EOF) {
-			return streamDropped, progressed, nil
-		}
-		if errors.Is(err, errSSELineTooLong) {
-			return streamFailed, progressed, err
-		}
-		if err != nil {
-			return streamDropped, progressed, err
-		}
-		outcome, delivered, err := a.handle(ev)
-		progressed = progressed || delivered
-		if err != nil || outcome != streamDropped {
-			return outcome, progressed, err
+		if err := a.handle(ev); err != nil {
+			return err
 		}
 	}
 }
 
-// handle prints one event. It answers streamDropped to mean "keep reading".
-func (a *attacher) handle(ev sseEvent) (outcome streamOutcome, delivered bool, err error) {
-	bad := func(err error) (streamOutcome, bool, error) {
-		return streamFailed, false, fmt.Errorf("bad %s event from the coordinator: %w", ev.Event, err)
+// reconnecting says why the stream dropped and where it picks up.
+func (a *attacher) reconnecting(cause error, next uint64, have bool) {
+	if cause != nil {
+		fmt.Fprintf(a.stderr, "-- stream dropped: %s\n", explainText("session attach", cause))
 	}
-	switch ev.Event {
+	if have {
+		fmt.Fprintf(a.stderr, "-- reconnecting at seq %d\n", next)
+	} else {
+		fmt.Fprintln(a.stderr, "-- reconnecting from the oldest retained frame")
+	}
+}
+
+// handle prints one event.
+func (a *attacher) handle(ev sse.Event) error {
+	bad := func(err error) error { return fmt.Errorf("bad %s event from the coordinator: %w", ev.Type, err) }
+	switch ev.Type {
 	case apitypes.SSEOutput:
 		var o apitypes.Output
-		if err := json.Unmarshal([]byte(ev.Data), &o); err != nil {
+		if err := json.Unmarshal(ev.Data, &o); err != nil {
 			return bad(err)
 		}
-		if a.have && o.Seq < a.next {
-			return streamDropped, false, nil // already printed (R-RC-6)
-		}
-		if err := a.printOutput(ev, o); err != nil {
-			return streamFailed, false, err
-		}
-		a.next, a.have = o.Seq+1, true
-		return streamDropped, true, nil
+		return a.printOutput(ev, o)
 	case apitypes.SSELag:
 		var l apitypes.Lag
-		if err := json.Unmarshal([]byte(ev.Data), &l); err != nil {
+		if err := json.Unmarshal(ev.Data, &l); err != nil {
 			return bad(err)
 		}
-		if !a.have || l.ResumedFrom > a.next {
-			a.next, a.have = l.ResumedFrom, true
-		}
 		if a.raw {
-			return streamDropped, false, a.printRaw(ev)
+			return a.printRaw(ev)
 		}
 		if l.ResumedFrom > l.RequestedFrom {
 			fmt.Fprintf(a.stderr, "-- lag: frames %d..%d were evicted; resuming at %d\n", l.RequestedFrom, l.ResumedFrom-1, l.ResumedFrom)
 		} else {
 			fmt.Fprintf(a.stderr, "-- lag: resuming at %d\n", l.ResumedFrom)
 		}
-		return streamDropped, false, nil
 	case apitypes.SSEEnd:
 		var e apitypes.End
-		if err := json.Unmarshal([]byte(ev.Data), &e); err != nil {
+		if err := json.Unmarshal(ev.Data, &e); err != nil {
 			return bad(err)
 		}
 		if a.raw {
-			if err := a.printRaw(ev); err != nil {
-				return streamFailed, false, err
-			}
+			return a.printRaw(ev)
 		}
-		// A viewer dropped for being slow is not the run ending: the process
-		// still lives, so pick up where we were.
-		if e.Reason == "slow_viewer" {
-			return streamDropped, false, errors.New("the coordinator dropped this viewer for reading too slowly")
-		}
-		if !a.raw {
+		// A viewer dropped for being slow is not the run ending: the
+		// stream picks up where it was.
+		if e.Reason != "slow_viewer" {
 			fmt.Fprintln(a.stderr, "-- ended: "+endText(e))
 		}
-		return streamDone, false, nil
 	case apitypes.SSENotice:
 		var n apitypes.Notice
-		if err := json.Unmarshal([]byte(ev.Data), &n); err != nil {
+		if err := json.Unmarshal(ev.Data, &n); err != nil {
 			return bad(err)
 		}
 		if a.raw {
-			return streamDone, false, a.printRaw(ev)
+			return a.printRaw(ev)
 		}
 		fmt.Fprintf(a.stderr, "-- session is not live (state=%s)\n", n.State)
-		return streamDone, false, nil
 	case apitypes.SSEOlivaresNotice:
 		var n struct{ Kind, Message string }
-		if err := json.Unmarshal([]byte(ev.Data), &n); err != nil {
+		if err := json.Unmarshal(ev.Data, &n); err != nil {
 			return bad(err)
 		}
 		if a.raw {
-			return streamDropped, false, a.printRaw(ev)
+			return a.printRaw(ev)
 		}
 		if n.Message != "" {
 			fmt.Fprintf(a.stderr, "-- notice: %s: %s\n", n.Kind, n.Message)
@@ -232,7 +131,7 @@ func (a *attacher) handle(ev sseEvent) (outcome streamOutcome, delivered bool, e
 			fmt.Fprintf(a.stderr, "-- notice: %s\n", n.Kind)
 		}
 	}
-	return streamDropped, false, nil
+	return nil
 }
 
 func endText(e apitypes.End) string {
@@ -251,7 +150,7 @@ func endText(e apitypes.End) string {
 
 // printOutput writes a frame's bytes: stderr frames to our stderr, stdout
 // and pty frames to our stdout.
-func (a *attacher) printOutput(ev sseEvent, o apitypes.Output) error {
+func (a *attacher) printOutput(ev sse.Event, o apitypes.Output) error {
 	if a.raw {
 		return a.printRaw(ev)
 	}
@@ -271,12 +170,12 @@ func (a *attacher) printOutput(ev sseEvent, o apitypes.Output) error {
 }
 
 // printRaw writes the event as one JSON line on stdout (--raw).
-func (a *attacher) printRaw(ev sseEvent) error {
+func (a *attacher) printRaw(ev sse.Event) error {
 	line, err := json.Marshal(struct {
 		Event string          `json:"event"`
 		ID    string          `json:"id,omitempty"`
 		Data  json.RawMessage `json:"data"`
-	}{ev.Event, ev.ID, json.RawMessage(ev.Data)})
+	}{ev.Type, ev.ID, json.RawMessage(ev.Data)})
 	if err != nil {
 		return err
 	}

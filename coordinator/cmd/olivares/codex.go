@@ -7,12 +7,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
-	neturl "net/url"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/olivares-dev/olivares/shared/apiclient"
 	"github.com/olivares-dev/olivares/shared/apitypes"
 )
 
@@ -31,8 +30,6 @@ const codexUsage = `  olivares codex sessions [--search T] [--host ID] [--limit 
       75000 for sessions, 30000 for continue and archive). Their exit status
       is 0 on success, 1 for an API or host failure, 2 for a usage error.
 `
-
-const catalogAPI = sessionsAPI + "/catalog/codex/threads"
 
 // Default timeouts (R-CX-CLI-3).
 const (
@@ -64,7 +61,8 @@ func defineCodex(cmd string, fs *flag.FlagSet) *codexOpts {
 	fs.StringVar(&o.url, "url", "", "coordinator API URL (default: the saved login's)")
 	fs.StringVar(&o.token, "token", "", "bearer token (default: the saved login's)")
 	fs.IntVar(&o.timeoutMS, "timeout", 0, "timeout in milliseconds (default 75000 for sessions, 30000 otherwise)")
-	fs.BoolVar(&o.expectFinal, "expect-final", false, "accepted for compatibility; no effect on these calls (R-CX-CLI-3)")
+	// R-CX-CLI-3: accepted, with no effect on these calls.
+	fs.BoolVar(&o.expectFinal, "expect-final", false, "accepted for compatibility; no effect on these calls")
 	fs.StringVar(&o.host, "host", "", "host (node id)")
 	switch cmd {
 	case "codex sessions":
@@ -122,11 +120,12 @@ func (e hostFailure) Error() string {
 	return fmt.Sprintf("%d host(s) failed; see their errors above", e.n)
 }
 
-// failure makes an API error exit 1 (R-CX-CLI-10), whatever its status.
-func failure(err error) error {
-	var ae *apiError
+// failure makes an API error exit 1 (R-CX-CLI-10), whatever its status,
+// told in the command's terms.
+func failure(cmd string, err error) error {
+	var ae *apiclient.Error
 	if errors.As(err, &ae) {
-		return errors.New(ae.Error())
+		return errors.New(explainText(cmd, err))
 	}
 	return err
 }
@@ -145,12 +144,11 @@ func runCodex(ctx context.Context, o *codexOpts, pos []string, out io.Writer) er
 	if o.token != "" {
 		creds.Token = o.token
 	}
-	cl, err := newClient(creds)
+	timeout := o.timeout()
+	cl, err := newClient(creds, timeout)
 	if err != nil {
 		return err
 	}
-	timeout := o.timeout()
-	cl.http.Timeout = timeout
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	emit := func(v any, text func()) error {
@@ -164,16 +162,9 @@ func runCodex(ctx context.Context, o *codexOpts, pos []string, out io.Writer) er
 	}
 	switch o.cmd {
 	case "codex sessions":
-		q := neturl.Values{}
-		q.Set("limit", fmt.Sprint(o.limit))
-		for k, v := range map[string]string{"search": o.search, "host": o.host, "cursor": o.cursor} {
-			if v != "" {
-				q.Set(k, v)
-			}
-		}
-		var cat apitypes.CodexCatalog
-		if err := cl.do(ctx, http.MethodGet, catalogAPI+"?"+q.Encode(), nil, &cat); err != nil {
-			return failure(err)
+		cat, err := cl.CodexThreads(ctx, apiclient.CodexThreadsQuery{Search: o.search, Host: o.host, Limit: o.limit, Cursor: o.cursor})
+		if err != nil {
+			return failure(o.cmd, err)
 		}
 		if err := emit(cat, func() { printCatalog(out, cat, o.search) }); err != nil {
 			return err
@@ -196,11 +187,10 @@ func runCodex(ctx context.Context, o *codexOpts, pos []string, out io.Writer) er
 				return err
 			}
 		}
-		path := catalogAPI + "/" + neturl.PathEscape(host) + "/" + neturl.PathEscape(thread)
 		if o.cmd == "codex continue" {
-			var r apitypes.Run
-			if err := cl.do(ctx, http.MethodPost, path+"/continue", struct{}{}, &r); err != nil {
-				return failure(err)
+			r, _, err := cl.CodexContinue(ctx, host, thread)
+			if err != nil {
+				return failure(o.cmd, err)
 			}
 			return emit(r, func() {
 				state := "pending"
@@ -210,9 +200,9 @@ func runCodex(ctx context.Context, o *codexOpts, pos []string, out io.Writer) er
 				fmt.Fprintf(out, "run %s on %s continues thread %s (branch %s, run %s)\n", r.RunRef, r.NodeID, thread, state, r.State)
 			})
 		}
-		var res apitypes.CodexArchived
-		if err := cl.do(ctx, http.MethodPost, path+"/archive", apitypes.CodexArchiveRequest{ConfirmNoOtherRunner: true}, &res); err != nil {
-			return failure(err)
+		res, err := cl.CodexArchive(ctx, host, thread, true)
+		if err != nil {
+			return failure(o.cmd, err)
 		}
 		return emit(res, func() { fmt.Fprintf(out, "archived thread %s on %s\n", res.ThreadID, res.Host) })
 	}
@@ -221,10 +211,10 @@ func runCodex(ctx context.Context, o *codexOpts, pos []string, out io.Writer) er
 
 // onlyCodexHost is the host of continue and archive without --host: the one
 // connected node with Codex supervision; with several, --host is needed.
-func onlyCodexHost(ctx context.Context, cl *client) (string, error) {
-	var nodes apitypes.NodeList
-	if err := cl.do(ctx, http.MethodGet, "/v1/nodes", nil, &nodes); err != nil {
-		return "", failure(err)
+func onlyCodexHost(ctx context.Context, cl *apiclient.Client) (string, error) {
+	nodes, err := cl.Nodes(ctx)
+	if err != nil {
+		return "", failure("codex", err)
 	}
 	var hosts []string
 	for _, n := range nodes.Nodes {

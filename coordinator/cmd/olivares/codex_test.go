@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/olivares-dev/olivares/shared/apiclient"
 	"github.com/olivares-dev/olivares/shared/apitypes"
 )
 
@@ -61,7 +62,7 @@ func TestCodexSessions(t *testing.T) {
 		mu.Lock()
 		queries = append(queries, r.URL.RawQuery)
 		mu.Unlock()
-		if r.URL.Path != catalogAPI || r.Method != http.MethodGet {
+		if r.URL.Path != apiclient.Base+"/catalog/codex/threads" || r.Method != http.MethodGet {
 			writeErr(w, 404, "not_found", "no")
 			return
 		}
@@ -123,7 +124,7 @@ func TestCodexContinueArchive(t *testing.T) {
 	if code != 0 || !strings.Contains(stdout, "run run_x1") {
 		t.Fatalf("continue: exit %d %q", code, stdout)
 	}
-	if want := "POST " + catalogAPI + "/" + nodeA + "/" + threadA + "/continue {}"; seen[1] != want {
+	if want := "POST " + apiclient.Base + "/catalog/codex/threads" + "/" + nodeA + "/" + threadA + "/continue {}"; seen[1] != want {
 		t.Errorf("continue sent %q, want %q", seen[1], want)
 	}
 	stdout, _, code = cli(t, "codex", "archive", threadA, "--confirm-no-other-runner", "--host", nodeA, "--json")
@@ -131,7 +132,7 @@ func TestCodexContinueArchive(t *testing.T) {
 	if code != 0 || json.Unmarshal([]byte(stdout), &arch) != nil || !arch.Archived {
 		t.Fatalf("archive: exit %d %q", code, stdout)
 	}
-	if want := "POST " + catalogAPI + "/" + nodeA + "/" + threadA + `/archive {"confirmNoOtherRunner":true}`; seen[len(seen)-1] != want {
+	if want := "POST " + apiclient.Base + "/catalog/codex/threads" + "/" + nodeA + "/" + threadA + `/archive {"confirmNoOtherRunner":true}`; seen[len(seen)-1] != want {
 		t.Errorf("archive sent %q, want %q", seen[len(seen)-1], want)
 	}
 	if _, stderr, code := cli(t, "codex", "continue", "01a23643-0000-7000-8000-000000000000", "--host", nodeA); code != 1 || !strings.Contains(stderr, "thread_active") {

@@ -13,7 +13,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -23,18 +22,17 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	neturl "net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"syscall"
 	"text/tabwriter"
 	"time"
 
 	"github.com/olivares-dev/olivares/certs"
+	"github.com/olivares-dev/olivares/shared/apiclient"
 	"github.com/olivares-dev/olivares/shared/apitypes"
 	"github.com/olivares-dev/olivares/shared/claudehook"
 )
@@ -87,11 +85,11 @@ Usage:
       Launch a run. A profile or workspace not given by ref (prof_…, ws_…) is
       looked up by its exact name. --grant hands a vault secret to the tool as
       ENV (or as a 0600 file whose path is in ENV); the run is tainted by its
-      kind for good (§3.17).
+      kind for good, which limits what can be read or handed on from it.
   olivares session list [--state S] [--limit N] [--offset N] [--archived] [--snoozed] [--json]
       Your pinned runs first, then the others, then those you marked done
       ("Earlier"). Runs you snoozed are hidden until due, archived runs unless
-      --archived is given (R-ARC-4).
+      --archived is given.
   olivares session show REF [--json]
   olivares session events REF [--json]   the run's lifecycle evidence
   olivares session input REF (--text T | --message M | --line JSON)
@@ -195,7 +193,7 @@ func exitCode(err error) int {
 	if errors.As(err, &ue) {
 		return 2
 	}
-	var ae *apiError
+	var ae *apiclient.Error
 	if errors.As(err, &ae) {
 		return statusExit(ae.Status)
 	}
@@ -257,16 +255,13 @@ func loadCreds() (Credentials, error) {
 	return c, nil
 }
 
-// client calls the API with the saved credentials.
-type client struct {
-	c    Credentials
-	http *http.Client
-	// stream carries attach: it has no overall timeout, since a stream lives
-	// as long as the run, only one for the response headers.
-	stream *http.Client
-}
+// callTimeout bounds each API call of a command; an attach stream has no
+// overall bound, only this one for its response headers.
+const callTimeout = 60 * time.Second
 
-func newClient(c Credentials) (*client, error) {
+// newClient is the API client of the saved credentials, trusting the CA
+// file's roots for https.
+func newClient(c Credentials, timeout time.Duration) (*apiclient.Client, error) {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	if c.CAFile != "" {
 		pem, err := os.ReadFile(c.CAFile)
@@ -283,88 +278,8 @@ func newClient(c Credentials) (*client, error) {
 		}
 		tr.TLSClientConfig = &tls.Config{RootCAs: pool}
 	}
-	str := tr.Clone()
-	str.ResponseHeaderTimeout = 60 * time.Second
-	return &client{
-		c:      c,
-		http:   &http.Client{Transport: tr, Timeout: 60 * time.Second},
-		stream: &http.Client{Transport: str},
-	}, nil
-}
-
-// apiError is an error answer of the API (R-API-4).
-type apiError struct {
-	Status  int
-	Code    string
-	Message string
-}
-
-func (e *apiError) Error() string {
-	if e.Code == "" {
-		return fmt.Sprintf("%s (HTTP %d)", e.Message, e.Status)
-	}
-	return fmt.Sprintf("%s (%s)", e.Message, e.Code)
-}
-
-// readAPIError turns a non-2xx response into an *apiError.
-func readAPIError(resp *http.Response, raw []byte) error {
-	var body struct {
-		Error struct{ Code, Message string } `json:"error"`
-	}
-	json.Unmarshal(raw, &body)
-	if body.Error.Message == "" {
-		body.Error.Message = strings.TrimSpace(strings.TrimPrefix(resp.Status, strconv.Itoa(resp.StatusCode)))
-		if body.Error.Message == "" {
-			body.Error.Message = http.StatusText(resp.StatusCode)
-		}
-	}
-	return &apiError{Status: resp.StatusCode, Code: body.Error.Code, Message: body.Error.Message}
-}
-
-func (cl *client) newRequest(ctx context.Context, method, path string, body io.Reader) (*http.Request, error) {
-	req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(cl.c.URL, "/")+path, body)
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Authorization", "Bearer "+cl.c.Token)
-	req.Header.Set("X-Olivares-Tenant", cl.c.Tenant)
-	return req, nil
-}
-
-// do sends body (nil for none) as JSON and decodes a 2xx answer into result
-// (nil to drop it).
-func (cl *client) do(ctx context.Context, method, path string, body, result any) error {
-	var rd io.Reader
-	if body != nil {
-		raw, err := json.Marshal(body)
-		if err != nil {
-			return err
-		}
-		rd = bytes.NewReader(raw)
-	}
-	req, err := cl.newRequest(ctx, method, path, rd)
-	if err != nil {
-		return err
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := cl.http.Do(req)
-	if err != nil {
-		return fmt.Errorf("cannot reach the coordinator at %s: %w", cl.c.URL, err)
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode >= 300 {
-		return readAPIError(resp, raw)
-	}
-	if result != nil {
-		return json.Unmarshal(raw, result)
-	}
-	return nil
+	return apiclient.New(apiclient.Config{URL: c.URL, Token: c.Token, Tenant: c.Tenant,
+		HTTPClient: &http.Client{Transport: tr}, Timeout: timeout}), nil
 }
 
 // groups are the commands that take a subcommand word.
@@ -376,12 +291,15 @@ var groups = map[string]string{
 	"codex":     "sessions, continue or archive",
 }
 
-func run(ctx context.Context, args []string, out, errOut io.Writer) error {
+func run(ctx context.Context, args []string, out, errOut io.Writer) (err error) {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		fmt.Fprint(out, usage)
 		return nil
 	}
 	cmd, rest := args[0], args[1:]
+	// An API error is told in the command's own terms: its flags, not the
+	// API's fields.
+	defer func() { err = explain(cmd, err) }()
 	if want, ok := groups[cmd]; ok {
 		if len(rest) > 0 && (rest[0] == "-h" || rest[0] == "--help" || rest[0] == "help") {
 			fmt.Fprint(out, usage)
@@ -474,12 +392,12 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 			}
 			creds.CAFile = abs
 		}
-		cl, err := newClient(creds)
+		cl, err := newClient(creds, callTimeout)
 		if err != nil {
 			return err
 		}
-		var who map[string]any
-		if err := cl.do(ctx, "GET", "/v1/whoami", nil, &who); err != nil {
+		who, err := cl.Whoami(ctx)
+		if err != nil {
 			return fmt.Errorf("login refused: %w", err)
 		}
 		p, err := credPath()
@@ -494,7 +412,7 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 			return err
 		}
 		return emit(who, func() {
-			fmt.Fprintf(out, "logged in to %s as %v (%v in %s); credentials in %s\n", *url, who["name"], who["role"], *tenant, p)
+			fmt.Fprintf(out, "logged in to %s as %s (%s in %s); credentials in %s\n", *url, who.Name, who.Role, *tenant, p)
 		})
 	}
 	if cx != nil {
@@ -517,7 +435,7 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 	if err != nil {
 		return err
 	}
-	cl, err := newClient(creds)
+	cl, err := newClient(creds, callTimeout)
 	if err != nil {
 		return err
 	}
@@ -526,19 +444,19 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 		if len(pos) > 0 {
 			return usageError{errors.New("whoami takes no argument")}
 		}
-		var who map[string]any
-		if err := cl.do(ctx, "GET", "/v1/whoami", nil, &who); err != nil {
+		who, err := cl.Whoami(ctx)
+		if err != nil {
 			return err
 		}
 		return emit(who, func() {
-			fmt.Fprintf(out, "%v (%v, %v) in tenant %v at %s\n", who["name"], who["kind"], who["role"], who["tenant"], creds.URL)
+			fmt.Fprintf(out, "%s (%s, %s) in tenant %s at %s\n", who.Name, who.Kind, who.Role, who.Tenant, creds.URL)
 		})
 	case "node list":
 		if len(pos) > 0 {
 			return usageError{errors.New("node list takes no argument")}
 		}
-		var res apitypes.NodeList
-		if err := cl.do(ctx, "GET", "/v1/nodes", nil, &res); err != nil {
+		res, err := cl.Nodes(ctx)
+		if err != nil {
 			return err
 		}
 		return emit(res, func() {
@@ -555,14 +473,15 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 		if err != nil {
 			return err
 		}
-		method, path := "GET", "/v1/nodes/"+neturl.PathEscape(id)
+		get := cl.Node
 		if cmd == "node revoke" {
-			method, path = "POST", path+"/revoke"
+			get = cl.RevokeNode
 		}
-		var n node
-		if err := cl.do(ctx, method, path, nil, &n); err != nil {
+		an, err := get(ctx, id)
+		if err != nil {
 			return err
 		}
+		n := node{an}
 		return emit(n, func() { n.print(out) })
 	}
 	return runSessions(ctx, cl, cmd, pos, &o, out, errOut, emit)

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -69,96 +68,8 @@ func writeErr(w http.ResponseWriter, status int, code, msg string) {
 	writeJSON(w, status, map[string]any{"error": map[string]string{"code": code, "message": msg}})
 }
 
-func TestSSEParse(t *testing.T) {
-	tests := []struct {
-		name, in string
-		want     []sseEvent
-	}{
-		{"one event", "event: output\nid: 1\ndata: {\"seq\":1}\n\n",
-			[]sseEvent{{"output", "1", `{"seq":1}`}}},
-		{"multi-line data", "event: output\nid: 2\ndata: line one\ndata: line two\ndata:\n\n",
-			[]sseEvent{{"output", "2", "line one\nline two\n"}}},
-		{"no space after colon, only one space dropped", "event:end\ndata:x\ndata:  y\n\n",
-			[]sseEvent{{"end", "", "x\n y"}}},
-		{"default event name", "data: hi\n\n", []sseEvent{{"message", "", "hi"}}},
-		{"comments and empty events skipped", ": ping\n\nid: 7\n\nevent: lag\ndata: {}\n\n",
-			[]sseEvent{{"lag", "7", "{}"}}},
-		{"event name does not leak", "event: lag\n\ndata: a\n\n", []sseEvent{{"message", "", "a"}}},
-		{"id persists and changes", "id: 3\ndata: a\n\ndata: b\n\nid: 4\ndata: c\n\n",
-			[]sseEvent{{"message", "3", "a"}, {"message", "3", "b"}, {"message", "4", "c"}}},
-		{"id with NUL ignored", "id: 5\ndata: a\n\nid: 6\x00\ndata: b\n\n",
-			[]sseEvent{{"message", "5", "a"}, {"message", "5", "b"}}},
-		{"CRLF", "event: x\r\nid: 9\r\ndata: y\r\n\r\n", []sseEvent{{"x", "9", "y"}}},
-		{"colon in value", "data: {\"k\":\"v: w\"}\n\n", []sseEvent{{"message", "", `{"k":"v: w"}`}}},
-		{"unknown fields ignored", "retry: 100\nfoo: bar\ndata: z\n\n", []sseEvent{{"message", "", "z"}}},
-		{"cut-off event dropped", "data: a\n\nevent: output\ndata: b\n", []sseEvent{{"message", "", "a"}}},
-		{"empty stream", "", nil},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := readAllSSE(strings.NewReader(tt.in))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !reflect.DeepEqual(got, tt.want) {
-				t.Errorf("got %q, want %q", got, tt.want)
-			}
-		})
-	}
-}
-
-func readAllSSE(r io.Reader) ([]sseEvent, error) {
-	sr := newSSEReader(r)
-	var evs []sseEvent
-	for {
-		ev, err := sr.next()
-		if errors.Is(err, io.EOF) {
-			return evs, nil
-		}
-		if err != nil {
-			return evs, err
-		}
-		evs = append(evs, ev)
-	}
-}
-
-func TestSSELongLines(t *testing.T) {
-	big := strings.Repeat("x", 1<<20)
-	got, err := readAllSSE(strings.NewReader("data: " + big + "\n\n"))
-	if err != nil || len(got) != 1 || got[0].Data != big {
-		t.Fatalf("1 MiB data line: %d events, err %v", len(got), err)
-	}
-	_, err = readAllSSE(strings.NewReader("data: " + big + strings.Repeat("x", 2<<10) + "\n\n"))
-	if !errors.Is(err, errSSELineTooLong) {
-		t.Fatalf("over-long line: got %v, want %v", err, errSSELineTooLong)
-	}
-}
-
-func FuzzSSE(f *testing.F) {
-	f.Add("event: output\nid: 1\ndata: {\"seq\":1}\n\n")
-	f.Add("data: a\ndata: b\n\n: c\n\nid\n\ndata\n\n")
-	f.Add("event:x\r\ndata:y\r\n\r\n")
-	f.Fuzz(func(t *testing.T, in string) {
-		evs, err := readAllSSE(strings.NewReader(in))
-		if errors.Is(err, errSSELineTooLong) {
-			return
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if n := strings.Count(in, "\n"); len(evs) > n {
-			t.Fatalf("%d events from %d lines", len(evs), n)
-		}
-		for _, ev := range evs {
-			if ev.Event == "" || strings.ContainsAny(ev.ID, "\x00\n") {
-				t.Fatalf("bad event %q", ev)
-			}
-		}
-	})
-}
-
 // sse writes one event and flushes it.
-func sse(t *testing.T, w http.ResponseWriter, event string, id uint64, data any) {
+func writeEvent(t *testing.T, w http.ResponseWriter, event string, id uint64, data any) {
 	t.Helper()
 	raw, err := json.Marshal(data)
 	if err != nil {
@@ -181,7 +92,7 @@ func startStream(w http.ResponseWriter) {
 // testAttacher returns an attacher whose waits are recorded, not slept.
 func testAttacher(t *testing.T, srv *httptest.Server, raw bool) (a *attacher, stdout, stderr *bytes.Buffer, waits *[]time.Duration) {
 	t.Helper()
-	cl, err := newClient(Credentials{URL: srv.URL, Token: testToken, Tenant: testTenant})
+	cl, err := newClient(Credentials{URL: srv.URL, Token: testToken, Tenant: testTenant}, callTimeout)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,11 +126,11 @@ func TestAttachReconnects(t *testing.T) {
 		switch n {
 		case 1:
 			startStream(w)
-			sse(t, w, "output", 1, output(1, "stdout", "one\n"))
-			sse(t, w, "output", 2, output(2, "stderr", "oops\n"))
+			writeEvent(t, w, "output", 1, output(1, "stdout", "one\n"))
+			writeEvent(t, w, "output", 2, output(2, "stderr", "oops\n"))
 			o := output(3, "pty", base64.StdEncoding.EncodeToString([]byte("three\n")))
 			o.Encoding = "base64"
-			sse(t, w, "output", 3, o)
+			writeEvent(t, w, "output", 3, o)
 			// Frame 4 is cut off mid-line: it must not be printed now.
 			fmt.Fprint(w, "event: output\nid: 4\ndata: {\"seq\":4,\"stream\":\"stdout\",\"data\":\"fo")
 			w.(http.Flusher).Flush()
@@ -227,15 +138,15 @@ func TestAttachReconnects(t *testing.T) {
 		case 2:
 			// A clean end of stream without end or notice is a drop too.
 			startStream(w)
-			sse(t, w, "output", 3, output(3, "stdout", "three again\n")) // a replay: skipped
-			sse(t, w, "output", 4, output(4, "stdout", "four\n"))
+			writeEvent(t, w, "output", 3, output(3, "stdout", "three again\n")) // a replay: skipped
+			writeEvent(t, w, "output", 4, output(4, "stdout", "four\n"))
 		case 3, 4:
 			writeErr(w, http.StatusServiceUnavailable, "node_unreachable", "the node has no tunnel")
 		default:
 			startStream(w)
-			sse(t, w, "output", 5, output(5, "stdout", "five\n"))
+			writeEvent(t, w, "output", 5, output(5, "stdout", "five\n"))
 			code := 0
-			sse(t, w, "end", 5, apitypes.End{Generation: 1, ExitCode: &code})
+			writeEvent(t, w, "end", 5, apitypes.End{Generation: 1, ExitCode: &code})
 		}
 	})
 	a, stdout, stderr, waits := testAttacher(t, srv, false)
@@ -282,10 +193,10 @@ func TestAttachEvents(t *testing.T) {
 		{
 			name: "lag then notice", from: "2",
 			events: func(t *testing.T, w http.ResponseWriter) {
-				sse(t, w, "lag", 4, apitypes.Lag{RequestedFrom: 2, ResumedFrom: 5})
-				sse(t, w, "output", 5, output(5, "stdout", "five"))
-				sse(t, w, "notice", 5, apitypes.Notice{Kind: "not_live", State: "stopped"})
-				sse(t, w, "output", 6, output(6, "stdout", "after the notice"))
+				writeEvent(t, w, "lag", 4, apitypes.Lag{RequestedFrom: 2, ResumedFrom: 5})
+				writeEvent(t, w, "output", 5, output(5, "stdout", "five"))
+				writeEvent(t, w, "notice", 5, apitypes.Notice{Kind: "not_live", State: "stopped"})
+				writeEvent(t, w, "output", 6, output(6, "stdout", "after the notice"))
 			},
 			stdout: "five",
 			stderr: "-- lag: frames 2..4 were evicted; resuming at 5\n-- session is not live (state=stopped)\n",
@@ -293,23 +204,23 @@ func TestAttachEvents(t *testing.T) {
 		{
 			name: "end with an exit code",
 			events: func(t *testing.T, w http.ResponseWriter) {
-				sse(t, w, "olivares_notice", 0, map[string]string{"kind": "history_withheld"})
-				sse(t, w, "end", 0, apitypes.End{Generation: 2, ExitCode: &code})
+				writeEvent(t, w, "olivares_notice", 0, map[string]string{"kind": "history_withheld"})
+				writeEvent(t, w, "end", 0, apitypes.End{Generation: 2, ExitCode: &code})
 			},
 			stderr: "-- notice: history_withheld\n-- ended: generation 2, exit code 3\n",
 		},
 		{
 			name: "end by a signal",
 			events: func(t *testing.T, w http.ResponseWriter) {
-				sse(t, w, "end", 0, apitypes.End{Generation: 1, Signal: "SIGKILL"})
+				writeEvent(t, w, "end", 0, apitypes.End{Generation: 1, Signal: "SIGKILL"})
 			},
 			stderr: "-- ended: generation 1, signal SIGKILL\n",
 		},
 		{
 			name: "raw", raw: true,
 			events: func(t *testing.T, w http.ResponseWriter) {
-				sse(t, w, "output", 1, output(1, "stdout", "x"))
-				sse(t, w, "end", 1, apitypes.End{Generation: 1, ExitCode: &code})
+				writeEvent(t, w, "output", 1, output(1, "stdout", "x"))
+				writeEvent(t, w, "end", 1, apitypes.End{Generation: 1, ExitCode: &code})
 			},
 			stdout: `{"event":"output","id":"1","data":{"seq":1,"generation":1,"stream":"stdout","at":"0001-01-01T00:00:00Z","data":"x","encoding":"utf8"}}` + "\n" +
 				`{"event":"end","id":"1","data":{"generation":1,"exit_code":3}}` + "\n",
@@ -349,14 +260,14 @@ func TestAttachSlowViewerReconnects(t *testing.T) {
 		conn++
 		startStream(w)
 		if conn == 1 {
-			sse(t, w, "output", 1, output(1, "stdout", "a"))
-			sse(t, w, "end", 1, apitypes.End{Generation: 1, Reason: "slow_viewer"})
+			writeEvent(t, w, "output", 1, output(1, "stdout", "a"))
+			writeEvent(t, w, "end", 1, apitypes.End{Generation: 1, Reason: "slow_viewer"})
 			return
 		}
 		if got := r.URL.Query().Get("from"); got != "2" {
 			t.Errorf("from %q, want 2", got)
 		}
-		sse(t, w, "notice", 1, apitypes.Notice{Kind: "not_live", State: "idle"})
+		writeEvent(t, w, "notice", 1, apitypes.Notice{Kind: "not_live", State: "idle"})
 	})
 	a, stdout, stderr, waits := testAttacher(t, srv, false)
 	if err := a.run(t.Context(), 0, false); err != nil {
@@ -381,7 +292,7 @@ func (w *notifyWriter) Write(p []byte) (int, error) {
 func TestAttachInterrupted(t *testing.T) {
 	srv := fakeAPI(t, func(w http.ResponseWriter, r *http.Request) {
 		startStream(w)
-		sse(t, w, "output", 1, output(1, "stdout", "a"))
+		writeEvent(t, w, "output", 1, output(1, "stdout", "a"))
 		<-r.Context().Done()
 	})
 	a, _, _, _ := testAttacher(t, srv, false)
@@ -467,6 +378,11 @@ func TestUsageErrors(t *testing.T) {
 		{"profile", "add", "--node", "n1", "--tool", "claude"},
 		{"profile", "add", "--node", "n1", "--tool", "claude", "--name", "x", "--env", "NOEQUALS"},
 		{"workspace", "add", "--node", "n1", "--name", "x"},
+		{"session", "list", "--limit", "0"},
+		{"audit", "list", "--limit", "-1"},
+		{"session", "messages", "run_1", "--limit", "0"},
+		{"session", "messages", "run_1", "--id", "0"},
+		{"session", "messages", "run_1", "--cursor", "0"},
 	} {
 		if _, stderr, code := cli(t, args...); code != 2 {
 			t.Errorf("%q: exit %d, want 2 (stderr %q)", args, code, stderr)

@@ -4,33 +4,22 @@ import (
 	"context"
 	"fmt"
 	"io"
-	neturl "net/url"
-	"strconv"
+	"slices"
 	"text/tabwriter"
 	"time"
 
+	"github.com/olivares-dev/olivares/shared/apiclient"
 	"github.com/olivares-dev/olivares/shared/apitypes"
 	"github.com/olivares-dev/olivares/shared/auditchain"
 )
 
 // markCommands are the session commands of per-caller and session marks,
 // release and delete (issue 5): each is one route.
-var markCommands = map[string]struct{ method, action string }{
-	"session pin":       {"POST", "pin"},
-	"session unpin":     {"DELETE", "pin"},
-	"session snooze":    {"POST", "snooze"},
-	"session unsnooze":  {"DELETE", "snooze"},
-	"session done":      {"POST", "done"},
-	"session undone":    {"DELETE", "done"},
-	"session rename":    {"PUT", "name"},
-	"session archive":   {"POST", "archive"},
-	"session unarchive": {"DELETE", "archive"},
-	"session cleanup":   {"POST", "cleanup"},
-	"session delete":    {"DELETE", ""},
-}
+var markCommands = []string{"session pin", "session unpin", "session snooze", "session unsnooze", "session done",
+	"session undone", "session rename", "session archive", "session unarchive", "session cleanup", "session delete"}
 
 func init() {
-	for cmd := range markCommands {
+	for _, cmd := range markCommands {
 		commands[cmd] = "run ref"
 	}
 	commands["audit list"] = ""
@@ -39,35 +28,18 @@ func init() {
 }
 
 // runMarks runs one mark command; ok is false for another command.
-func runMarks(ctx context.Context, cl *client, cmd, ref string, o *cmdOpts, out io.Writer, emit func(any, func()) error) (bool, error) {
-	mc, ok := markCommands[cmd]
-	if !ok {
+func runMarks(ctx context.Context, cl *apiclient.Client, cmd, ref string, o *cmdOpts, out io.Writer, emit func(any, func()) error) (bool, error) {
+	if !slices.Contains(markCommands, cmd) {
 		return false, nil
-	}
-	path := runPath(ref)
-	if mc.action != "" {
-		path = runPath(ref, mc.action)
-	}
-	var body any
-	switch cmd {
-	case "session snooze":
-		until := o.until
-		if d, err := time.ParseDuration(o.until); err == nil {
-			// --until 2h: from now, as a convenience; the server gets an instant.
-			until = time.Now().Add(d).UTC().Format(time.RFC3339)
-		}
-		body = apitypes.SnoozeRequest{Until: &until}
-	case "session rename":
-		body = apitypes.NameRequest{Name: &o.name}
-	case "session cleanup":
-		if o.discard {
-			body = map[string]bool{"discard_worktree": true}
-		}
 	}
 	switch cmd {
 	case "session pin", "session unpin":
-		var st apitypes.PinState
-		if err := cl.do(ctx, mc.method, path, body, &st); err != nil {
+		call := cl.Pin
+		if cmd == "session unpin" {
+			call = cl.Unpin
+		}
+		st, err := call(ctx, ref)
+		if err != nil {
 			return true, err
 		}
 		return true, emit(st, func() {
@@ -79,7 +51,23 @@ func runMarks(ctx context.Context, cl *client, cmd, ref string, o *cmdOpts, out 
 		})
 	case "session snooze", "session unsnooze", "session done", "session undone":
 		var st apitypes.MarkState
-		if err := cl.do(ctx, mc.method, path, body, &st); err != nil {
+		var err error
+		switch cmd {
+		case "session snooze":
+			until := o.until
+			if d, err := time.ParseDuration(o.until); err == nil {
+				// --until 2h: from now, as a convenience; the server gets an instant.
+				until = time.Now().Add(d).UTC().Format(time.RFC3339)
+			}
+			st, err = cl.Snooze(ctx, ref, until)
+		case "session unsnooze":
+			st, err = cl.Unsnooze(ctx, ref)
+		case "session done":
+			st, err = cl.Done(ctx, ref)
+		default:
+			st, err = cl.Undone(ctx, ref)
+		}
+		if err != nil {
 			return true, err
 		}
 		return true, emit(st, func() {
@@ -90,13 +78,24 @@ func runMarks(ctx context.Context, cl *client, cmd, ref string, o *cmdOpts, out 
 			fmt.Fprintf(out, "%s %s, done %v\n", st.RunRef, snz, st.Done)
 		})
 	case "session delete":
-		if err := cl.do(ctx, mc.method, path, nil, nil); err != nil {
+		if err := cl.DeleteRun(ctx, ref); err != nil {
 			return true, err
 		}
 		return true, emit(map[string]any{"run_ref": ref, "deleted": true}, func() { fmt.Fprintf(out, "%s deleted\n", ref) })
 	}
 	var r apitypes.Run
-	if err := cl.do(ctx, mc.method, path, body, &r); err != nil {
+	var err error
+	switch cmd {
+	case "session rename":
+		r, err = cl.Rename(ctx, ref, o.name)
+	case "session archive":
+		r, err = cl.Archive(ctx, ref)
+	case "session unarchive":
+		r, err = cl.Unarchive(ctx, ref)
+	default: // cleanup
+		r, err = cl.Cleanup(ctx, ref, apiclient.CleanupRequest{DiscardWorktree: o.discard})
+	}
+	if err != nil {
 		return true, err
 	}
 	return true, emit(r, func() {
@@ -177,30 +176,18 @@ const maxAuditPages = 100000
 // runAudit is `olivares audit list` and `olivares audit verify`. verify
 // reads the whole ledger and recomputes every hash on this side
 // (shared/auditchain), so it does not take the coordinator's word for it.
-func runAudit(ctx context.Context, cl *client, cmd string, o *cmdOpts, out io.Writer, emit func(any, func()) error) error {
-	q := neturl.Values{}
+func runAudit(ctx context.Context, cl *apiclient.Client, cmd string, o *cmdOpts, out io.Writer, emit func(any, func()) error) error {
+	q := apiclient.AuditQuery{Limit: 500}
 	if cmd == "audit list" {
-		for flag, param := range map[string]string{"event": "event", "run": "run_ref", "actor": "actor", "since": "since"} {
-			if v := o.auditFilter[flag]; v != "" {
-				q.Set(param, v)
-			}
-		}
-		if o.set["limit"] {
-			q.Set("limit", strconv.Itoa(o.limit))
-		}
-	} else {
-		q.Set("limit", "500")
+		q = apiclient.AuditQuery{Event: o.auditFilter["event"], RunRef: o.auditFilter["run"], Actor: o.auditFilter["actor"],
+			Since: o.auditFilter["since"], Limit: o.limit}
 	}
 	all := apitypes.AuditList{Items: []apitypes.AuditEntry{}}
 	var v auditchain.Verifier
 	var brk *auditchain.Break
 	for range maxAuditPages {
-		var page apitypes.AuditList
-		path := "/v1/audit"
-		if len(q) > 0 {
-			path += "?" + q.Encode()
-		}
-		if err := cl.do(ctx, "GET", path, nil, &page); err != nil {
+		page, err := cl.Audit(ctx, q)
+		if err != nil {
 			return err
 		}
 		for _, e := range page.Items {
@@ -216,10 +203,10 @@ func runAudit(ctx context.Context, cl *client, cmd string, o *cmdOpts, out io.Wr
 		if page.Next == "" || (cmd == "audit list" && !o.all) || brk != nil {
 			break
 		}
-		if q.Get("cursor") == page.Next {
+		if q.Cursor == page.Next {
 			return fmt.Errorf("the coordinator returned the same audit cursor %q twice", page.Next)
 		}
-		q.Set("cursor", page.Next)
+		q.Cursor = page.Next
 	}
 	if cmd == "audit list" {
 		return emit(all, func() {

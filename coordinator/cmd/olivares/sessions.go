@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	neturl "net/url"
 	"os"
 	"sort"
 	"strconv"
@@ -15,12 +14,9 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/olivares-dev/olivares/shared/apiclient"
 	"github.com/olivares-dev/olivares/shared/apitypes"
 )
-
-// sessionsAPI is the base path of the session routes (R-API-1). The
-// workspace and profile routes are mounted under it too.
-const sessionsAPI = "/v1/m/sessions"
 
 // Ref prefixes: a --profile or --workspace value without one is a name.
 const (
@@ -177,7 +173,25 @@ func (o *cmdOpts) check(cmd string, pos []string) error {
 		}
 		return nil
 	}
+	// A count the API takes only when it is positive: 0 would be sent as
+	// nothing, and the server's default used instead of what was asked.
+	positive := func(names ...string) error {
+		for _, n := range names {
+			v := map[string]int{"limit": o.limit, "cursor": o.messages.cursor, "id": o.messages.id}[n]
+			if cmd == "session messages" && n == "limit" {
+				v = o.messages.limit
+			}
+			if o.set[n] && v < 1 {
+				return usageError{fmt.Errorf("%s: --%s must be at least 1", cmd, n)}
+			}
+		}
+		return nil
+	}
 	switch cmd {
+	case "session list", "audit list":
+		return positive("limit")
+	case "session messages":
+		return positive("limit", "cursor", "id")
 	case "profile add":
 		return required("node", "tool", "name")
 	case "workspace add":
@@ -289,15 +303,7 @@ func (e *envFlag) Set(s string) error {
 	return nil
 }
 
-func runPath(ref string, rest ...string) string {
-	p := sessionsAPI + "/runs/" + neturl.PathEscape(ref)
-	for _, r := range rest {
-		p += "/" + r
-	}
-	return p
-}
-
-func runSessions(ctx context.Context, cl *client, cmd string, pos []string, o *cmdOpts, out, errOut io.Writer, emit func(any, func()) error) error {
+func runSessions(ctx context.Context, cl *apiclient.Client, cmd string, pos []string, o *cmdOpts, out, errOut io.Writer, emit func(any, func()) error) error {
 	arg := ""
 	if len(pos) == 1 {
 		arg = pos[0]
@@ -325,14 +331,14 @@ func runSessions(ctx context.Context, cl *client, cmd string, pos []string, o *c
 		if o.set["active"] {
 			req.Active = &o.policy.active
 		}
-		var p apitypes.Profile
-		if err := cl.do(ctx, "POST", sessionsAPI+"/profiles", req, &p); err != nil {
+		p, err := cl.CreateProfile(ctx, req)
+		if err != nil {
 			return err
 		}
 		return emit(p, func() { printProfile(out, p) })
 	case "profile list":
-		var res apitypes.ProfileList
-		if err := cl.do(ctx, "GET", sessionsAPI+"/profiles", nil, &res); err != nil {
+		res, err := cl.Profiles(ctx)
+		if err != nil {
 			return err
 		}
 		return emit(res, func() {
@@ -348,15 +354,15 @@ func runSessions(ctx context.Context, cl *client, cmd string, pos []string, o *c
 		if err != nil {
 			return err
 		}
-		var p apitypes.Profile
-		if err := cl.do(ctx, "PATCH", sessionsAPI+"/profiles/"+neturl.PathEscape(ref), o.profileUpdate(), &p); err != nil {
+		p, err := cl.UpdateProfile(ctx, ref, o.profileUpdate())
+		if err != nil {
 			return err
 		}
 		return emit(p, func() { printProfile(out, p) })
 	case "session handoff":
 		if o.preview {
-			var pv apitypes.HandoffPreview
-			if err := cl.do(ctx, "GET", runPath(arg, "handoff"), nil, &pv); err != nil {
+			pv, err := cl.HandoffPreview(ctx, arg)
+			if err != nil {
 				return err
 			}
 			return emit(pv, func() {
@@ -380,8 +386,8 @@ func runSessions(ctx context.Context, cl *client, cmd string, pos []string, o *c
 			sum := string(b)
 			req.Summary = &sum
 		}
-		var res apitypes.HandoffResponse
-		if err := cl.do(ctx, "POST", runPath(arg, "handoff"), req, &res); err != nil {
+		res, err := cl.Handoff(ctx, arg, req)
+		if err != nil {
 			return err
 		}
 		return emit(res, func() {
@@ -392,14 +398,14 @@ func runSessions(ctx context.Context, cl *client, cmd string, pos []string, o *c
 		})
 	case "session diff":
 		if o.set["file"] {
-			var fd apitypes.FileDiff
-			if err := cl.do(ctx, "GET", runPath(arg, "diff", "file")+"?"+neturl.Values{"path": {o.path}}.Encode(), nil, &fd); err != nil {
+			fd, err := cl.DiffFile(ctx, arg, o.path)
+			if err != nil {
 				return err
 			}
 			return emit(fd, func() { printFileDiff(out, fd) })
 		}
-		var d apitypes.Diff
-		if err := cl.do(ctx, "GET", runPath(arg, "diff"), nil, &d); err != nil {
+		d, err := cl.Diff(ctx, arg)
+		if err != nil {
 			return err
 		}
 		return emit(d, func() {
@@ -423,36 +429,36 @@ func runSessions(ctx context.Context, cl *client, cmd string, pos []string, o *c
 		if err != nil {
 			return err
 		}
-		var r apitypes.Run
-		if err := cl.do(ctx, "POST", runPath(arg, "move"), apitypes.MoveRequest{ProviderProfileRef: ref}, &r); err != nil {
+		r, err := cl.Move(ctx, arg, ref)
+		if err != nil {
 			return err
 		}
 		return emit(r, func() {
 			fmt.Fprintf(out, "%s now on profile %s (%s); resume it to go on\n", r.RunRef, r.ProviderProfileRef, runState(r))
 		})
 	case "session approve":
-		var r apitypes.Run
-		if err := cl.do(ctx, "POST", runPath(arg, "approve"), nil, &r); err != nil {
+		r, err := cl.Approve(ctx, arg)
+		if err != nil {
 			return err
 		}
 		return emit(r, func() { fmt.Fprintf(out, "%s %s, generation %d\n", r.RunRef, runState(r), r.Generation) })
 	case "profile show":
-		var p apitypes.Profile
-		if err := cl.do(ctx, "GET", sessionsAPI+"/profiles/"+neturl.PathEscape(arg), nil, &p); err != nil {
+		p, err := cl.Profile(ctx, arg)
+		if err != nil {
 			return err
 		}
 		return emit(p, func() { printProfile(out, p) })
 	case "workspace add":
 		req := apitypes.WorkspaceCreate{NodeID: o.node, Path: o.path, Name: o.name, ReadOnly: o.readOnly,
 			AllowedSubpaths: o.subpaths, MaxReadBytes: o.maxRead, DLP: o.dlp}
-		var w apitypes.Workspace
-		if err := cl.do(ctx, "POST", sessionsAPI+"/workspaces", req, &w); err != nil {
+		w, err := cl.CreateWorkspace(ctx, req)
+		if err != nil {
 			return err
 		}
 		return emit(w, func() { printWorkspace(out, w) })
 	case "workspace list":
-		var res apitypes.WorkspaceList
-		if err := cl.do(ctx, "GET", sessionsAPI+"/workspaces", nil, &res); err != nil {
+		res, err := cl.Workspaces(ctx)
+		if err != nil {
 			return err
 		}
 		return emit(res, func() {
@@ -480,28 +486,14 @@ func runSessions(ctx context.Context, cl *client, cmd string, pos []string, o *c
 				return err
 			}
 		}
-		var r apitypes.Run
-		if err := cl.do(ctx, "POST", sessionsAPI+"/runs", req, &r); err != nil {
+		r, err := cl.Launch(ctx, req)
+		if err != nil {
 			return err
 		}
 		return emit(r, func() { printRun(out, r) })
 	case "session list":
-		q := neturl.Values{}
-		if o.set["state"] {
-			q.Set("state", o.state)
-		}
-		if o.set["limit"] {
-			q.Set("limit", strconv.Itoa(o.limit))
-		}
-		if o.set["offset"] {
-			q.Set("offset", strconv.Itoa(o.offset))
-		}
-		path := sessionsAPI + "/runs"
-		if len(q) > 0 {
-			path += "?" + q.Encode()
-		}
-		var res apitypes.RunList
-		if err := cl.do(ctx, "GET", path, nil, &res); err != nil {
+		res, err := cl.Runs(ctx, apiclient.RunQuery{State: o.state, Limit: o.limit, Offset: o.offset})
+		if err != nil {
 			return err
 		}
 		// R-ARC-4: the list route does not hide archived runs; each client does.
@@ -516,8 +508,8 @@ func runSessions(ctx context.Context, cl *client, cmd string, pos []string, o *c
 		}
 		return emit(res, func() { listGroups(out, all, o) })
 	case "session show":
-		var r apitypes.Run
-		if err := cl.do(ctx, "GET", runPath(arg), nil, &r); err != nil {
+		r, err := cl.Run(ctx, arg)
+		if err != nil {
 			return err
 		}
 		return emit(r, func() { printRun(out, r) })
@@ -545,26 +537,26 @@ func runSessions(ctx context.Context, cl *client, cmd string, pos []string, o *c
 		default:
 			req.Line = json.RawMessage(o.line)
 		}
-		var acc apitypes.Accepted
-		if err := cl.do(ctx, "POST", runPath(arg, "input"), req, &acc); err != nil {
+		acc, err := cl.Input(ctx, arg, req)
+		if err != nil {
 			return err
 		}
 		return emit(acc, func() { fmt.Fprintln(out, "input accepted") })
 	case "session interrupt":
-		var acc apitypes.Accepted
-		if err := cl.do(ctx, "POST", runPath(arg, "interrupt"), nil, &acc); err != nil {
+		acc, err := cl.Interrupt(ctx, arg)
+		if err != nil {
 			return err
 		}
 		return emit(acc, func() { fmt.Fprintln(out, "interrupt accepted") })
 	case "session stop":
-		var r apitypes.Run
-		if err := cl.do(ctx, "POST", runPath(arg, "stop"), nil, &r); err != nil {
+		r, err := cl.Stop(ctx, arg)
+		if err != nil {
 			return err
 		}
 		return emit(r, func() { fmt.Fprintf(out, "%s %s, %s\n", r.RunRef, runState(r), exitLong(r)) })
 	case "session resume":
-		var r apitypes.Run
-		if err := cl.do(ctx, "POST", runPath(arg, "resume"), nil, &r); err != nil {
+		r, err := cl.Resume(ctx, arg)
+		if err != nil {
 			return err
 		}
 		return emit(r, func() { fmt.Fprintf(out, "%s %s, generation %d\n", r.RunRef, runState(r), r.Generation) })
@@ -577,12 +569,12 @@ func runSessions(ctx context.Context, cl *client, cmd string, pos []string, o *c
 
 // resolveProfile returns v when it is a profile ref, else the ref of the one
 // profile named exactly v.
-func resolveProfile(ctx context.Context, cl *client, v string) (string, error) {
+func resolveProfile(ctx context.Context, cl *apiclient.Client, v string) (string, error) {
 	if strings.HasPrefix(v, profileRefPrefix) {
 		return v, nil
 	}
-	var res apitypes.ProfileList
-	if err := cl.do(ctx, "GET", sessionsAPI+"/profiles", nil, &res); err != nil {
+	res, err := cl.Profiles(ctx)
+	if err != nil {
 		return "", fmt.Errorf("looking up profile %q: %w", v, err)
 	}
 	var refs []string
@@ -595,12 +587,12 @@ func resolveProfile(ctx context.Context, cl *client, v string) (string, error) {
 }
 
 // resolveWorkspace is resolveProfile for workspaces.
-func resolveWorkspace(ctx context.Context, cl *client, v string) (string, error) {
+func resolveWorkspace(ctx context.Context, cl *apiclient.Client, v string) (string, error) {
 	if strings.HasPrefix(v, workspaceRefPrefix) {
 		return v, nil
 	}
-	var res apitypes.WorkspaceList
-	if err := cl.do(ctx, "GET", sessionsAPI+"/workspaces", nil, &res); err != nil {
+	res, err := cl.Workspaces(ctx)
+	if err != nil {
 		return "", fmt.Errorf("looking up workspace %q: %w", v, err)
 	}
 	var refs []string
@@ -630,17 +622,13 @@ const maxEventPages = 10000
 
 // allEvents reads every page of a run's lifecycle ledger. next is the
 // opaque cursor handed back as after=.
-func allEvents(ctx context.Context, cl *client, ref string) (apitypes.EventList, error) {
+func allEvents(ctx context.Context, cl *apiclient.Client, ref string) (apitypes.EventList, error) {
 	var all apitypes.EventList
 	all.Items = []apitypes.Event{}
 	after := ""
 	for range maxEventPages {
-		path := runPath(ref, "events")
-		if after != "" {
-			path += "?" + neturl.Values{"after": {after}}.Encode()
-		}
-		var page apitypes.EventList
-		if err := cl.do(ctx, "GET", path, nil, &page); err != nil {
+		page, err := cl.Events(ctx, ref, apiclient.EventsQuery{After: after})
+		if err != nil {
 			return all, err
 		}
 		all.Items = append(all.Items, page.Items...)

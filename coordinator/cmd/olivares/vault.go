@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	neturl "net/url"
 	"os"
 	"strings"
 	"text/tabwriter"
 
+	"github.com/olivares-dev/olivares/shared/apiclient"
 	"github.com/olivares-dev/olivares/shared/apitypes"
 )
 
@@ -37,7 +37,7 @@ func (g *grantFlag) Set(s string) error {
 // runVault runs the vault commands; ok is false for another one. A value
 // is read from a file or standard input, never from the command line,
 // where other users could see it.
-func runVault(ctx context.Context, cl *client, cmd, arg string, o *cmdOpts, in io.Reader, out io.Writer, emit func(any, func()) error) (bool, error) {
+func runVault(ctx context.Context, cl *apiclient.Client, cmd, arg string, o *cmdOpts, in io.Reader, out io.Writer, emit func(any, func()) error) (bool, error) {
 	switch cmd {
 	case "vault add":
 		var raw []byte
@@ -51,14 +51,14 @@ func runVault(ctx context.Context, cl *client, cmd, arg string, o *cmdOpts, in i
 			return true, fmt.Errorf("vault add: reading the value: %w", err)
 		}
 		v := strings.TrimSuffix(string(raw), "\n")
-		var sec apitypes.Secret
-		if err := cl.do(ctx, "POST", sessionsAPI+"/vault/secrets", apitypes.SecretCreate{Name: arg, Value: &v}, &sec); err != nil {
+		sec, err := cl.CreateSecret(ctx, arg, v)
+		if err != nil {
 			return true, err
 		}
 		return true, emit(sec, func() { fmt.Fprintf(out, "secret %s (%s) stored\n", sec.Ref, sec.Name) })
 	case "vault list":
-		var l apitypes.SecretList
-		if err := cl.do(ctx, "GET", sessionsAPI+"/vault/secrets", nil, &l); err != nil {
+		l, err := cl.Secrets(ctx)
+		if err != nil {
 			return true, err
 		}
 		return true, emit(l, func() {
@@ -70,7 +70,7 @@ func runVault(ctx context.Context, cl *client, cmd, arg string, o *cmdOpts, in i
 			tw.Flush()
 		})
 	case "vault delete":
-		if err := cl.do(ctx, "DELETE", sessionsAPI+"/vault/secrets/"+neturl.PathEscape(arg), nil, nil); err != nil {
+		if err := cl.DeleteSecret(ctx, arg); err != nil {
 			return true, err
 		}
 		return true, emit(map[string]any{"ref": arg, "deleted": true}, func() { fmt.Fprintf(out, "%s deleted\n", arg) })

@@ -4,10 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
-	neturl "net/url"
 	"strings"
 	"text/tabwriter"
 
+	"github.com/olivares-dev/olivares/shared/apiclient"
 	"github.com/olivares-dev/olivares/shared/apitypes"
 )
 
@@ -26,7 +26,7 @@ func init() {
 var agentWorkspaceWords = "setup, approve-setup, project-config or approve-project-config"
 
 // runWorkspaces runs the workspace commands; ok is false for another one.
-func runWorkspaces(ctx context.Context, cl *client, cmd, arg string, o *cmdOpts, out io.Writer, emit func(any, func()) error) (bool, error) {
+func runWorkspaces(ctx context.Context, cl *apiclient.Client, cmd, arg string, o *cmdOpts, out io.Writer, emit func(any, func()) error) (bool, error) {
 	switch cmd {
 	case "workspace show", "agent workspace setup", "agent workspace approve-setup":
 	case "agent workspace project-config", "agent workspace approve-project-config":
@@ -38,15 +38,14 @@ func runWorkspaces(ctx context.Context, cl *client, cmd, arg string, o *cmdOpts,
 	if err != nil {
 		return true, err
 	}
-	path := sessionsAPI + "/workspaces/" + neturl.PathEscape(ref)
 	var w apitypes.Workspace
 	switch {
 	case cmd == "agent workspace setup" && o.set["command"]:
-		err = cl.do(ctx, "PUT", path+"/setup-command", apitypes.SetupCommandRequest{Command: &o.command}, &w)
+		w, err = cl.SetSetupCommand(ctx, ref, o.command)
 	case cmd == "agent workspace approve-setup":
-		err = cl.do(ctx, "POST", path+"/setup-command/approve", apitypes.ApproveRequest{SHA256: &o.sha256}, &w)
+		w, err = cl.ApproveSetup(ctx, ref, o.sha256)
 	default:
-		err = cl.do(ctx, "GET", path, nil, &w)
+		w, err = cl.Workspace(ctx, ref)
 	}
 	if err != nil {
 		return true, err
@@ -97,17 +96,16 @@ func printSetup(out io.Writer, w apitypes.Workspace) {
 // runProjectConfig shows the flagged repository configuration of a
 // workspace so a person can review it, or approves the hash they reviewed
 // (R-PCS-10, R-PCS-11, R-PCS-18).
-func runProjectConfig(ctx context.Context, cl *client, cmd, arg string, o *cmdOpts, out io.Writer, emit func(any, func()) error) error {
+func runProjectConfig(ctx context.Context, cl *apiclient.Client, cmd, arg string, o *cmdOpts, out io.Writer, emit func(any, func()) error) error {
 	ref, err := resolveWorkspace(ctx, cl, arg)
 	if err != nil {
 		return err
 	}
-	path := sessionsAPI + "/workspaces/" + neturl.PathEscape(ref) + "/project-config"
 	var pc apitypes.ProjectConfig
 	if cmd == "agent workspace approve-project-config" {
-		err = cl.do(ctx, "POST", path+"/approve", apitypes.ApproveRequest{SHA256: &o.sha256}, &pc)
+		pc, err = cl.ApproveProjectConfig(ctx, ref, o.sha256)
 	} else {
-		err = cl.do(ctx, "GET", path, nil, &pc)
+		pc, err = cl.ProjectConfig(ctx, ref)
 	}
 	if err != nil {
 		return err
