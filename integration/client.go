@@ -1,74 +1,46 @@
 package integration
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
-	"net"
-	"net/url"
-	"sync"
-
+	"errors"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/olivares-dev/olivares/shared/apiclient"
 	"github.com/olivares-dev/olivares/shared/apitypes"
 )
 
-// Client calls the public API as one credential in one tenant.
+// Client calls the public API as one credential in one tenant, through the
+// env's one API client (shared/apiclient). Token and Tenant are read at
+// each call, so a copy with another Tenant asks as that tenant.
 type Client struct {
 	t      testing.TB
-	base   string
+	env    *Env
 	Token  string
 	Tenant string
 }
 
 // Client returns a client of the env's API for token in Tenant.
 func (e *Env) Client(token string) *Client {
-	return &Client{t: e.t, base: e.APIURL(), Token: token, Tenant: Tenant}
+	return &Client{t: e.t, env: e, Token: token, Tenant: Tenant}
 }
 
+// API is the typed client for c's token and tenant, for a test that wants
+// a method of shared/apiclient (or errors instead of failing).
+func (c *Client) API() *apiclient.Client { return c.env.API(c.Token, c.Tenant) }
+
 // Call sends body (JSON-encoded unless it is []byte or nil) and returns the
-// answer.
+// answer, whatever its status.
 func (c *Client) Call(method, path string, body any) Response {
 	c.t.Helper()
-	var rd io.Reader
-	switch b := body.(type) {
-	case nil:
-	case []byte:
-		rd = bytes.NewReader(b)
-	default:
-		j, err := json.Marshal(b)
-		if err != nil {
-			c.t.Fatal(err)
-		}
-		rd = bytes.NewReader(j)
-	}
-	req, err := http.NewRequest(method, c.base+path, rd)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	if c.Token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.Token)
-	}
-	if c.Tenant != "" {
-		req.Header.Set("X-Olivares-Tenant", c.Tenant)
-	}
-	if rd != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return Response{Status: resp.StatusCode, Header: resp.Header, Body: b}
+	return c.env.call(c.API(), method, path, body, nil)
 }
 
 // Must calls and fails the test unless the status is want; it decodes the
@@ -89,7 +61,7 @@ func (c *Client) Must(want int, method, path string, body, out any) Response {
 func (c *Client) Run(ref string) apitypes.Run {
 	c.t.Helper()
 	var r apitypes.Run
-	c.Must(http.StatusOK, http.MethodGet, "/v1/m/sessions/runs/"+ref, nil, &r)
+	c.Must(http.StatusOK, http.MethodGet, apiclient.RunPath(ref), nil, &r)
 	return r
 }
 
@@ -111,7 +83,7 @@ func (c *Client) Events(ref string) []apitypes.Event {
 	after := ""
 	for {
 		var page apitypes.EventList
-		path := "/v1/m/sessions/runs/" + ref + "/events"
+		path := apiclient.RunPath(ref, "events")
 		if after != "" {
 			path += "?after=" + after
 		}
@@ -133,10 +105,10 @@ func Kinds(evs []apitypes.Event) []string {
 	return out
 }
 
-// SSEEvent is one server-sent event.
+// SSEEvent is one server-sent event, as shared/sse read it.
 type SSEEvent struct {
-	Name string
-	ID   string
+	Name string // the event type
+	ID   string // the last event ID
 	Data []byte
 }
 
@@ -150,75 +122,74 @@ func (e SSEEvent) Output(t testing.TB) apitypes.Output {
 	return o
 }
 
-// Stream is an open attach.
+// Stream is an open attach whose events a goroutine reads ahead, so that
+// Next can wait with a deadline. It never reconnects: a test sees exactly
+// what each connection sent.
 type Stream struct {
 	t      testing.TB
-	resp   *http.Response
-	cancel context.CancelFunc
+	s      *apiclient.Stream
 	events chan SSEEvent
+	closed chan struct{}
+	once   sync.Once
 
 	mu      sync.Mutex
 	readErr error
+}
+
+// attachOptions turns a test's query ("from=5", "" for none) and extra
+// header pairs into the client's options.
+func attachOptions(t testing.TB, q string, hdr []string) apiclient.AttachOptions {
+	t.Helper()
+	vs, err := url.ParseQuery(q)
+	if err != nil {
+		t.Fatalf("attach query %q: %v", q, err)
+	}
+	var o apiclient.AttachOptions
+	if len(vs) > 0 {
+		o.Query = vs
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		if o.Header == nil {
+			o.Header = http.Header{}
+		}
+		o.Header.Set(hdr[i], hdr[i+1])
+	}
+	return o
 }
 
 // Attach opens GET /runs/{ref}/attach with query q (e.g. "from=5"), and
 // extra request headers; it fails the test unless the status is 200.
 func (c *Client) Attach(ref, q string, hdr ...string) *Stream {
 	c.t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	u := c.base + "/v1/m/sessions/runs/" + ref + "/attach"
-	if q != "" {
-		u += "?" + q
-	}
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	req.Header.Set("Authorization", "Bearer "+c.Token)
-	req.Header.Set("X-Olivares-Tenant", c.Tenant)
-	for i := 0; i+1 < len(hdr); i += 2 {
-		req.Header.Set(hdr[i], hdr[i+1])
-	}
-	resp, err := http.DefaultClient.Do(req)
+	as, err := c.API().Attach(context.Background(), ref, attachOptions(c.t, q, hdr))
 	if err != nil {
-		cancel()
-		c.t.Fatal(err)
+		c.t.Fatalf("attach %s: %v", ref, err)
 	}
-	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		cancel()
-		c.t.Fatalf("attach %s: status %d: %s", ref, resp.StatusCode, b)
-	}
-	s := &Stream{t: c.t, resp: resp, cancel: cancel, events: make(chan SSEEvent, 4096)}
+	s := &Stream{t: c.t, s: as, events: make(chan SSEEvent, 4096), closed: make(chan struct{})}
 	go s.read()
 	c.t.Cleanup(s.Close)
 	return s
 }
 
 func (s *Stream) read() {
-	sc := bufio.NewScanner(s.resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 4<<20)
-	var ev SSEEvent
-	var data [][]byte
-	for sc.Scan() {
-		line := sc.Text()
-		switch {
-		case line == "":
-			if ev.Name != "" || data != nil {
-				ev.Data = bytes.Join(data, []byte("\n"))
-				s.events <- ev
+	defer close(s.events)
+	for {
+		ev, err := s.s.Next()
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				err = nil
 			}
-			ev, data = SSEEvent{}, nil
-		case strings.HasPrefix(line, "event: "):
-			ev.Name = line[len("event: "):]
-		case strings.HasPrefix(line, "id: "):
-			ev.ID = line[len("id: "):]
-		case strings.HasPrefix(line, "data: "):
-			data = append(data, []byte(line[len("data: "):]))
+			s.mu.Lock()
+			s.readErr = err
+			s.mu.Unlock()
+			return
+		}
+		select {
+		case s.events <- SSEEvent{Name: ev.Type, ID: ev.ID, Data: ev.Data}:
+		case <-s.closed:
+			return
 		}
 	}
-	s.mu.Lock()
-	s.readErr = sc.Err()
-	s.mu.Unlock()
-	close(s.events)
 }
 
 // Err is why the stream ended: nil at a clean end of the body.
@@ -249,7 +220,7 @@ func (s *Stream) Until(name string, d time.Duration) (SSEEvent, []apitypes.Outpu
 	for {
 		ev, ok := s.Next(time.Until(deadline))
 		if !ok {
-			s.t.Fatalf("stream ended before a %q event (after %d outputs)", name, len(outs))
+			s.t.Fatalf("stream ended before a %q event (after %d outputs): %v", name, len(outs), s.Err())
 		}
 		if ev.Name == name {
 			return ev, outs
@@ -274,7 +245,7 @@ func (s *Stream) UntilStream(stream, sub string, d time.Duration) []apitypes.Out
 	for {
 		ev, ok := s.Next(time.Until(deadline))
 		if !ok {
-			s.t.Fatalf("stream ended before output %q", sub)
+			s.t.Fatalf("stream ended before output %q: %v", sub, s.Err())
 		}
 		if ev.Name != apitypes.SSEOutput {
 			s.t.Fatalf("event %s %s before output %q", ev.Name, ev.Data, sub)
@@ -299,8 +270,8 @@ func (s *Stream) Ended(d time.Duration) bool {
 
 // Close drops the connection.
 func (s *Stream) Close() {
-	s.cancel()
-	s.resp.Body.Close()
+	s.once.Do(func() { close(s.closed) })
+	s.s.Close()
 }
 
 // Seq parses an output's id.
@@ -318,24 +289,21 @@ func Text(s string) map[string]string { return map[string]string{"text": s} }
 // Message returns a JSON body for a stream-json message input.
 func Message(s string) map[string]string { return map[string]string{"message": s} }
 
-// AttachRaw sends GET /runs/{ref}/attach on a bare connection and reads
-// nothing: a viewer that stops reading. The caller reads the raw HTTP
-// response from the connection later, and closes it.
-func (c *Client) AttachRaw(ref, q string) net.Conn {
+// AttachIdle opens GET /runs/{ref}/attach?q and reads nothing until the
+// test calls Next: a viewer that stops reading, whose connection holds
+// only what the socket buffers do. Every read must be done within d of the
+// attach. It fails the test unless the status is 200.
+func (c *Client) AttachIdle(ref, q string, d time.Duration) *apiclient.Stream {
 	c.t.Helper()
-	u, err := url.Parse(c.base)
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	s, err := c.API().Attach(ctx, ref, attachOptions(c.t, q, nil))
 	if err != nil {
-		c.t.Fatal(err)
+		cancel()
+		c.t.Fatalf("attach %s: %v", ref, err)
 	}
-	conn, err := net.Dial("tcp", u.Host)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	path := "/v1/m/sessions/runs/" + ref + "/attach"
-	if q != "" {
-		path += "?" + q
-	}
-	fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nX-Olivares-Tenant: %s\r\n\r\n", path, u.Host, c.Token, c.Tenant)
-	c.t.Cleanup(func() { conn.Close() })
-	return conn
+	c.t.Cleanup(func() {
+		s.Close()
+		cancel()
+	})
+	return s
 }

@@ -9,7 +9,6 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"fmt"
-	"io"
 	mrand "math/rand/v2"
 	"net"
 	"net/http"
@@ -25,6 +24,8 @@ import (
 	"github.com/olivares-dev/olivares/coordinator/coordd"
 	"github.com/olivares-dev/olivares/coordinator/fleet"
 	"github.com/olivares-dev/olivares/coordinator/store"
+	"github.com/olivares-dev/olivares/shared/apiclient"
+	"github.com/olivares-dev/olivares/shared/sse"
 )
 
 // Tenant is the env's default tenant.
@@ -56,6 +57,11 @@ type Env struct {
 	AdminToken string
 	agents     []*Agent
 	procs      []*AgentProc
+
+	// http carries every API request of the harness, and checkEvent (when
+	// not nil) sees every SSE event an attach reads: see HTTPClient.
+	http       *http.Client
+	checkEvent func(*http.Request, sse.Event) error
 }
 
 // NewEnv starts a coordinator on 127.0.0.1 with plain HTTP for the API.
@@ -70,6 +76,10 @@ func NewEnv(t testing.TB, o ...Options) *Env {
 	}
 	dir := shortTempDir(t)
 	e := &Env{t: t, Dir: dir, opts: opts}
+	// The one place where the harness's API traffic goes out: a transport
+	// that checks each request and answer against the API document plugs
+	// in here, and an SSE event check beside it.
+	e.http = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
 	cfg := coordd.DefaultConfig()
 	cfg.StateDir = filepath.Join(dir, "coord")
 	cfg.API.Plain = true
@@ -186,6 +196,7 @@ func (e *Env) close() {
 	for _, a := range e.agents {
 		a.Stop()
 	}
+	e.http.CloseIdleConnections()
 	e.mu.Lock()
 	c, cancel := e.Coord, e.cancel
 	e.mu.Unlock()
@@ -369,26 +380,34 @@ func (r Response) ErrorCode() string {
 	return b.Error.Code
 }
 
+// HTTPClient is the one *http.Client every API request of the harness goes
+// through: Client.Call and Must, Env.Do, attach streams, and the
+// benchmarks' calls. It has no timeout: calls and streams are bounded by
+// their tests' deadlines.
+func (e *Env) HTTPClient() *http.Client { return e.http }
+
+// API is the API client of the env for token in tenant ("" sends no
+// header), over HTTPClient.
+func (e *Env) API(token, tenant string) *apiclient.Client {
+	return apiclient.New(apiclient.Config{URL: e.APIURL(), Token: token, Tenant: tenant,
+		HTTPClient: e.http, CheckEvent: e.checkEvent})
+}
+
+// call sends one request through c and fails the test when no answer
+// comes.
+func (e *Env) call(c *apiclient.Client, method, path string, body any, hdr http.Header) Response {
+	e.t.Helper()
+	r, err := c.Do(context.Background(), method, path, body, hdr)
+	if err != nil {
+		e.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	return Response{Status: r.Status, Header: r.Header, Body: r.Body}
+}
+
 // Do calls the API. token "" sends no Authorization; tenant "" no tenant header.
 func (e *Env) Do(method, path, token, tenant string) Response {
 	e.t.Helper()
-	req, err := http.NewRequest(method, e.APIURL()+path, nil)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	if tenant != "" {
-		req.Header.Set("X-Olivares-Tenant", tenant)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	return Response{Status: resp.StatusCode, Header: resp.Header, Body: body}
+	return e.call(e.API(token, tenant), method, path, nil, nil)
 }
 
 // RestartCoordinatorWith stops the coordinator, runs fn on its state dir

@@ -4,9 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"net/http"
 	"os"
@@ -20,6 +18,7 @@ import (
 	"time"
 
 	"github.com/olivares-dev/olivares/integration"
+	"github.com/olivares-dev/olivares/shared/apiclient"
 	"github.com/olivares-dev/olivares/shared/apitypes"
 	"github.com/olivares-dev/olivares/shared/tunnel"
 )
@@ -74,58 +73,12 @@ func TestRunsReport(t *testing.T) {
 	t.Run("scale", runsScaleReport)
 }
 
-// api calls the API without failing the test, for worker goroutines.
-func api(c *integration.Client, base, method, path string, body, out any) (int, []byte, error) {
-	var rd io.Reader
-	if body != nil {
-		j, err := json.Marshal(body)
-		if err != nil {
-			return 0, nil, err
-		}
-		rd = bytes.NewReader(j)
-	}
-	req, err := http.NewRequest(method, base+path, rd)
-	if err != nil {
-		return 0, nil, err
-	}
-	req.Header.Set("Authorization", "Bearer "+c.Token)
-	req.Header.Set("X-Olivares-Tenant", c.Tenant)
-	if rd != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return resp.StatusCode, nil, err
-	}
-	if out != nil && resp.StatusCode < 300 {
-		if err := json.Unmarshal(b, out); err != nil {
-			return resp.StatusCode, b, fmt.Errorf("%s %s: decode %.200s: %v", method, path, b, err)
-		}
-	}
-	return resp.StatusCode, b, nil
-}
-
-func mustStatus(want int, method, path string, status int, body []byte, err error) error {
-	if err != nil {
-		return fmt.Errorf("%s %s: %w", method, path, err)
-	}
-	if status != want {
-		return fmt.Errorf("%s %s: status %d, want %d: %.300s", method, path, status, want, body)
-	}
-	return nil
-}
-
 // runNode is one agent process with a workspace and a codex profile.
 type runNode struct {
 	env   *integration.Env
 	agent *integration.AgentProc
 	c     *integration.Client
-	base  string
+	api   *apiclient.Client // c's, for worker goroutines: it fails no test
 	ws    apitypes.Workspace
 	prof  apitypes.Profile
 }
@@ -134,7 +87,8 @@ func newRunNode(t testing.TB, env *integration.Env, o integration.ProcOptions) *
 	t.Helper()
 	a := env.StartAgentProcess(o)
 	a.AwaitConnected(time.Minute)
-	n := &runNode{env: env, agent: a, c: env.Client(env.AdminToken), base: env.APIURL()}
+	n := &runNode{env: env, agent: a, c: env.Client(env.AdminToken)}
+	n.api = n.c.API()
 	n.c.Must(http.StatusCreated, http.MethodPost, "/v1/m/sessions/workspaces",
 		apitypes.WorkspaceCreate{NodeID: a.ID, Path: t.TempDir(), Name: "bench-" + a.ID}, &n.ws)
 	n.c.Must(http.StatusCreated, http.MethodPost, "/v1/m/sessions/profiles",
@@ -144,30 +98,26 @@ func newRunNode(t testing.TB, env *integration.Env, o integration.ProcOptions) *
 
 // launch starts one codex run; safe from any goroutine.
 func (n *runNode) launch() (string, error) {
-	var r apitypes.Run
-	const path = "/v1/m/sessions/runs"
-	st, b, err := api(n.c, n.base, http.MethodPost, path,
-		apitypes.LaunchRequest{ProviderProfileRef: n.prof.Ref, WorkspaceRef: n.ws.Ref}, &r)
-	if err := mustStatus(http.StatusCreated, http.MethodPost, path, st, b, err); err != nil {
-		return "", err
+	r, err := n.api.Launch(context.Background(), apitypes.LaunchRequest{ProviderProfileRef: n.prof.Ref, WorkspaceRef: n.ws.Ref})
+	if err != nil {
+		return "", fmt.Errorf("launch: %w", err)
 	}
 	return r.RunRef, nil
 }
 
 func (n *runNode) input(ref, text string) error {
-	path := "/v1/m/sessions/runs/" + ref + "/input"
-	st, b, err := api(n.c, n.base, http.MethodPost, path, integration.Text(text), nil)
-	return mustStatus(http.StatusAccepted, http.MethodPost, path, st, b, err)
+	if _, err := n.api.Input(context.Background(), ref, apitypes.InputRequest{Text: &text}); err != nil {
+		return fmt.Errorf("input to %s: %w", ref, err)
+	}
+	return nil
 }
 
 // awaitIdle polls the run until it is idle.
 func (n *runNode) awaitIdle(ref string, d time.Duration) error {
 	deadline := time.Now().Add(d)
 	for {
-		var r apitypes.Run
-		path := "/v1/m/sessions/runs/" + ref
-		st, b, err := api(n.c, n.base, http.MethodGet, path, nil, &r)
-		if err := mustStatus(http.StatusOK, http.MethodGet, path, st, b, err); err != nil {
+		r, err := n.api.Run(context.Background(), ref)
+		if err != nil {
 			return err
 		}
 		switch {
@@ -231,27 +181,35 @@ type runStream struct {
 	pings int             // inputs sent, so that every "ping N" is new
 }
 
-func (r *runStream) attach(ctx context.Context) (*sseConn, error) {
-	return attachSSE(ctx, r.n.c, r.n.base, r.ref, r.next)
+// attach opens the run's attach from r.next, read in the caller's
+// goroutine so that a timed loop measures the stack and not a channel hop;
+// it returns once the coordinator answered 200 (the agent's viewer is
+// subscribed by then). It does not reconnect: readUntil counts the drops.
+func (r *runStream) attach(ctx context.Context) (*apiclient.Stream, error) {
+	return r.n.api.Attach(ctx, r.ref, apiclient.AttachOptions{From: r.next, HaveFrom: true})
 }
 
 // readUntil reads events until the decoded output shows done (it may span
 // two events); each decoded output is passed to onOutput first. Lag events
 // are counted; a viewer the agent dropped as slow is counted and attached
 // again from the next seq.
-func (r *runStream) readUntil(ctx context.Context, s **sseConn, done *marker, onOutput func([]byte)) error {
+func (r *runStream) readUntil(ctx context.Context, s **apiclient.Stream, done *marker, onOutput func([]byte)) error {
 	for {
-		ev, err := (*s).next()
+		ev, err := (*s).Next()
 		if err != nil {
 			return fmt.Errorf("%s: attach: %w", r.name, err)
 		}
-		switch ev.name {
+		switch ev.Type {
 		case apitypes.SSEOutput:
-			r.buf, err = outputData(r.buf[:0], ev.data)
+			r.buf, err = outputData(r.buf[:0], ev.Data)
 			if err != nil {
 				return err
 			}
-			r.next = ev.id + 1
+			seq, err := strconv.ParseUint(ev.ID, 10, 64)
+			if err != nil {
+				return fmt.Errorf("%s: output id %q: %w", r.name, ev.ID, err)
+			}
+			r.next = seq + 1
 			if onOutput != nil {
 				onOutput(r.buf)
 			}
@@ -261,8 +219,8 @@ func (r *runStream) readUntil(ctx context.Context, s **sseConn, done *marker, on
 		case apitypes.SSELag:
 			r.lags++
 		case apitypes.SSEEnd:
-			if !bytes.Contains(ev.data, []byte("slow_viewer")) {
-				return fmt.Errorf("%s: end %s", r.name, ev.data)
+			if !bytes.Contains(ev.Data, []byte("slow_viewer")) {
+				return fmt.Errorf("%s: end %s", r.name, ev.Data)
 			}
 			r.dropped++
 			(*s).Close()
@@ -270,7 +228,7 @@ func (r *runStream) readUntil(ctx context.Context, s **sseConn, done *marker, on
 				return err
 			}
 		default:
-			return fmt.Errorf("%s: event %s %s", r.name, ev.name, ev.data)
+			return fmt.Errorf("%s: event %s %s", r.name, ev.Type, ev.Data)
 		}
 	}
 }
@@ -337,7 +295,7 @@ func (r *runStream) echoes(warm, k int) error {
 // echo is one trip on the open attach s: the times from the POST to the
 // output with the pong, to the turn's first output and to the POST's 202.
 // It returns once the turn completed.
-func (r *runStream) echo(ctx context.Context, s **sseConn) (pong, first, post time.Duration, err error) {
+func (r *runStream) echo(ctx context.Context, s **apiclient.Stream) (pong, first, post time.Duration, err error) {
 	r.pings++
 	id := r.pings
 	m := newMarker(fmt.Sprintf(`pong: ping %d"`, id))
@@ -723,20 +681,20 @@ func attachLatency(n *runNode, refs []string, k int) ([]time.Duration, error) {
 		ref := refs[rand.IntN(len(refs))]
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		start := time.Now()
-		s, err := attachSSE(ctx, n.c, n.base, ref, 1)
+		s, err := n.api.Attach(ctx, ref, apiclient.AttachOptions{From: 1, HaveFrom: true})
 		if err != nil {
 			cancel()
 			return nil, err
 		}
-		ev, err := s.next()
+		ev, err := s.Next()
 		d := time.Since(start)
 		s.Close()
 		cancel()
 		if err != nil {
 			return nil, err
 		}
-		if ev.name != apitypes.SSEOutput || ev.id != 1 {
-			return nil, fmt.Errorf("attach %s from=1: first event %s id %d: %.200s", ref, ev.name, ev.id, ev.data)
+		if ev.Type != apitypes.SSEOutput || ev.ID != "1" {
+			return nil, fmt.Errorf("attach %s from=1: first event %s id %s: %.200s", ref, ev.Type, ev.ID, ev.Data)
 		}
 		out = append(out, d)
 	}
@@ -750,13 +708,8 @@ func (n *runNode) awaitIdleCount(want int, d time.Duration) error {
 		idle, failed := 0, 0
 		cursor := ""
 		for {
-			path := "/v1/m/sessions/runs?limit=200&pagination=cursor"
-			if cursor != "" {
-				path += "&cursor=" + cursor
-			}
-			var page apitypes.RunList
-			st, b, err := api(n.c, n.base, http.MethodGet, path, nil, &page)
-			if err := mustStatus(http.StatusOK, http.MethodGet, path, st, b, err); err != nil {
+			page, err := n.api.Runs(context.Background(), apiclient.RunQuery{Limit: 200, CursorPages: true, Cursor: cursor})
+			if err != nil {
 				return err
 			}
 			for _, r := range page.Items {

@@ -1,9 +1,9 @@
 package fakemodel_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/url"
@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/olivares-dev/olivares/integration/fakemodel"
+	"github.com/olivares-dev/olivares/shared/sse"
 )
 
 const deadline = 10 * time.Second
@@ -23,32 +24,29 @@ type sseEvent struct {
 	data map[string]any
 }
 
-// readSSE reads events until EOF; each data line must be one JSON object.
+// readSSE reads events until EOF (shared/sse); each event's data must be
+// one JSON object.
 func readSSE(t *testing.T, r io.Reader) []sseEvent {
 	t.Helper()
 	var out []sseEvent
-	var cur sseEvent
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		switch {
-		case line == "":
-			if cur.data != nil {
-				out = append(out, cur)
-			}
-			cur = sseEvent{}
-		case strings.HasPrefix(line, "event: "):
-			cur.name = strings.TrimPrefix(line, "event: ")
-		case strings.HasPrefix(line, "data: "):
-			if err := json.Unmarshal([]byte(strings.TrimPrefix(line, "data: ")), &cur.data); err != nil {
-				t.Fatalf("data line is not JSON: %q", line)
-			}
-		default:
-			t.Fatalf("not an SSE line: %q", line)
+	rd := sse.NewReader(r)
+	for {
+		ev, err := rd.Next()
+		if errors.Is(err, io.EOF) {
+			return out
 		}
+		if err != nil {
+			t.Fatalf("reading the event stream: %v", err)
+		}
+		cur := sseEvent{name: ev.Type}
+		if ev.Type == "message" {
+			cur.name = "" // no event: line
+		}
+		if err := json.Unmarshal(ev.Data, &cur.data); err != nil {
+			t.Fatalf("data is not JSON: %q", ev.Data)
+		}
+		out = append(out, cur)
 	}
-	return out
 }
 
 // types lists each event's data type, checking it matches the event: line.

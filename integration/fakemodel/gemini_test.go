@@ -1,9 +1,9 @@
 package fakemodel_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/url"
@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/olivares-dev/olivares/integration/fakemodel"
+	"github.com/olivares-dev/olivares/shared/sse"
 )
 
 // geminiBody is shaped like Gemini CLI's: a <session_context> user content,
@@ -26,28 +27,29 @@ const geminiBody = `{"contents":[
  {"role":"user","parts":[{"text":"again"}]}],
  "generationConfig":{"temperature":0}}`
 
-// geminiChunks reads a streamGenerateContent?alt=sse answer: every
-// non-blank line must be "data: <json>".
+// geminiChunks reads a streamGenerateContent?alt=sse answer (shared/sse):
+// every event is a data-only one holding one JSON object.
 func geminiChunks(t *testing.T, r io.Reader) []map[string]any {
 	t.Helper()
 	var out []map[string]any
-	sc := bufio.NewScanner(r)
-	for sc.Scan() {
-		line := sc.Text()
-		if line == "" {
-			continue
+	rd := sse.NewReader(r)
+	for {
+		ev, err := rd.Next()
+		if errors.Is(err, io.EOF) {
+			return out
 		}
-		data, ok := strings.CutPrefix(line, "data: ")
-		if !ok {
-			t.Fatalf("not a data line: %q", line)
+		if err != nil {
+			t.Fatalf("reading the event stream: %v", err)
+		}
+		if ev.Type != "message" {
+			t.Fatalf("an event of type %q, want data only", ev.Type)
 		}
 		var m map[string]any
-		if err := json.Unmarshal([]byte(data), &m); err != nil {
-			t.Fatalf("data line is not JSON: %q", line)
+		if err := json.Unmarshal(ev.Data, &m); err != nil {
+			t.Fatalf("data is not JSON: %q", ev.Data)
 		}
 		out = append(out, m)
 	}
-	return out
 }
 
 func candidate(m map[string]any) map[string]any {

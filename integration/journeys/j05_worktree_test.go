@@ -76,6 +76,11 @@ func TestJ05WorktreeLifecycle(t *testing.T) {
 		if n := globCount(t, filepath.Join(worktrees, "*", "*")); n != 0 {
 			t.Fatalf("a refused launch left %d worktrees", n)
 		}
+		// The CLI tells the refusal with its own flag (issue 17).
+		if out, code := f.cli("session", "start", "--profile", p.Ref, "--workspace", f.ws.Ref, "--worktree"); code != 5 ||
+			!strings.Contains(out, "start with --no-setup to skip it once") || strings.Contains(out, "no_setup") {
+			t.Fatalf("olivares session start --worktree with an unapproved setup: exit %d %s", code, out)
+		}
 		approve := f.workspacePath(f.ws.Ref) + "/setup-command/approve"
 		if got := f.admin.Call(http.MethodPost, approve, map[string]string{"sha256": strings.Repeat("a", 64)}); got.Status != http.StatusConflict {
 			t.Fatalf("approve a stale hash: %d", got.Status)
@@ -213,6 +218,9 @@ func TestJ05WorktreeLifecycle(t *testing.T) {
 			if got.Status != http.StatusConflict || got.ErrorCode() != "unmerged_work" {
 				t.Fatalf("cleanup %q with unmerged work: %d %s", body, got.Status, got.Body)
 			}
+		}
+		if out, code := f.cli("session", "cleanup", r.RunRef); code != 5 || !strings.Contains(out, "repeat with --discard-worktree") || strings.Contains(out, "discard_worktree") {
+			t.Fatalf("olivares session cleanup with unmerged work: exit %d %s", code, out)
 		}
 		if now := f.viewer.Run(r.RunRef); now.State != apitypes.StateStopped {
 			t.Fatalf("a refused cleanup changed the run: %s", now.State)

@@ -5,9 +5,11 @@
 package journeys
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -38,6 +40,7 @@ type fixture struct {
 	viewer   *integration.Client
 	ws       apitypes.Workspace
 	wsDir    string
+	cliDir   string // the olivares CLI's config dir, once logged in
 }
 
 func setup(t *testing.T, transport string, o integration.ProcOptions) *fixture {
@@ -98,6 +101,32 @@ func (f *fixture) launch(p apitypes.Profile) apitypes.Run {
 func (f *fixture) post(c *integration.Client, want int, ref, action string, body, out any) integration.Response {
 	f.t.Helper()
 	return c.Must(want, http.MethodPost, "/v1/m/sessions/runs/"+ref+"/"+action, body, out)
+}
+
+// cli runs the real olivares binary, logged in as the fixture's admin, and
+// returns its combined output and exit code.
+func (f *fixture) cli(args ...string) (string, int) {
+	f.t.Helper()
+	run := func(args ...string) (string, int) {
+		cmd := exec.Command(filepath.Join(integration.Binaries(f.t), "olivares"), args...)
+		cmd.Env = append(os.Environ(), "OLIVARES_CONFIG_DIR="+f.cliDir)
+		out, err := cmd.CombinedOutput()
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return string(out), ee.ExitCode()
+		}
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		return string(out), 0
+	}
+	if f.cliDir == "" {
+		f.cliDir = f.t.TempDir()
+		if out, code := run("login", "--url", f.env.APIURL(), "--token", f.env.AdminToken, "--tenant", integration.Tenant); code != 0 {
+			f.t.Fatalf("olivares login: exit %d %s", code, out)
+		}
+	}
+	return run(args...)
 }
 
 // byTransport runs fn once per tunnel transport, in parallel.

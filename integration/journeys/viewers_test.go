@@ -1,14 +1,12 @@
 package journeys
 
 import (
-	"bufio"
 	"encoding/json"
 	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/olivares-dev/olivares/integration"
 	"github.com/olivares-dev/olivares/shared/apitypes"
@@ -82,28 +80,24 @@ func TestSlowViewerDropped(t *testing.T) {
 	f := setup(t, "yamux", integration.ProcOptions{ViewerQueue: 64, RingMaxBytes: 64 << 20})
 	r := f.launch(f.profile("codex"))
 	f.operator.AwaitRun(r.RunRef, wait, "idle", func(r apitypes.Run) bool { return r.State == apitypes.StateIdle })
-	slow := f.viewer.AttachRaw(r.RunRef, "from=0")
+	// The two waits below: the flood's turn, then reading what was buffered.
+	slow := f.viewer.AttachIdle(r.RunRef, "from=0", 2*wait)
 	// More than every buffer between the agent and the slow client holds
 	// (socket buffers, tunnel windows), so its queue overflows.
 	f.post(f.operator, http.StatusAccepted, r.RunRef, "input", integration.Text("flood 67108864"), nil)
 	f.operator.AwaitRun(r.RunRef, wait, "the flood's turn to end", func(r apitypes.Run) bool { return r.State == apitypes.StateIdle })
 	// Now the slow viewer reads: what was buffered, then end.
-	slow.SetDeadline(time.Now().Add(wait))
-	sc := bufio.NewScanner(slow)
-	sc.Buffer(make([]byte, 1<<20), 4<<20)
-	ended := false
-	for sc.Scan() {
-		if sc.Text() == "event: end" {
-			sc.Scan()
-			if !strings.Contains(sc.Text(), "slow_viewer") {
-				t.Fatalf("slow viewer end %s", sc.Text())
+	for {
+		ev, err := slow.Next()
+		if err != nil {
+			t.Fatalf("slow viewer got no end: %v", err)
+		}
+		if ev.Type == apitypes.SSEEnd {
+			if !strings.Contains(string(ev.Data), "slow_viewer") {
+				t.Fatalf("slow viewer end %s", ev.Data)
 			}
-			ended = true
 			break
 		}
-	}
-	if !ended {
-		t.Fatalf("slow viewer got no end: %v", sc.Err())
 	}
 	if got := f.operator.Run(r.RunRef); !apitypes.Live(got.State) {
 		t.Fatalf("run not live after the slow viewer: %+v", got)
