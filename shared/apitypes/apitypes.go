@@ -1,6 +1,7 @@
-// Package apitypes holds the JSON bodies of the public API that both the
-// coordinator and its clients (the olivares CLI) read, so the two never
-// drift apart.
+// Package apitypes holds the JSON bodies of the public API, in one place:
+// the coordinator and the agent produce them, and shared/apiclient (so the
+// olivares CLI, the test harness and the benchmarks) reads them, so no two
+// sides drift apart. It holds types and their constants only: no I/O.
 package apitypes
 
 import (
