@@ -18,7 +18,7 @@ import (
 // error keeps its status, so the exit code is the API's (R-CLI-2).
 
 // explain returns err told in cmd's terms; an error that is not an API
-// answer is returned with only its rule IDs removed.
+// answer is the CLI's own and returned as it is.
 func explain(cmd string, err error) error {
 	if err == nil {
 		return nil
@@ -44,7 +44,7 @@ func (e *toldError) Unwrap() error { return e.err }
 func explainText(cmd string, err error) string {
 	var ae *apiclient.Error
 	if !errors.As(err, &ae) {
-		return scrubRuleIDs(err.Error())
+		return err.Error()
 	}
 	msg := flagTerms(cmd, ae.Code, scrubRuleIDs(ae.Message))
 	if ae.Code == "" {
@@ -54,7 +54,7 @@ func explainText(cmd string, err error) string {
 	}
 	// The API error may be wrapped ("looking up profile "x": ..."): keep
 	// what wraps it.
-	return scrubRuleIDs(strings.Replace(err.Error(), ae.Error(), msg, 1))
+	return strings.Replace(err.Error(), ae.Error(), msg, 1)
 }
 
 // ruleIDRe matches a rule ID such as R-MSG-16, R-CX-ARC-1, R-ACT-1..9,
@@ -65,19 +65,17 @@ var (
 	// "(R-WTF-3)", "(R-CX-ARC-5, R-CX-ARC-6)", "(§3.17)".
 	ruleParens = regexp.MustCompile(`\s*\(` + ruleIDRe + `(?:(?:,\s*|\s+and\s+|/)` + ruleIDRe + `)*\)`)
 	// "(Q-23: the file must be ...)" keeps what it explains.
-	rulePrefix = regexp.MustCompile(`\b` + ruleIDRe + `:\s*`)
-	// Any other, with the separator before it.
-	ruleBare = regexp.MustCompile(`(?:,\s*|\s+)?` + ruleIDRe + `\b`)
+	rulePrefix = regexp.MustCompile(`\(` + ruleIDRe + `:\s*`)
 )
 
-// scrubRuleIDs removes rule IDs from a message a person reads.
+// scrubRuleIDs removes the rule IDs an API message cites in parentheses
+// (where the API puts them); a bare one could be a name someone chose.
 func scrubRuleIDs(s string) string {
 	if !strings.ContainsAny(s, "RQDA§") {
 		return s
 	}
 	s = ruleParens.ReplaceAllString(s, "")
-	s = rulePrefix.ReplaceAllString(s, "")
-	return ruleBare.ReplaceAllString(s, "")
+	return rulePrefix.ReplaceAllString(s, "(")
 }
 
 // term rewrites what matches re in the messages of the commands cmds (nil:
