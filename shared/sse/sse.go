@@ -131,8 +131,8 @@ func (r *Reader) next() (Event, error) {
 				r.typ = r.typ[:0]
 				continue
 			}
-			data := make([]byte, len(r.data)-1)
-			copy(data, r.data)
+			// The buffer becomes the event's: one copy of the data, not two.
+			data := r.data[: len(r.data)-1 : len(r.data)-1]
 			typ := "message"
 			if len(r.typ) > 0 {
 				if string(r.typ) != r.prevType {
@@ -140,7 +140,7 @@ func (r *Reader) next() (Event, error) {
 				}
 				typ = r.prevType
 			}
-			r.data, r.typ = r.data[:0], r.typ[:0]
+			r.data, r.typ = nil, r.typ[:0]
 			return Event{Type: typ, ID: r.lastID, Data: data}, nil
 		}
 		if line[0] == ':' {
