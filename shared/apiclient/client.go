@@ -1,7 +1,7 @@
 // Package apiclient is the one Go client of the coordinator's public API:
 // a typed method per route (runs and their sub-routes, marks, profiles,
 // workspaces, project config, vault, the Codex catalog, nodes, audit,
-// whoami, health), Do for a caller that needs the raw answer, and Attach,
+// whoami, tenants, health), Do for a caller that needs the raw answer, and Attach,
 // a run's output stream read with shared/sse that can reconnect by itself.
 // The olivares CLI, the integration harness and the benchmarks all call
 // the API through it.

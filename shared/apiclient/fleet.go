@@ -14,6 +14,14 @@ func (c *Client) Whoami(ctx context.Context) (apitypes.Whoami, error) {
 	return w, c.get(ctx, "/v1/whoami", nil, &w)
 }
 
+// Tenants is GET /v1/tenants: the caller and every tenant it belongs to,
+// with its role there. It needs no tenant: a client asks it before it
+// picks one.
+func (c *Client) Tenants(ctx context.Context) (apitypes.Tenants, error) {
+	var t apitypes.Tenants
+	return t, c.get(ctx, "/v1/tenants", nil, &t)
+}
+
 // Nodes is GET /v1/nodes: the tenant's node registry.
 func (c *Client) Nodes(ctx context.Context) (apitypes.NodeList, error) {
 	var l apitypes.NodeList

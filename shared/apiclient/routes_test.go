@@ -52,6 +52,7 @@ func TestEveryRoute(t *testing.T) {
 	const ref, host, thread = "run_1", "node-1", "01a23643-0000-7000-8000-000000000000"
 	calls := []func() error{
 		func() error { _, err := c.Whoami(ctx); return err },
+		func() error { _, err := c.Tenants(ctx); return err },
 		func() error { _, err := c.Nodes(ctx); return err },
 		func() error { _, err := c.Node(ctx, "node-1"); return err },
 		func() error { _, err := c.RevokeNode(ctx, "node-1"); return err },
