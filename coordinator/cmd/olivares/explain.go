@@ -117,7 +117,7 @@ var terms = []term{
 	whole(anyCmd, "tenant_required", `.`, "the saved login names no valid tenant; log in again with olivares login ... --tenant T"),
 
 	// Input: the tool takes one field, and each is a flag.
-	whole(inputCmd, "wrong_input_field", `takes "line" or "message"`, `this session runs Claude Code, which takes --message TEXT (or --line with one raw stream-json object), not --text`),
+	whole(inputCmd, "wrong_input_field", `takes "line" or "message"`, `this session runs Claude Code: use --message TEXT (or --line with one raw stream-json object), not --text`),
 	whole(inputCmd, "wrong_input_field", `takes "text"`, `this session's tool takes plain text: use --text TEXT`),
 	t(anyCmd, "", `cliruntime: (?:invalid input|wrong input field for this driver): `, ""),
 	t(inputCmd, "", `"(text|line|message)"`, "--$1"),

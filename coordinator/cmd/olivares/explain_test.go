@@ -44,7 +44,7 @@ func TestExplainFlagTerms(t *testing.T) {
 		{"session move", "run_not_stopped", "run run_1 is running; stop it before moving it (R-MOVE-3)", "run run_1 is running; stop it before moving it"},
 		// Input (coordinator/api, agent/agentd, shared/sessions/cliruntime).
 		{"session input", "wrong_input_field", `cliruntime: wrong input field for this driver: "text"; this driver takes "line" or "message"`,
-			"this session runs Claude Code, which takes --message TEXT (or --line with one raw stream-json object), not --text"},
+			"this session runs Claude Code: use --message TEXT (or --line with one raw stream-json object), not --text"},
 		{"session input", "wrong_input_field", `cliruntime: wrong input field for this driver: "message"; this driver takes "text"`,
 			"this session's tool takes plain text: use --text TEXT"},
 		{"session input", "invalid_input", `cliruntime: invalid input: "text" is empty`, "--text is empty"},
@@ -167,7 +167,7 @@ func TestAPIErrorsPrintedInFlagTerms(t *testing.T) {
 		"/v1/m/sessions/runs/run_1/cleanup": {http.StatusConflict, "unmerged_work", "branch b has 1 commit the workspace's current branch does not contain; merge b, or repeat with discard_worktree:true to delete them",
 			"or repeat with --discard-worktree to delete them (unmerged_work)", 5, []string{"session", "cleanup", "run_1"}, "discard_worktree"},
 		"/v1/m/sessions/runs/run_1/input": {http.StatusBadRequest, "wrong_input_field", `cliruntime: wrong input field for this driver: "text"; this driver takes "line" or "message"`,
-			"this session runs Claude Code, which takes --message TEXT", 1, []string{"session", "input", "run_1", "--text", "hi"}, `"text"`},
+			"this session runs Claude Code: use --message TEXT", 1, []string{"session", "input", "run_1", "--text", "hi"}, `"text"`},
 		"/v1/m/sessions/runs/run_1/messages": {http.StatusBadRequest, "invalid_parameter", `order: "up" is neither asc nor desc (R-MSG-16)`,
 			`--order: "up" is neither asc nor desc (invalid_parameter)`, 1, []string{"session", "messages", "run_1", "--order", "up"}, "R-MSG"},
 		"/v1/m/sessions/runs": {http.StatusConflict, "setup_not_approved", `setup command "make" of workspace ws_1 is not approved; review it and run olivares agent workspace approve-setup ws_1 --sha256 abc (or launch with no_setup to skip it once)`,
