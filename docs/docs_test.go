@@ -141,10 +141,7 @@ func splitID(id string) (string, int) {
 // cliPending are the rule IDs the operator CLI still quotes in what it
 // prints; its messages are being rewritten with the one API client (issue
 // 17). Remove an entry when its ID is gone: a stale one is only logged.
-var cliPending = map[string][]string{
-	"coordinator/cmd/olivares/main.go":  {"R-ARC-4"},
-	"coordinator/cmd/olivares/codex.go": {"R-CX-CLI-3"},
-}
+var cliPending = map[string][]string{}
 
 // messageExempt reports whether a Go file is test code, whose strings may
 // quote rules: tests, test helper packages, the integration harness, and
@@ -238,11 +235,7 @@ var sectionOK = regexp.MustCompile(`real-clis\.md|docs/`)
 
 // outsidePending are the pointers the operator CLI still has (see
 // cliPending); a stale entry is only logged.
-var outsidePending = map[string][]string{
-	"coordinator/cmd/olivares/main.go":     {"§3.17"},
-	"coordinator/cmd/olivares/activity.go": {"§2.19", "§2.21"},
-	"coordinator/cmd/olivares/vault.go":    {"§3.17"},
-}
+var outsidePending = map[string][]string{}
 
 // TestNoPointersOutsideRepo: code, scripts and READMEs send the reader to
 // docs/, never to a document beside the repository.

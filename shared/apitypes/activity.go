@@ -1,7 +1,7 @@
 package apitypes
 
-// The read side of a run (§2.19 to §2.21): what it is doing and what was
-// said in it, read on its node from the tool's own transcript
+// The read side of a run (R-ACT-1, R-AGT-1, R-MSG-2): what it is doing and
+// what was said in it, read on its node from the tool's own transcript
 // (agent/transcript produces these; the coordinator passes them through).
 
 // TranscriptState is what became of the tool's native record on a read
@@ -168,7 +168,7 @@ type SubAgentTurn struct {
 	Clipped bool   `json:"clipped,omitempty"`
 }
 
-// SubAgentTurns is GET /runs/{ref}/activity/agents/{agent} (§2.20).
+// SubAgentTurns is GET /runs/{ref}/activity/agents/{agent} (R-AGT-1).
 type SubAgentTurns struct {
 	Agent   string         `json:"agent"`
 	Turns   []SubAgentTurn `json:"turns"`
@@ -196,7 +196,7 @@ type MessageItem struct {
 	Clipped   bool    `json:"clipped,omitempty"`
 }
 
-// MessagesPage is a GET /runs/{ref}/messages list response (§2.21).
+// MessagesPage is a GET /runs/{ref}/messages list response (R-MSG-2).
 type MessagesPage struct {
 	Items []MessageItem `json:"items"`
 	// Total is the number of messages matching role, q and at (R-MSG-15).

@@ -42,7 +42,8 @@ func TestReader(t *testing.T) {
 		in   string
 		want []ev
 	}{
-		// The standard's examples (HTML Living Standard §9.2.5, §9.2.6).
+		// The standard's examples (the HTML Living Standard's server-sent
+		// events section: its stock, id and empty-data streams).
 		{"stock example: multi-line data", "data: YHOO\ndata: +2\ndata: 10\n\n", []ev{{"message", "", "YHOO\n+2\n10"}}},
 		{"ids: set, reset by an empty id, kept", ": test stream\n\ndata: first event\nid: 1\n\ndata:second event\nid\n\ndata:  third event\n\n",
 			[]ev{{"message", "1", "first event"}, {"message", "", "second event"}, {"message", "", " third event"}}},

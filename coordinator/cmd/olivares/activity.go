@@ -13,8 +13,8 @@ import (
 	"github.com/olivares-dev/olivares/shared/apitypes"
 )
 
-// The read-side commands of issue 8: what a run is doing (§2.19, §2.20) and
-// what was said in it (§2.21), both read on the node from the tool's own
+// The read-side commands of issue 8: what a run is doing (R-ACT-1, R-AGT-1)
+// and what was said in it (R-MSG-2), both read on the node from the tool's own
 // transcript (shared/apitypes holds the bodies the node answers with).
 
 // maxMessagePages bounds session messages --all.

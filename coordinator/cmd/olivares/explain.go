@@ -58,11 +58,11 @@ func explainText(cmd string, err error) string {
 }
 
 // ruleIDRe matches a rule ID such as R-MSG-16, R-CX-ARC-1, R-ACT-1..9,
-// AT-CX-09, Q-23 or D-01, and a section reference such as §3.17.
+// AT-CX-09, Q-23 or D-01, and a section sign with its number.
 const ruleIDRe = `(?:(?:R|AT)(?:-[A-Z]+)+-\d+[a-z]?(?:\.\.\d+)?|[QD]-\d+|§\d+(?:\.\d+)*)`
 
 var (
-	// "(R-WTF-3)", "(R-CX-ARC-5, R-CX-ARC-6)", "(§3.17)".
+	// "(R-WTF-3)", "(R-CX-ARC-5, R-CX-ARC-6)", a section in parentheses.
 	ruleParens = regexp.MustCompile(`\s*\(` + ruleIDRe + `(?:(?:,\s*|\s+and\s+|/)` + ruleIDRe + `)*\)`)
 	// "(Q-23: the file must be ...)" keeps what it explains.
 	rulePrefix = regexp.MustCompile(`\(` + ruleIDRe + `:\s*`)

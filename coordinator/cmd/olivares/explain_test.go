@@ -104,7 +104,7 @@ func TestExplainFlagTerms(t *testing.T) {
 			"a grok session cannot be handed off: handoff reads Claude Code, Codex, Gemini CLI and OpenCode conversations"},
 		{"session activity", "workflow", "workflow summaries of this request are over 100 bytes (R-WF-8)", "workflow summaries of this request are over 100 bytes"},
 		{"session start", "x", "nothing here (R-ACT-1..9, R-WF-1..10) and (§3.17)", "nothing here and"},
-		{"profile add", "bad_name", `profile name "R-DEV-1": use 1-64 letters`, `--name "R-DEV-1": use 1-64 letters`},
+		{"profile add", "bad_name", `profile name "R-DEV-1": use 1-64 letters`, `--name "R-DEV-1": use 1-64 letters`}, // docs:nocite: a profile name
 		// Credentials.
 		{"node list", "unauthenticated", "missing or unknown bearer token; pass Authorization: Bearer <token> (see olivares login)",
 			"the saved token is missing or unknown to the coordinator; log in again with olivares login --url URL --token T --tenant T"},
@@ -122,7 +122,7 @@ func TestExplainFlagTerms(t *testing.T) {
 			if want := "wrapped: " + tt.want + " (" + tt.code + ")"; got != want {
 				t.Errorf("got  %q\nwant %q", got, want)
 			}
-			if ruleID.MatchString(got) && !strings.Contains(tt.msg, `"R-DEV-1"`) {
+			if ruleID.MatchString(got) && !strings.Contains(tt.msg, `"R-DEV-1"`) { // docs:nocite: a profile name
 				t.Errorf("%q still holds a rule ID", got)
 			}
 			if told := explain(tt.cmd, err); told.Error() != tt.want+" ("+tt.code+")" || exitCode(told) != exitCode(err) {

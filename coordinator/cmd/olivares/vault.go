@@ -20,7 +20,7 @@ func init() {
 	commands["vault delete"] = "secret ref"
 }
 
-// grantFlag collects --grant KIND:SECRET_REF:ENV[:file] (§3.17).
+// grantFlag collects --grant KIND:SECRET_REF:ENV[:file] (R-GRANT-1).
 type grantFlag []apitypes.Grant
 
 func (g *grantFlag) String() string { return fmt.Sprint(len(*g)) }
