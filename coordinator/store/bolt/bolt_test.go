@@ -20,13 +20,13 @@ import (
 )
 
 func TestConformance(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) store.Store {
+	storetest.Run(t, storetest.Backend{Open: func(t *testing.T) store.Store {
 		s, err := Open(filepath.Join(t.TempDir(), "coordinator.db"))
 		if err != nil {
 			t.Fatalf("Open: %v", err)
 		}
 		return s
-	})
+	}})
 }
 
 var t0 = time.Date(2025, 3, 4, 5, 6, 7, 0, time.UTC)

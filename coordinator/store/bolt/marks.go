@@ -163,8 +163,7 @@ func putMarks(marks, byRun *bbolt.Bucket, key store.MarkKey, m store.Marks) erro
 }
 
 // evictPins drops the owner's oldest pins beyond MaxPins (R-PIN-3); the pin
-// just written is the newest unless the clock went back, and it is never
-// the one dropped.
+// just written is never the one dropped.
 func evictPins(tx *bbolt.Tx, key store.MarkKey) error {
 	marks, byRun, pins := tx.Bucket(bucketMarks), tx.Bucket(bucketMarksByRun), tx.Bucket(bucketPins)
 	prefix := ownerPrefix(key.Tenant, key.Owner)
@@ -173,12 +172,19 @@ func evictPins(tx *bbolt.Tx, key store.MarkKey) error {
 	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
 		all = append(all, append([]byte(nil), k...))
 	}
-	for i := 0; len(all)-i > store.MaxPins; i++ {
-		k := all[i]
+	// The pin just written is skipped but still counted: when it is not
+	// the newest (the clock went back, or another coordinator's clock is
+	// behind), the oldest others go until MaxPins are left.
+	excess := len(all) - store.MaxPins
+	for _, k := range all {
+		if excess <= 0 {
+			break
+		}
 		ref := string(k[len(prefix)+runTimeLen:])
 		if ref == key.RunRef {
 			continue
 		}
+		excess--
 		other := store.MarkKey{Tenant: key.Tenant, Owner: key.Owner, RunRef: ref}
 		var m store.Marks
 		if err := get(marks, string(markKey(other)), &m); err != nil && !errors.Is(err, store.ErrNotFound) {

@@ -19,6 +19,7 @@ var markCases = []struct {
 }{
 	{"Marks/PinIdempotent", testMarksPinIdempotent},
 	{"Marks/PinEviction", testMarksPinEviction},
+	{"Marks/PinEvictionClockBehind", testMarksPinEvictionClockBehind},
 	{"Marks/OwnersApart", testMarksOwnersApart},
 	{"Marks/UnknownRun", testMarksUnknownRun},
 	{"Marks/EmptyRemoved", testMarksEmptyRemoved},
@@ -127,6 +128,28 @@ func testMarksPinEviction(t *testing.T, s store.Store) {
 	got, _ = s.GetMarks(t.Context(), "t1", "prn:a", []string{"t1-r-001"})
 	if m := got["t1-r-001"]; m.PinnedAt != nil || !m.Done {
 		t.Fatalf("after eviction of a done run's pin: got %+v, want done and unpinned", m)
+	}
+}
+
+// R-PIN-3 when the new pin is not the newest (a clock that went back, or a
+// coordinator whose clock is behind another's): it is kept, and the oldest
+// other pin goes, so the owner still holds MaxPins.
+func testMarksPinEvictionClockBehind(t *testing.T, s store.Store) {
+	refs := putRuns(t, s, "t1", store.MaxPins+1)
+	for i := range store.MaxPins {
+		mustMarks(t, s, store.MarkKey{Tenant: "t1", Owner: "prn:a", RunRef: refs[i]}, pin(t0.Add(time.Duration(i+1)*time.Minute)))
+	}
+	late := refs[store.MaxPins]
+	mustMarks(t, s, store.MarkKey{Tenant: "t1", Owner: "prn:a", RunRef: late}, pin(t0))
+	pins, err := s.PinnedMarks(t.Context(), "t1", "prn:a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pins) != store.MaxPins {
+		t.Fatalf("pins: got %d, want %d", len(pins), store.MaxPins)
+	}
+	if pins[0].RunRef != late || pins[1].RunRef != refs[1] {
+		t.Fatalf("pins: got first %s, second %s; want %s (the new pin) then %s (%s, the oldest other, dropped)", pins[0].RunRef, pins[1].RunRef, late, refs[1], refs[0])
 	}
 }
 

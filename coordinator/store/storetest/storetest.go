@@ -21,10 +21,21 @@ import (
 	"github.com/olivares-dev/olivares/shared/apitypes"
 )
 
-// Run runs the conformance suite. open must return a new, empty store each
-// time it is called; the suite closes every store it opens (through
-// t.Cleanup), so Close must be safe to call more than once. open may register
-// its own cleanups, for example to remove a database.
+// Backend is a store implementation under test.
+type Backend struct {
+	// Open returns a new, empty store each time it is called. The suite
+	// closes every store it opens (through t.Cleanup), so Close must be safe
+	// to call more than once. Open may register its own cleanups, for
+	// example to drop a database.
+	Open func(t *testing.T) store.Store
+	// Share returns another store on the data of s, as a second coordinator
+	// sharing s's database opens it; the suite closes it. Nil when a
+	// backend allows one opener only (bbolt's file lock): the cases of
+	// several coordinators then run their writers on s alone.
+	Share func(t *testing.T, s store.Store) store.Store
+}
+
+// Run runs the conformance suite against b.
 //
 // Behaviour the suite pins beyond the comments in store.go:
 //   - Timestamps survive to the second; the suite never uses sub-second times,
@@ -46,10 +57,14 @@ import (
 //     rows written meanwhile never repeat a row, rows older than the cursor
 //     are reached, and a page with a next cursor is never empty.
 //   - An empty list may be nil or empty.
-func Run(t *testing.T, open func(t *testing.T) store.Store) {
+//   - Writers on several coordinators sharing one database (Share) behave
+//     as writers on one: a join token is consumed once, a tenant's audit
+//     entries form one chain, a run keeps its highest rev, an owner keeps
+//     at most MaxPins pins.
+func Run(t *testing.T, b Backend) {
 	newStore := func(t *testing.T) store.Store {
 		t.Helper()
-		s := open(t)
+		s := b.Open(t)
 		t.Cleanup(func() { _ = s.Close() })
 		return s
 	}
@@ -121,6 +136,18 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			tt.fn(t, newStore(t))
+		})
+	}
+	for _, tt := range replicaCases {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			s := newStore(t)
+			other := s
+			if b.Share != nil {
+				other = b.Share(t, s)
+				t.Cleanup(func() { _ = other.Close() })
+			}
+			tt.fn(t, [2]store.Store{s, other})
 		})
 	}
 }
