@@ -1,0 +1,375 @@
+package postgres
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/olivares-dev/olivares/coordinator/store"
+	"github.com/olivares-dev/olivares/shared/apitypes"
+)
+
+// defaultRunLimit is the page size of a RunQuery whose Limit is zero.
+const defaultRunLimit = 50
+
+// PutRun keeps, per ref, the row with the highest Rev, so pushes that arrive
+// out of order, from any coordinator, leave the index on the last state the
+// agent reported (R-STATE-7). An equal Rev is a duplicate push and is not
+// written. The row is locked while it is compared, and a deleted run's
+// tombstone is checked under the same lock, so a push racing a delete
+// cannot bring the run back.
+func (s *Store) PutRun(ctx context.Context, r apitypes.Run) (bool, error) {
+	if r.RunRef == "" {
+		return false, errors.New("put run: empty run_ref")
+	}
+	if r.Tenant == "" {
+		return false, fmt.Errorf("put run %q: empty tenant", r.RunRef)
+	}
+	if err := checkText("put run", r.RunRef, r.Tenant, r.NodeID, r.State, r.LiveRef, r.ClaudeSessionID); err != nil {
+		return false, err
+	}
+	doc, err := encode(r)
+	if err != nil {
+		return false, err
+	}
+	wrote := false
+	err = s.tx(ctx, func(tx pgx.Tx) error {
+		// Two pushes of a new ref may both find no row; the loser of the
+		// insert then finds the winner's row and compares revs.
+		for range 3 {
+			var tenant, node, revText string
+			err := tx.QueryRow(ctx, "SELECT tenant, node_id, rev::text FROM runs WHERE run_ref = $1 FOR NO KEY UPDATE", r.RunRef).Scan(&tenant, &node, &revText)
+			switch {
+			case err == nil:
+				rev, err := strconv.ParseUint(revText, 10, 64)
+				if err != nil {
+					return fmt.Errorf("run %q: stored rev %q: %w", r.RunRef, revText, err)
+				}
+				// Checked before Rev: a foreign push is refused even when it
+				// would lose anyway, so the caller learns of it. The message
+				// does not name the owner, which belongs to the other side.
+				if tenant != r.Tenant || node != r.NodeID {
+					return fmt.Errorf("run %q belongs to another tenant or node: %w", r.RunRef, store.ErrConflict)
+				}
+				if r.Rev <= rev {
+					return nil
+				}
+				_, err = tx.Exec(ctx, `UPDATE runs SET rev = $2::numeric, created_at = $3, state = $4, live_ref = $5,
+					claude_session_id = $6, doc = $7 WHERE run_ref = $1`,
+					r.RunRef, revString(r.Rev), r.CreatedAt, r.State, r.LiveRef, r.ClaudeSessionID, doc)
+				wrote = err == nil
+				return err
+			case !errors.Is(err, pgx.ErrNoRows):
+				return err
+			}
+			tag, err := tx.Exec(ctx, `INSERT INTO runs (run_ref, tenant, node_id, rev, created_at, state, live_ref, claude_session_id, doc)
+				SELECT $1, $2, $3, $4::numeric, $5, $6, $7, $8, $9
+				WHERE NOT EXISTS (SELECT 1 FROM run_tombstones WHERE run_ref = $1)
+				ON CONFLICT (run_ref) DO NOTHING`,
+				r.RunRef, r.Tenant, r.NodeID, revString(r.Rev), r.CreatedAt, r.State, r.LiveRef, r.ClaudeSessionID, doc)
+			if err != nil {
+				return err
+			}
+			if tag.RowsAffected() == 1 {
+				wrote = true
+				return nil
+			}
+			var dead bool
+			if err := tx.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM run_tombstones WHERE run_ref = $1)", r.RunRef).Scan(&dead); err != nil {
+				return err
+			}
+			if dead {
+				// A late push of a deleted run (R-DEL-1): it stays deleted.
+				return nil
+			}
+		}
+		return fmt.Errorf("put run %q: the row kept changing under concurrent pushes", r.RunRef)
+	})
+	if err != nil {
+		return false, err
+	}
+	return wrote, nil
+}
+
+func (s *Store) GetRun(ctx context.Context, ref string) (apitypes.Run, error) {
+	var r apitypes.Run
+	if !textOK(ref) {
+		return r, fmt.Errorf("run %q: %w", ref, store.ErrNotFound)
+	}
+	if err := s.queryDoc(ctx, &r, "SELECT doc FROM runs WHERE run_ref = $1", ref); err != nil {
+		return apitypes.Run{}, fmt.Errorf("run %q: %w", ref, closedErr(s, err))
+	}
+	return r, nil
+}
+
+// ListRuns reads one page of q.Tenant's rows from the runs_list index (or
+// runs_state with a state filter), newest first. A cursor is the position
+// (created_at, run_ref) of the last row returned, so the next page starts
+// strictly below it: rows added above it are not shown, rows added below it
+// are, and no row is seen twice (R-LIST-5). A Cursor without CursorMode is
+// still a cursor. Offset and a cursor together, a negative Limit or Offset
+// and an empty Tenant are errors.
+func (s *Store) ListRuns(ctx context.Context, q store.RunQuery) ([]apitypes.Run, string, error) {
+	if q.Tenant == "" {
+		return nil, "", errors.New("list runs: empty tenant")
+	}
+	if q.Limit < 0 || q.Offset < 0 {
+		return nil, "", fmt.Errorf("list runs: negative limit (%d) or offset (%d)", q.Limit, q.Offset)
+	}
+	cursorMode := q.CursorMode || q.Cursor != ""
+	if cursorMode && q.Offset != 0 {
+		return nil, "", errors.New("list runs: offset and cursor are exclusive")
+	}
+	limit := q.Limit
+	if limit == 0 {
+		limit = defaultRunLimit
+	}
+	var (
+		below    time.Time
+		belowRef string
+	)
+	if q.Cursor != "" {
+		var err error
+		if below, belowRef, err = decodeCursor(q.Cursor); err != nil {
+			return nil, "", fmt.Errorf("list runs: %w", err)
+		}
+	}
+	db, err := s.q()
+	if err != nil {
+		return nil, "", err
+	}
+	out := []apitypes.Run{}
+	if !textOK(q.Tenant, q.State, q.LiveRef, q.ClaudeSessionID) {
+		return out, "", nil // no row can hold such a value
+	}
+
+	var where strings.Builder
+	args := []any{q.Tenant}
+	where.WriteString("tenant = $1")
+	eq := func(col, v string) {
+		if v != "" {
+			args = append(args, v)
+			fmt.Fprintf(&where, " AND %s = $%d", col, len(args))
+		}
+	}
+	eq("state", q.State)
+	eq("live_ref", q.LiveRef)
+	eq("claude_session_id", q.ClaudeSessionID)
+	if q.Cursor != "" {
+		args = append(args, below, belowRef)
+		fmt.Fprintf(&where, " AND (created_at, run_ref) < ($%d, $%d)", len(args)-1, len(args))
+	}
+	// Cursor mode reads one row more than the page: it tells whether
+	// there is a next page, so a page that ends at the last row has none.
+	fetch := limit
+	if cursorMode {
+		fetch++
+	}
+	args = append(args, fetch, q.Offset)
+	sql := fmt.Sprintf("SELECT doc, created_at FROM runs WHERE %s ORDER BY created_at DESC, run_ref DESC LIMIT $%d OFFSET $%d",
+		where.String(), len(args)-1, len(args))
+	rows, err := db.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, "", fmt.Errorf("list runs: %w", closedErr(s, err))
+	}
+	defer rows.Close()
+	var last time.Time
+	for rows.Next() {
+		if len(out) == limit {
+			next := encodeCursor(last, out[len(out)-1].RunRef)
+			rows.Close()
+			return out, next, nil
+		}
+		var (
+			doc []byte
+			r   apitypes.Run
+		)
+		if err := rows.Scan(&doc, &last); err != nil {
+			return nil, "", fmt.Errorf("list runs: %w", err)
+		}
+		if err := decode(doc, &r); err != nil {
+			return nil, "", fmt.Errorf("list runs: %w", err)
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, "", fmt.Errorf("list runs: %w", closedErr(s, err))
+	}
+	return out, "", nil
+}
+
+// cursorVersion is the first byte of every cursor, so that a later format
+// can tell old cursors apart.
+const cursorVersion = 1
+
+// encodeCursor makes the opaque cursor of an index position: the version,
+// created_at as Unix microseconds (the column's resolution), and the ref.
+// The tenant is not in it: the query names the tenant.
+func encodeCursor(createdAt time.Time, ref string) string {
+	b := make([]byte, 9, 9+len(ref))
+	b[0] = cursorVersion
+	binary.BigEndian.PutUint64(b[1:], uint64(createdAt.UnixMicro()))
+	return base64.RawURLEncoding.EncodeToString(append(b, ref...))
+}
+
+func decodeCursor(cursor string) (time.Time, string, error) {
+	raw, err := base64.RawURLEncoding.DecodeString(cursor)
+	if err != nil || len(raw) <= 9 || raw[0] != cursorVersion {
+		return time.Time{}, "", store.ErrBadCursor
+	}
+	ref := string(raw[9:])
+	if !textOK(ref) {
+		return time.Time{}, "", store.ErrBadCursor
+	}
+	return time.UnixMicro(int64(binary.BigEndian.Uint64(raw[1:9]))).UTC(), ref, nil
+}
+
+// namedTable is a table of records that have a global ref and a name unique
+// in their tenant: profiles, workspaces, secrets.
+type namedTable struct {
+	table, kind    string
+	nameConstraint string
+}
+
+var (
+	profilesTable   = namedTable{"profiles", "profile", "profiles_name"}
+	workspacesTable = namedTable{"workspaces", "workspace", "workspaces_name"}
+	secretsTable    = namedTable{"secrets", "secret", "secrets_name"}
+)
+
+func checkNamed(kind, ref, tenant, name string) error {
+	switch {
+	case ref == "":
+		return fmt.Errorf("create %s: empty ref", kind)
+	case tenant == "":
+		return fmt.Errorf("create %s %q: empty tenant", kind, ref)
+	case name == "":
+		return fmt.Errorf("create %s %q: empty name", kind, ref)
+	}
+	return checkText("create "+kind, ref, tenant, name)
+}
+
+func (s *Store) createNamed(ctx context.Context, t namedTable, ref, tenant, name string, v any) error {
+	if err := checkNamed(t.kind, ref, tenant, name); err != nil {
+		return err
+	}
+	doc, err := encode(v)
+	if err != nil {
+		return err
+	}
+	db, err := s.q()
+	if err != nil {
+		return err
+	}
+	_, err = db.Exec(ctx, "INSERT INTO "+t.table+" (ref, tenant, name, doc) VALUES ($1, $2, $3, $4)", ref, tenant, name, doc)
+	if c, ok := uniqueViolation(err); ok {
+		if c == t.nameConstraint {
+			return fmt.Errorf("%s name %q: %w", t.kind, name, store.ErrExists)
+		}
+		return fmt.Errorf("%s %q: %w", t.kind, ref, store.ErrExists)
+	}
+	return closedErr(s, err)
+}
+
+func (s *Store) getNamed(ctx context.Context, t namedTable, ref string, v any) error {
+	if !textOK(ref) {
+		return fmt.Errorf("%s %q: %w", t.kind, ref, store.ErrNotFound)
+	}
+	if err := s.queryDoc(ctx, v, "SELECT doc FROM "+t.table+" WHERE ref = $1", ref); err != nil {
+		return fmt.Errorf("%s %q: %w", t.kind, ref, closedErr(s, err))
+	}
+	return nil
+}
+
+// listNamed lists a tenant's records by name in byte order. An empty
+// tenant is an error.
+func listNamed[T any](ctx context.Context, s *Store, t namedTable, tenant string) ([]T, error) {
+	if tenant == "" {
+		return nil, fmt.Errorf("list %ss: empty tenant", t.kind)
+	}
+	db, err := s.q()
+	if err != nil {
+		return nil, err
+	}
+	if !textOK(tenant) {
+		return []T{}, nil
+	}
+	rows, err := db.Query(ctx, "SELECT doc FROM "+t.table+" WHERE tenant = $1 ORDER BY name", tenant)
+	if err != nil {
+		return nil, fmt.Errorf("list %ss: %w", t.kind, closedErr(s, err))
+	}
+	out, err := collectDocs[T](rows)
+	if err != nil {
+		return nil, fmt.Errorf("list %ss: %w", t.kind, err)
+	}
+	return out, nil
+}
+
+// CreateProfile stores p; its Ref, Tenant and Name may not be empty.
+func (s *Store) CreateProfile(ctx context.Context, p apitypes.Profile) error {
+	return s.createNamed(ctx, profilesTable, p.Ref, p.Tenant, p.Name, p)
+}
+
+func (s *Store) GetProfile(ctx context.Context, ref string) (apitypes.Profile, error) {
+	var p apitypes.Profile
+	if err := s.getNamed(ctx, profilesTable, ref, &p); err != nil {
+		return apitypes.Profile{}, err
+	}
+	return p, nil
+}
+
+// UpdateProfile implements store.Store.
+func (s *Store) UpdateProfile(ctx context.Context, p apitypes.Profile) error {
+	if !textOK(p.Ref, p.Tenant, p.Name) {
+		return fmt.Errorf("profile %q: %w", p.Ref, store.ErrNotFound)
+	}
+	doc, err := encode(p)
+	if err != nil {
+		return err
+	}
+	return s.tx(ctx, func(tx pgx.Tx) error {
+		var tenant, name string
+		err := tx.QueryRow(ctx, "SELECT tenant, name FROM profiles WHERE ref = $1 FOR UPDATE", p.Ref).Scan(&tenant, &name)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("profile %q: %w", p.Ref, store.ErrNotFound)
+		}
+		if err != nil {
+			return err
+		}
+		if tenant != p.Tenant || name != p.Name {
+			return fmt.Errorf("update profile %q: tenant or name changed: %w", p.Ref, store.ErrConflict)
+		}
+		_, err = tx.Exec(ctx, "UPDATE profiles SET doc = $2 WHERE ref = $1", p.Ref, doc)
+		return err
+	})
+}
+
+// ListProfiles orders by name in byte order. An empty tenant is an error.
+func (s *Store) ListProfiles(ctx context.Context, tenant string) ([]apitypes.Profile, error) {
+	return listNamed[apitypes.Profile](ctx, s, profilesTable, tenant)
+}
+
+// CreateWorkspace stores w; its Ref, Tenant and Name may not be empty.
+func (s *Store) CreateWorkspace(ctx context.Context, w apitypes.Workspace) error {
+	return s.createNamed(ctx, workspacesTable, w.Ref, w.Tenant, w.Name, w)
+}
+
+func (s *Store) GetWorkspace(ctx context.Context, ref string) (apitypes.Workspace, error) {
+	var w apitypes.Workspace
+	if err := s.getNamed(ctx, workspacesTable, ref, &w); err != nil {
+		return apitypes.Workspace{}, err
+	}
+	return w, nil
+}
+
+// ListWorkspaces orders by name in byte order. An empty tenant is an error.
+func (s *Store) ListWorkspaces(ctx context.Context, tenant string) ([]apitypes.Workspace, error) {
+	return listNamed[apitypes.Workspace](ctx, s, workspacesTable, tenant)
+}
