@@ -11,10 +11,12 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/olivares-dev/olivares/coordinator/store/postgres/pgtest"
 )
 
 func TestMain(m *testing.M) {
-	code := m.Run()
+	code := pgtest.Main(m)
 	RemoveBinaries()
 	os.Exit(code)
 }

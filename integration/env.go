@@ -1,7 +1,8 @@
 // Package integration runs real daemons on loopback: a coordinator with its
-// bbolt store, CA and tunnel listeners, and N agents enrolled through the
-// real join-token flow, each with its own state dir and socket. Tests wait
-// with Await* helpers that have deadlines; nothing sleeps.
+// store (the bbolt file, or PostgreSQL with Options.Postgres), CA and tunnel
+// listeners, and N agents enrolled through the real join-token flow, each
+// with its own state dir and socket. Tests wait with Await* helpers that
+// have deadlines; nothing sleeps.
 package integration
 
 import (
@@ -41,6 +42,10 @@ type Options struct {
 	Heartbeat time.Duration
 	// Now is the API's clock; when nil, time.Now (R-SNZ-5 tests move it).
 	Now func() time.Time
+	// Postgres is the DSN of a PostgreSQL database (pgtest.NewDatabase)
+	// for the coordinator's store; when empty, the bbolt file in its state
+	// dir.
+	Postgres string
 }
 
 // Env is one coordinator and its agents.
@@ -86,6 +91,9 @@ func NewEnv(t testing.TB, o ...Options) *Env {
 	cfg.Tunnel.DisableQUIC = opts.DisableQUIC
 	cfg.Tunnel.Heartbeat.Duration = opts.Heartbeat
 	cfg.Now = opts.Now
+	if opts.Postgres != "" {
+		cfg.Store.Driver, cfg.Store.DSN = coordd.DriverPostgres, opts.Postgres
+	}
 	if opts.NodeCertValidity != 0 {
 		cfg.PKI.NodeCertValidity.Duration = opts.NodeCertValidity
 	}

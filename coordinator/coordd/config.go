@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/olivares-dev/olivares/certs"
+	"github.com/olivares-dev/olivares/coordinator/store/postgres"
 	"github.com/olivares-dev/olivares/shared/config"
 )
 
@@ -47,6 +48,68 @@ type Config struct {
 		// NodeCertValidity is the lifetime of node certificates. Default 7 days.
 		NodeCertValidity config.Duration `toml:"node_cert_validity"`
 	} `toml:"pki"`
+	Store StoreConfig `toml:"store"`
+}
+
+// Store drivers.
+const (
+	DriverBolt     = "bbolt"
+	DriverPostgres = "postgres"
+)
+
+// StoreConfig is the [store] table: where the coordinator keeps its
+// records.
+type StoreConfig struct {
+	// Driver is "bbolt" (one file, STATE_DIR/coordinator.db, nothing to set
+	// up) or "postgres" (a database several coordinators can share). When
+	// empty, "bbolt".
+	Driver string `toml:"driver"`
+	// DSN is the PostgreSQL connection string, URL
+	// (postgres://user@host:5432/olivares?sslmode=verify-full) or
+	// key=value form. Required with driver "postgres", refused with "bbolt".
+	// The PG* environment variables and ~/.pgpass (PGPASSFILE) fill what it
+	// leaves out, so the password need not be in this file.
+	DSN string `toml:"dsn"`
+	// MaxConns is the size of the connection pool. When zero, 10.
+	MaxConns int32 `toml:"max_conns"`
+	// MinConns is how many connections stay open while idle. When zero,
+	// none.
+	MinConns int32 `toml:"min_conns"`
+	// ConnectTimeout bounds each new database connection. When zero, 10s.
+	ConnectTimeout config.Duration `toml:"connect_timeout"`
+}
+
+// CheckAndSetDefaults validates the [store] table and fills its defaults.
+func (s *StoreConfig) CheckAndSetDefaults() error {
+	if s.Driver == "" {
+		s.Driver = DriverBolt
+	}
+	switch s.Driver {
+	case DriverBolt:
+		if s.DSN != "" || s.MaxConns != 0 || s.MinConns != 0 || s.ConnectTimeout.Duration != 0 {
+			return errors.New(`config: store.dsn, max_conns, min_conns and connect_timeout are for driver "postgres"; driver "bbolt" keeps STATE_DIR/coordinator.db`)
+		}
+		return nil
+	case DriverPostgres:
+	default:
+		return fmt.Errorf(`config: store.driver %q: use "bbolt" or "postgres"`, s.Driver)
+	}
+	if s.DSN == "" {
+		return errors.New(`config: store.dsn is required with driver "postgres" (for example postgres://olivares@db.example:5432/olivares?sslmode=verify-full)`)
+	}
+	if s.MaxConns < 0 || s.MinConns < 0 || s.ConnectTimeout.Duration < 0 {
+		return errors.New("config: store.max_conns, min_conns and connect_timeout may not be negative")
+	}
+	if s.MaxConns == 0 {
+		s.MaxConns = postgres.DefaultMaxConns
+	}
+	if s.MinConns > s.MaxConns {
+		return fmt.Errorf("config: store.min_conns (%d) is more than store.max_conns (%d)", s.MinConns, s.MaxConns)
+	}
+	if s.ConnectTimeout.Duration == 0 {
+		s.ConnectTimeout.Duration = postgres.DefaultConnectTimeout
+	}
+	return nil
 }
 
 // DefaultConfig returns the defaults.
@@ -90,6 +153,9 @@ func (c *Config) CheckAndSetDefaults() error {
 	}
 	if c.PKI.NodeCertValidity.Duration < time.Second {
 		return errors.New("config: pki.node_cert_validity must be at least 1s")
+	}
+	if err := c.Store.CheckAndSetDefaults(); err != nil {
+		return err
 	}
 	if len(c.Tunnel.Hosts) == 0 {
 		c.Tunnel.Hosts = []string{"localhost", "127.0.0.1"}

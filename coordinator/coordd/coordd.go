@@ -2,7 +2,9 @@
 // fleet (tunnel listeners), the public API and the local admin socket. The
 // whole composition is visible in New and Start.
 //
-// coordd is the only opener of the coordinator's bbolt file.
+// coordd is the only opener of the coordinator's bbolt file (and, for a
+// moment before a migration, `olivares-coordinator migrate`, which refuses
+// while coordd holds it).
 package coordd
 
 import (
@@ -28,6 +30,7 @@ import (
 	"github.com/olivares-dev/olivares/coordinator/fleet"
 	"github.com/olivares-dev/olivares/coordinator/store"
 	"github.com/olivares-dev/olivares/coordinator/store/bolt"
+	"github.com/olivares-dev/olivares/coordinator/store/postgres"
 	"github.com/olivares-dev/olivares/coordinator/vault"
 	"github.com/olivares-dev/olivares/shared/tunnel"
 )
@@ -89,7 +92,7 @@ func New(cfg Config, logf func(string, ...any)) (*Coordinator, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := bolt.Open(filepath.Join(cfg.StateDir, StoreFile))
+	st, err := openStore(context.Background(), cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -106,9 +109,33 @@ func New(cfg Config, logf func(string, ...any)) (*Coordinator, error) {
 	return c, nil
 }
 
+// openStore opens the store the config names: the bbolt file in the state
+// dir, or the PostgreSQL database (migrated to this binary's schema).
+func openStore(ctx context.Context, cfg Config) (store.Store, error) {
+	if cfg.Store.Driver != DriverPostgres {
+		return bolt.Open(filepath.Join(cfg.StateDir, StoreFile))
+	}
+	return postgres.Open(ctx, postgres.Options{
+		DSN:            cfg.Store.DSN,
+		MaxConns:       cfg.Store.MaxConns,
+		MinConns:       cfg.Store.MinConns,
+		ConnectTimeout: cfg.Store.ConnectTimeout.Duration,
+	})
+}
+
+// pingTimeout bounds the database check of /readyz.
+const pingTimeout = 2 * time.Second
+
 func (c *Coordinator) readyErr() error {
 	if !c.ready {
 		return errors.New("the coordinator is starting")
+	}
+	if p, ok := c.Store.(store.Pinger); ok {
+		ctx, cancel := context.WithTimeout(context.Background(), pingTimeout)
+		defer cancel()
+		if err := p.Ping(ctx); err != nil {
+			return fmt.Errorf("the coordinator's database does not answer (%v); check that PostgreSQL is running and reachable from this host", err)
+		}
 	}
 	return nil
 }

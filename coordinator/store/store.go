@@ -1,8 +1,8 @@
 // Package store is the coordinator's persistence: tenants, principals and
 // their credentials, join tokens and the node registry.
 //
-// The interface is kept narrow so that a PostgreSQL implementation can follow
-// the bbolt one; every implementation must pass storetest.Run. A store never
+// Two implementations: bolt (one bbolt file, the default) and postgres
+// (shared by several coordinators); both must pass storetest.Run. A store never
 // holds a secret in the clear: tokens are stored as their SHA-256 only.
 package store
 
@@ -174,6 +174,12 @@ type Store interface {
 	Signer
 
 	Close() error
+}
+
+// Pinger is a store whose database lives outside the process and can be
+// unreachable (PostgreSQL). The coordinator's /readyz asks it.
+type Pinger interface {
+	Ping(ctx context.Context) error
 }
 
 // ErrConflict: the write contradicts the stored record (PutRun of another

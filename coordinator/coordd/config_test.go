@@ -1,0 +1,58 @@
+package coordd
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/olivares-dev/olivares/shared/config"
+)
+
+// The [store] table: bbolt by default, postgres with a DSN, every zero
+// value filled, and each mistake named in the error.
+func TestStoreConfig(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		toml    string
+		want    StoreConfig // checked when wantErr is ""
+		wantErr string
+	}{
+		{"absent", "", StoreConfig{Driver: DriverBolt}, ""},
+		{"bbolt", "[store]\ndriver = \"bbolt\"\n", StoreConfig{Driver: DriverBolt}, ""},
+		{"postgres defaults", "[store]\ndriver = \"postgres\"\ndsn = \"postgres://o@db:5432/olivares\"\n",
+			StoreConfig{Driver: DriverPostgres, DSN: "postgres://o@db:5432/olivares", MaxConns: 10, ConnectTimeout: config.Duration{Duration: 10 * time.Second}}, ""},
+		{"postgres set", "[store]\ndriver = \"postgres\"\ndsn = \"host=db\"\nmax_conns = 20\nmin_conns = 2\nconnect_timeout = \"3s\"\n",
+			StoreConfig{Driver: DriverPostgres, DSN: "host=db", MaxConns: 20, MinConns: 2, ConnectTimeout: config.Duration{Duration: 3 * time.Second}}, ""},
+		{"postgres without dsn", "[store]\ndriver = \"postgres\"\n", StoreConfig{}, "store.dsn is required"},
+		{"bbolt with dsn", "[store]\ndsn = \"host=db\"\n", StoreConfig{}, `are for driver "postgres"`},
+		{"unknown driver", "[store]\ndriver = \"sqlite\"\n", StoreConfig{}, `store.driver "sqlite"`},
+		{"min over max", "[store]\ndriver = \"postgres\"\ndsn = \"host=db\"\nmax_conns = 2\nmin_conns = 3\n", StoreConfig{}, "min_conns (3) is more than store.max_conns (2)"},
+		{"negative", "[store]\ndriver = \"postgres\"\ndsn = \"host=db\"\nmax_conns = -1\n", StoreConfig{}, "may not be negative"},
+		{"unknown key", "[store]\ndriver = \"postgres\"\ndns = \"host=db\"\n", StoreConfig{}, `unknown key "store.dns"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "c.toml")
+			if err := os.WriteFile(path, []byte("state_dir = \"/tmp/x\"\n"+tc.toml), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := Load(path)
+			if err == nil {
+				err = cfg.CheckAndSetDefaults()
+			}
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("got error %v, want one containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.Store != tc.want {
+				t.Fatalf("got %+v, want %+v", cfg.Store, tc.want)
+			}
+		})
+	}
+}
