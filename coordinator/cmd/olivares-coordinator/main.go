@@ -9,6 +9,7 @@
 //	olivares-coordinator principal create --tenant T --name N --role viewer|operator|admin --kind human|agent [--json]
 //	olivares-coordinator principal add-credential --principal ID [--kind session|api_token] [--label L] [--json]
 //	olivares-coordinator signin-link --principal ID [--ttl 15m] [--url BASE] [--json]
+//	olivares-coordinator migrate --from-bbolt FILE --to-postgres DSN
 package main
 
 import (
@@ -28,6 +29,9 @@ import (
 	"github.com/olivares-dev/olivares/certs"
 	"github.com/olivares-dev/olivares/coordinator/coordd"
 	"github.com/olivares-dev/olivares/coordinator/devmode"
+	"github.com/olivares-dev/olivares/coordinator/store/bolt"
+	"github.com/olivares-dev/olivares/coordinator/store/postgres"
+	"github.com/olivares-dev/olivares/coordinator/store/transfer"
 	"github.com/olivares-dev/olivares/shared/claudehook"
 	"github.com/olivares-dev/olivares/shared/localsock"
 )
@@ -55,6 +59,12 @@ Usage:
       A one-time link that signs the person into the web console (single use,
       15 minutes by default, at most 24h). --url is the console's address as the
       person reaches it (default: the API's listen address).
+  olivares-coordinator migrate --from-bbolt FILE --to-postgres DSN
+      Copy a single-node deployment's store (STATE_DIR/coordinator.db, with the
+      coordinator stopped) into a PostgreSQL database, then verify the copy:
+      the count of every kind of record and each tenant's audit chain. Run it
+      again to pick up what changed; an unchanged file writes nothing. Then
+      set [store] driver = "postgres" and dsn in the coordinator's config.
 
 token, principal and signin-link talk to the running coordinator over DIR/admin.sock:
 only the coordinator opens its store.
@@ -110,6 +120,8 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return usageError{errors.New("principal: want principal create or principal add-credential")}
 	case "signin-link":
 		return cmdSigninLink(ctx, args[1:], out)
+	case "migrate":
+		return cmdMigrate(ctx, args[1:], out)
 	}
 	return usageError{fmt.Errorf("unknown command %q; see olivares-coordinator --help", args[0])}
 }
@@ -342,5 +354,42 @@ func cmdSigninLink(ctx context.Context, args []string, out io.Writer) error {
 		return json.NewEncoder(out).Encode(resp)
 	}
 	fmt.Fprintf(out, "%s\n(signs %s into the console once, until %s)\n", resp.URL, resp.PrincipalID, resp.ExpiresAt.Format(time.RFC3339))
+	return nil
+}
+
+func cmdMigrate(ctx context.Context, args []string, out io.Writer) error {
+	fs := newFlags("migrate", out)
+	from := fs.String("from-bbolt", "", "the coordinator's bbolt file (STATE_DIR/coordinator.db); stop the coordinator first")
+	to := fs.String("to-postgres", "", "the PostgreSQL DSN (postgres://user@host:5432/db?sslmode=...); PGPASSWORD or ~/.pgpass supply the password")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if *from == "" || *to == "" {
+		return usageError{errors.New("migrate: --from-bbolt and --to-postgres are required")}
+	}
+	if _, err := os.Stat(*from); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	src, err := bolt.OpenReadOnly(*from)
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	defer src.Close()
+	dst, err := postgres.Open(ctx, postgres.Options{DSN: *to})
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	defer dst.Close()
+	fmt.Fprintf(out, "migrate: copying %s into PostgreSQL\n", *from)
+	rep, err := transfer.Copy(ctx, src, dst, out)
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	n := 0
+	for _, k := range rep.Kinds {
+		n += k.Source
+	}
+	fmt.Fprintf(out, "migrate: done: %d records, %d written, %d audit chains verified\n", n, rep.Written(), len(rep.Chains))
+	fmt.Fprintf(out, "migrate: now set [store] driver = \"postgres\" and dsn in the coordinator's config, and start it with the same state dir (CA and vault key)\n")
 	return nil
 }
