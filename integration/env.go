@@ -433,5 +433,23 @@ func (e *Env) RestartCoordinatorWith(fn func(stateDir string)) {
 	e.startCoordinator()
 }
 
+// RestartOnPostgres stops the coordinator, runs fn with the path of its
+// bbolt file while it is down (olivares-coordinator migrate, say), and
+// starts it again on the PostgreSQL database dsn with the same state dir
+// (CA, vault key) and ports.
+func (e *Env) RestartOnPostgres(dsn string, fn func(boltFile string)) {
+	e.t.Helper()
+	e.mu.Lock()
+	c, cancel := e.Coord, e.cancel
+	e.mu.Unlock()
+	cancel()
+	if err := c.Close(); err != nil {
+		e.t.Fatal(err)
+	}
+	fn(filepath.Join(e.cfg.StateDir, coordd.StoreFile))
+	e.cfg.Store.Driver, e.cfg.Store.DSN = coordd.DriverPostgres, dsn
+	e.startCoordinator()
+}
+
 // TrustPool returns the CA bundle the agent trusts now.
 func (a *Agent) TrustPool() *x509.CertPool { return a.Daemon.TrustPool() }

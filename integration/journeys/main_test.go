@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/olivares-dev/olivares/coordinator/store"
+	"github.com/olivares-dev/olivares/coordinator/store/postgres/pgtest"
 	"github.com/olivares-dev/olivares/integration"
 	"github.com/olivares-dev/olivares/shared/apitypes"
 )
@@ -22,7 +23,7 @@ import (
 const wait = 30 * time.Second
 
 func TestMain(m *testing.M) {
-	code := m.Run()
+	code := pgtest.Main(m)
 	integration.RemoveBinaries()
 	os.Exit(code)
 }
