@@ -120,22 +120,25 @@ func (s *Server) pinnedExtras(c echo.Context, q store.RunQuery, page []apitypes.
 	if err != nil {
 		return nil, err
 	}
+	var refs []string
+	for _, m := range pins {
+		if !slices.ContainsFunc(page, func(r apitypes.Run) bool { return r.RunRef == m.RunRef }) {
+			refs = append(refs, m.RunRef)
+		}
+	}
+	// One read for every candidate: on a database store each read is a
+	// round trip.
+	rows, err := s.o.Store.GetRuns(ctx, refs)
+	if err != nil {
+		return nil, err
+	}
 	var out []apitypes.Run
-	for _, m := range slices.Backward(pins) {
+	for _, ref := range slices.Backward(refs) {
 		if len(out) == maxPinnedExtras {
 			break
 		}
-		if slices.ContainsFunc(page, func(r apitypes.Run) bool { return r.RunRef == m.RunRef }) {
-			continue
-		}
-		r, err := s.o.Store.GetRun(ctx, m.RunRef)
-		if errors.Is(err, store.ErrNotFound) {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		if r.Tenant != cl.Tenant || !matches(q, r) {
+		r, ok := rows[ref]
+		if !ok || r.Tenant != cl.Tenant || !matches(q, r) {
 			continue
 		}
 		out = append(out, r)

@@ -148,6 +148,9 @@ type Store interface {
 	PutRun(ctx context.Context, r apitypes.Run) (bool, error)
 	// GetRun returns the row; ErrNotFound if absent.
 	GetRun(ctx context.Context, ref string) (apitypes.Run, error)
+	// GetRuns returns the indexed rows of refs by ref, in one read; a ref
+	// that is not indexed is missing from the map.
+	GetRuns(ctx context.Context, refs []string) (map[string]apitypes.Run, error)
 	// ListRuns returns one page of q.Tenant's runs, newest first (CreatedAt
 	// descending, then RunRef descending), and the opaque cursor of the next
 	// page ("" on the last one). See RunQuery for the modes.

@@ -392,6 +392,29 @@ func (s *Store) GetRun(ctx context.Context, ref string) (apitypes.Run, error) {
 	return r, nil
 }
 
+// GetRuns implements store.Store.
+func (s *Store) GetRuns(ctx context.Context, refs []string) (map[string]apitypes.Run, error) {
+	out := make(map[string]apitypes.Run, len(refs))
+	err := s.view(ctx, func(tx *bbolt.Tx) error {
+		b := tx.Bucket(bucketRuns)
+		for _, ref := range refs {
+			var r apitypes.Run
+			switch err := get(b, ref, &r); {
+			case errors.Is(err, store.ErrNotFound):
+			case err != nil:
+				return fmt.Errorf("run %q: %w", ref, err)
+			default:
+				out[ref] = r
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ListRuns walks q.Tenant's range of the index from the newest row down.
 // Filters are applied to the decoded rows, so a filter or an offset costs a
 // read of every row it passes over; pages themselves never touch another

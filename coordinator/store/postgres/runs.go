@@ -109,6 +109,20 @@ func (s *Store) GetRun(ctx context.Context, ref string) (apitypes.Run, error) {
 	return r, nil
 }
 
+// GetRuns implements store.Store.
+func (s *Store) GetRuns(ctx context.Context, refs []string) (map[string]apitypes.Run, error) {
+	out := make(map[string]apitypes.Run, len(refs))
+	db, err := s.q()
+	if err != nil {
+		return nil, err
+	}
+	rows, err := db.Query(ctx, "SELECT run_ref, doc FROM runs WHERE run_ref = ANY($1)", storable(refs))
+	if err != nil {
+		return nil, closedErr(s, err)
+	}
+	return out, collectKeyed(rows, out)
+}
+
 // ListRuns reads one page of q.Tenant's rows from the runs_list index (or
 // runs_state with a state filter), newest first. A cursor is the position
 // (created_at, run_ref) of the last row returned, so the next page starts

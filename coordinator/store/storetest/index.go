@@ -36,6 +36,28 @@ func testRunPutGet(t *testing.T, s store.Store) {
 	assertEqual(t, "listed run", normRun(runs[0]), normRun(want))
 }
 
+// GetRuns reads many rows at once: the indexed ones, each as GetRun has it.
+func testRunGetRuns(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	full := fullRun("r-1", "t1")
+	mustPutRun(t, s, full)
+	mustPutRun(t, s, newRun("r-2", "t2", 1))
+	got, err := s.GetRuns(ctx, []string{"r-2", "nope", "r-1", "r-1"})
+	if err != nil {
+		t.Fatalf("GetRuns: %v", err)
+	}
+	if len(got) != 2 {
+		t.Fatalf("GetRuns: got %d rows, want 2", len(got))
+	}
+	assertEqual(t, "GetRuns[r-1]", normRun(got["r-1"]), normRun(full))
+	if got["r-2"].Tenant != "t2" {
+		t.Errorf("GetRuns[r-2]: got %+v", got["r-2"])
+	}
+	if got, err := s.GetRuns(ctx, nil); err != nil || len(got) != 0 {
+		t.Errorf("GetRuns(nil): got %v, %v; want none", got, err)
+	}
+}
+
 func testRunGetUnknown(t *testing.T, s store.Store) {
 	mustPutRun(t, s, newRun("r-1", "t1", 0))
 	_, err := s.GetRun(t.Context(), "r-2")

@@ -101,6 +101,7 @@ func Run(t *testing.T, b Backend) {
 		{"Node/UpdateConcurrent", testNodeUpdateConcurrent},
 		{"Run/PutGet", testRunPutGet},
 		{"Run/GetUnknown", testRunGetUnknown},
+		{"Run/GetRuns", testRunGetRuns},
 		{"Run/RevOrder", testRunRevOrder},
 		{"Run/Conflict", testRunConflict},
 		{"Run/CreatedAtMoves", testRunCreatedAtMoves},
@@ -818,6 +819,7 @@ func testClose(t *testing.T, s store.Store) {
 		},
 		"PutRun":   func() error { _, err := s.PutRun(ctx, newRun("r-1", "t1", 0)); return err },
 		"GetRun":   func() error { _, err := s.GetRun(ctx, "r-1"); return err },
+		"GetRuns":  func() error { _, err := s.GetRuns(ctx, []string{"r-1"}); return err },
 		"ListRuns": func() error { _, _, err := s.ListRuns(ctx, store.RunQuery{Tenant: "t1"}); return err },
 		"CreateProfile": func() error {
 			return s.CreateProfile(ctx, apitypes.Profile{Ref: "pp-1", Tenant: "t1", NodeID: "n1", Tool: "claude", Name: "a", CreatedAt: t0})
