@@ -56,3 +56,18 @@ func TestStoreConfig(t *testing.T) {
 		})
 	}
 }
+
+// The example config in the repository decodes strictly and passes the
+// checks, so the README never points at a config that does not start.
+func TestExampleConfig(t *testing.T) {
+	cfg, err := Load("coordinator.example.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.CheckAndSetDefaults(); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Store.Driver != DriverPostgres || cfg.Store.MaxConns != 10 || cfg.Tunnel.Hosts[0] != "coordinator.example.com" {
+		t.Fatalf("example config: %+v", cfg)
+	}
+}
