@@ -13,6 +13,7 @@ const (
 	RecTenants           = "tenants"
 	RecPrincipals        = "principals"
 	RecCredentials       = "credentials"
+	RecSigninLinks       = "signin_links"
 	RecJoinTokens        = "join_tokens"
 	RecNodes             = "nodes"
 	RecProfiles          = "profiles"
@@ -29,13 +30,13 @@ const (
 
 // RecordKinds lists every kind, in import order.
 var RecordKinds = []string{
-	RecTenants, RecPrincipals, RecCredentials, RecJoinTokens, RecNodes,
+	RecTenants, RecPrincipals, RecCredentials, RecSigninLinks, RecJoinTokens, RecNodes,
 	RecProfiles, RecWorkspaces, RecWorkspaceSettings, RecSecrets,
 	RecRuns, RecRunTombstones, RecRunMeta, RecMarks, RecAudit, RecAuditWindows,
 }
 
 // Record is one record in transit. Value's type follows Kind: Tenant,
-// Principal, Credential, JoinToken, Node, apitypes.Profile,
+// Principal, Credential, SigninLink, JoinToken, Node, apitypes.Profile,
 // apitypes.Workspace, WorkspaceSettings, Secret, apitypes.Run, Tombstone,
 // RunMeta, MarkRecord, apitypes.AuditEntry (sealed: seq, prev and hash as
 // stored) or AuditWindow.

@@ -31,6 +31,7 @@ var exportBuckets = map[string][]byte{
 	store.RecTenants:           bucketTenants,
 	store.RecPrincipals:        bucketPrincipals,
 	store.RecCredentials:       bucketCreds,
+	store.RecSigninLinks:       bucketSigninLinks,
 	store.RecJoinTokens:        bucketJoinTokens,
 	store.RecNodes:             bucketNodes,
 	store.RecProfiles:          bucketProfiles,
@@ -103,6 +104,8 @@ func decodeRecord(kind string, k, v []byte) (any, error) {
 		return decodeAs[store.Principal](v)
 	case store.RecCredentials:
 		return decodeAs[store.Credential](v)
+	case store.RecSigninLinks:
+		return decodeAs[store.SigninLink](v)
 	case store.RecJoinTokens:
 		return decodeAs[store.JoinToken](v)
 	case store.RecNodes:

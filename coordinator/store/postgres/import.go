@@ -19,7 +19,8 @@ var _ store.Importer = (*Store)(nil)
 // countTables maps each record kind to its table.
 var countTables = map[string]string{
 	store.RecTenants: "tenants", store.RecPrincipals: "principals", store.RecCredentials: "credentials",
-	store.RecJoinTokens: "join_tokens", store.RecNodes: "nodes", store.RecProfiles: "profiles",
+	store.RecSigninLinks: "signin_links",
+	store.RecJoinTokens:  "join_tokens", store.RecNodes: "nodes", store.RecProfiles: "profiles",
 	store.RecWorkspaces: "workspaces", store.RecWorkspaceSettings: "workspace_settings", store.RecSecrets: "secrets",
 	store.RecRuns: "runs", store.RecRunTombstones: "run_tombstones", store.RecRunMeta: "run_meta",
 	store.RecMarks: "marks", store.RecAudit: "audit", store.RecAuditWindows: "audit_windows",
@@ -72,6 +73,12 @@ func upsertRecord(r store.Record) (string, []any, error) {
 		return `INSERT INTO credentials AS t (hash, principal_id, doc) VALUES ($1, $2, $3)
 			ON CONFLICT (hash) DO UPDATE SET principal_id = EXCLUDED.principal_id, doc = EXCLUDED.doc` + unless,
 			[]any{v.Hash, v.PrincipalID, d}, err
+	case store.SigninLink:
+		d, err := doc(v)
+		return `INSERT INTO signin_links AS t (hash, principal_id, expires_at, used_at, doc) VALUES ($1, $2, $3, $4, $5)
+			ON CONFLICT (hash) DO UPDATE SET principal_id = EXCLUDED.principal_id, expires_at = EXCLUDED.expires_at,
+			used_at = EXCLUDED.used_at, doc = EXCLUDED.doc` + unless,
+			[]any{v.Hash, v.PrincipalID, v.ExpiresAt, nullTime(v.UsedAt), d}, err
 	case store.JoinToken:
 		d, err := doc(v)
 		return `INSERT INTO join_tokens AS t (hash, tenant, expires_at, used_at, doc) VALUES ($1, $2, $3, $4, $5)

@@ -22,6 +22,7 @@ var replicaCases = []struct {
 	{"Replicas/AuditAppendRace", testReplicasAuditRace},
 	{"Replicas/RunRevRace", testReplicasRunRevRace},
 	{"Replicas/PinRace", testReplicasPinRace},
+	{"Replicas/SigninRace", testReplicasSigninRace},
 }
 
 // race runs fn(replica, i) for n writers on each replica, all released at
@@ -192,6 +193,45 @@ func testReplicasPinRace(t *testing.T, s [2]store.Store) {
 		for i := 1; i < len(pins); i++ {
 			if pins[i].PinnedAt.Before(*pins[i-1].PinnedAt) {
 				t.Errorf("pins on replica %d out of order at %d", r, i)
+			}
+		}
+	}
+}
+
+// A console sign-in link is redeemed once also when two coordinators take
+// it at the same moment; the losers leave no credential behind.
+func testReplicasSigninRace(t *testing.T, s [2]store.Store) {
+	ctx := t.Context()
+	signinFixture(t, s[0])
+	const n = 8
+	var (
+		mu  sync.Mutex
+		won []string
+	)
+	race(s, n, func(st store.Store, replica, i int) {
+		tok := fmt.Sprintf("session-%d-%d", replica, i)
+		_, _, err := st.RedeemSigninLink(ctx, hash("link-1"), t0, sessionCred(tok))
+		switch {
+		case err == nil:
+			mu.Lock()
+			won = append(won, tok)
+			mu.Unlock()
+		case !errors.Is(err, store.ErrTokenUsed):
+			t.Errorf("RedeemSigninLink on replica %d: got %v, want nil or %v", replica, err, store.ErrTokenUsed)
+		}
+	})
+	if len(won) != 1 {
+		t.Fatalf("redemptions across two replicas: got %d, want 1", len(won))
+	}
+	for r := range 2 {
+		for i := range n {
+			tok := fmt.Sprintf("session-%d-%d", r, i)
+			_, _, err := s[1-r].PrincipalByCredential(ctx, hash(tok))
+			if tok == won[0] && err != nil {
+				t.Errorf("the winner's credential: %v", err)
+			}
+			if tok != won[0] && !errors.Is(err, store.ErrNotFound) {
+				t.Errorf("a loser's credential %s: got %v, want ErrNotFound", tok, err)
 			}
 		}
 	}

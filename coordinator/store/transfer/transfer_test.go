@@ -39,13 +39,21 @@ func fill(t *testing.T, s store.Store) {
 	p := store.Principal{ID: "prn_a", Name: "Ana", Kind: store.KindHuman, Roles: map[string]string{"default": store.RoleAdmin, "acme": store.RoleViewer}, CreatedAt: t0}
 	must(t, s.CreatePrincipal(ctx, p, store.Credential{Hash: "h-a1", ID: "cred_1", Kind: store.CredSession, PrincipalID: "prn_a", CreatedAt: t0}))
 	must(t, s.AddCredential(ctx, store.Credential{Hash: "h-a2", ID: "cred_2", Kind: store.CredAPIToken, PrincipalID: "prn_a", Label: "ci", CreatedAt: t0}))
+	for _, l := range []store.SigninLink{
+		{Hash: "l-used", PrincipalID: "prn_a", CreatedAt: t0, ExpiresAt: t0.Add(15 * time.Minute)},
+		{Hash: "l-open", PrincipalID: "prn_a", CreatedAt: t0, ExpiresAt: t0.Add(15 * time.Minute)},
+	} {
+		must(t, s.CreateSigninLink(ctx, l))
+	}
+	_, _, err := s.RedeemSigninLink(ctx, "l-used", t0, store.Credential{Hash: "h-a3", ID: "cred_3", Kind: store.CredSession, CreatedAt: t0, ExpiresAt: t0.Add(24 * time.Hour)})
+	must(t, err)
 	for _, jt := range []store.JoinToken{
 		{Hash: "j-used", NodeID: "node-1", Tenant: "default", Labels: map[string]string{"zone": "a"}, CreatedAt: t0, ExpiresAt: t0.Add(time.Hour)},
 		{Hash: "j-open", NodeID: "node-2", Tenant: "default", CreatedAt: t0, ExpiresAt: t0.Add(time.Hour)},
 	} {
 		must(t, s.CreateJoinToken(ctx, jt))
 	}
-	_, err := s.Enroll(ctx, "j-used", t0, func(jt store.JoinToken) (store.Node, error) {
+	_, err = s.Enroll(ctx, "j-used", t0, func(jt store.JoinToken) (store.Node, error) {
 		return store.Node{ID: jt.NodeID, Tenant: jt.Tenant, Labels: jt.Labels, Hostname: "h1", EnrolledAt: t0, CertSerial: "0a",
 			CertNotAfter: t0.Add(24 * time.Hour), Capabilities: []byte(`{"pty":true}`)}, nil
 	})
@@ -167,6 +175,15 @@ func TestCopyEveryKind(t *testing.T) {
 		return store.Node{ID: jt.NodeID, Tenant: jt.Tenant, EnrolledAt: t0}, nil
 	}); err != nil || n.ID != "node-2" {
 		t.Errorf("Enroll with the open token: %+v, %v", n, err)
+	}
+	if _, _, err := dst.RedeemSigninLink(ctx, "l-used", t0, store.Credential{Hash: "h-x"}); !errors.Is(err, store.ErrTokenUsed) {
+		t.Errorf("RedeemSigninLink of the used link: got %v, want ErrTokenUsed", err)
+	}
+	if _, c, err := dst.PrincipalByCredential(ctx, "h-a3"); err != nil || !c.ExpiresAt.Equal(t0.Add(24*time.Hour)) {
+		t.Errorf("the credential the link made: %+v, %v", c, err)
+	}
+	if _, _, err := dst.RedeemSigninLink(ctx, "l-open", t0, store.Credential{Hash: "h-a4"}); err != nil {
+		t.Errorf("RedeemSigninLink of the open link: %v", err)
 	}
 	n, err := dst.GetNode(ctx, "node-1")
 	if err != nil || string(n.Capabilities) != `{"pty":true}` || n.Labels["zone"] != "a" {

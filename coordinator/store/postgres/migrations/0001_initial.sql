@@ -24,6 +24,16 @@ CREATE TABLE credentials (
 );
 CREATE INDEX credentials_principal ON credentials (principal_id);
 
+-- One-time console sign-in links, stored as the hash of their secret.
+-- Redeemed under the row lock, like join tokens.
+CREATE TABLE signin_links (
+	hash         text COLLATE "C" PRIMARY KEY,
+	principal_id text COLLATE "C" NOT NULL REFERENCES principals (id),
+	expires_at   timestamptz NOT NULL,
+	used_at      timestamptz,
+	doc          json NOT NULL
+);
+
 -- Join tokens, stored as the SHA-256 of the token. Enroll consumes one under
 -- its row lock (SELECT ... FOR UPDATE), so two coordinators racing for the
 -- same token cannot both enroll.

@@ -45,6 +45,40 @@ func TestSharedDatabases(t *testing.T) {
 	}
 }
 
+// A database given back is reused empty: nothing a test wrote, created or
+// left connected survives into the next test's.
+func TestDatabaseReuse(t *testing.T) {
+	c := Shared(t)
+	ctx := t.Context()
+	var first string
+	t.Run("writer", func(t *testing.T) {
+		first = c.NewDatabase(t)
+		conn, err := pgx.Connect(ctx, first)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Left open on purpose: the cleanup ends the session.
+		if _, err := conn.Exec(ctx, "CREATE TABLE left_behind (x int); INSERT INTO left_behind VALUES (1)"); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("reader", func(t *testing.T) {
+		dsn := c.NewDatabase(t)
+		if dsn != first {
+			t.Fatalf("got database %s, want the given-back %s reused", dsn, first)
+		}
+		conn, err := pgx.Connect(ctx, dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close(ctx)
+		var n int
+		if err := conn.QueryRow(ctx, "SELECT count(*) FROM pg_tables WHERE schemaname = 'public'").Scan(&n); err != nil || n != 0 {
+			t.Fatalf("tables in the reused database: %d, %v; want none", n, err)
+		}
+	})
+}
+
 // Stop ends the server (by its pid) and removes its directory; a second
 // Stop is harmless.
 func TestStartStop(t *testing.T) {
