@@ -83,7 +83,7 @@ func (p *cutProxy) Restore() {
 	p.serve(ln)
 }
 
-// /readyz says not ready (503 not_ready, naming the database) while the
+// R-CFG-5: /readyz says not ready (503 not_ready, naming the database) while the
 // coordinator's PostgreSQL is unreachable, and ready again once it is back;
 // /healthz, which is about the process, stays 200 throughout.
 func TestReadyzFollowsDatabase(t *testing.T) {

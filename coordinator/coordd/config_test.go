@@ -10,7 +10,7 @@ import (
 	"github.com/olivares-dev/olivares/shared/config"
 )
 
-// The [store] table: bbolt by default, postgres with a DSN, every zero
+// R-CFG-5: the [store] table: bbolt by default, postgres with a DSN, every zero
 // value filled, and each mistake named in the error.
 func TestStoreConfig(t *testing.T) {
 	for _, tc := range []struct {

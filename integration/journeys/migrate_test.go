@@ -59,7 +59,7 @@ func takeSnapshot(t *testing.T, f *fixture, alice *integration.Client) snapshot 
 	return s
 }
 
-// A single-node deployment moves to PostgreSQL: runs launched through the
+// R-CFG-6: a single-node deployment moves to PostgreSQL: runs launched through the
 // real agent, a person's marks, names, archives, a vault secret, an
 // approved setup command and the audit ledger written by all of it, in the
 // coordinator's bbolt file; `olivares-coordinator migrate` (the real

@@ -76,7 +76,7 @@ func TestMigrateSecondStart(t *testing.T) {
 	s.Close()
 }
 
-// Coordinators starting at once against an empty database migrate once:
+// R-CFG-5: coordinators starting at once against an empty database migrate once:
 // one applies every version, the others wait on the lock and apply none.
 func TestMigrateConcurrentStarts(t *testing.T) {
 	dsn := pgtest.NewDatabase(t)
@@ -117,7 +117,7 @@ func TestMigrateConcurrentStarts(t *testing.T) {
 	}
 }
 
-// A database migrated by a newer coordinator, or whose applied migration
+// R-CFG-5: a database migrated by a newer coordinator, or whose applied migration
 // differs from the binary's, is refused before anything is touched.
 func TestMigrateRefuses(t *testing.T) {
 	ctx := t.Context()

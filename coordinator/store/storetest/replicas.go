@@ -12,7 +12,7 @@ import (
 	"github.com/olivares-dev/olivares/shared/auditchain"
 )
 
-// replicaCases run writers on two stores that share one database, as two
+// replicaCases (R-CFG-5) run writers on two stores that share one database, as two
 // coordinator replicas do (Backend.Share). Each gets the pair.
 var replicaCases = []struct {
 	name string

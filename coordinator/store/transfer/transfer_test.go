@@ -126,7 +126,7 @@ func openPG(t *testing.T, dsn string) *postgres.Store {
 	return s
 }
 
-// Every kind of record reaches PostgreSQL, the copy is verified, a second
+// R-CFG-6: every kind of record reaches PostgreSQL, the copy is verified, a second
 // copy writes nothing, and the copied store behaves as the file did.
 func TestCopyEveryKind(t *testing.T) {
 	ctx := t.Context()
@@ -225,7 +225,7 @@ func TestCopyEveryKind(t *testing.T) {
 	}
 }
 
-// A database a coordinator already wrote its own audit entries to is not
+// R-CFG-6: a database a coordinator already wrote its own audit entries to is not
 // merged into: the copy stops with ErrDiverged and leaves that chain as it
 // was.
 func TestCopyRefusesDivergedChain(t *testing.T) {
