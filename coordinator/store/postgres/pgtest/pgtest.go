@@ -145,7 +145,7 @@ func Start(ctx context.Context) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "olv-pg-")
+	dir, err := os.MkdirTemp(tempParent(as), "olv-pg-")
 	if err != nil {
 		return nil, err
 	}
@@ -184,6 +184,25 @@ func Start(ctx context.Context) (*Cluster, error) {
 	}
 	os.RemoveAll(dir)
 	return nil, lastErr
+}
+
+// tempParent is where the cluster's directory goes: the usual temporary
+// directory, unless the server runs as another user who could not reach it
+// (a TMPDIR under root's home), then /tmp.
+func tempParent(as runAs) string {
+	dir := os.TempDir()
+	if as.cred == nil {
+		return dir
+	}
+	for d := dir; ; d = filepath.Dir(d) {
+		st, err := os.Stat(d)
+		if err != nil || st.Mode().Perm()&0o001 == 0 {
+			return "/tmp"
+		}
+		if d == filepath.Dir(d) {
+			return dir
+		}
+	}
 }
 
 func freePort() (int, error) {
