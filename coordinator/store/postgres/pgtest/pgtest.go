@@ -1,7 +1,8 @@
 // Package pgtest runs a throwaway PostgreSQL cluster for tests: initdb in a
 // temporary directory, the postgres server on a free loopback port as an
-// unprivileged user, one fresh database per test, and the server stopped by
-// its pid when the test binary ends.
+// unprivileged user, an empty database of its own for each test (new, or one
+// an earlier test gave back, emptied), and the server stopped by its pid when
+// the test binary ends.
 //
 // pgtest never touches a cluster it did not start, and it never installs
 // anything: scripts/postgres does that. A package that uses Shared calls Main
