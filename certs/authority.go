@@ -688,3 +688,18 @@ func checkRoots(r rootSet) error {
 	}
 	return nil
 }
+
+// Reload re-reads the CA in dir into a (as LoadAuthority reads it), so
+// that every holder of a signs and trusts what is on disk now: a root that
+// `ca rotate` or `ca promote` changed in another process applies without a
+// restart. On an error a is unchanged.
+func (a *Authority) Reload(dir string) error {
+	b, err := LoadAuthority(dir)
+	if err != nil {
+		return err
+	}
+	a.mu.Lock()
+	a.setLocked(b.rootsLocked())
+	a.mu.Unlock()
+	return nil
+}

@@ -136,5 +136,5 @@ func serveAdmin(ctx context.Context, ln net.Listener, c *Coordinator) error {
 	mux.HandleFunc("GET /status", func(w http.ResponseWriter, r *http.Request) {
 		localsock.WriteJSON(w, http.StatusOK, map[string]any{"api_url": c.APIURL(), "tunnel": c.TunnelAddr(), "version": Version, "fleet": c.Fleet.Stats()})
 	})
-	return localsock.Serve(ctx, ln, mux)
+	return localsock.Serve(ctx, ln, c.requests.wrap(mux))
 }

@@ -20,6 +20,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/olivares-dev/olivares/certs"
@@ -58,18 +59,30 @@ type Coordinator struct {
 	// Console is the HTTP listener's handler: the web console at /, its
 	// sign-in routes, and the API behind them.
 	Console *console.Console
-	cert    tls.Certificate
+	// certs are the serving certificates, swapped whole by Reload.
+	certs certSet
 
 	apiLn  net.Listener
 	tcpLn  net.Listener
 	udp    net.PacketConn
 	admin  net.Listener
+	srv    *http.Server
 	cancel context.CancelFunc
 	ctx    context.Context
 	mu     sync.Mutex
 	wg     sync.WaitGroup
 	errs   chan error
-	ready  bool
+	// ready is read by /readyz handlers while Start and Close write it.
+	ready atomic.Bool
+	// requests counts the HTTP handlers (API and admin socket) that run, so
+	// that Close closes the store only after the last one returned.
+	requests requestGate
+	// httpCtx is every HTTP request's base context: cancelled when the
+	// drain's grace is over, so handlers still waiting on a node return.
+	httpCtx    context.Context
+	httpCancel context.CancelFunc
+	closeOnce  sync.Once
+	closeErr   error
 }
 
 // New opens the store and the CA (creating them on first start) and builds
@@ -88,15 +101,16 @@ func New(cfg Config, logf func(string, ...any)) (*Coordinator, error) {
 	if err != nil {
 		return nil, err
 	}
-	cert, err := a.IssueServer(cfg.Tunnel.Hosts, time.Now(), certs.ServerValidity)
-	if err != nil {
+	c := &Coordinator{cfg: cfg, logf: logf, Authority: a, errs: make(chan error, 8)}
+	if err := c.loadCerts(); err != nil {
 		return nil, err
 	}
 	st, err := openStore(context.Background(), cfg)
 	if err != nil {
 		return nil, err
 	}
-	c := &Coordinator{cfg: cfg, logf: logf, Store: st, Authority: a, cert: cert, errs: make(chan error, 8)}
+	c.Store = st
+	c.httpCtx, c.httpCancel = context.WithCancel(context.Background())
 	c.Enroll = &enroll.Server{Store: st, Authority: a, Validity: cfg.PKI.NodeCertValidity.Duration, Logf: logf}
 	c.Fleet = fleet.New(fleet.Options{Store: st, Authority: a, Enroll: c.Enroll, Heartbeat: cfg.Tunnel.Heartbeat.Duration, Logf: logf})
 	v, err := vault.Open(cfg.StateDir)
@@ -127,8 +141,8 @@ func openStore(ctx context.Context, cfg Config) (store.Store, error) {
 const pingTimeout = 2 * time.Second
 
 func (c *Coordinator) readyErr() error {
-	if !c.ready {
-		return errors.New("the coordinator is starting")
+	if !c.ready.Load() {
+		return errors.New("the coordinator is starting or stopping")
 	}
 	if p, ok := c.Store.(store.Pinger); ok {
 		ctx, cancel := context.WithTimeout(context.Background(), pingTimeout)
@@ -165,8 +179,8 @@ func (c *Coordinator) Start(ctx context.Context) error {
 	}
 
 	tcp := tunnel.ListenTCP(c.tcpLn, tunnel.TCPListenerConfig{
-		TLS:              c.Fleet.TLSConfig(c.cert),
-		EnrollTLS:        c.Fleet.EnrollTLSConfig(c.cert),
+		TLS:              c.Fleet.TLSConfig(c.certs.tunnelCert),
+		EnrollTLS:        c.Fleet.EnrollTLSConfig(c.certs.tunnelCert),
 		OnEnroll:         c.Enroll.HandleConn,
 		OnHandshakeError: c.Fleet.HandshakeFailed,
 	})
@@ -179,19 +193,14 @@ func (c *Coordinator) Start(ctx context.Context) error {
 		}
 	}
 
-	srv := &http.Server{Handler: c.Console, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: c.requests.wrap(c.Console), ReadHeaderTimeout: 10 * time.Second,
+		BaseContext: func(net.Listener) context.Context { return c.httpCtx }}
 	if !c.cfg.API.Plain {
-		tc := &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{c.cert}}
-		if c.cfg.API.TLSCert != "" {
-			kp, err := tls.LoadX509KeyPair(c.cfg.API.TLSCert, c.cfg.API.TLSKey)
-			if err != nil {
-				c.Close()
-				return fmt.Errorf("api tls: %w", err)
-			}
-			tc.Certificates = []tls.Certificate{kp}
-		}
-		srv.TLSConfig = tc
+		// The certificate is looked up per handshake, so that Reload
+		// (SIGHUP) applies to new connections and leaves live ones alone.
+		srv.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: c.certs.apiCert}
 	}
+	c.srv = srv
 	c.serve(func() error {
 		var err error
 		if c.cfg.API.Plain {
@@ -204,21 +213,14 @@ func (c *Coordinator) Start(ctx context.Context) error {
 		}
 		return err
 	})
-	c.serve(func() error { return serveAdmin(ctx, c.admin, c) })
-	go func() {
-		<-ctx.Done()
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		srv.Shutdown(sctx)
-		c.closeListeners()
-	}()
-	c.ready = true
+	c.serve(func() error { return serveAdmin(c.httpCtx, c.admin, c) })
+	c.ready.Store(true)
 	c.logf("coordinator: api on %s, tunnel on %s (quic %v)", c.APIURL(), c.TunnelAddr(), c.udp != nil)
 	return nil
 }
 
 func (c *Coordinator) serveQUIC() error {
-	ql, err := tunnel.ListenQUIC(c.udp, c.Fleet.TLSConfig(c.cert), c.Fleet.HandshakeFailed)
+	ql, err := tunnel.ListenQUIC(c.udp, c.Fleet.TLSConfig(c.certs.tunnelCert), c.Fleet.HandshakeFailed)
 	if err != nil {
 		return err
 	}
@@ -272,16 +274,46 @@ func (c *Coordinator) closeListeners() {
 	c.mu.Unlock()
 }
 
-// Close stops serving, waits for the serving goroutines and closes the store.
+// ShutdownGrace is how long Close lets HTTP requests in flight finish
+// before it cancels them.
+const ShutdownGrace = 5 * time.Second
+
+// Close stops in the order that keeps every acknowledged write: /readyz
+// turns unready; the HTTP listeners stop accepting and the requests in
+// flight finish (attach streams end at once, anything still running after
+// ShutdownGrace is cancelled, and a request arriving meanwhile is refused
+// before it reads anything); then the tunnels close and the fleet's
+// handlers return; only then is the store closed, so no handler ever meets
+// a closed store. Close may be called more than once.
 func (c *Coordinator) Close() error {
+	c.closeOnce.Do(func() { c.closeErr = c.close() })
+	return c.closeErr
+}
+
+func (c *Coordinator) close() error {
+	c.ready.Store(false)
+	// 1. HTTP: the public API and the admin socket.
+	c.requests.drain()
+	if c.srv != nil {
+		sctx, cancel := context.WithTimeout(context.Background(), ShutdownGrace)
+		if err := c.srv.Shutdown(sctx); err != nil {
+			c.srv.Close()
+		}
+		cancel()
+	}
+	if c.admin != nil {
+		c.admin.Close()
+	}
+	c.httpCancel()
+	c.requests.wait()
+	// 2. The fleet: listeners, live tunnels, and every stream handler.
 	if c.cancel != nil {
 		c.cancel()
 	}
 	c.closeListeners()
-	for _, id := range c.Fleet.Connected() {
-		c.Fleet.Disconnect(id)
-	}
+	c.Fleet.Close()
 	c.wg.Wait()
+	// 3. The store, which nothing uses any more.
 	return c.Store.Close()
 }
 

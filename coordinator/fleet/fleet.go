@@ -58,6 +58,12 @@ type Fleet struct {
 
 	reconnects        atomic.Int64
 	handshakeFailures atomic.Int64
+
+	// handlers counts the goroutines that serve sessions and their streams
+	// (they use the store); Close waits for them. closed refuses sessions
+	// accepted after Close.
+	handlers sync.WaitGroup
+	closed   bool
 }
 
 // Options configure a Fleet.
@@ -96,40 +102,51 @@ type link struct {
 	cert     *x509.Certificate // the certificate this session presented
 }
 
+// GetCertificate returns the server certificate for a handshake: the
+// coordinator's current one, so that a reload applies to new connections.
+type GetCertificate func(*tls.ClientHelloInfo) (*tls.Certificate, error)
+
+// verifyTimeout bounds the registry lookup of one handshake.
+const verifyTimeout = 5 * time.Second
+
 // TLSConfig returns the tunnel's server TLS config: TLS 1.3, a client
 // certificate required and verified against the CA bundle (current and next
 // root), and the registry checked on every handshake.
-func (f *Fleet) TLSConfig(serverCert tls.Certificate) *tls.Config {
+func (f *Fleet) TLSConfig(cert GetCertificate) *tls.Config {
 	base := &tls.Config{
-		MinVersion:   tls.VersionTLS13,
-		Certificates: []tls.Certificate{serverCert},
-		ClientAuth:   tls.RequireAndVerifyClientCert,
+		MinVersion:     tls.VersionTLS13,
+		GetCertificate: cert,
+		ClientAuth:     tls.RequireAndVerifyClientCert,
 	}
 	return &tls.Config{
-		MinVersion:   tls.VersionTLS13,
-		Certificates: []tls.Certificate{serverCert},
-		ClientAuth:   tls.RequireAndVerifyClientCert,
-		ClientCAs:    f.authority.Pool(),
+		MinVersion:     tls.VersionTLS13,
+		GetCertificate: cert,
+		ClientAuth:     tls.RequireAndVerifyClientCert,
+		ClientCAs:      f.authority.Pool(),
 		// The pool is taken per handshake so that a CA rotation applies
-		// without a restart.
-		GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
+		// without a restart, and the registry lookup runs under the
+		// handshake's context (the listener's, with its timeout).
+		GetConfigForClient: func(hi *tls.ClientHelloInfo) (*tls.Config, error) {
 			c := base.Clone()
 			c.ClientCAs = f.authority.Pool()
-			c.VerifyConnection = f.verifyConnection
+			ctx := hi.Context()
+			c.VerifyConnection = func(cs tls.ConnectionState) error { return f.verifyConnection(ctx, cs) }
 			return c, nil
 		},
-		VerifyConnection: f.verifyConnection,
+		VerifyConnection: func(cs tls.ConnectionState) error { return f.verifyConnection(context.Background(), cs) },
 	}
 }
 
 // EnrollTLSConfig is served to enrollment ClientHellos: no client
 // certificate, the server chain carries the CA so the node can check its pin.
-func (f *Fleet) EnrollTLSConfig(serverCert tls.Certificate) *tls.Config {
-	return &tls.Config{MinVersion: tls.VersionTLS13, Certificates: []tls.Certificate{serverCert}}
+func (f *Fleet) EnrollTLSConfig(cert GetCertificate) *tls.Config {
+	return &tls.Config{MinVersion: tls.VersionTLS13, GetCertificate: cert}
 }
 
-// verifyConnection is the revocation check of every tunnel handshake.
-func (f *Fleet) verifyConnection(cs tls.ConnectionState) error {
+// verifyConnection is the revocation check of every tunnel handshake. ctx
+// is the handshake's: a handshake abandoned by its listener stops waiting
+// on the store.
+func (f *Fleet) verifyConnection(ctx context.Context, cs tls.ConnectionState) error {
 	if len(cs.PeerCertificates) == 0 {
 		return errors.New("fleet: no client certificate")
 	}
@@ -143,7 +160,9 @@ func (f *Fleet) verifyConnection(cs tls.ConnectionState) error {
 	if rev {
 		return fmt.Errorf("fleet: node %s is revoked", id)
 	}
-	n, err := f.store.GetNode(context.Background(), id)
+	ctx, cancel := context.WithTimeout(ctx, verifyTimeout)
+	defer cancel()
+	n, err := f.store.GetNode(ctx, id)
 	if err != nil {
 		return fmt.Errorf("fleet: node %s: %w", id, err)
 	}
@@ -169,8 +188,44 @@ func (f *Fleet) Serve(ctx context.Context, l tunnel.Listener) error {
 			}
 			return err
 		}
-		go f.handle(ctx, sess)
+		if !f.track() {
+			sess.Close()
+			continue
+		}
+		go func() {
+			defer f.handlers.Done()
+			f.handle(ctx, sess)
+		}()
 	}
+}
+
+// track counts one more handler goroutine, unless the fleet is closed.
+func (f *Fleet) track() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return false
+	}
+	f.handlers.Add(1)
+	return true
+}
+
+// Close cuts every live tunnel and returns when the goroutines serving
+// them have: after it, the fleet touches the store no more. Sessions
+// accepted later are closed at once. The listeners are the caller's to
+// close (before, so that no new session arrives).
+func (f *Fleet) Close() {
+	f.mu.Lock()
+	f.closed = true
+	links := make([]*link, 0, len(f.links))
+	for _, l := range f.links {
+		links = append(links, l)
+	}
+	f.mu.Unlock()
+	for _, l := range links {
+		l.sess.Close()
+	}
+	f.handlers.Wait()
 }
 
 func nodeOf(sess tunnel.Session) (string, *x509.Certificate, error) {
@@ -206,7 +261,14 @@ func (f *Fleet) handle(ctx context.Context, sess tunnel.Session) {
 		if err != nil {
 			return
 		}
-		go f.serveStream(ctx, l, s, helloDone)
+		if !f.track() {
+			s.Close()
+			return
+		}
+		go func() {
+			defer f.handlers.Done()
+			f.serveStream(ctx, l, s, helloDone)
+		}()
 	}
 }
 
@@ -459,13 +521,23 @@ func (f *Fleet) Open(ctx context.Context, nodeID string, h wire.Header, params a
 	}
 	s, err := l.sess.OpenStream(ctx)
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
 		return nil, &wire.Error{Status: http.StatusServiceUnavailable, Code: "node_unreachable", Message: fmt.Sprintf("node %s: cannot open a stream: %v", nodeID, err)}
 	}
 	if dl, ok := ctx.Deadline(); ok {
 		s.SetDeadline(dl)
 	}
-	if err := wire.Call(s, h, params, result); err != nil {
+	// A cancelled ctx (the caller went away, the coordinator drains) ends
+	// the call at once: the deadline in the past wakes the blocked read.
+	stop := context.AfterFunc(ctx, func() { s.SetDeadline(time.Unix(1, 0)) })
+	err = wire.Call(s, h, params, result)
+	if !stop() || err != nil {
 		s.Close()
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
 		var we *wire.Error
 		if errors.As(err, &we) {
 			return nil, we

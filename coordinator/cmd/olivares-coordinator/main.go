@@ -44,6 +44,8 @@ Usage:
       enrolled with a real join token over the real tunnel. Writes DIR/dev.json.
   olivares-coordinator serve --config FILE [--state-dir DIR]
       Production mode: TLS on the public API, tunnel listener for agents.
+      SIGHUP reloads the API's certificate files and the CA (after ca promote)
+      without dropping tunnels; SIGTERM drains requests, then stops.
   olivares-coordinator ca init --dir DIR        create (or show) the CA
   olivares-coordinator ca rotate --dir DIR      add a next root to the bundle
   olivares-coordinator ca promote --dir DIR     make the next root the signer
@@ -179,12 +181,25 @@ func cmdServe(ctx context.Context, args []string, out io.Writer) error {
 	if err := c.Start(ctx); err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "olivares-coordinator: serving %s, tunnel %s, CA pin %s\n", c.APIURL(), c.TunnelAddr(), certs.Pin(c.Authority.Current))
-	select {
-	case <-ctx.Done():
-		return nil
-	case err := <-c.Errors():
-		return err
+	fmt.Fprintf(out, "olivares-coordinator: serving %s, tunnel %s, CA pin %s\n", c.APIURL(), c.TunnelAddr(), certs.Pin(c.Authority.Roots()[0]))
+	// SIGHUP reloads the certificates (a renewed API certificate, a
+	// promoted CA root) without dropping a tunnel or a stream.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case err := <-c.Errors():
+			return err
+		case <-hup:
+			if err := c.Reload(); err != nil {
+				fmt.Fprintf(os.Stderr, "olivares-coordinator: SIGHUP: %v (still serving the previous certificates)\n", err)
+				continue
+			}
+			fmt.Fprintln(out, "olivares-coordinator: SIGHUP: certificates reloaded")
+		}
 	}
 }
 
@@ -223,7 +238,7 @@ func cmdCA(sub string, args []string, out io.Writer) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(out, "CA %sd; signer pin %s; bundle holds %d roots (restart the coordinator to apply)\n", sub, certs.Pin(a.Current), len(a.Roots()))
+		fmt.Fprintf(out, "CA %sd; signer pin %s; bundle holds %d roots (send the coordinator SIGHUP, or restart it, to apply)\n", sub, certs.Pin(a.Current), len(a.Roots()))
 		return nil
 	}
 	return usageError{fmt.Errorf("ca: unknown subcommand %q", sub)}
