@@ -20,8 +20,10 @@ import (
 )
 
 // The binaries (olivares-coordinator, olivares, olivares-agent), built once
-// per test binary into one directory (the fakecli peer is peerbin's). A package
-// whose tests use them calls RemoveBinaries from its TestMain.
+// per test binary into one directory (the fakecli peer is peerbin's), with
+// -race when the test binary has it, so that the suite's race detector
+// covers the daemons it runs as processes too. A package whose tests use
+// them calls RemoveBinaries from its TestMain.
 var (
 	buildOnce sync.Once
 	binDir    string
@@ -55,7 +57,11 @@ func Binaries(t testing.TB) string {
 			{binDir + "/", "./coordinator/cmd/olivares"},
 			{binDir + "/", "./agent/cmd/olivares-agent"},
 		} {
-			cmd := exec.Command(goBin(), "build", "-o", b.out, b.pkg)
+			args := []string{"build"}
+			if raceBuild {
+				args = append(args, "-race")
+			}
+			cmd := exec.Command(goBin(), append(args, "-o", b.out, b.pkg)...)
 			cmd.Dir = repoRoot()
 			if out, err := cmd.CombinedOutput(); err != nil {
 				buildErr = fmt.Errorf("go build %s: %v\n%s", b.pkg, err, out)
@@ -222,12 +228,25 @@ func (a *AgentProc) Kill() {
 	select {
 	case err := <-done:
 		done <- err
+		a.checkRaces()
 		return
 	default:
 	}
 	cmd.Process.Signal(syscall.SIGKILL)
 	err := <-done
 	done <- err
+	a.checkRaces()
+}
+
+// RaceReport is how a -race binary starts its report of a data race.
+const RaceReport = "WARNING: DATA RACE"
+
+// checkRaces fails the test when the agent process reported a data race:
+// the report goes to its stderr, which the test would otherwise not read.
+func (a *AgentProc) checkRaces() {
+	if out := a.Output(); strings.Contains(out, RaceReport) {
+		a.t.Errorf("olivares-agent %s reported a data race:\n%s", a.ID, out)
+	}
 }
 
 // AwaitConnected waits until the coordinator has a live tunnel from a.
