@@ -175,6 +175,7 @@ type Store interface {
 	Workspacer
 	Vaulter
 	Signer
+	Federator
 
 	Close() error
 }
