@@ -20,6 +20,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/olivares-dev/olivares/coordinator/sso"
 	"github.com/olivares-dev/olivares/coordinator/store"
 )
 
@@ -36,6 +37,9 @@ type Options struct {
 	Now func() time.Time
 	// SessionTTL is how long a console session lasts; when zero, 30 days.
 	SessionTTL time.Duration
+	// SSO signs people in with the organisation's OpenID Connect
+	// provider; nil leaves the /v1/sso routes out (404).
+	SSO *sso.Provider
 }
 
 // Console is the coordinator's whole HTTP handler: the console, its
@@ -139,6 +143,7 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		c.signin(w, r)
 	case p == SignoutPath:
 		c.signout(w, r)
+	case c.o.SSO != nil && strings.HasPrefix(p, sso.InfoPath) && c.serveSSO(w, r):
 	case strings.HasPrefix(p, "/assets/") && (r.Method == http.MethodGet || r.Method == http.MethodHead):
 		a, ok := c.files[strings.TrimPrefix(p, "/assets/")]
 		if !ok {

@@ -171,8 +171,7 @@ func (c *Console) signin(w http.ResponseWriter, r *http.Request) {
 		}
 		p = tp
 	}
-	http.SetCookie(w, &http.Cookie{Name: auth.SessionCookie, Value: tok, Path: "/", HttpOnly: true,
-		Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode, Expires: cred.ExpiresAt, MaxAge: int(c.o.SessionTTL / time.Second)})
+	setSession(w, r, tok, cred.ExpiresAt, c.o.SessionTTL)
 	out := api.TenantsOf(p)
 	exp := cred.ExpiresAt
 	out.ExpiresAt = &exp

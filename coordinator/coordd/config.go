@@ -9,6 +9,7 @@ import (
 
 	"github.com/olivares-dev/olivares/certs"
 	"github.com/olivares-dev/olivares/coordinator/store/postgres"
+	"github.com/olivares-dev/olivares/coordinator/sso"
 	"github.com/olivares-dev/olivares/shared/config"
 )
 
@@ -49,6 +50,10 @@ type Config struct {
 		NodeCertValidity config.Duration `toml:"node_cert_validity"`
 	} `toml:"pki"`
 	Store StoreConfig `toml:"store"`
+	// OIDC is single sign-on with the organisation's OpenID Connect
+	// provider, for the console and olivares login --sso. Off when the
+	// table is absent.
+	OIDC sso.Config `toml:"oidc"`
 }
 
 // Store drivers.
@@ -155,6 +160,9 @@ func (c *Config) CheckAndSetDefaults() error {
 		return errors.New("config: pki.node_cert_validity must be at least 1s")
 	}
 	if err := c.Store.CheckAndSetDefaults(); err != nil {
+		return err
+	}
+	if err := c.OIDC.CheckAndSetDefaults(); err != nil {
 		return err
 	}
 	if len(c.Tunnel.Hosts) == 0 {

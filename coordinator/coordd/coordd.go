@@ -29,6 +29,7 @@ import (
 	"github.com/olivares-dev/olivares/coordinator/console"
 	"github.com/olivares-dev/olivares/coordinator/enroll"
 	"github.com/olivares-dev/olivares/coordinator/fleet"
+	"github.com/olivares-dev/olivares/coordinator/sso"
 	"github.com/olivares-dev/olivares/coordinator/store"
 	"github.com/olivares-dev/olivares/coordinator/store/bolt"
 	"github.com/olivares-dev/olivares/coordinator/store/postgres"
@@ -119,7 +120,14 @@ func New(cfg Config, logf func(string, ...any)) (*Coordinator, error) {
 		return nil, err
 	}
 	c.API = api.New(api.Options{Store: st, Fleet: c.Fleet, Version: Version, Ready: c.readyErr, Now: cfg.Now, Vault: v})
-	c.Console = console.New(console.Options{Store: st, API: c.API.Handler(), Now: cfg.Now})
+	co := console.Options{Store: st, API: c.API.Handler(), Now: cfg.Now}
+	if cfg.OIDC.Enabled() {
+		if co.SSO, err = sso.New(cfg.OIDC, st, v, cfg.Now); err != nil {
+			st.Close()
+			return nil, err
+		}
+	}
+	c.Console = console.New(co)
 	return c, nil
 }
 

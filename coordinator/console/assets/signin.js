@@ -1,9 +1,12 @@
 // signin.js: /signin. A one-time link carries its secret in the fragment
 // (/signin#olvs_...), which no server log sees; the page takes it out of
 // the address bar at once and posts it. Without one, a person pastes an
-// API token.
+// API token, or signs in with the organisation's identity provider when
+// the coordinator has one (GET /v1/sso): that button is a plain link to
+// /v1/sso/login, and a refused sign-in comes back here with
+// ?sso_error=CODE&sso_message=TEXT.
 import { h, replace } from './dom.js';
-import { api, session, explain } from './api.js';
+import { api, get, session, explain } from './api.js';
 import { navigate } from './app.js';
 
 export function signinView(root) {
@@ -19,6 +22,19 @@ export function signinView(root) {
     token,
     h('button', { type: 'submit' }, 'Sign in'));
   replace(root, h('main', { class: 'signin-page' }, form));
+
+  const params = new URLSearchParams(location.search);
+  if (params.get('sso_error')) {
+    history.replaceState(null, '', '/signin');
+    msg.hidden = false;
+    msg.className = 'banner error';
+    msg.setAttribute('role', 'alert');
+    msg.textContent = params.get('sso_message') || params.get('sso_error');
+  }
+  get('/v1/sso', { noTenant: true, quiet401: true }).then((info) => {
+    const a = h('a', { id: 'sso', class: 'button sso', href: info.login_url }, `Sign in with ${info.display_name}`);
+    form.insertBefore(a, form.querySelector('p.muted'));
+  }).catch(() => {});
 
   async function send(body) {
     msg.hidden = false;
