@@ -43,6 +43,10 @@ Usage:
   olivares login --url URL --token T --tenant T [--ca-file FILE]
   olivares login --dev DIR/dev.json
       Check the credentials against the coordinator and save them (0600).
+  olivares login --sso --url URL [--tenant T] [--ca-file FILE] [--listen 127.0.0.1:8250] [--no-browser]
+      Sign in with the coordinator's identity provider (single sign-on) in a
+      browser; the provider answers on --listen (register
+      http://127.0.0.1:8250/oidc/callback there). Saves the session (0600).
   olivares whoami [--json]
   olivares node list [--json]
   olivares node show ID [--json]
@@ -322,8 +326,12 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) (err error) 
 	if cmd != "session attach" { // attach prints a stream; --raw is its JSON
 		fs.BoolVar(&o.json, "json", false, "print JSON")
 	}
-	var url, token, tenant, caFile, devFile *string
+	var url, token, tenant, caFile, devFile, ssoListen *string
+	var ssoLogin, noBrowser *bool
 	if cmd == "login" {
+		ssoLogin = fs.Bool("sso", false, "sign in with the coordinator's identity provider in a browser")
+		ssoListen = fs.String("listen", DefaultSSOListen, "with --sso: the loopback address the identity provider answers on")
+		noBrowser = fs.Bool("no-browser", false, "with --sso: print the sign-in address instead of opening a browser")
 		url = fs.String("url", "", "coordinator API URL")
 		token = fs.String("token", "", "bearer token")
 		tenant = fs.String("tenant", "", "tenant")
@@ -381,8 +389,12 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) (err error) 
 			}
 			*url, *token, *tenant = dev.APIURL, dev.AdminToken, dev.Tenant
 		}
-		if *url == "" || *token == "" || *tenant == "" {
-			return usageError{errors.New("login: --url, --token and --tenant are required")}
+		if *ssoLogin {
+			if *url == "" || *token != "" || *devFile != "" {
+				return usageError{errors.New("login --sso: give --url (and --tenant when you belong to several), not --token or --dev")}
+			}
+		} else if *url == "" || *token == "" || *tenant == "" {
+			return usageError{errors.New("login: --url, --token and --tenant are required (or --sso --url to sign in with the identity provider)")}
 		}
 		creds := Credentials{URL: *url, Token: *token, Tenant: *tenant}
 		if *caFile != "" {
@@ -391,6 +403,12 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) (err error) 
 				return err
 			}
 			creds.CAFile = abs
+		}
+		if *ssoLogin {
+			var err error
+			if creds, _, err = loginSSO(ctx, creds, *ssoListen, !*noBrowser, out, errOut); err != nil {
+				return err
+			}
 		}
 		cl, err := newClient(creds, callTimeout)
 		if err != nil {
@@ -412,7 +430,7 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) (err error) 
 			return err
 		}
 		return emit(who, func() {
-			fmt.Fprintf(out, "logged in to %s as %s (%s in %s); credentials in %s\n", *url, who.Name, who.Role, *tenant, p)
+			fmt.Fprintf(out, "logged in to %s as %s (%s in %s); credentials in %s\n", *url, who.Name, who.Role, creds.Tenant, p)
 		})
 	}
 	if cx != nil {
