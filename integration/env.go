@@ -46,6 +46,9 @@ type Options struct {
 	// for the coordinator's store; when empty, the bbolt file in its state
 	// dir.
 	Postgres string
+	// Configure, when set, changes the coordinator's config before it
+	// starts (an [oidc] table, TLS files).
+	Configure func(*coordd.Config)
 }
 
 // Env is one coordinator and its agents.
@@ -96,6 +99,9 @@ func NewEnv(t testing.TB, o ...Options) *Env {
 	}
 	if opts.NodeCertValidity != 0 {
 		cfg.PKI.NodeCertValidity.Duration = opts.NodeCertValidity
+	}
+	if opts.Configure != nil {
+		opts.Configure(&cfg)
 	}
 	// Another test may take a port between freePort and the listen: pick
 	// again then.
@@ -178,7 +184,7 @@ func (e *Env) tryStart() error {
 		return err
 	}
 	// Later restarts reuse the same ports.
-	e.cfg.API.Listen = strings.TrimPrefix(c.APIURL(), "http://")
+	e.cfg.API.Listen = strings.TrimPrefix(strings.TrimPrefix(c.APIURL(), "http://"), "https://")
 	e.cfg.Tunnel.Listen = c.TunnelAddr()
 	e.mu.Lock()
 	e.Coord, e.cancel = c, cancel
