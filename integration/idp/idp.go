@@ -22,8 +22,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"net/http/cookiejar"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"sync"
@@ -250,11 +250,11 @@ type client struct {
 func (c *client) RedirectURIGlobs() []string {
 	return []string{"http://127.0.0.1:*/**", "http://localhost:*/**"}
 }
-func (c *client) PostLogoutRedirectURIGlobs() []string  { return nil }
-func (c *client) IDTokenUserinfoClaimsAssertion() bool  { return true }
-func (c *client) IsScopeAllowed(scope string) bool      { return scope == "groups" }
-func (c *client) DevMode() bool                         { return true }
-func (c *client) IDTokenLifetime() time.Duration        { return time.Hour }
+func (c *client) PostLogoutRedirectURIGlobs() []string { return nil }
+func (c *client) IDTokenUserinfoClaimsAssertion() bool { return true }
+func (c *client) IsScopeAllowed(scope string) bool     { return scope == "groups" }
+func (c *client) DevMode() bool                        { return true }
+func (c *client) IDTokenLifetime() time.Duration       { return time.Hour }
 
 // server is the library's OpenID Provider server. With an audience set it
 // rewrites the ID token's aud, as a provider with an audience mapper would
@@ -353,5 +353,3 @@ func toStorage(x *User) *storage.User {
 	return &storage.User{ID: x.Subject, Username: x.Username, Password: x.Password, FirstName: first, LastName: last,
 		Email: x.Email, EmailVerified: x.EmailVerified, PreferredLanguage: language.English}
 }
-
-
