@@ -50,7 +50,7 @@ func startPlain(t *testing.T) (*Coordinator, string) {
 // Closing under a steady stream of writes loses no acknowledged write and
 // lets no handler meet a closed store: every answer is the write's 201 or
 // the drain's 503, never a 500, and every 201 is in the store when it is
-// opened again.
+// opened again (R-OPS-4).
 func TestShutdownUnderLoad(t *testing.T) {
 	c, tok := startPlain(t)
 	url := c.APIURL() + "/v1/m/sessions/vault/secrets"
@@ -148,6 +148,7 @@ func TestShutdownUnderLoad(t *testing.T) {
 // its handler authenticated, then waits for the rest of its body while the
 // coordinator starts closing; its write is acknowledged and kept. (Before,
 // Close closed the store under it and the write failed with a 500.)
+// (R-OPS-4)
 func TestShutdownWaitsForRequestInFlight(t *testing.T) {
 	c, tok := startPlain(t)
 	pr, pw := io.Pipe()

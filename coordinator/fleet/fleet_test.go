@@ -13,7 +13,7 @@ import (
 // Open returns as soon as its context ends, even while the node has not
 // answered the call's header: the HTTP request that asked for it went away
 // (or the coordinator drains), so the stream must not stay blocked on a
-// silent agent.
+// silent agent (R-OPS-4).
 func TestOpenHonoursCancellation(t *testing.T) {
 	for _, tr := range tunneltest.Transports {
 		t.Run(tr, func(t *testing.T) {

@@ -426,7 +426,7 @@ func (p *Provider) signIn(ctx context.Context, id store.External, name string, r
 }
 
 // LoopbackRedirect reports whether u is a redirect a command-line client
-// may ask for: http on a loopback address (RFC 8252 §7.3).
+// may ask for: http on a loopback address (RFC 8252, section 7.3).
 func LoopbackRedirect(u string) bool {
 	r, err := url.Parse(u)
 	if err != nil || r.Scheme != "http" || r.User != nil || r.RawQuery != "" || r.Fragment != "" {

@@ -18,7 +18,7 @@ import (
 // with Test IdP", the provider's own login page takes the password, and
 // the browser comes back signed in to the sessions list with the role the
 // person's groups map to. A person the rules do not admit comes back to
-// the sign-in page with the reason.
+// the sign-in page with the reason (R-SSO-2, R-SSO-5).
 func TestSSOSignInInBrowser(t *testing.T) {
 	people := []idp.User{
 		{Subject: "sub-grace", Username: "grace", Password: "pw-grace", Name: "Grace Hopper", Email: "grace@example.com", EmailVerified: true, Groups: []string{"contractors"}},

@@ -187,7 +187,7 @@ func (f *fixture) me(token string) tenants {
 // A first sign-in creates the person's principal with the role its groups
 // map to; the next finds the same principal; a change of groups at the
 // provider applies at the next sign-in; the session expires and signing
-// out revokes it.
+// out revokes it (R-SSO-2, R-SSO-4, R-SSO-6).
 func TestConsoleSignIn(t *testing.T) {
 	f := setup(t)
 	resp, _ := f.http.Get(f.env.APIURL() + sso.InfoPath)
@@ -243,7 +243,8 @@ func TestConsoleSignIn(t *testing.T) {
 }
 
 // The refusals: an ID token for another audience, an expired one, an
-// email domain not admitted, and a tampered flow. None makes a session.
+// email domain not admitted, and a tampered flow. None makes a session
+// (R-SSO-1, R-SSO-5, R-SSO-7).
 func TestConsoleSignInRefused(t *testing.T) {
 	f := setup(t)
 	cases := []struct {
@@ -285,7 +286,7 @@ func TestConsoleSignInRefused(t *testing.T) {
 }
 
 // A contractor's group maps to viewer: they read, and every write is
-// refused with the permission it lacks.
+// refused with the permission it lacks (R-SSO-4, R-AUTH-2).
 func TestRoleClaimMapsToViewer(t *testing.T) {
 	f := setup(t)
 	tok := f.session(f.consoleSignIn(cleo))
@@ -324,7 +325,8 @@ func postJSON(t *testing.T, c *http.Client, u string, body any) (int, []byte) {
 
 // The command-line flow by HTTP: start for a loopback redirect, the
 // provider's login, complete with the answer: a session token. A redirect
-// elsewhere, a console flow and a wrong state are refused.
+// elsewhere, a changed flow, a wrong state and a used code are refused
+// (R-SSO-3, R-SSO-7).
 func TestCLIFlowByHTTP(t *testing.T) {
 	f := setup(t)
 	api := f.env.APIURL()
@@ -374,7 +376,7 @@ func TestCLIFlowByHTTP(t *testing.T) {
 // olivares login --sso with the real binary: it prints the provider's
 // address, the person signs in there, the provider sends the browser to
 // the CLI's loopback listener, and the CLI saves a session that whoami
-// uses.
+// uses (R-SSO-3).
 func TestLoginSSOCommand(t *testing.T) {
 	f := setup(t)
 	bin := filepath.Join(integration.Binaries(t), "olivares")
