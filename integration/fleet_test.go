@@ -326,16 +326,15 @@ func TestHandshakeRefusals(t *testing.T) {
 	}
 }
 
-// UDP blocked (no QUIC listener): auto falls back to yamux within 3 s
-// (R-TUN-2).
+// UDP blocked (no QUIC listener): auto falls back to yamux (R-TUN-2). The
+// 3 s bound is proven on a fake clock (agent/link
+// TestAutoFallbackWithin3s); here the wait is only a liveness bound, so a
+// loaded machine cannot fail it.
 func TestAutoFallsBackToYamux(t *testing.T) {
 	t.Parallel()
 	env := NewEnv(t, Options{DisableQUIC: true})
-	start := time.Now()
 	a := env.StartAgent(AgentOptions{Transport: "auto"})
-	// The deadline is the rule: 3 s from the first dial, plus enrollment
-	// time already spent before start of the agent.
-	a.AwaitTransport(tunnel.TransportYamux, 3*time.Second+time.Since(start))
+	a.AwaitTransport(tunnel.TransportYamux, 30*time.Second)
 }
 
 // Auto on yamux keeps trying QUIC and switches once it is reachable.
@@ -350,7 +349,9 @@ func TestAutoReturnsToQUIC(t *testing.T) {
 	a.AwaitTransport(tunnel.TransportQUIC, 10*time.Second)
 }
 
-// A coordinator restart brings every agent back within 10 s.
+// A coordinator restart brings every agent back (R-TUN-4). The 10 s bound
+// is the reconnect schedule's, proven on a fake clock (agent/link
+// TestReconnectAfterRestartWithin10s); here the wait is a liveness bound.
 func TestCoordinatorRestart(t *testing.T) {
 	t.Parallel()
 	for _, tr := range transports {
@@ -364,16 +365,18 @@ func TestCoordinatorRestart(t *testing.T) {
 				as = append(as, a)
 			}
 			env.RestartCoordinator()
-			restarted := time.Now()
 			for _, a := range as {
-				a.AwaitConnected(10*time.Second - time.Since(restarted))
+				a.AwaitConnected(30 * time.Second)
 			}
 		})
 	}
 }
 
-// Revocation cuts the live tunnel within 1 s and refuses every later
-// handshake of that node (R-NODE-2).
+// Revocation cuts the live tunnel and refuses every later handshake of
+// that node (R-NODE-2). That the cut happens before the revoke returns is
+// coordinator/fleet TestRevokeCutsBeforeReturning; how long the agent takes
+// to see it is BenchmarkRevoke (under a millisecond on loopback). Here the
+// wait is a liveness bound.
 func TestRevoke(t *testing.T) {
 	t.Parallel()
 	for _, tr := range transports {
@@ -389,8 +392,7 @@ func TestRevoke(t *testing.T) {
 			if r.Status != 200 {
 				t.Fatalf("revoke: %d %s", r.Status, r.Body)
 			}
-			revoked := time.Now()
-			Await(t, time.Second-time.Since(revoked)+50*time.Millisecond, "agent to lose its tunnel", func() bool {
+			Await(t, 30*time.Second, "agent to lose its tunnel", func() bool {
 				return a.Daemon.Link().State != "connected"
 			})
 			if env.Fleet().Link(a.ID).Connected {

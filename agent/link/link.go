@@ -9,6 +9,7 @@ package link
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -65,6 +66,10 @@ type Options struct {
 	OnSession func(ctx context.Context, open func(context.Context) (tunnel.Stream, error))
 	// Logf: when nil, logs are dropped.
 	Logf func(string, ...any)
+	// DialQUIC and DialYamux dial the coordinator; when nil,
+	// tunnel.DialQUIC and tunnel.DialYamux. Tests replace them to run the
+	// dial and reconnect schedule on a fake clock (testing/synctest).
+	DialQUIC, DialYamux func(ctx context.Context, addr string, conf *tls.Config) (tunnel.Session, error)
 }
 
 // Status is the link as `olivares-agent status` shows it.
@@ -101,6 +106,12 @@ func New(o Options) *Link {
 	if o.Logf == nil {
 		o.Logf = func(string, ...any) {}
 	}
+	if o.DialQUIC == nil {
+		o.DialQUIC = tunnel.DialQUIC
+	}
+	if o.DialYamux == nil {
+		o.DialYamux = tunnel.DialYamux
+	}
 	l := &Link{o: o}
 	l.st = Status{State: "connecting", Coordinator: o.Addr, Configured: o.Transport, Since: time.Now().UTC()}
 	return l
@@ -124,6 +135,12 @@ func (l *Link) update(fn func(*Status)) {
 // Run keeps the link up until ctx ends.
 func (l *Link) Run(ctx context.Context) error {
 	attempt := 0
+	// down is when the link was last lost (or Run started): no wait is
+	// longer than the time already spent without a tunnel, so that a
+	// coordinator back after a restart of D is found within about 2D,
+	// whatever the jitter drew before (R-TUN-4).
+	down := time.Now()
+	wait := func() time.Duration { return min(backoff(attempt), max(time.Since(down), BackoffBase)) }
 	var next tunnel.Session
 	for ctx.Err() == nil {
 		sess := next
@@ -133,7 +150,7 @@ func (l *Link) Run(ctx context.Context) error {
 			var err error
 			sess, err = l.dial(ctx)
 			if err != nil {
-				d := backoff(attempt)
+				d := wait()
 				attempt++
 				l.o.Logf("link: connect %s: %v (retry in %v)", l.o.Addr, err, d.Round(time.Millisecond))
 				l.update(func(s *Status) { s.State, s.LastError, s.Transport = "backoff", err.Error(), "" })
@@ -152,12 +169,16 @@ func (l *Link) Run(ctx context.Context) error {
 			l.update(func(s *Status) { s.LastError = err.Error() })
 		}
 		if time.Since(start) > stableAfter || next != nil {
+			// A session that held: start the schedule again from here. One
+			// that dropped at once (a refused hello) keeps its schedule,
+			// so that it is not retried ever faster.
 			attempt = 0
+			down = time.Now()
 		}
 		if next == nil && ctx.Err() == nil {
 			// Even the first retry after a lost session waits a little, so
 			// a coordinator restart is not hammered.
-			d := backoff(attempt)
+			d := wait()
 			attempt++
 			l.update(func(s *Status) { s.State, s.Transport = "backoff", "" })
 			select {
@@ -185,21 +206,21 @@ func (l *Link) dial(ctx context.Context) (tunnel.Session, error) {
 	case tunnel.TransportQUIC:
 		dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
-		return tunnel.DialQUIC(dctx, l.o.Addr, tc)
+		return l.o.DialQUIC(dctx, l.o.Addr, tc)
 	case tunnel.TransportYamux:
 		dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
-		return tunnel.DialYamux(dctx, l.o.Addr, tc)
+		return l.o.DialYamux(dctx, l.o.Addr, tc)
 	}
 	qctx, cancel := context.WithTimeout(ctx, FallbackAfter)
-	sess, qerr := tunnel.DialQUIC(qctx, l.o.Addr, tc)
+	sess, qerr := l.o.DialQUIC(qctx, l.o.Addr, tc)
 	cancel()
 	if qerr == nil {
 		return sess, nil
 	}
 	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	sess, err := tunnel.DialYamux(dctx, l.o.Addr, tc)
+	sess, err := l.o.DialYamux(dctx, l.o.Addr, tc)
 	if err != nil {
 		return nil, fmt.Errorf("quic: %v; yamux: %w", qerr, err)
 	}
@@ -345,7 +366,7 @@ func (l *Link) retryQUIC(ctx context.Context, ch chan<- tunnel.Session) {
 		case <-t.C:
 		}
 		qctx, cancel := context.WithTimeout(ctx, FallbackAfter)
-		q, err := tunnel.DialQUIC(qctx, l.o.Addr, l.o.Identity.TLSConfig())
+		q, err := l.o.DialQUIC(qctx, l.o.Addr, l.o.Identity.TLSConfig())
 		cancel()
 		if err == nil {
 			select {
