@@ -50,12 +50,12 @@ type session struct{ transport string }
 
 func (s session) OpenStream(context.Context) (tunnel.Stream, error)   { return nil, errors.New("none") }
 func (s session) AcceptStream(context.Context) (tunnel.Stream, error) { return nil, errors.New("none") }
-func (s session) Transport() string                                  { return s.transport }
-func (s session) ConnectionState() tls.ConnectionState               { return tls.ConnectionState{} }
-func (s session) RemoteAddr() net.Addr                               { return nil }
-func (s session) Done() <-chan struct{}                              { return nil }
-func (s session) NumStreams() int                                    { return 0 }
-func (s session) Close() error                                       { return nil }
+func (s session) Transport() string                                   { return s.transport }
+func (s session) ConnectionState() tls.ConnectionState                { return tls.ConnectionState{} }
+func (s session) RemoteAddr() net.Addr                                { return nil }
+func (s session) Done() <-chan struct{}                               { return nil }
+func (s session) NumStreams() int                                     { return 0 }
+func (s session) Close() error                                        { return nil }
 
 // With UDP blocked (QUIC's handshake never hears back), auto is on yamux
 // within 3 s of starting to dial (R-TUN-2), on the fake clock: the QUIC
