@@ -241,7 +241,7 @@ func TestLinkRefusals(t *testing.T) {
 		wantErr(t, tool+": folder", err, ErrNotRegularFile)
 
 		// The tool's own folder (.claude, .codex, .gemini) is a symlink.
-		src, path = homeWith(t, tool, []byte(sample[tool]))
+		src, _ = homeWith(t, tool, []byte(sample[tool]))
 		top := src.Home + "/" + strings.SplitN(layout(tool), "/", 2)[0]
 		mustRename(t, top, top+".real")
 		mustSymlink(t, top+".real", top)

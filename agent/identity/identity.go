@@ -34,7 +34,7 @@ var bucket = []byte("identity")
 var recordKey = []byte("record")
 
 // ErrNotEnrolled: the state dir has no identity.
-var ErrNotEnrolled = errors.New("identity: this node is not enrolled; run olivares-agent enroll --coordinator HOST:PORT --token T --ca-pin sha256:...")
+var ErrNotEnrolled = errors.New("identity: this node is not enrolled (run olivares-agent enroll --coordinator HOST:PORT --token T --ca-pin sha256:PIN)")
 
 // Record is the enrollment record kept in bbolt.
 type Record struct {

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	bbolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
 )
 
 // EventKind tells which field of an Event is set.
@@ -258,7 +259,7 @@ func (v *Viewer) replay(ctx context.Context) (Event, bool, error) {
 
 	first, err := v.read(st.last)
 	if err != nil {
-		if errors.Is(err, bbolt.ErrDatabaseNotOpen) || r.s.closing.Load() {
+		if errors.Is(err, bolterrors.ErrDatabaseNotOpen) || r.s.closing.Load() {
 			return Event{}, false, ErrClosed
 		}
 		if r.deleted.Load() {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	bbolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
 )
 
 // File is the bbolt file's name in the state dir.
@@ -27,7 +28,7 @@ func Open(dir string) (*bbolt.DB, error) {
 	}
 	p := filepath.Join(dir, File)
 	db, err := bbolt.Open(p, 0o600, &bbolt.Options{Timeout: time.Second})
-	if errors.Is(err, bbolt.ErrTimeout) {
+	if errors.Is(err, bolterrors.ErrTimeout) {
 		return nil, fmt.Errorf("%w: %s (stop the agent first)", ErrLocked, p)
 	}
 	if err != nil {

@@ -209,7 +209,8 @@ func (s *Supervisor) Close() {
 	close(s.closing)
 	// Wait for the spawns under way; later ones see closing and stop.
 	s.spawnMu.Lock()
-	s.spawnMu.Unlock() //nolint:staticcheck // a barrier, not a critical section
+	//lint:ignore SA2001 a barrier, not a critical section: it waits for the spawns under way
+	s.spawnMu.Unlock()
 	for _, r := range s.all() {
 		r.mu.Lock()
 		if g := r.gen; g != nil {

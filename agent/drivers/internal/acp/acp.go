@@ -316,7 +316,7 @@ func (s *session) responseLocked(m jsonrpc.Message, raw json.RawMessage) clirunt
 				return st
 			}
 			s.dead = true
-			msg := m.ErrorMessage
+			var msg string
 			if m.HasError {
 				_, msg = errorOf(m, raw)
 			} else {
