@@ -36,6 +36,7 @@ func repoRoot() string {
 }
 
 func goBin() string {
+	//lint:ignore SA1019 the toolchain that built this test binary builds the daemons it runs, on the same machine
 	if g := filepath.Join(runtime.GOROOT(), "bin", "go"); fileExists(g) {
 		return g
 	}

@@ -25,14 +25,13 @@ import (
 )
 
 var (
-	once      sync.Once
-	allocCtx  context.Context
-	browser   context.Context
-	stopAll   func()
-	startErr  error
-	userDir   string
-	execPath  string
-	findError string
+	once     sync.Once
+	allocCtx context.Context
+	browser  context.Context
+	stopAll  func()
+	startErr error
+	userDir  string
+	execPath string
 )
 
 // Path is the Chromium binary: $OLIVARES_CHROMIUM, else chromium on PATH.

@@ -435,10 +435,8 @@ func countKind(evs []apitypes.Event, kind string) int {
 func TestAuditVerifyDetectsTampering(t *testing.T) {
 	f := setup(t, "yamux", integration.ProcOptions{})
 	p := f.profile("codex")
-	var refs []string
 	for range 3 {
 		r := f.launch(p)
-		refs = append(refs, r.RunRef)
 		f.admin.Must(http.StatusOK, http.MethodPut, runURL(r.RunRef, "name"), map[string]string{"name": "n"}, nil)
 		f.admin.Must(http.StatusOK, http.MethodPost, runURL(r.RunRef, "archive"), nil, nil)
 	}
