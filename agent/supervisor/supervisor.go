@@ -21,9 +21,7 @@
 package supervisor
 
 import (
-	"context"
 	"errors"
-	"fmt"
 	"sort"
 	"sync"
 	"syscall"
@@ -369,9 +367,3 @@ func endReason(rec record) string {
 	}
 	return "exited"
 }
-
-// errString is fmt.Sprint of an error for a ledger detail.
-func errString(err error) string { return fmt.Sprint(err) }
-
-// ctxDone reports whether ctx ended.
-func ctxDone(ctx context.Context) bool { return ctx.Err() != nil }
