@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/olivares-dev/olivares/certs"
-	"github.com/olivares-dev/olivares/coordinator/store/postgres"
 	"github.com/olivares-dev/olivares/coordinator/sso"
+	"github.com/olivares-dev/olivares/coordinator/store/postgres"
 	"github.com/olivares-dev/olivares/shared/config"
 )
 
