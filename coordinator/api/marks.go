@@ -460,18 +460,23 @@ func (s *Server) listAudit(c echo.Context) error {
 	qp := c.QueryParams()
 	for k := range qp {
 		switch k {
-		case "event", "run_ref", "actor", "since", "limit", "cursor":
+		case "event", "run_ref", "actor", "since", "until", "limit", "cursor":
 		default:
-			return apierr.BadRequest("bad_query", "unknown query parameter %q; use event, run_ref, actor, since, limit or cursor", k)
+			return apierr.BadRequest("bad_query", "unknown query parameter %q; use event, run_ref, actor, since, until, limit or cursor", k)
 		}
 	}
 	q.Event, q.RunRef, q.Actor, q.Cursor = qp.Get("event"), qp.Get("run_ref"), qp.Get("actor"), qp.Get("cursor")
-	if v := qp.Get("since"); v != "" {
-		t, err := time.Parse(time.RFC3339, v)
-		if err != nil {
-			return apierr.BadRequest("bad_query", "since %q is not an RFC 3339 instant", v)
+	for _, b := range []struct {
+		name string
+		t    *time.Time
+	}{{"since", &q.Since}, {"until", &q.Until}} {
+		if v := qp.Get(b.name); v != "" {
+			t, err := time.Parse(time.RFC3339, v)
+			if err != nil {
+				return apierr.BadRequest("bad_query", "%s %q is not an RFC 3339 instant", b.name, v)
+			}
+			*b.t = t
 		}
-		q.Since = t
 	}
 	if v := qp.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)

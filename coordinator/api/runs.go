@@ -406,12 +406,12 @@ func (s *Server) listRuns(c echo.Context) error {
 	qp := c.QueryParams()
 	for k := range qp {
 		switch k {
-		case "state", "live_ref", "claude_session_id", "limit", "offset", "pagination", "cursor":
+		case "state", "live_ref", "claude_session_id", "node_id", "limit", "offset", "pagination", "cursor":
 		default:
 			return apierr.BadRequest("bad_query", "unknown query parameter %q", k)
 		}
 	}
-	q.State, q.LiveRef, q.ClaudeSessionID = qp.Get("state"), qp.Get("live_ref"), qp.Get("claude_session_id")
+	q.State, q.LiveRef, q.ClaudeSessionID, q.NodeID = qp.Get("state"), qp.Get("live_ref"), qp.Get("claude_session_id"), qp.Get("node_id")
 	if q.State != "" && !slices.Contains(apitypes.States, q.State) {
 		return apierr.BadRequest("bad_query", "state %q: use one of %s", q.State, strings.Join(apitypes.States, ", "))
 	}

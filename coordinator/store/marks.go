@@ -93,7 +93,9 @@ type AuditQuery struct {
 	RunRef string
 	// Actor matches the credential id or the principal id.
 	Actor string
+	// Since keeps entries at or after it; Until those strictly before it.
 	Since time.Time
+	Until time.Time
 	// Limit is the page size (0 means 100).
 	Limit int
 	// Cursor continues after the previous page (its next).

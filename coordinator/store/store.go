@@ -200,6 +200,8 @@ type RunQuery struct {
 	State           string
 	LiveRef         string
 	ClaudeSessionID string
+	// NodeID keeps the runs of one node (the console's node page).
+	NodeID string
 	// Limit is the page size, 1..200 (the caller validates; 0 means 50).
 	Limit int
 	// Offset mode (Cursor == "" and !CursorMode): skip Offset matching rows.

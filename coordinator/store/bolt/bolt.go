@@ -502,7 +502,8 @@ func (s *Store) ListRuns(ctx context.Context, q store.RunQuery) ([]apitypes.Run,
 func runMatches(q store.RunQuery, r apitypes.Run) bool {
 	return (q.State == "" || r.State == q.State) &&
 		(q.LiveRef == "" || r.LiveRef == q.LiveRef) &&
-		(q.ClaudeSessionID == "" || r.ClaudeSessionID == q.ClaudeSessionID)
+		(q.ClaudeSessionID == "" || r.ClaudeSessionID == q.ClaudeSessionID) &&
+		(q.NodeID == "" || r.NodeID == q.NodeID)
 }
 
 // lastBelow positions c on the greatest key below bound, or on the greatest

@@ -469,7 +469,8 @@ func auditMatches(q store.AuditQuery, e apitypes.AuditEntry) bool {
 	return (q.Event == "" || e.Event == q.Event) &&
 		(q.RunRef == "" || e.Target.RunRef == q.RunRef) &&
 		(q.Actor == "" || e.Actor.CredentialID == q.Actor || e.Actor.PrincipalID == q.Actor) &&
-		(q.Since.IsZero() || !e.At.Before(q.Since))
+		(q.Since.IsZero() || !e.At.Before(q.Since)) &&
+		(q.Until.IsZero() || e.At.Before(q.Until))
 }
 
 // bucketWorkspaceSettings: workspace ref → store.WorkspaceSettings.

@@ -180,8 +180,8 @@ func testRunCreatedAtMoves(t *testing.T, s store.Store) {
 	}
 }
 
-// testRunListFilters pins R-LIST-1: State, LiveRef and ClaudeSessionID are
-// exact matches, "" matches anything, and they combine with AND.
+// testRunListFilters pins R-LIST-1: State, LiveRef, ClaudeSessionID and
+// NodeID are exact matches, "" matches anything, and they combine with AND.
 func testRunListFilters(t *testing.T, s store.Store) {
 	for i, f := range []struct{ ref, state, live, session string }{
 		{"r-a", apitypes.StateRunning, "r-a.1", "s-1"},
@@ -192,6 +192,9 @@ func testRunListFilters(t *testing.T, s store.Store) {
 	} {
 		r := newRun(f.ref, "t1", i)
 		r.State, r.LiveRef, r.ClaudeSessionID = f.state, f.live, f.session
+		if i%2 == 1 {
+			r.NodeID = "n2"
+		}
 		mustPutRun(t, s, r)
 	}
 	// A matching row of another tenant is never listed (R-TEN-2).
@@ -214,6 +217,9 @@ func testRunListFilters(t *testing.T, s store.Store) {
 		{"state and session", store.RunQuery{State: apitypes.StateRunning, ClaudeSessionID: "s-1"}, []string{"r-a"}},
 		{"state and live ref disagree", store.RunQuery{State: apitypes.StateIdle, LiveRef: "r-a.1"}, nil},
 		{"all three", store.RunQuery{State: apitypes.StateIdle, LiveRef: "r-b.1", ClaudeSessionID: "s-2"}, []string{"r-b"}},
+		{"node", store.RunQuery{NodeID: "n2"}, []string{"r-d", "r-b"}},
+		{"node and state", store.RunQuery{NodeID: "n2", State: apitypes.StateRunning}, []string{"r-d"}},
+		{"unknown node", store.RunQuery{NodeID: "n9"}, nil},
 	} {
 		q := tt.q
 		q.Tenant = "t1"

@@ -403,6 +403,9 @@ func testAuditFilters(t *testing.T, s store.Store) {
 		{store.AuditQuery{Tenant: "t1", Actor: "c2"}, []uint64{2, 4}},
 		{store.AuditQuery{Tenant: "t1", Actor: "prn_a"}, []uint64{1, 2, 3, 4}},
 		{store.AuditQuery{Tenant: "t1", Since: t0.Add(2 * time.Second)}, []uint64{3, 4}},
+		{store.AuditQuery{Tenant: "t1", Until: t0.Add(2 * time.Second)}, []uint64{1, 2}},
+		{store.AuditQuery{Tenant: "t1", Since: t0.Add(time.Second), Until: t0.Add(3 * time.Second)}, []uint64{2, 3}},
+		{store.AuditQuery{Tenant: "t1", Actor: "c1", Until: t0.Add(3 * time.Second)}, []uint64{1, 3}},
 		{store.AuditQuery{Tenant: "t1", Event: apitypes.AuditRunRenamed, Limit: 1}, []uint64{1, 3}},
 		{store.AuditQuery{Tenant: "t2"}, nil},
 	}
