@@ -21,6 +21,7 @@ import (
 	"github.com/olivares-dev/olivares/certs"
 	"github.com/olivares-dev/olivares/coordinator/coordd"
 	"github.com/olivares-dev/olivares/coordinator/store"
+	"github.com/olivares-dev/olivares/shared/apitypes"
 	"github.com/olivares-dev/olivares/shared/localsock"
 	"github.com/olivares-dev/olivares/shared/proto"
 	"github.com/olivares-dev/olivares/shared/tunnel"
@@ -74,6 +75,13 @@ func TestEnrollAndConnect(t *testing.T) {
 			if _, ok := caps["pty"]; !ok {
 				t.Errorf("capabilities lack pty: %v", caps)
 			}
+			// The agent reports the round trip it measured on the previous
+			// heartbeat; the registry shows it while the tunnel is live.
+			Await(t, 10*time.Second, "the node's heartbeat RTT", func() bool {
+				var n apitypes.Node
+				env.Do("GET", "/v1/nodes/"+a.ID, env.AdminToken, Tenant).JSON(t, &n)
+				return n.RTTMillis != nil && *n.RTTMillis > 0
+			})
 
 			// A call from the coordinator to the agent over the tunnel.
 			var pong proto.PingReply

@@ -259,6 +259,7 @@ func (l *Link) session(ctx context.Context, sess tunnel.Session) (tunnel.Session
 	now := time.Now().UTC()
 	l.update(func(s *Status) {
 		s.State, s.Transport, s.Since, s.LastHeartbeat, s.LastError = "connected", sess.Transport(), now, now, ""
+		s.RTT = 0 // measured afresh on this session
 		s.Connects++
 	})
 	l.o.Logf("link: connected to %s over %s as %s", l.o.Addr, sess.Transport(), hr.NodeID)
@@ -274,7 +275,7 @@ func (l *Link) session(ctx context.Context, sess tunnel.Session) (tunnel.Session
 		var seq uint64
 		for {
 			seq++
-			b, _ := json.Marshal(proto.Heartbeat{Seq: seq, Sent: time.Now()})
+			b, _ := json.Marshal(proto.Heartbeat{Seq: seq, Sent: time.Now(), RTT: l.Status().RTT})
 			if err := wire.WriteFrame(ctl, b); err != nil {
 				return
 			}

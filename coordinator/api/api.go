@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"regexp"
 	"slices"
@@ -368,6 +369,10 @@ func (s *Server) view(n store.Node) Node {
 	}
 	if len(n.Capabilities) > 0 {
 		v.Capabilities = n.Capabilities
+	}
+	if l.Connected && l.RTT > 0 {
+		ms := math.Round(float64(l.RTT)/float64(time.Millisecond)*100) / 100
+		v.RTTMillis = &ms
 	}
 	return v
 }

@@ -98,6 +98,7 @@ type link struct {
 	sess     tunnel.Session
 	since    time.Time
 	lastBeat atomic.Int64 // unix nanos
+	rtt      atomic.Int64 // nanos: the round trip the agent last reported
 	hostname string
 	cert     *x509.Certificate // the certificate this session presented
 }
@@ -377,6 +378,10 @@ func (f *Fleet) control(ctx context.Context, l *link, s tunnel.Stream, h wire.He
 			return
 		}
 		l.lastBeat.Store(time.Now().UnixNano())
+		var hb proto.Heartbeat
+		if json.Unmarshal(p, &hb) == nil && hb.RTT > 0 {
+			l.rtt.Store(int64(hb.RTT))
+		}
 		if err := wire.WriteFrame(s, p); err != nil {
 			l.sess.Close()
 			return
@@ -457,7 +462,10 @@ type Link struct {
 	Transport      string
 	ConnectedSince time.Time
 	LastHeartbeat  time.Time
-	OpenStreams    int
+	// RTT is the heartbeat round trip the agent last measured; zero until
+	// it reported one on this tunnel.
+	RTT         time.Duration
+	OpenStreams int
 }
 
 // Link returns the live state of a node.
@@ -468,7 +476,7 @@ func (f *Fleet) Link(nodeID string) Link {
 		return Link{
 			Connected: true, Online: true, Transport: l.sess.Transport(),
 			ConnectedSince: l.since.UTC(), LastHeartbeat: time.Unix(0, l.lastBeat.Load()).UTC(),
-			OpenStreams: l.sess.NumStreams(),
+			RTT: time.Duration(l.rtt.Load()), OpenStreams: l.sess.NumStreams(),
 		}
 	}
 	if at, ok := f.lost[nodeID]; ok && time.Since(at) < PresenceGrace {

@@ -26,6 +26,9 @@ type Node struct {
 	CertNotAfter   time.Time         `json:"cert_not_after"`
 	RevokedAt      *time.Time        `json:"revoked_at,omitempty"`
 	Capabilities   json.RawMessage   `json:"capabilities,omitempty"`
+	// RTTMillis is the heartbeat round trip the agent last measured on its
+	// live tunnel, in milliseconds; absent until it reported one.
+	RTTMillis *float64 `json:"rtt_ms,omitempty"`
 }
 
 // State is the one-word link state a person reads.

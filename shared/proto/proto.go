@@ -70,9 +70,12 @@ type HelloReply struct {
 
 // Heartbeat travels as a frame on the control stream, each way: the agent
 // sends one, the coordinator echoes it. Seq lets the agent match echoes.
+// RTT is the round trip the agent measured on the previous echo (zero
+// before the first), so the coordinator can show it (GET /v1/nodes).
 type Heartbeat struct {
-	Seq  uint64    `json:"seq"`
-	Sent time.Time `json:"sent"`
+	Seq  uint64        `json:"seq"`
+	Sent time.Time     `json:"sent"`
+	RTT  time.Duration `json:"rtt,omitempty"`
 }
 
 // RenewRequest asks for a fresh certificate for a key the node just made.
