@@ -202,6 +202,13 @@ func (s *Service) Threads(ctx context.Context, p proto.CodexThreadsList) (apityp
 		size = searchPageSize
 	}
 	overlay := s.overlay()
+	supervised := map[string]string{}
+	if bs, err := s.store.bindings(); err == nil {
+		for _, b := range bs {
+			supervised[b.Source] = b.RunRef
+		}
+	}
+	holders := s.store.holders()
 	out := apitypes.CodexHost{Rows: []apitypes.CodexThread{}}
 	native, skip := cur.Native, cur.Skip
 	for range pages {
@@ -222,6 +229,7 @@ func (s *Service) Threads(ctx context.Context, p proto.CodexThreadsList) (apityp
 			if !MatchTitle(row.Title, p.Search) {
 				continue
 			}
+			row.SupervisedRun, row.LeaseHolder = supervised[t.ID], holders[t.ID]
 			out.Rows = append(out.Rows, row)
 			if len(out.Rows) == p.Limit {
 				switch {

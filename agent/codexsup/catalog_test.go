@@ -229,3 +229,29 @@ var kinds = map[string]error{
 func isCode(err error, code string) bool {
 	return kinds[code] != nil && errors.Is(err, kinds[code])
 }
+
+// TestCatalogNamesSupervisionAndLease: a row says which run of this node
+// continues the thread (so continue opens it again, R-CX-SCOPE-5) and who
+// holds the thread's write lease while it is busy; other rows say neither.
+func TestCatalogNamesSupervisionAndLease(t *testing.T) {
+	f := &fakeServer{handle: pagedThreads([][]map[string]any{{threadJSON(uuid(1), "a"), threadJSON(uuid(2), "b"), threadJSON(uuid(3), "c")}})}
+	s, _, _ := newTestService(t, f)
+	if _, ok, err := s.store.create(binding{RunRef: "run_sup", Tenant: "t1", Source: uuid(1), State: apitypes.CodexBranchPending}); err != nil || !ok {
+		t.Fatalf("create binding: %v %v", ok, err)
+	}
+	if _, err := s.store.acquire(uuid(2), transientPrefix+"op", nil); err != nil {
+		t.Fatal(err)
+	}
+	h, err := s.Threads(ctx(t), proto.CodexThreadsList{Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string][2]string{}
+	for _, r := range h.Rows {
+		got[r.ThreadID] = [2]string{r.SupervisedRun, r.LeaseHolder}
+	}
+	want := map[string][2]string{uuid(1): {"run_sup", ""}, uuid(2): {"", transientPrefix + "op"}, uuid(3): {"", ""}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got %v, want %v", got, want)
+	}
+}

@@ -231,6 +231,21 @@ func (st *store) holder(thread string) string {
 	return l.Holder
 }
 
+// holders returns every leased thread's holder.
+func (st *store) holders() map[string]string {
+	out := map[string]string{}
+	st.db.View(func(tx *bbolt.Tx) error {
+		return tx.Bucket(bucketLeases).ForEach(func(k, v []byte) error {
+			var l lease
+			if json.Unmarshal(v, &l) == nil && l.Holder != "" {
+				out[string(k)] = l.Holder
+			}
+			return nil
+		})
+	})
+	return out
+}
+
 // release drops the lease if holder's token is still current.
 func (st *store) release(thread, holder string, token uint64) error {
 	return st.db.Update(func(tx *bbolt.Tx) error {

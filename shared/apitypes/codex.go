@@ -38,6 +38,12 @@ type CodexThread struct {
 	ModelProvider string    `json:"model_provider"`
 	CodexVersion  string    `json:"codex_version"`
 	GitBranch     string    `json:"git_branch,omitempty"`
+	// SupervisedRun is the run of this node that continues the thread, when
+	// one exists: continue opens it again (R-CX-CONT-2, R-CX-SCOPE-5).
+	SupervisedRun string `json:"supervised_run,omitempty"`
+	// LeaseHolder is who holds the thread's write lease on this node right
+	// now (a run, or an archive in flight): the thread is busy.
+	LeaseHolder string `json:"lease_holder,omitempty"`
 }
 
 // CodexHostError is a host's failure, kept inside its own result
