@@ -112,13 +112,17 @@ func newAsset(name string, b []byte) asset {
 	return asset{ctype: ct, plain: b, gz: gz.Bytes(), etag: `"` + hex.EncodeToString(sum[:12]) + `"`}
 }
 
-// Paths the console's router answers with index.html.
+// Paths the console's router answers with index.html: its screens, and one
+// item of a collection (/runs/{ref}, /workspaces/{ref}, /nodes/{id}).
 func pageRoute(p string) bool {
-	switch {
-	case p == "/", p == "/signin", p == "/runs":
+	switch p {
+	case "/", "/signin", "/runs", "/workspaces", "/nodes", "/codex", "/audit", "/profiles":
 		return true
-	case strings.HasPrefix(p, "/runs/"):
-		return !strings.Contains(p[len("/runs/"):], "/")
+	}
+	for _, prefix := range []string{"/runs/", "/workspaces/", "/nodes/"} {
+		if rest, ok := strings.CutPrefix(p, prefix); ok {
+			return rest != "" && !strings.Contains(rest, "/")
+		}
 	}
 	return false
 }
@@ -205,7 +209,7 @@ func itoa(n int) string {
 
 // FirstLoad are the files a browser fetches to show the sessions list:
 // the page, its style sheet and icon, and the modules the list imports.
-var FirstLoad = []string{"index.html", "app.css", "icon.svg", "app.js", "api.js", "dom.js", "list.js", "launch.js"}
+var FirstLoad = []string{"index.html", "app.css", "icon.svg", "app.js", "api.js", "dom.js", "attention.js", "list.js", "launch.js", "ui.js"}
 
 // Sizes reports each asset's size, plain and gzip-compressed, by path
 // under /assets/ ("index.html" is the page itself): the first-load budget

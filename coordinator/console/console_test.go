@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -148,6 +149,39 @@ func TestFirstLoadBudget(t *testing.T) {
 	}
 }
 
+// FirstLoad holds every module the list screen loads before it paints: the
+// static imports of app.js and list.js, followed through (a dynamic
+// import() loads later and is not counted).
+func TestFirstLoadHoldsTheListsImports(t *testing.T) {
+	c := console.New(console.Options{API: http.NotFoundHandler()})
+	first := map[string]bool{}
+	for _, n := range console.FirstLoad {
+		first[n] = true
+	}
+	staticImport := regexp.MustCompile(`(?m)^import [^;]*? from '\./([a-z]+\.js)';`)
+	seen := map[string]bool{}
+	var walk func(name string)
+	walk = func(name string) {
+		if seen[name] {
+			return
+		}
+		seen[name] = true
+		if !first[name] {
+			t.Errorf("%s is imported before the list paints but is not in FirstLoad", name)
+		}
+		r := httptest.NewRecorder()
+		c.ServeHTTP(r, httptest.NewRequest("GET", "/assets/"+name, nil))
+		for _, m := range staticImport.FindAllStringSubmatch(r.Body.String(), -1) {
+			walk(m[1])
+		}
+	}
+	walk("app.js")
+	walk("list.js")
+	if len(seen) < 5 {
+		t.Fatalf("followed only %v: the import pattern no longer matches", seen)
+	}
+}
+
 // Assets are served gzip-compressed to a browser that takes it, plain
 // otherwise, and revalidated by ETag.
 func TestAssetsGzipAndETag(t *testing.T) {
@@ -169,14 +203,16 @@ func TestAssetsGzipAndETag(t *testing.T) {
 	if r := f.do(t, "GET", "/assets/app.js", "", "If-None-Match", plain.Header.Get("ETag")); r.StatusCode != http.StatusNotModified {
 		t.Fatalf("revalidation: %d, want 304", r.StatusCode)
 	}
-	for _, p := range []string{"/", "/signin", "/runs", "/runs/run_1"} {
+	for _, p := range []string{"/", "/signin", "/runs", "/runs/run_1", "/workspaces", "/workspaces/ws_1", "/nodes", "/nodes/node-1", "/codex", "/audit", "/profiles"} {
 		if r := f.do(t, "GET", p, ""); r.StatusCode != 200 || !strings.Contains(body(t, r), `src="/assets/app.js"`) {
 			t.Errorf("GET %s: %d, want the page", p, r.StatusCode)
 		}
 	}
 	// Anything else is the API's ordinary 404 (R-ED-3).
-	if r := f.do(t, "GET", "/runs/run_1/x", ""); r.StatusCode != 404 || !strings.Contains(body(t, r), `"code":"not_found"`) {
-		t.Errorf("GET /runs/run_1/x: %d", r.StatusCode)
+	for _, p := range []string{"/runs/run_1/x", "/runs/", "/nodes/n/x", "/workspaces/w/x", "/codex/x"} {
+		if r := f.do(t, "GET", p, ""); r.StatusCode != 404 || !strings.Contains(body(t, r), `"code":"not_found"`) {
+			t.Errorf("GET %s: %d", p, r.StatusCode)
+		}
 	}
 }
 

@@ -64,11 +64,14 @@ export async function api(method, path, body, opts = {}) {
   let data = null;
   const text = await resp.text();
   if (text) {
-    try { data = JSON.parse(text); } catch { data = null; }
+    // opts.parse reads the body another way (the audit page keeps each
+    // detail's source text to hash it).
+    try { data = (opts.parse || JSON.parse)(text); } catch { data = null; }
   }
   if (!resp.ok) {
     const e = data && data.error ? data.error : {};
     const err = new ApiError(resp.status, e.code, e.message || `${resp.status} ${resp.statusText}`);
+    err.body = data;
     if (resp.status === 401 && !opts.quiet401) session.onUnauthenticated(err);
     throw err;
   }

@@ -1,7 +1,10 @@
-// app.js: the console's entry: sign-in, the tenant, and the router between
-// the sessions list (/) and a run (/runs/{ref}).
+// app.js: the console's entry: sign-in, the tenant, the header with its
+// navigation and notification settings, and the router between the
+// screens: sessions (/), a run (/runs/{ref}), workspaces, the fleet's
+// nodes, the Codex catalog, the audit ledger, and profiles and the vault.
 import { h, replace } from './dom.js';
 import { api, get, session, explain } from './api.js';
+import { watcher, REASONS, notifyPrefs, setNotifyPref } from './attention.js';
 
 const root = document.getElementById('app');
 let view = null; // the mounted view: {destroy()}
@@ -24,9 +27,13 @@ session.onUnauthenticated = () => {
   if (location.pathname !== '/signin') navigate('/signin', true);
 };
 
+let unsubNav = null;
+
 function unmount() {
   if (view && view.destroy) view.destroy();
   view = null;
+  if (unsubNav) unsubNav();
+  unsubNav = null;
 }
 
 async function route() {
@@ -62,14 +69,31 @@ async function route() {
     return;
   }
   const main = h('main', { id: 'main' });
-  replace(root, shell(main));
+  replace(root, shell(main, path));
+  const rest = (prefix) => decodeURIComponent(path.slice(prefix.length));
+  const q = new URLSearchParams(location.search);
+  let v;
   if (path.startsWith('/runs/')) {
-    const { runView } = await import('./run.js');
-    view = runView(main, decodeURIComponent(path.slice('/runs/'.length)));
+    v = import('./run.js').then((m) => m.runView(main, rest('/runs/'), { tab: q.get('tab') || '' }));
+  } else if (path === '/workspaces' || path.startsWith('/workspaces/')) {
+    v = import('./workspaces.js').then((m) => m.workspacesView(main, path === '/workspaces' ? '' : rest('/workspaces/')));
+  } else if (path === '/nodes' || path.startsWith('/nodes/')) {
+    v = import('./fleet.js').then((m) => m.fleetView(main, path === '/nodes' ? '' : rest('/nodes/')));
+  } else if (path === '/codex') {
+    v = import('./codex.js').then((m) => m.codexView(main));
+  } else if (path === '/audit') {
+    v = import('./audit.js').then((m) => m.auditView(main));
+  } else if (path === '/profiles') {
+    v = import('./profiles.js').then((m) => m.profilesView(main));
   } else {
-    const { listView } = await import('./list.js');
-    view = listView(main);
+    v = import('./list.js').then((m) => m.listView(main));
   }
+  const nav0 = NAV.find(([, , on]) => on(path));
+  watcher.setLabel(nav0 && nav0[0] !== '/' ? nav0[1] : '');
+  const mounted = await v;
+  if (location.pathname !== path) { if (mounted.destroy) mounted.destroy(); return; }
+  view = mounted;
+  watcher.schedule();
 }
 
 function tenantChooser(tenants) {
@@ -79,7 +103,56 @@ function tenantChooser(tenants) {
       h('button', { type: 'button', onclick: () => { session.setTenant(t.id); route(); } }, t.id, h('span', { class: 'muted' }, ` ${t.role}`))))));
 }
 
-function shell(main) {
+const NAV = [
+  ['/', 'Sessions', (p) => p === '/' || p.startsWith('/runs')],
+  ['/workspaces', 'Workspaces', (p) => p.startsWith('/workspaces')],
+  ['/nodes', 'Fleet', (p) => p.startsWith('/nodes')],
+  ['/codex', 'Codex', (p) => p === '/codex'],
+  ['/profiles', 'Profiles', (p) => p === '/profiles'],
+  ['/audit', 'Audit', (p) => p === '/audit', 'sessions:run:admin'],
+];
+
+function nav(path) {
+  const count = h('span', { class: 'attn-count', id: 'attn-count', hidden: true });
+  const update = () => {
+    const n = watcher.count();
+    count.hidden = !n;
+    count.textContent = String(n);
+    count.title = `${n} session${n === 1 ? '' : 's'} need${n === 1 ? 's' : ''} you`;
+  };
+  unsubNav = watcher.subscribe(update);
+  update();
+  return h('nav', { class: 'nav', 'aria-label': 'Screens' }, NAV.filter(([, , , perm]) => !perm || session.can(perm)).map(([href, label, on]) =>
+    h('a', { href, 'data-nav': true, class: on(path) ? 'on' : '', 'aria-current': on(path) ? 'page' : undefined }, label, href === '/' ? count : null)));
+}
+
+// notifications: desktop notifications when the tab is in the background,
+// opted into per reason (and the browser's own permission).
+function notifications() {
+  const box = h('details', { class: 'notify', id: 'notify' });
+  const render = () => {
+    const prefs = notifyPrefs();
+    const perm = 'Notification' in window ? Notification.permission : 'unsupported';
+    replace(box, h('summary', { 'aria-label': 'Notifications' }, '🔔'),
+      h('div', { class: 'notify-menu' },
+        h('p', { class: 'muted' }, 'Tell me, when this tab is in the background, that a session is…'),
+        REASONS.map(([reason, label]) => h('label', { class: 'check' },
+          h('input', { type: 'checkbox', id: `notify-${reason}`, checked: !!prefs[reason], onchange: async (e) => {
+            setNotifyPref(reason, e.target.checked);
+            if (e.target.checked && 'Notification' in window && Notification.permission === 'default') {
+              try { await Notification.requestPermission(); } catch { /* refused */ }
+            }
+            render();
+            box.open = true;
+          } }), label)),
+        perm === 'denied' ? h('p', { class: 'banner warn' }, 'This browser blocks notifications for this site; allow them in its settings.') : null,
+        perm === 'unsupported' ? h('p', { class: 'banner warn' }, 'This browser has no desktop notifications.') : null));
+  };
+  render();
+  return box;
+}
+
+function shell(main, path = '/') {
   const me = session.me;
   const tenants = me ? me.items : [];
   let tenantEl = null;
@@ -92,8 +165,10 @@ function shell(main) {
   const role = session.whoami ? session.whoami.role : '';
   return h('div', { class: 'shell' },
     h('header', { class: 'top' },
-      h('a', { href: '/', 'data-nav': true, class: 'brand' }, h('img', { src: '/assets/icon.svg', alt: '', width: 20, height: 20 }), 'Olivares'),
+      h('a', { href: '/', 'data-nav': true, class: 'brand' }, h('img', { src: '/assets/icon.svg', alt: '', width: 20, height: 20 }), h('span', { class: 'brand-name' }, 'Olivares')),
+      session.whoami ? nav(path) : null,
       h('div', { class: 'spacer' }),
+      session.whoami ? notifications() : null,
       tenantEl,
       me ? h('span', { class: 'who', title: me.principal_id }, me.name, role ? h('span', { class: 'role' }, role) : null) : null,
       me ? h('button', { type: 'button', class: 'ghost', id: 'signout', onclick: signout }, 'Sign out') : null),

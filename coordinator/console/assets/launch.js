@@ -5,12 +5,13 @@
 import { h, replace } from './dom.js';
 import { api, get, session, explain, BASE } from './api.js';
 import { navigate } from './app.js';
+import { errorLine } from './ui.js';
 
 export async function openLaunch() {
   const dlg = h('dialog', { class: 'launch', id: 'launch-dialog', 'aria-labelledby': 'launch-title' });
   document.body.append(dlg);
   dlg.addEventListener('close', () => dlg.remove());
-  const msg = h('p', { class: 'banner error', role: 'alert', hidden: true });
+  const msg = h('div', { id: 'l-error', hidden: true });
   replace(dlg, h('p', null, 'Loading profiles…'));
   dlg.showModal();
   let profiles = [];
@@ -64,8 +65,9 @@ export async function openLaunch() {
       dlg.close();
       navigate(`/runs/${encodeURIComponent(r.data.run_ref)}`);
     } catch (err) {
+      // A refusal by a workspace gate links to where it is approved.
       msg.hidden = false;
-      msg.textContent = explain(err);
+      replace(msg, errorLine(err, { workspaceRef: body.workspace_ref }));
       submit.disabled = false;
     }
   } },

@@ -1,11 +1,13 @@
 // list.js: the sessions list (GET /runs). Pinned runs first, then the
 // others, then "Earlier" for runs marked done (R-DONE-1); snoozed runs
 // hidden until their time (R-SNZ-4) and archived ones left out (R-ARC-4),
-// each with a toggle. It refreshes by polling GET /runs every few seconds
+// each with a toggle. Each row says when the run needs the person
+// (attention.js). It refreshes by polling GET /runs every few seconds
 // while the tab is visible (no fleet-wide change stream exists yet).
 import { h, replace, relTime, localTime, shortRef } from './dom.js';
 import { api, get, session, explain, BASE } from './api.js';
 import { openLaunch } from './launch.js';
+import { attentionOf, watcher } from './attention.js';
 
 const POLL_MS = 3000;
 const PAGE = 100;
@@ -14,7 +16,7 @@ const STATES = ['pending_approval', 'starting', 'running', 'idle', 'failed', 'st
 export function listView(main) {
   const st = {
     runs: new Map(), order: [], next: '', error: '', loaded: false,
-    filters: { state: '', tool: '', node: '', workspace: '', q: '' },
+    filters: { state: '', tool: '', node: '', workspace: '', q: '', attention: false },
     showSnoozed: false, showArchived: false,
     profiles: new Map(), workspaces: new Map(), nodes: new Map(),
     editing: '', snoozing: '',
@@ -42,6 +44,7 @@ export function listView(main) {
       sel('f-tool', 'Any tool', ['claude', 'codex', 'gemini', 'opencode', 'grok'].map((t) => [t, t]), 'tool'),
       h('span', { id: 'f-node-slot' }),
       h('span', { id: 'f-ws-slot' }),
+      h('label', { class: 'toggle' }, h('input', { type: 'checkbox', id: 'f-attention', onchange: (e) => { st.filters.attention = e.target.checked; render(); } }), 'Needs me'),
       h('label', { class: 'toggle' }, h('input', { type: 'checkbox', id: 'show-snoozed', onchange: (e) => { st.showSnoozed = e.target.checked; render(); } }), 'Snoozed'),
       h('label', { class: 'toggle' }, h('input', { type: 'checkbox', id: 'show-archived', onchange: (e) => { st.showArchived = e.target.checked; render(); } }), 'Archived'));
     return bar;
@@ -92,6 +95,7 @@ export function listView(main) {
       // When the first page holds every run, a row it lacks was deleted.
       if (!page.next) for (const ref of [...st.runs.keys()]) if (!seen.has(ref)) st.runs.delete(ref);
       st.loaded = true;
+      watcher.observe([...st.runs.values()], { complete: !page.next });
       hideError();
       // An open rename or snooze form is not torn down under the person.
       if (!st.editing && !st.snoozing) render();
@@ -122,6 +126,7 @@ export function listView(main) {
     if (f.node && r.node_id !== f.node) return false;
     if (f.workspace && r.workspace_ref !== f.workspace) return false;
     if (f.q && !displayName(r).toLowerCase().includes(f.q.toLowerCase())) return false;
+    if (f.attention && !attentionOf(r)) return false;
     return true;
   }
 
@@ -187,7 +192,9 @@ export function listView(main) {
       act(r.done ? 'Undone' : 'Done', 'done', () => mark(r, 'done', r.done ? 'DELETE' : 'POST'), r.done),
       canWrite ? act('Rename', 'rename', () => { st.editing = r.run_ref; render(); }) : null,
       canWrite ? act(r.archived_at ? 'Unarchive' : 'Archive', 'archive', () => mark(r, 'archive', r.archived_at ? 'DELETE' : 'POST')) : null);
-    li.append(h('div', { class: 'line1' }, title, badge(r)), meta, actions);
+    const att = attentionOf(r);
+    li.append(h('div', { class: 'line1' }, title, h('span', { class: 'badges' },
+      att ? h('span', { class: `attn at-${att.reason}`, title: 'This session needs you' }, att.text) : null, badge(r))), meta, actions);
     if (st.snoozing === r.run_ref) li.append(snoozeForm(r));
     return li;
   }

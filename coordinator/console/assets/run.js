@@ -1,11 +1,20 @@
 // run.js: one run. The live conversation rendered from the tool's own
 // protocol (normalize.js), stderr in its own pane, the raw frames a click
-// away, banners for lag / not live / end / history_withheld, and the
-// controls: input, interrupt, stop, resume, approve.
+// away, banners for lag / not live / end / history_withheld / limit, and
+// the controls: input, interrupt, stop, resume, approve, hand off, move,
+// release and delete. Tabs beside the conversation read the run's
+// activity, messages, diff and events (loaded when first shown).
+//
+// Refreshing never hammers the node: GET /runs/{ref} (which asks the
+// node) is read again when the attach stream shows a turn start or end,
+// an end or a notice, after an action, and otherwise on a timer that
+// backs off from 5 s to 60 s while nothing happens.
 import { h, replace, localTime, relTime, shortRef } from './dom.js';
-import { api, get, session, explain, Attach, BASE } from './api.js';
+import { api, get, session, Attach, BASE } from './api.js';
 import { normalizer, summary } from './normalize.js';
 import { VList } from './vlist.js';
+import { tabs, errorLine } from './ui.js';
+import { watcher, attentionOf } from './attention.js';
 
 const LIVE = ['starting', 'running', 'idle'];
 const STDERR_MAX = 256 << 10;
@@ -19,7 +28,7 @@ window.olivaresPerf = perf;
 
 // Timeline is the conversation and raw-frames view of one run's output.
 export class Timeline {
-  constructor(el, driver, { onStderr } = {}) {
+  constructor(el, driver, { onStderr, onTurn } = {}) {
     this.driver = driver;
     this.n = normalizer(driver);
     this.frames = [];
@@ -28,6 +37,9 @@ export class Timeline {
     this.turns = [];
     this.raw = false;
     this.onStderr = onStderr || (() => {});
+    // onTurn(kind) is told of a turn's start or end and of a finished tool
+    // call: the moments the run's row and activity are worth reading again.
+    this.onTurn = onTurn || (() => {});
     this.scroller = h('div', { class: 'timeline', id: 'timeline', tabindex: 0, 'aria-label': 'Conversation' });
     el.append(this.scroller);
     this.list = new VList(this.scroller, { render: (i) => this.row(i), label: 'Conversation' });
@@ -75,6 +87,13 @@ export class Timeline {
     }
     this.queue.splice(0, i);
     this.sync([...changed]);
+    let turn = '';
+    for (const c of changed) {
+      const it = this.n.items[c];
+      if (it.kind === 'turn_end') turn = 'turn_end';
+      else if (!turn && (it.kind === 'turn_start' || (it.kind === 'tool_call' && it.status !== 'running'))) turn = it.kind;
+    }
+    if (turn) this.onTurn(turn);
     if (this.queue.length) this.flushing = requestAnimationFrame(() => this.flush());
   }
 
@@ -144,14 +163,28 @@ export class Timeline {
   }
 }
 
-export function runView(main, ref) {
+
+const TOOL = { claude: 'Claude Code', codex: 'Codex', gemini: 'Gemini CLI', opencode: 'OpenCode', grok: 'Grok' };
+const READ_SIDE = ['claude', 'codex']; // activity and messages (R-ACT-2, R-MSG-1)
+const POLL_MIN = 5000;
+const POLL_MAX = 60000;
+
+export function runView(main, ref, { tab = '' } = {}) {
   let run = null;
   let attach = null;
   let tl = null;
   let destroyed = false;
   let poll = 0;
-  const banners = new Map(); // key → {cls, text}
+  let pollDelay = POLL_MIN;
+  let profiles = new Map();
+  let handedTo = [];
+  const panels = new Map(); // tab → {refresh, destroy}
+  const stale = new Set();  // tabs to read again when shown
+  let actTimer = 0;
+  let lastAct = 0;
+  const banners = new Map(); // key → {cls, content}
   const canWrite = session.can('sessions:run:write');
+  const canAdmin = session.can('sessions:run:admin');
   const canApprove = session.can('sessions:workspace:admin') && session.me && session.me.kind === 'human';
 
   const head = h('header', { class: 'run-head' });
@@ -167,20 +200,73 @@ export function runView(main, ref) {
   input.addEventListener('keydown', (e) => {
     if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) { e.preventDefault(); sendInput(); }
   });
+  const t = tabs([['conversation', 'Conversation'], ['activity', 'Activity'], ['messages', 'Messages'], ['diff', 'Diff'], ['events', 'Events']], { onShow: showTab });
+  t.panels.get('conversation').append(h('div', { class: 'view-bar' }, h('label', { class: 'toggle' }, rawToggle, 'Raw frames')), body, stderrBox, inputForm);
   replace(main, h('div', { class: 'run' },
     h('nav', { class: 'crumbs' }, h('a', { href: '/', 'data-nav': true }, '← Sessions')),
-    head, bannerEl,
-    h('div', { class: 'view-bar' }, h('label', { class: 'toggle' }, rawToggle, 'Raw frames')),
-    body, stderrBox, inputForm));
+    head, bannerEl, t.bar, [...t.panels.values()]));
 
-  function banner(key, cls, text) {
-    if (text === null) banners.delete(key); else banners.set(key, { cls, text });
-    replace(bannerEl, [...banners.entries()].map(([k, b]) => h('p', { class: `banner ${b.cls}`, dataset: { kind: k }, role: b.cls === 'error' ? 'alert' : 'status' }, b.text)));
+  function showTab(name, el) {
+    const url = new URL(location.href);
+    if (name === 'conversation') url.searchParams.delete('tab'); else url.searchParams.set('tab', name);
+    history.replaceState(null, '', url.pathname + url.search);
+    if (name === 'conversation') {
+      if (tl) tl.list.invalidateAll();
+      return;
+    }
+    if (!run) return;
+    if (panels.has(name)) {
+      if (stale.has(name)) { stale.delete(name); panels.get(name).refresh(); }
+      return;
+    }
+    const load = {
+      activity: () => import('./activity.js').then((m) => m.activityPanel(el, run)),
+      messages: () => import('./messages.js').then((m) => m.messagesPanel(el, run)),
+      diff: () => import('./diff.js').then((m) => m.diffPanel(el, run)),
+      events: () => import('./events.js').then((m) => m.eventsPanel(el, run, { profiles })),
+    }[name];
+    panels.set(name, { refresh() {}, destroy() {} });
+    load().then((p) => { if (destroyed) p.destroy(); else panels.set(name, p); });
+  }
+
+  // onTurn: the row and the activity are read again when a turn starts or
+  // ends, or a tool call finishes; the activity at most every 3 s, and once
+  // more shortly after a turn ends (Claude Code writes its transcript in
+  // batches, a moment after its result frame).
+  function onTurn(kind) {
+    pollDelay = POLL_MIN;
+    if (kind !== 'tool_call') schedule(300);
+    const fire = () => {
+      lastAct = Date.now();
+      for (const name of ['activity', 'events']) {
+        if (!panels.has(name)) continue;
+        if (t.current === name) panels.get(name).refresh(); else stale.add(name);
+      }
+    };
+    clearTimeout(actTimer);
+    actTimer = setTimeout(() => {
+      fire();
+      if (kind === 'turn_end') actTimer = setTimeout(fire, 2000);
+    }, Math.max(500, 3000 - (Date.now() - lastAct)));
+  }
+
+  function banner(key, cls, content) {
+    if (content === null) banners.delete(key); else banners.set(key, { cls, content });
+    replace(bannerEl, [...banners.entries()].map(([k, b]) => (b.content instanceof Node ? b.content :
+      h('p', { class: `banner ${b.cls}`, dataset: { kind: k }, role: b.cls === 'error' ? 'alert' : 'status' }, b.content))));
+  }
+
+  function errBanner(key, e) {
+    const el = errorLine(e, { workspaceRef: run && run.workspace_ref });
+    el.dataset.kind = key;
+    banner(key, 'error', el);
   }
 
   function name(r) {
-    return r.name || `${r.driver} session ${r.conversation_id ? r.conversation_id.slice(0, 8) : shortRef(r.run_ref)}`;
+    return r.name || `${TOOL[r.driver] || r.driver} session ${r.conversation_id ? r.conversation_id.slice(0, 8) : shortRef(r.run_ref)}`;
   }
+
+  const runLink = (r, text) => h('a', { href: `/runs/${encodeURIComponent(r)}`, 'data-nav': true }, text || r);
 
   function renderHead() {
     const r = run;
@@ -190,47 +276,96 @@ export function runView(main, ref) {
     if (ended && r.exit_code !== null && r.exit_code !== undefined) exit = `exit code ${r.exit_code}`;
     else if (ended && r.signal) exit = `ended by ${r.signal}`;
     const btn = (id, label, fn, show, cls = '') => (show ? h('button', { type: 'button', id, class: cls, onclick: fn }, label) : null);
+    const prof = profiles.get(r.provider_profile_ref);
+    const att = attentionOf(r);
+    const actions = (what) => import('./runactions.js').then((m) => what(m));
+    const after = () => { load(); loadEvents(); };
     replace(head,
       h('div', { class: 'line1' }, h('h1', { id: 'run-name' }, name(r)),
         h('span', { class: `state s-${r.state}`, id: 'run-state' }, r.state.replace('_', ' ')),
-        exit ? h('span', { class: 'exit', id: 'run-exit' }, exit) : null),
+        exit ? h('span', { class: 'exit', id: 'run-exit' }, exit) : null,
+        att ? h('span', { class: `attn at-${att.reason}`, id: 'run-attention' }, att.text) : null),
       h('div', { class: 'meta' },
-        h('span', null, r.driver), h('span', null, `generation ${r.generation}`),
-        h('span', null, r.node_id, r.node_reachable === false ? h('span', { class: 'badge warn' }, 'unreachable') : null),
-        r.workspace_path ? h('span', { title: r.workspace_path }, r.worktree_branch || r.workspace_path) : null,
+        h('span', null, TOOL[r.driver] || r.driver), prof ? h('span', { title: r.provider_profile_ref }, `profile ${prof.name}`) : null,
+        h('span', null, `generation ${r.generation}`),
+        h('a', { href: `/nodes/${encodeURIComponent(r.node_id)}`, 'data-nav': true }, r.node_id), r.node_reachable === false ? h('span', { class: 'badge warn' }, 'unreachable') : null,
+        r.workspace_ref ? h('a', { href: `/workspaces/${encodeURIComponent(r.workspace_ref)}`, 'data-nav': true, title: r.workspace_path || '' }, r.worktree_branch || r.workspace_path || r.workspace_ref) : null,
         r.reason ? h('span', { class: 'badge warn' }, r.reason) : null,
-        r.limit ? h('span', { class: 'badge warn' }, `${r.limit.kind} limit${r.limit.resets_at ? ` — resets ${localTime(r.limit.resets_at)}` : ''}`) : null,
+        r.taint && r.taint.length ? h('span', { class: 'badge warn', title: 'credentials were handed to this run' }, `tainted: ${r.taint.join(', ').replace(/_/g, ' ')}`) : null,
+        r.handoff_of ? h('span', { id: 'handoff-of' }, 'continued from ', runLink(r.handoff_of)) : null,
+        handedTo.length ? h('span', { id: 'handed-to' }, 'handed off to ', handedTo.map((x, i) => [i ? ', ' : '', runLink(x)])) : null,
         h('time', { datetime: r.created_at, title: localTime(r.created_at) }, `started ${relTime(r.started_at || r.created_at)}`)),
       h('div', { class: 'actions' },
         btn('interrupt', 'Interrupt', () => act('interrupt', 'Interrupt sent: the turn is cancelled, the process stays.'), canWrite && live),
         btn('stop', 'Stop', stop, canWrite && live, 'danger'),
         btn('resume', 'Resume', resume, canWrite && ended && r.state !== 'released'),
         btn('approve', 'Approve', approve, canApprove && r.state === 'pending_approval'),
-        h('button', { type: 'button', id: 'pin', 'aria-pressed': String(!!r.pinned), onclick: pin }, r.pinned ? 'Unpin' : 'Pin')));
+        h('button', { type: 'button', id: 'pin', class: 'ghost', 'aria-pressed': String(!!r.pinned), onclick: pin }, r.pinned ? 'Unpin' : 'Pin'),
+        btn('handoff', 'Hand off', () => actions((m) => m.openHandoff(run, after)), canWrite && r.state !== 'released' && r.state !== 'pending_approval' && r.driver !== 'grok', 'ghost'),
+        btn('move', 'Move', () => actions((m) => m.openMove(run, after)), canWrite && r.state !== 'released', 'ghost'),
+        btn('cleanup', 'Release', () => actions((m) => m.openCleanup(run, after)), canAdmin && (r.state === 'stopped' || r.state === 'failed'), 'ghost'),
+        btn('delete', 'Delete', () => actions((m) => m.openDelete(run)), canAdmin && r.state === 'released', 'danger')));
     if (inputForm) {
       input.disabled = send.disabled = !live;
       input.placeholder = live ? 'Message the session — Enter sends, Shift+Enter for a new line' : 'The session is not live; resume it to send input.';
     }
+    t.buttons.get('diff').hidden = !r.worktree_branch;
+    t.buttons.get('activity').hidden = t.buttons.get('messages').hidden = !READ_SIDE.includes(r.driver);
     banner('unreachable', 'warn', r.node_reachable === false ? `Node ${r.node_id} is unreachable: the state shown is the last one it reported.` : null);
     banner('pending', 'warn', r.state === 'pending_approval' ? (canApprove ? 'This launch waits for approval. Approve it to start the process.' : 'This launch waits for approval by someone with workspace administration.') : null);
+    banner('limit', 'warn', r.limit ? limitText(r.limit) : null);
+    banner('released', '', r.state === 'released' ? (canAdmin ? 'This session was released: its worktree and runtime state are gone. Delete removes its record for good.' : 'This session was released.') : null);
+  }
+
+  // limitText is R-LIM-*: the kind, the reset time in the viewer's own
+  // time zone, and the account (the profile the turn ran under).
+  function limitText(l) {
+    const acct = profiles.get(l.account_ref);
+    const kind = l.kind === 'usage' ? 'The account\u2019s usage limit was reached' : l.kind === 'rate' ? 'The provider is rate-limiting this account' : `Limit (${l.kind})`;
+    const reset = l.resets_at ? `it resets ${localTime(l.resets_at)} (${relTime(l.resets_at)}, ${Intl.DateTimeFormat().resolvedOptions().timeZone})` : 'the tool did not say when it resets';
+    return h('p', { class: 'banner warn', dataset: { kind: 'limit' }, id: 'limit-banner', role: 'status' },
+      `${kind} on ${acct ? `profile ${acct.name}` : l.account_ref}: ${reset}.`,
+      run && run.driver === 'claude' && canWrite ? ' Move it to another Claude Code account, or hand it off, to continue now.' : '');
   }
 
   async function load() {
     try {
       run = (await get(`${BASE}/runs/${encodeURIComponent(ref)}`));
       if (destroyed) return;
+      banner('load', '', null);
+      watcher.setLabel(name(run));
+      watcher.observe([run]);
       renderHead();
       if (!tl) {
-        tl = new Timeline(body, run.driver, { onStderr: addStderr });
+        tl = new Timeline(body, run.driver, { onStderr: addStderr, onTurn });
         startAttach(undefined);
+        const want = tab && !t.buttons.get(tab)?.hidden ? tab : 'conversation';
+        t.select(want);
       }
     } catch (e) {
-      banner('load', 'error', explain(e));
+      if (e.status === 404 && run) {
+        banner('load', 'error', 'This session no longer exists (it was deleted).');
+        return;
+      }
+      errBanner('load', e);
     }
   }
 
-  function addStderr(t) {
-    stderrText += t;
+  // loadEvents finds the runs this one was handed off to (the handed_off
+  // events of its ledger), so the two link both ways.
+  async function loadEvents() {
+    try {
+      const { loadEvents: le } = await import('./events.js');
+      const evs = await le(ref);
+      handedTo = evs.filter((e) => e.kind === 'handed_off').map((e) => {
+        try { return (typeof e.detail === 'string' ? JSON.parse(e.detail) : e.detail || {}).to; } catch { return ''; }
+      }).filter(Boolean);
+      if (run && !destroyed) renderHead();
+    } catch { /* the Events tab says why */ }
+  }
+
+  function addStderr(text) {
+    stderrText += text;
     if (stderrText.length > STDERR_MAX) stderrText = stderrText.slice(stderrText.length - STDERR_MAX);
     stderr.textContent = stderrText;
     document.getElementById('stderr-count').textContent = String(stderrText.split('\n').filter(Boolean).length);
@@ -242,12 +377,12 @@ export function runView(main, ref) {
       from,
       onState: (s, err) => {
         if (s === 'open') banner('conn', '', null);
-        else if (s === 'refused') banner('conn', 'error', explain(err));
+        else if (s === 'refused') errBanner('conn', err);
         else banner('conn', 'warn', `Connection to the stream lost; reconnecting at seq ${attach.next ?? 0} with nothing missed…`);
       },
-      onEvent: (name, data) => {
+      onEvent: (ev, data) => {
         const now = performance.now();
-        switch (name) {
+        switch (ev) {
           case 'output': tl.push(data, now); break;
           case 'olivares_notice':
             if (data && data.kind === 'history_withheld') banner('withheld', 'warn', 'The conversation the tool replayed at resume is withheld: this run was given credentials, and nobody can prove its earlier output is free of them.');
@@ -266,6 +401,7 @@ export function runView(main, ref) {
             }
             banner('end', '', `Generation ${data.generation} ended: ${data.exit_code !== undefined && data.exit_code !== null ? `exit code ${data.exit_code}` : data.signal ? `killed by ${data.signal}` : 'no exit observed'}.`);
             load();
+            loadEvents();
             break;
           default:
         }
@@ -278,7 +414,7 @@ export function runView(main, ref) {
       await api('POST', `${BASE}/runs/${encodeURIComponent(ref)}/${what}`);
       banner('act', '', done);
       load();
-    } catch (e) { banner('act', 'error', explain(e)); }
+    } catch (e) { errBanner('act', e); }
   }
 
   async function stop() {
@@ -290,7 +426,7 @@ export function runView(main, ref) {
       renderHead();
       const how = data.exit_code !== null && data.exit_code !== undefined ? `exit code ${data.exit_code}` : data.signal ? `signal ${data.signal}` : 'no exit observed';
       banner('act', '', `Stopped (${how}).`);
-    } catch (e) { banner('act', 'error', explain(e)); load(); }
+    } catch (e) { errBanner('act', e); load(); }
   }
 
   async function resume() {
@@ -301,7 +437,7 @@ export function runView(main, ref) {
       banner('act', status === 202 ? 'warn' : '', status === 202 ? 'Resumed; the new generation waits for approval.' : `Resumed: generation ${data.generation}.`);
       renderHead();
       startAttach(attach ? attach.next : undefined);
-    } catch (e) { banner('act', 'error', explain(e)); }
+    } catch (e) { errBanner('act', e); }
   }
 
   async function approve() {
@@ -311,7 +447,7 @@ export function runView(main, ref) {
       banner('act', '', 'Approved: the process starts.');
       renderHead();
       startAttach(attach ? attach.next : undefined);
-    } catch (e) { banner('act', 'error', explain(e)); }
+    } catch (e) { errBanner('act', e); }
   }
 
   async function pin() {
@@ -319,7 +455,7 @@ export function runView(main, ref) {
       const { data } = await api(run.pinned ? 'DELETE' : 'POST', `${BASE}/runs/${encodeURIComponent(ref)}/pin`);
       run.pinned = data.pinned;
       renderHead();
-    } catch (e) { banner('act', 'error', explain(e)); }
+    } catch (e) { errBanner('act', e); }
   }
 
   async function sendInput() {
@@ -327,7 +463,7 @@ export function runView(main, ref) {
     if (!text.trim() || !run) return;
     // The field the driver takes (R-IN-2): Claude Code wraps a message,
     // the others take plain text.
-    const body = run.driver === 'claude' ? { message: text } : { text };
+    const payload = run.driver === 'claude' ? { message: text } : { text };
     send.disabled = true;
     // Codex echoes the person's message in its protocol; the others do
     // not, so the console shows it itself, before the reply can arrive.
@@ -335,37 +471,51 @@ export function runView(main, ref) {
     if (local) tl.local(local);
     tl.list.scrollToBottom();
     try {
-      await api('POST', `${BASE}/runs/${encodeURIComponent(ref)}/input`, body);
+      await api('POST', `${BASE}/runs/${encodeURIComponent(ref)}/input`, payload);
       input.value = '';
-      banners.delete('act');
       banner('act', '', null);
+      pollDelay = POLL_MIN;
     } catch (e) {
       if (local) {
         local.text += '\n(not sent)';
         tl.list.invalidate(tl.n.items.indexOf(local));
       }
-      banner('act', 'error', explain(e));
+      errBanner('act', e);
     } finally {
       send.disabled = false;
       input.focus();
     }
   }
 
-  function schedule() {
+  // schedule reads the row again after ms (default: the back-off delay).
+  function schedule(ms) {
     clearTimeout(poll);
     if (destroyed || document.hidden) return;
-    poll = setTimeout(async () => { await load(); schedule(); }, 3000);
+    const wait = ms !== undefined ? ms : pollDelay;
+    poll = setTimeout(async () => {
+      await load();
+      if (ms === undefined) pollDelay = Math.min(POLL_MAX, run && LIVE.includes(run.state) ? pollDelay * 2 : POLL_MAX);
+      schedule();
+    }, wait);
   }
-  const onVis = () => { if (!document.hidden) { load(); schedule(); } };
+  const onVis = () => { if (!document.hidden) { pollDelay = POLL_MIN; load(); schedule(); } };
   document.addEventListener('visibilitychange', onVis);
-  load().then(schedule);
+  get(`${BASE}/profiles`).then((ps) => {
+    profiles = new Map(ps.items.map((p) => [p.ref, p]));
+    if (run && !destroyed) renderHead();
+  }).catch(() => {});
+  load().then(() => schedule());
+  loadEvents();
   return {
     destroy() {
       destroyed = true;
       clearTimeout(poll);
+      clearTimeout(actTimer);
       document.removeEventListener('visibilitychange', onVis);
       if (attach) attach.close();
       if (tl) tl.destroy();
+      for (const p of panels.values()) p.destroy();
+      watcher.setLabel('');
     },
   };
 }

@@ -1,0 +1,139 @@
+// attention.js: which runs need the person, the page title that counts
+// them, and desktop notifications when the tab is in the background.
+//
+// The reason is derived here from what the run row says today (state,
+// limit, and pending_requests once the tools' questions reach the API);
+// a run that carries the API's own `attention` field (issue 25) is taken
+// at its word instead. Notifications are opt-in per reason, and one is
+// shown per run per change of its reason, never per frame: the watcher
+// compares run rows, not output.
+import { get, session, BASE } from './api.js';
+
+// Reasons in the order they win when several apply.
+export const REASONS = [
+  ['needs_decision', 'waiting for your decision'],
+  ['needs_approval', 'waiting for approval'],
+  ['failed', 'failed'],
+  ['limited', 'stopped on a limit'],
+  ['needs_input', 'waiting for your input'],
+];
+const LABEL = Object.fromEntries(REASONS);
+
+// attentionOf returns {reason, text} or null for a run row.
+export function attentionOf(r) {
+  if (!r) return null;
+  if ('attention' in r) {
+    const a = r.attention;
+    if (!a) return null;
+    const reason = typeof a === 'string' ? a : (a.reason || a.kind || '');
+    return reason ? { reason, text: LABEL[reason] || reason.replace(/_/g, ' ') } : null;
+  }
+  let reason = '';
+  if (r.pending_requests > 0) reason = 'needs_decision';
+  else if (r.state === 'pending_approval') reason = 'needs_approval';
+  else if (r.state === 'failed') reason = 'failed';
+  else if (r.limit) reason = 'limited';
+  // An idle process has finished its turn (or its start) and waits for
+  // the person's next message.
+  else if (r.state === 'idle') reason = 'needs_input';
+  if (!reason) return null;
+  let text = LABEL[reason];
+  if (reason === 'failed' && r.reason) text += ` (${r.reason.replace(/_/g, ' ')})`;
+  return { reason, text };
+}
+
+const PREFS_KEY = 'olivares.notify';
+
+export function notifyPrefs() {
+  try { return JSON.parse(localStorage.getItem(PREFS_KEY) || '{}') || {}; } catch { return {}; }
+}
+
+export function setNotifyPref(reason, on) {
+  const p = notifyPrefs();
+  if (on) p[reason] = true; else delete p[reason];
+  localStorage.setItem(PREFS_KEY, JSON.stringify(p));
+  watcher.schedule();
+}
+
+// The watcher holds the last reason seen per run. observe() takes run rows
+// from whoever fetched them (the list every few seconds, the run view, or
+// its own slow poll) and fires a notification when a run's reason changes
+// to one the person opted into while the tab is in the background.
+export const watcher = {
+  seen: new Map(),      // run_ref → reason ('' for none)
+  names: new Map(),     // run_ref → display name
+  primed: false,        // the first observation only sets the baseline
+  timer: 0,
+  subs: new Set(),
+  notified: [],         // what was shown, newest last (tests read it)
+  // background says whether a notification is worth showing now.
+  background: () => document.visibilityState !== 'visible' || !document.hasFocus(),
+  // label is the page's own part of the title.
+  label: '',
+
+  observe(runs, { complete = false } = {}) {
+    const prefs = notifyPrefs();
+    const seenNow = new Set();
+    for (const r of runs) {
+      seenNow.add(r.run_ref);
+      const a = attentionOf(r);
+      const reason = a ? a.reason : '';
+      const before = this.seen.get(r.run_ref);
+      this.seen.set(r.run_ref, reason);
+      this.names.set(r.run_ref, r.name || `${r.driver} ${r.run_ref.replace(/^run_/, '').slice(0, 8)}`);
+      // Snoozed and done runs do not call for the person.
+      if (!this.primed || before === undefined || before === reason || !reason) continue;
+      if (r.snoozed_until || r.done) continue;
+      if (prefs[reason] && this.background()) this.notify(r, a);
+    }
+    if (complete) for (const ref of [...this.seen.keys()]) if (!seenNow.has(ref)) this.seen.delete(ref);
+    this.primed = true;
+    this.title();
+    for (const fn of this.subs) fn();
+    this.schedule();
+  },
+
+  count() {
+    let n = 0;
+    for (const v of this.seen.values()) if (v) n++;
+    return n;
+  },
+
+  title() {
+    const n = this.count();
+    document.title = `${n ? `(${n}) ` : ''}${this.label ? `${this.label} · ` : ''}Olivares`;
+  },
+
+  setLabel(label) {
+    this.label = label;
+    this.title();
+  },
+
+  notify(r, a) {
+    const name = this.names.get(r.run_ref);
+    this.notified.push({ run_ref: r.run_ref, reason: a.reason });
+    if (!('Notification' in window) || Notification.permission !== 'granted') return;
+    const n = new Notification(`${name}: ${a.text}`, { body: `${r.driver} on ${r.node_id}`, tag: `${r.run_ref}:${a.reason}`, icon: '/assets/icon.svg' });
+    n.onclick = () => { window.focus(); location.assign(`/runs/${encodeURIComponent(r.run_ref)}`); };
+  },
+
+  // The slow poll: the list refreshes the rows itself while it is shown;
+  // elsewhere, and in the background, one page of the newest runs every
+  // 15 s keeps the title and the notifications current. GET /runs reads
+  // the coordinator's index only, never the nodes.
+  schedule(ms = 15000) {
+    clearTimeout(this.timer);
+    if (!session.tenant || !session.whoami) return;
+    this.timer = setTimeout(() => this.poll(), ms);
+  },
+
+  async poll() {
+    try {
+      const page = await get(`${BASE}/runs?pagination=cursor&limit=200`);
+      this.observe(page.items, { complete: !page.next });
+    } catch { /* the next poll tries again */ }
+    this.schedule();
+  },
+
+  subscribe(fn) { this.subs.add(fn); return () => this.subs.delete(fn); },
+};
