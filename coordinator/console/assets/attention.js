@@ -55,17 +55,28 @@ export function setNotifyPref(reason, on) {
   watcher.schedule();
 }
 
-// The watcher holds the last reason seen per run. observe() takes run rows
+// changeKey says when a run's call for the person is new: its reason, and
+// for a run waiting for input also the row's revision, which moves when a
+// turn starts and ends; so a second finished turn is a new change even if
+// both turns ran between two reads of the row.
+function changeKey(r, a) {
+  if (!a) return '';
+  return a.reason === 'needs_input' ? `${a.reason}#${r.rev ?? ''}` : a.reason;
+}
+
+// The watcher holds the last change seen per run. observe() takes run rows
 // from whoever fetched them (the list every few seconds, the run view, or
-// its own slow poll) and fires a notification when a run's reason changes
-// to one the person opted into while the tab is in the background.
+// its own slow poll) and fires one notification when a run's change is
+// new and its reason one the person opted into, while the tab is in the
+// background.
 export const watcher = {
-  seen: new Map(),      // run_ref → reason ('' for none)
+  seen: new Map(),      // run_ref → change key ('' for none)
   names: new Map(),     // run_ref → display name
   primed: false,        // the first observation only sets the baseline
   timer: 0,
   subs: new Set(),
   notified: [],         // what was shown, newest last (tests read it)
+  observed: 0,          // observations so far (tests wait on it)
   // background says whether a notification is worth showing now.
   background: () => document.visibilityState !== 'visible' || !document.hasFocus(),
   // label is the page's own part of the title.
@@ -77,17 +88,18 @@ export const watcher = {
     for (const r of runs) {
       seenNow.add(r.run_ref);
       const a = attentionOf(r);
-      const reason = a ? a.reason : '';
+      const key = changeKey(r, a);
       const before = this.seen.get(r.run_ref);
-      this.seen.set(r.run_ref, reason);
+      this.seen.set(r.run_ref, key);
       this.names.set(r.run_ref, r.name || `${r.driver} ${r.run_ref.replace(/^run_/, '').slice(0, 8)}`);
       // Snoozed and done runs do not call for the person.
-      if (!this.primed || before === undefined || before === reason || !reason) continue;
+      if (!this.primed || before === undefined || before === key || !a) continue;
       if (r.snoozed_until || r.done) continue;
-      if (prefs[reason] && this.background()) this.notify(r, a);
+      if (prefs[a.reason] && this.background()) this.notify(r, a);
     }
     if (complete) for (const ref of [...this.seen.keys()]) if (!seenNow.has(ref)) this.seen.delete(ref);
     this.primed = true;
+    this.observed++;
     this.title();
     for (const fn of this.subs) fn();
     this.schedule();
@@ -137,3 +149,4 @@ export const watcher = {
 
   subscribe(fn) { this.subs.add(fn); return () => this.subs.delete(fn); },
 };
+window.olivaresAttention = watcher; // tests read it synchronously
