@@ -133,7 +133,7 @@ function notifications() {
   const render = () => {
     const prefs = notifyPrefs();
     const perm = 'Notification' in window ? Notification.permission : 'unsupported';
-    replace(box, h('summary', { 'aria-label': 'Notifications' }, '🔔'),
+    replace(box, h('summary', { 'aria-label': 'Notifications', title: 'Notifications' }, h('img', { src: '/assets/bell.svg', alt: '', width: 18, height: 18 })),
       h('div', { class: 'notify-menu' },
         h('p', { class: 'muted' }, 'Tell me, when this tab is in the background, that a session is…'),
         REASONS.map(([reason, label]) => h('label', { class: 'check' },

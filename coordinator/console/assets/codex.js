@@ -158,6 +158,9 @@ export function codexView(main) {
     older.addEventListener('click', page);
     page();
   }
+
+  load();
+  return { destroy() {} };
 }
 
 function itemEl(it) {
