@@ -252,6 +252,10 @@ func TestCodexCatalogOnTwoNodes(t *testing.T) {
 		return r.CodexBinding != nil && r.CodexBinding.State == apitypes.CodexBranchCommitted && r.State == apitypes.StateIdle
 	})
 	canon := run.CodexBinding.CanonicalThreadID
+	awaitText(tab, "the binding on the run", "#codex-binding", "committed")
+	tab.Click("#codex-history")
+	awaitText(tab, "the branch's visible history", "#codex-history-dialog .transcript", "second question")
+	tab.Exec(`document.querySelector('#codex-history-dialog').close()`)
 	f.open(tab, "/codex")
 	awaitText(tab, "the source names its supervised run", row(a.ID, alpha)+" .supervised", ref)
 	tab.Await("continue opens it again", fmt.Sprintf(`!!document.querySelector(%s)`, js(row(a.ID, alpha)+" .act-open")), wait)

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/olivares-dev/olivares/integration"
 	"github.com/olivares-dev/olivares/integration/browser"
@@ -66,7 +67,16 @@ func TestHandoffAndMove(t *testing.T) {
 	// (the fake echoes it).
 	tab.Await("the edited summary delivered", hasItem("assistant", "keep the parser streaming"), wait)
 
-	// Move: a stopped Claude Code run to the second profile of this node.
+	// The turn ends on the account's usage limit: a banner with the kind,
+	// the reset time in the viewer's time zone and the account (R-LIM-*).
+	f.input(nr, "limit")
+	lim := f.admin.AwaitRun(newRef, wait, "the limit", func(r apitypes.Run) bool { return r.Limit != nil })
+	awaitText(tab, "the limit banner", "#limit-banner", "usage limit was reached on profile "+claude.Name)
+	resets := browser.Eval[string](tab, fmt.Sprintf(`new Date(%s).toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'short' })`, js(lim.Limit.ResetsAt.Format(time.RFC3339))))
+	awaitText(tab, "the reset time in the viewer's zone", "#limit-banner", "resets "+resets)
+
+	// Move: a stopped Claude Code run to the second profile of this node;
+	// the limit of the first account goes with the move (R-MOVE-14).
 	tab.Click("#stop")
 	tab.Await("stopped", `document.querySelector('#run-state')?.textContent === 'stopped'`, wait)
 	tab.Click("#move")
@@ -82,6 +92,7 @@ func TestHandoffAndMove(t *testing.T) {
 		t.Fatalf("after the move: %+v", moved)
 	}
 	tab.Exec(`document.querySelector('#move-dialog').close()`)
+	tab.Await("the limit banner gone with the move", `!document.querySelector('#limit-banner')`, wait)
 	tab.Click("#tab-events")
 	awaitText(tab, "the moved event in words", "#events .k-moved", "Moved from profile "+claude.Name)
 	awaitText(tab, "the handoff's start in the source's ledger", "#events .k-started", "Started generation 1")

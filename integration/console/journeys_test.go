@@ -268,4 +268,23 @@ func TestPhoneWidth(t *testing.T) {
 	if w := browser.Eval[int](tab, `document.documentElement.scrollWidth`); w > 390 {
 		t.Fatalf("the run view is %d px wide at 390", w)
 	}
+	// Every other screen fits too.
+	for _, c := range []struct{ path, ready string }{
+		{"/runs/" + r.RunRef + "?tab=activity", "#context-meter"},
+		{"/runs/" + r.RunRef + "?tab=messages", "#msg-info"},
+		{"/runs/" + r.RunRef + "?tab=events", "#events .ev"},
+		{"/workspaces", "#workspaces .card"},
+		{"/workspaces/" + f.ws.Ref, "#pcfg-none"},
+		{"/nodes", "#nodes .card"},
+		{"/nodes/" + f.agent.ID, "#node-clis"},
+		{"/profiles", "#profiles .card"},
+		{"/audit", "#audit-rows"},
+		{"/codex", "#codex-hosts"},
+	} {
+		tab.Navigate(f.env.APIURL() + c.path)
+		tab.Await(c.path, fmt.Sprintf(`!!document.querySelector(%s)`, js(c.ready)), wait)
+		if w := browser.Eval[int](tab, `document.documentElement.scrollWidth`); w > 390 {
+			t.Errorf("%s is %d px wide at 390", c.path, w)
+		}
+	}
 }

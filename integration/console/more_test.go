@@ -32,6 +32,23 @@ func TestRealClaudeFromTheBrowser(t *testing.T) {
 	tab.Type("#input", "hello from the browser\r")
 	tab.Await("the real tool's reply", hasItem("assistant", "pong: hello from the browser"), wait)
 	tab.Await("the turn's end with its cost", `document.querySelector('#timeline .turn-end.t-completed')?.textContent.includes('$')`, wait)
+
+	// The context meter from the real tool's own transcript (R-ACT-7): the
+	// last request's tokens over the window its result frame reported.
+	// The Activity tab is open while the turn runs: it reads the activity
+	// again when the turn ends, and once more a moment later, since Claude
+	// Code writes its transcript in batches.
+	tab.Click("#tab-activity")
+	tab.Await("the activity", `!!document.querySelector('#context-meter')`, wait)
+	fake.Push(fakemodel.Reply{Text: "measured", Usage: &fakemodel.Usage{InputTokens: 1200, CacheReadInputTokens: 30000, CacheCreationInputTokens: 2800}})
+	tab.Click("#tab-conversation")
+	tab.Type("#input", "how full is the context?\r")
+	tab.Await("the reply", hasItem("assistant", "measured"), wait)
+	tab.Click("#tab-activity")
+	tab.Await("the context meter of the real transcript", `document.querySelector('#context-meter .meter-text')?.textContent === '3.4 % of the context window'`, wait)
+	awaitText(tab, "tokens and window", "#context-meter", "34,000 of 1,000,000 tokens")
+	awaitText(tab, "the model", "#act-model", "claude-opus-5-5")
+	tab.Click("#tab-conversation")
 	tab.Click("#stop")
 	tab.Await("the observed exit code", `(document.querySelector('#run-exit')||{}).textContent === 'exit code 143'`, wait)
 }

@@ -111,7 +111,7 @@ export function hunks(ops, ctx = 3) {
 function unified(ops) {
   const hs = hunks(ops);
   if (!hs.length) return h('p', { class: 'muted' }, 'The two texts are the same.');
-  return h('table', { class: 'diff unified' }, h('tbody', null, hs.map((hk) => [
+  return h('table', { class: 'diff unified' }, h('colgroup', null, h('col', { class: 'ln' }), h('col', { class: 'ln' }), h('col')), h('tbody', null, hs.map((hk) => [
     h('tr', { class: 'hunk' }, h('td', { colspan: 3 }, `@@ -${hk.a} +${hk.b} @@`)),
     hk.ops.map((o) => h('tr', { class: o.t === '+' ? 'add' : o.t === '-' ? 'del' : 'ctx' },
       h('td', { class: 'ln' }, o.a || ''), h('td', { class: 'ln' }, o.b || ''),
@@ -145,7 +145,7 @@ function sideBySide(ops) {
       }
     }
   }
-  return h('table', { class: 'diff split' }, h('tbody', null, rows));
+  return h('table', { class: 'diff split' }, h('colgroup', null, h('col', { class: 'ln' }), h('col'), h('col', { class: 'ln' }), h('col')), h('tbody', null, rows));
 }
 
 const STATUS = { added: 'added', modified: 'modified', deleted: 'deleted', renamed: 'renamed', type_changed: 'type changed' };

@@ -80,7 +80,7 @@ function nodesPage(main) {
           summaryLine(n),
           h('div', { class: 'meta' },
             n.labels ? Object.entries(n.labels).map(([k, v]) => h('span', { class: 'chip' }, `${k}=${v}`)) : null,
-            (c.clis || []).map((x) => h('span', { class: 'chip' }, `${x.name}${x.version ? ` ${x.version}` : ''}`)),
+            (c.clis || []).map((x) => h('span', { class: 'chip', title: x.version || x.error || '' }, `${x.name}${x.version ? ` ${x.version.split('\n')[0].slice(0, 24)}` : ''}`)),
             c.codex_supervision ? h('span', { class: 'chip' }, 'Codex supervision') : null),
           canAdmin && !n.revoked_at ? h('div', { class: 'actions' }, h('button', { type: 'button', class: 'ghost act-revoke', onclick: () => revoke(n, load) }, 'Revoke')) : null);
       }) : h('li', { class: 'muted' }, 'No node enrolled: olivares-coordinator token create makes a join token for olivares-agent enroll.'));

@@ -293,6 +293,9 @@ export function runView(main, ref, { tab = '' } = {}) {
         r.reason ? h('span', { class: 'badge warn' }, r.reason) : null,
         r.taint && r.taint.length ? h('span', { class: 'badge warn', title: 'credentials were handed to this run' }, `tainted: ${r.taint.join(', ').replace(/_/g, ' ')}`) : null,
         r.handoff_of ? h('span', { id: 'handoff-of' }, 'continued from ', runLink(r.handoff_of)) : null,
+        r.codex_binding ? h('span', { id: 'codex-binding' }, `continues Codex thread ${r.codex_binding.source_thread_id.slice(0, 8)} of ${r.codex_binding.source_host} · ${r.codex_binding.state}`,
+          r.codex_binding.model ? ` · ${r.codex_binding.model_provider}/${r.codex_binding.model}` : '', r.codex_binding.model_locked ? ' · model locked' : '',
+          canWrite ? [' ', h('button', { type: 'button', class: 'ghost act', id: 'codex-history', onclick: codexHistory }, 'Visible history')] : null) : null,
         handedTo.length ? h('span', { id: 'handed-to' }, 'handed off to ', handedTo.map((x, i) => [i ? ', ' : '', runLink(x)])) : null,
         h('time', { datetime: r.created_at, title: localTime(r.created_at) }, `started ${relTime(r.started_at || r.created_at)}`)),
       h('div', { class: 'actions' },
@@ -314,7 +317,23 @@ export function runView(main, ref, { tab = '' } = {}) {
     banner('unreachable', 'warn', r.node_reachable === false ? `Node ${r.node_id} is unreachable: the state shown is the last one it reported.` : null);
     banner('pending', 'warn', r.state === 'pending_approval' ? (canApprove ? 'This launch waits for approval. Approve it to start the process.' : 'This launch waits for approval by someone with workspace administration.') : null);
     banner('limit', 'warn', r.limit ? limitText(r.limit) : null);
+    banner('codex', 'warn', r.codex_binding && r.codex_binding.last_error ? `The branch's canonical Codex thread could not be created yet: ${r.codex_binding.last_error}. The next message tries again.` : null);
     banner('released', '', r.state === 'released' ? (canAdmin ? 'This session was released: its worktree and runtime state are gone. Delete removes its record for good.' : 'This session was released.') : null);
+  }
+
+  // codexHistory shows the bounded visible history the supervised branch
+  // was created with (GET /runs/{ref}/codex-branch, R-CX-HIST-*).
+  async function codexHistory() {
+    const { modal } = await import('./ui.js');
+    const m = modal('codex-history-dialog', 'The branch’s visible history', { wide: true });
+    try {
+      const b = await get(`${BASE}/runs/${encodeURIComponent(ref)}/codex-branch`);
+      replace(m.body, h('p', { class: 'muted' }, `${b.history.length} message${b.history.length === 1 ? '' : 's'} of the source thread, reasoning and tool calls left out.`),
+        h('div', { class: 'transcript' }, b.history.map((x) => h('div', { class: `item ${x.role === 'user' ? 'user' : 'assistant'}` },
+          x.role === 'user' ? h('div', { class: 'who' }, 'Person') : null, h('div', { class: 'text' }, x.text)))));
+    } catch (e) {
+      replace(m.body, errorLine(e));
+    }
   }
 
   // limitText is R-LIM-*: the kind, the reset time in the viewer's own
