@@ -317,6 +317,9 @@ export function runView(main, ref, { tab = '' } = {}) {
     banner('unreachable', 'warn', r.node_reachable === false ? `Node ${r.node_id} is unreachable: the state shown is the last one it reported.` : null);
     banner('pending', 'warn', r.state === 'pending_approval' ? (canApprove ? 'This launch waits for approval. Approve it to start the process.' : 'This launch waits for approval by someone with workspace administration.') : null);
     banner('limit', 'warn', r.limit ? limitText(r.limit) : null);
+    // The tools' permission requests and questions (issue 19) appear on
+    // the row as pending_requests; their cards belong right here.
+    banner('requests', 'warn', r.pending_requests > 0 ? `The tool is waiting for ${r.pending_requests} decision${r.pending_requests === 1 ? '' : 's'} of yours.` : null);
     banner('codex', 'warn', r.codex_binding && r.codex_binding.last_error ? `The branch's canonical Codex thread could not be created yet: ${r.codex_binding.last_error}. The next message tries again.` : null);
     banner('released', '', r.state === 'released' ? (canAdmin ? 'This session was released: its worktree and runtime state are gone. Delete removes its record for good.' : 'This session was released.') : null);
   }
