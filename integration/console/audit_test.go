@@ -105,7 +105,10 @@ func TestAuditChainJSAgreesWithGo(t *testing.T) {
 			return es
 		}},
 		{"an entry removed", func(es []apitypes.AuditEntry) []apitypes.AuditEntry { return slices.Delete(es, 1, 2) }},
-		{"a time moved", func(es []apitypes.AuditEntry) []apitypes.AuditEntry { es[3].At = es[3].At.Add(time.Millisecond); return es }},
+		{"a time moved", func(es []apitypes.AuditEntry) []apitypes.AuditEntry {
+			es[3].At = es[3].At.Add(time.Millisecond)
+			return es
+		}},
 		{"resealed after a change", func(es []apitypes.AuditEntry) []apitypes.AuditEntry {
 			es[0].Event = "sessions.run.archived"
 			es[0].Hash, _ = auditchain.Hash(es[0])
