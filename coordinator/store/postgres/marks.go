@@ -450,6 +450,9 @@ func (s *Store) ListAudit(ctx context.Context, q store.AuditQuery) ([]apitypes.A
 	if !q.Since.IsZero() {
 		add("at >= $%d", q.Since)
 	}
+	if !q.Until.IsZero() {
+		add("at < $%d", q.Until)
+	}
 	args = append(args, limit+1)
 	rows, err := db.Query(ctx, fmt.Sprintf("SELECT doc FROM audit WHERE %s ORDER BY seq LIMIT $%d", where.String(), len(args)), args...)
 	if err != nil {

@@ -160,7 +160,7 @@ func (s *Store) ListRuns(ctx context.Context, q store.RunQuery) ([]apitypes.Run,
 		return nil, "", err
 	}
 	out := []apitypes.Run{}
-	if !textOK(q.Tenant, q.State, q.LiveRef, q.ClaudeSessionID) {
+	if !textOK(q.Tenant, q.State, q.LiveRef, q.ClaudeSessionID, q.NodeID) {
 		return out, "", nil // no row can hold such a value
 	}
 
@@ -176,6 +176,7 @@ func (s *Store) ListRuns(ctx context.Context, q store.RunQuery) ([]apitypes.Run,
 	eq("state", q.State)
 	eq("live_ref", q.LiveRef)
 	eq("claude_session_id", q.ClaudeSessionID)
+	eq("node_id", q.NodeID)
 	if q.Cursor != "" {
 		args = append(args, below, belowRef)
 		fmt.Fprintf(&where, " AND (created_at, run_ref) < ($%d, $%d)", len(args)-1, len(args))
