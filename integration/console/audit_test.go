@@ -20,7 +20,7 @@ import (
 )
 
 // The browser's hash chain (auditchain.js, WebCrypto) and the Go one
-// (shared/auditchain) agree on the same rows, as the API sends them: every
+// (shared/auditchain) agree on the same rows (R-CON-4, R-AUD-4), as the API sends them: every
 // hash, and the first broken link of a tampered chain with its reason.
 // The rows hold what Go escapes in its own way (<, >, &, U+2028, control
 // characters), non-ASCII text, nanosecond times, details with nesting,

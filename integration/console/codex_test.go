@@ -175,8 +175,8 @@ func (n *nativeCodex) close() {
 	n.cmd.Wait()
 }
 
-// The Codex catalog on two nodes, with the real Codex (REQUIREMENTS Part
-// 4): both hosts' rows under their node ids (R-CX-SCOPE-2); a bounded
+// The Codex catalog on two nodes, with the real Codex
+// (docs/rules/codex-supervision.md): both hosts' rows under their node ids (R-CX-SCOPE-2); a bounded
 // transcript page shown oldest first (R-CX-TRN-3); continue opens a
 // supervised run, which the source's row then names, and the branch's
 // canonical thread shows that run as the holder of its lease while it is

@@ -17,8 +17,9 @@ import (
 // the Messages tab's search, role filter, paging with next, one message in
 // full, a clipped message marked, and the whole conversation copied by
 // following next with text=1 (R-MSG-3..9); then attention: the list and
-// the title say the run waits for input, and a background tab gets one
-// notification per finished turn, never one per frame.
+// the title say the run waits for input (R-CON-1), and a background tab
+// gets one notification per finished turn, never one per frame (R-CON-2).
+// The activity is read again on the turn's end, with no click (R-CON-3).
 func TestActivityMessagesAttention(t *testing.T) {
 	f := setup(t, integration.ProcOptions{})
 	p := f.profile("claude", nil)

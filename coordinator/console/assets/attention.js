@@ -19,7 +19,7 @@ export const REASONS = [
 ];
 const LABEL = Object.fromEntries(REASONS);
 
-// attentionOf returns {reason, text} or null for a run row.
+// attentionOf returns {reason, text} or null for a run row (R-CON-1).
 export function attentionOf(r) {
   if (!r) return null;
   if ('attention' in r) {
@@ -55,7 +55,7 @@ export function setNotifyPref(reason, on) {
   watcher.schedule();
 }
 
-// changeKey says when a run's call for the person is new: its reason, and
+// changeKey says when a run's call for the person is new (R-CON-2): its reason, and
 // for a run waiting for input also the row's revision, which moves when a
 // turn starts and ends; so a second finished turn is a new change even if
 // both turns ran between two reads of the row.

@@ -3,7 +3,8 @@
 // shared/auditchain (Go's encoding/json of the entry's fields but hash, in
 // a fixed order, strings escaped as Go escapes them, the detail as the
 // compact JSON text it was sealed with), SHA-256, and the same first-break
-// rules as its Verifier. integration/console proves both sides agree.
+// rules as its Verifier (R-CON-4). integration/console proves both sides
+// agree.
 //
 // The module touches no DOM.
 

@@ -1,4 +1,4 @@
-// codex.js: Codex supervision (REQUIREMENTS Part 4): the fleet catalog of
+// codex.js: Codex supervision (docs/rules/codex-supervision.md): the fleet catalog of
 // native Codex threads, each host's rows or its own error (R-CX-HOST-1),
 // title search and per-host paging; bounded transcript pages read newest
 // first and shown oldest first, older pages prepended (R-CX-TRN-3);

@@ -5,7 +5,7 @@
 // release and delete. Tabs beside the conversation read the run's
 // activity, messages, diff and events (loaded when first shown).
 //
-// Refreshing never hammers the node: GET /runs/{ref} (which asks the
+// Refreshing never hammers the node (R-CON-3): GET /runs/{ref} (which asks the
 // node) is read again when the attach stream shows a turn start or end,
 // an end or a notice, after an action, and otherwise on a timer that
 // backs off from 5 s to 60 s while nothing happens.
