@@ -67,6 +67,10 @@ func TestActivityMessagesAttention(t *testing.T) {
 	awaitText(tab, "one message in full", "#msg-list .msg-full .text", "note 1")
 	tab.Exec(`document.querySelector('#msg-q').value = ''`)
 	tab.Click("#msg-search")
+	selectValue(tab, "#msg-order", "desc")
+	tab.Await("newest first", `document.querySelector('#msg-list .msg .first')?.textContent.startsWith('pong: big')`, wait)
+	selectValue(tab, "#msg-order", "asc")
+	tab.Await("oldest first", `document.querySelector('#msg-list .msg .first')?.textContent === 'work'`, wait)
 	var page struct{ Total int }
 	f.admin.Must(200, "GET", "/v1/m/sessions/runs/"+r.RunRef+"/messages?role=all", nil, &page)
 	if page.Total <= 50 {
