@@ -5,6 +5,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/olivares-dev/olivares/shared/apitypes"
@@ -27,6 +29,17 @@ func (c Credential) PublicID() string {
 	}
 	sum := sha256.Sum256([]byte("olivares credential id:" + c.Hash))
 	return "cred_" + hex.EncodeToString(sum[:8])
+}
+
+// SortCredentials orders cs oldest first, then by public id
+// (ListCredentials' order).
+func SortCredentials(cs []Credential) {
+	slices.SortFunc(cs, func(a, b Credential) int {
+		if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(a.PublicID(), b.PublicID())
+	})
 }
 
 // MarkOwner is whose per-caller marks a credential reads and writes: the

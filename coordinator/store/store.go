@@ -176,8 +176,54 @@ type Store interface {
 	Vaulter
 	Signer
 	Federator
+	Lifecycler
 
 	Close() error
+}
+
+// Lifecycler lists, corrects and removes what people created: tenants,
+// principals and their credentials, profiles, workspaces and nodes (issue
+// 21). Each removal commits with its audit entry (R-AUD-1, R-AUD-6).
+type Lifecycler interface {
+	// ListTenants lists every tenant by id.
+	ListTenants(ctx context.Context) ([]Tenant, error)
+	// ListPrincipals lists the principals holding a role in tenant, by id.
+	ListPrincipals(ctx context.Context, tenant string) ([]Principal, error)
+	// ListCredentials lists a principal's credentials, oldest first (then
+	// by public id). ErrNotFound if the principal does not exist.
+	ListCredentials(ctx context.Context, principalID string) ([]Credential, error)
+	// CredentialByID returns the credential whose PublicID is id.
+	// ErrNotFound if none.
+	CredentialByID(ctx context.Context, id string) (Credential, error)
+	// RevokePrincipal removes the principal's role in tenant and, when it
+	// then holds no role anywhere, deletes every credential of it; audit
+	// is appended in the same transaction. It returns how many
+	// credentials were deleted. ErrNotFound if the principal holds no role
+	// in tenant.
+	RevokePrincipal(ctx context.Context, id, tenant string, audit apitypes.AuditEntry) (int, error)
+	// DeleteProfile removes the profile from the index and appends audit,
+	// in one transaction. ErrNotFound if absent.
+	DeleteProfile(ctx context.Context, ref string, audit apitypes.AuditEntry) error
+	// DeleteWorkspace removes the workspace and its settings and appends
+	// audit, in one transaction. ErrNotFound if absent.
+	DeleteWorkspace(ctx context.Context, ref string, audit apitypes.AuditEntry) error
+	// ForgetNode removes a revoked node and the profiles and workspaces
+	// (with their settings) registered on it, and appends audit, in one
+	// transaction; run rows stay. ErrNotFound if absent, ErrConflict when
+	// the node is not revoked.
+	ForgetNode(ctx context.Context, id string, audit apitypes.AuditEntry) (NodeRecords, error)
+	// ReassignNode moves the profiles, workspaces and run rows of node
+	// from to node to, both of one tenant, and appends audit, in one
+	// transaction. ErrNotFound when either node is absent, ErrConflict
+	// when their tenants differ.
+	ReassignNode(ctx context.Context, from, to string, audit apitypes.AuditEntry) (NodeRecords, error)
+}
+
+// NodeRecords counts what ForgetNode removed or ReassignNode moved.
+type NodeRecords struct {
+	Profiles   int `json:"profiles"`
+	Workspaces int `json:"workspaces"`
+	Runs       int `json:"runs"`
 }
 
 // Pinger is a store whose database lives outside the process and can be

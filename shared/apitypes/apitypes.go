@@ -31,6 +31,15 @@ type Node struct {
 	RTTMillis *float64 `json:"rtt_ms,omitempty"`
 }
 
+// NodeForgotten is DELETE /v1/nodes/{id}'s answer: the revoked node is gone
+// from the registry, and with it the profiles and workspaces registered on
+// it (they could never run again). Its runs stay in the index as history.
+type NodeForgotten struct {
+	ID                string `json:"id"`
+	ProfilesRemoved   int    `json:"profiles_removed"`
+	WorkspacesRemoved int    `json:"workspaces_removed"`
+}
+
 // State is the one-word link state a person reads.
 func (n Node) State() string {
 	switch {

@@ -11,6 +11,11 @@ const (
 	ActorHuman = "human"
 	ActorAgent = "agent"
 	ActorToken = "token"
+	// ActorOperator is whoever opened the coordinator's admin socket
+	// (STATE/admin.sock, 0600): token create, principal create.
+	ActorOperator = "operator"
+	// ActorNode is a node acting on its own (enrolling with a join token).
+	ActorNode = "node"
 )
 
 // Audit events (docs/rules/taint-audit.md, R-AUD-*).
@@ -28,6 +33,34 @@ const (
 	AuditWorkspaceSetupSet     = "sessions.workspace.setup_command_set"
 	AuditWorkspaceApprovePCfg  = "sessions.workspace.approve-project-config"
 	AuditWorkspaceFileRead     = "sessions.workspace.file_read"
+
+	// Security actions (issue 21, R-AUD-6): who created, changed, used or
+	// removed what grants access. Detail holds refs, kinds and field
+	// names, never a name, a path's content or a secret value.
+	AuditNodeTokenCreated  = "fleet.join_token.created"
+	AuditNodeEnrolled      = "fleet.node.enrolled"
+	AuditNodeRevoked       = "fleet.node.revoked"
+	AuditNodeForgotten     = "fleet.node.forgotten"
+	AuditNodeReassigned    = "fleet.node.reassigned"
+	AuditTenantCreated     = "auth.tenant.created"
+	AuditPrincipalCreated  = "auth.principal.created"
+	AuditPrincipalRevoked  = "auth.principal.revoked"
+	AuditCredentialCreated = "auth.credential.created"
+	AuditCredentialRevoked = "auth.credential.revoked"
+	AuditSignedIn          = "auth.signed_in"
+	AuditSignedOut         = "auth.signed_out"
+	AuditSigninLinkCreated = "auth.signin_link.created"
+	AuditSecretAdded       = "sessions.secret.added"
+	AuditSecretDeleted     = "sessions.secret.deleted"
+	AuditProfileCreated    = "sessions.profile.created"
+	AuditProfileUpdated    = "sessions.profile.updated"
+	AuditProfileDeleted    = "sessions.profile.deleted"
+	AuditWorkspaceCreated  = "sessions.workspace.created"
+	AuditWorkspaceDeleted  = "sessions.workspace.deleted"
+	AuditRunStarted        = "sessions.run.started"
+	AuditRunResumed        = "sessions.run.resumed"
+	AuditRunStopped        = "sessions.run.stopped"
+	AuditRunGranted        = "sessions.run.granted"
 )
 
 // AuditActor is who did it: the credential, never a name (R-AUD-3).
@@ -41,6 +74,12 @@ type AuditActor struct {
 type AuditTarget struct {
 	RunRef       string `json:"run_ref,omitempty"`
 	WorkspaceRef string `json:"workspace_ref,omitempty"`
+	ProfileRef   string `json:"profile_ref,omitempty"`
+	NodeID       string `json:"node_id,omitempty"`
+	PrincipalID  string `json:"principal_id,omitempty"`
+	CredentialID string `json:"credential_id,omitempty"`
+	SecretRef    string `json:"secret_ref,omitempty"`
+	Tenant       string `json:"tenant,omitempty"`
 }
 
 // AuditEntry is one row of a tenant's audit ledger. The ledger is

@@ -280,13 +280,41 @@ type ProfileCreate struct {
 	DeniedTools            []string          `json:"denied_tools,omitempty"`
 }
 
-// ProfileUpdate is PATCH /profiles/{ref}: the policy fields given change.
+// ProfileUpdate is PATCH /profiles/{ref}: the fields given change.
 type ProfileUpdate struct {
 	Active                 *bool     `json:"active,omitempty"`
 	LaunchRequiresApproval *bool     `json:"launch_requires_approval,omitempty"`
 	AllowedWorkspaces      *[]string `json:"allowed_workspaces,omitempty"`
 	EngineHooks            *bool     `json:"engine_hooks,omitempty"`
 	DeniedTools            *[]string `json:"denied_tools,omitempty"`
+	// Env sets these variables (added or replaced); the values go to the
+	// node and stay there (R-PROF-7). UnsetEnv removes variables by name.
+	// A name may not be in both.
+	Env      map[string]string `json:"env,omitempty"`
+	UnsetEnv []string          `json:"unset_env,omitempty"`
+	// Home moves the profile to another home directory on the node
+	// (created 0700 when missing). Files stay where they are.
+	Home *string `json:"home,omitempty"`
+}
+
+// Fields lists the fields u changes, for the audit entry (names only,
+// never values, R-AUD-3).
+func (u ProfileUpdate) Fields() []string {
+	var f []string
+	add := func(set bool, name string) {
+		if set {
+			f = append(f, name)
+		}
+	}
+	add(u.Active != nil, "active")
+	add(u.LaunchRequiresApproval != nil, "launch_requires_approval")
+	add(u.AllowedWorkspaces != nil, "allowed_workspaces")
+	add(u.EngineHooks != nil, "engine_hooks")
+	add(u.DeniedTools != nil, "denied_tools")
+	add(len(u.Env) > 0, "env")
+	add(len(u.UnsetEnv) > 0, "unset_env")
+	add(u.Home != nil, "home")
+	return f
 }
 
 // ProfileList is GET /profiles.
