@@ -67,6 +67,8 @@ func (a *Agent) runHandlers() map[string]link.Handler {
 		proto.OpProfileCreate:   a.profileCreateOp,
 		proto.OpProfileUpdate:   a.profileUpdateOp,
 		proto.OpWorkspaceCreate: a.workspaceCreateOp,
+		proto.OpProfileDelete:   a.recordDeleteOp(a.sup.DeleteProfile),
+		proto.OpWorkspaceDelete: a.recordDeleteOp(a.sup.DeleteWorkspace),
 		proto.OpRunLaunch:       a.launchOp,
 		proto.OpRunGet:          a.getOp,
 		proto.OpRunEvents:       a.eventsOp,
@@ -130,11 +132,23 @@ func (a *Agent) profileUpdateOp(ctx context.Context, h wire.Header, s tunnel.Str
 	}
 	prof, err := a.reg.UpdateProfile(p.Ref, p.Tenant, registry.ProfileUpdate{Active: p.Active,
 		LaunchRequiresApproval: p.LaunchRequiresApproval, AllowedWorkspaces: p.AllowedWorkspaces, EngineHooks: p.EngineHooks,
-		DeniedTools: p.DeniedTools})
+		DeniedTools: p.DeniedTools, Env: p.Env, UnsetEnv: p.UnsetEnv, Home: p.Home})
 	if err == nil {
 		prof.NodeID = a.id.NodeID
 	}
 	respond(s, prof, err)
+}
+
+// recordDeleteOp deletes a profile or workspace no run needs (R-LIFE-3).
+func (a *Agent) recordDeleteOp(del func(ref, tenant string) error) link.Handler {
+	return func(ctx context.Context, h wire.Header, s tunnel.Stream) {
+		var p proto.RecordDelete
+		if err := params(h, &p); err != nil {
+			respond(s, nil, err)
+			return
+		}
+		respond(s, struct{}{}, del(p.Ref, p.Tenant))
+	}
 }
 
 func (a *Agent) workspaceCreateOp(ctx context.Context, h wire.Header, s tunnel.Stream) {

@@ -72,9 +72,18 @@ type Options struct {
 	DialQUIC, DialYamux func(ctx context.Context, addr string, conf *tls.Config) (tunnel.Session, error)
 }
 
+// StateRevoked is the link's state once the coordinator said this node was
+// revoked: it stops dialing for good (a revoked node never comes back;
+// restarting the agent dials once more and says so again) (R-LIFE-8).
+const StateRevoked = "revoked"
+
+// ErrRevoked: the coordinator refused this node because it was revoked
+// (or forgotten).
+var ErrRevoked = errors.New("link: this node was revoked by the coordinator")
+
 // Status is the link as `olivares-agent status` shows it.
 type Status struct {
-	State         string        `json:"state"` // connecting | connected | backoff | stopped
+	State         string        `json:"state"` // connecting | connected | backoff | revoked | stopped
 	Coordinator   string        `json:"coordinator"`
 	Transport     string        `json:"transport,omitempty"`
 	Configured    string        `json:"transport_config"`
@@ -165,6 +174,16 @@ func (l *Link) Run(ctx context.Context) error {
 		var err error
 		next, err = l.session(ctx, sess)
 		sess.Close()
+		if errors.Is(err, ErrRevoked) {
+			// R-LIFE-8: say it once and stop dialing; retrying would only
+			// be refused again.
+			l.o.Logf("link: %v; this agent will not connect again. Enroll this host again with a new join token (olivares-coordinator token create, then olivares-agent enroll --state-dir NEW_DIR ...)", err)
+			l.update(func(s *Status) {
+				s.State, s.Transport, s.LastError, s.Since = StateRevoked, "", err.Error(), time.Now().UTC()
+			})
+			<-ctx.Done()
+			return nil
+		}
 		if err != nil {
 			l.update(func(s *Status) { s.LastError = err.Error() })
 		}
@@ -250,6 +269,10 @@ func (l *Link) session(ctx context.Context, sess tunnel.Session) (tunnel.Session
 	ctl.SetDeadline(time.Now().Add(15 * time.Second))
 	var hr proto.HelloReply
 	if err := wire.Call(ctl, wire.Header{Op: proto.OpHello}, hello, &hr); err != nil {
+		var we *wire.Error
+		if errors.As(err, &we) && we.Code == proto.CodeNodeRevoked {
+			return nil, fmt.Errorf("%w: %s", ErrRevoked, we.Message)
+		}
 		return nil, fmt.Errorf("hello: %w", err)
 	}
 	ctl.SetDeadline(time.Time{})

@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	pathpkg "path"
 	"path/filepath"
@@ -347,18 +348,41 @@ func (g *Registry) WorkspaceIn(ref, tenant string) (Workspace, error) {
 	return w, nil
 }
 
-// ProfileUpdate changes a profile's policy; nil fields stay as they are.
+// ProfileUpdate changes a profile's policy, environment or home; nil and
+// empty fields stay as they are.
 type ProfileUpdate struct {
 	Active                 *bool
 	LaunchRequiresApproval *bool
 	AllowedWorkspaces      *[]string
 	EngineHooks            *bool
 	DeniedTools            *[]string
+	// Env sets variables; UnsetEnv removes them by name (R-LIFE-2).
+	Env      map[string]string
+	UnsetEnv []string
+	// Home moves the profile to another absolute directory, created 0700
+	// with the tool's config home when missing.
+	Home *string
 }
 
 // UpdateProfile changes the policy of a profile of tenant. It applies to
 // the next launch or resume (R-MOVE-10), never to a live process.
 func (g *Registry) UpdateProfile(ref, tenant string, u ProfileUpdate) (apitypes.Profile, error) {
+	for k := range u.Env {
+		if !envRE.MatchString(k) {
+			return apitypes.Profile{}, refusal.New(ErrBadEnv, "environment name %q: use letters, digits and '_'", k)
+		}
+		if slices.Contains(u.UnsetEnv, k) {
+			return apitypes.Profile{}, refusal.New(ErrBadEnv, "environment name %q is both set and unset; give it once", k)
+		}
+	}
+	for _, k := range u.UnsetEnv {
+		if !envRE.MatchString(k) {
+			return apitypes.Profile{}, refusal.New(ErrBadEnv, "environment name %q: use letters, digits and '_'", k)
+		}
+	}
+	if u.Home != nil && (*u.Home == "" || !filepath.IsAbs(*u.Home)) {
+		return apitypes.Profile{}, refusal.New(ErrBadHome, "profile home %q must be an absolute path on the node", *u.Home)
+	}
 	var out Profile
 	err := g.o.DB.Update(func(tx *bbolt.Tx) error {
 		var p Profile
@@ -391,6 +415,11 @@ func (g *Registry) UpdateProfile(ref, tenant string, u ProfileUpdate) (apitypes.
 		}
 		p.Inactive, p.LaunchRequiresApproval, p.AllowedWorkspaces, p.EngineHooks = pol.Inactive, pol.LaunchRequiresApproval, pol.AllowedWorkspaces, pol.EngineHooks
 		p.DeniedTools = pol.DeniedTools
+		if len(u.Env) > 0 || len(u.UnsetEnv) > 0 || u.Home != nil {
+			if err := g.changeEnvHome(&p, u); err != nil {
+				return err
+			}
+		}
 		out = p
 		return putJSON(tx, bucketProfiles, ref, p)
 	})
@@ -398,6 +427,77 @@ func (g *Registry) UpdateProfile(ref, tenant string, u ProfileUpdate) (apitypes.
 		return apitypes.Profile{}, err
 	}
 	return out.View(), nil
+}
+
+// changeEnvHome applies u's environment and home to p, after the same
+// checks CreateProfile makes: the driver's dry run of the launch command
+// line, and a home it can create.
+func (g *Registry) changeEnvHome(p *Profile, u ProfileUpdate) error {
+	env := maps.Clone(p.Env)
+	if env == nil {
+		env = map[string]string{}
+	}
+	for _, k := range u.UnsetEnv {
+		delete(env, k)
+	}
+	maps.Copy(env, u.Env)
+	home := p.Home
+	if u.Home != nil {
+		home = filepath.Clean(*u.Home)
+	}
+	d := g.o.Drivers[p.Tool]
+	if d == nil {
+		return refusal.New(ErrUnknownTool, "tool %q is not one this agent drives", p.Tool)
+	}
+	var kv []string
+	for k, v := range env {
+		kv = append(kv, k+"="+v)
+	}
+	sort.Strings(kv)
+	if _, err := d.Launch(cliruntime.LaunchSpec{Home: home, Workdir: "/", Env: kv}); err != nil {
+		return refusal.New(ErrBadEnv, "%v", err)
+	}
+	if home != p.Home {
+		for _, dir := range []string{home, filepath.Join(home, "."+p.Tool)} {
+			if err := os.MkdirAll(dir, 0o700); err != nil {
+				return refusal.New(ErrHomeUnusable, "cannot create the profile home: %v", err)
+			}
+		}
+	}
+	if len(env) == 0 {
+		env = nil
+	}
+	p.Env, p.Home = env, home
+	return nil
+}
+
+// DeleteProfile removes a profile of tenant from the node. Its home and the
+// files in it stay: a home may be a person's own (R-LIFE-3). The caller
+// (the supervisor) checks that no live run uses it.
+func (g *Registry) DeleteProfile(ref, tenant string) error {
+	return g.deleteRecord(bucketProfiles, "profile", ref, tenant)
+}
+
+// DeleteWorkspace removes a workspace of tenant from the node; the
+// directory stays.
+func (g *Registry) DeleteWorkspace(ref, tenant string) error {
+	return g.deleteRecord(bucketWorkspaces, "workspace", ref, tenant)
+}
+
+func (g *Registry) deleteRecord(bucket []byte, what, ref, tenant string) error {
+	return g.o.DB.Update(func(tx *bbolt.Tx) error {
+		var rec struct {
+			Tenant string `json:"tenant"`
+		}
+		ok, err := getJSON(tx, bucket, ref, &rec)
+		if err != nil {
+			return err
+		}
+		if !ok || rec.Tenant != tenant {
+			return refusal.New(ErrNotFound, "%s %q not found", what, ref)
+		}
+		return tx.Bucket(bucket).Delete([]byte(ref))
+	})
 }
 
 // Accepts refuses a launch, resume or move target the profile's policy

@@ -31,6 +31,8 @@ var bucketMoves = []byte("moves")
 // source home is only read; a refusal writes nothing and removes whatever
 // the move created.
 func (s *Supervisor) Move(ctx context.Context, ref, targetRef string) (apitypes.Run, error) {
+	s.useMu.RLock()
+	defer s.useMu.RUnlock()
 	r, err := s.get(ref)
 	if err != nil {
 		return apitypes.Run{}, err

@@ -120,6 +120,8 @@ type LaunchParams struct {
 // wants a person's approval holds the launch: nothing is spawned
 // until Approve.
 func (s *Supervisor) Launch(ctx context.Context, p LaunchParams) (apitypes.Run, error) {
+	s.useMu.RLock()
+	defer s.useMu.RUnlock()
 	if !registry.ValidRef(p.RunRef) || p.Tenant == "" {
 		return apitypes.Run{}, refusal.New(ErrBadRequest, "run ref %q or tenant is malformed", p.RunRef)
 	}
@@ -246,6 +248,8 @@ func (s *Supervisor) isolation(iso string) (string, error) {
 // transcript that is not in the profile home is refused before anything is
 // spawned. A profile that wants a person's approval holds it (R-RES-5).
 func (s *Supervisor) Resume(ctx context.Context, ref string, grants []Grant, approved string) (apitypes.Run, error) {
+	s.useMu.RLock()
+	defer s.useMu.RUnlock()
 	r, err := s.get(ref)
 	if err != nil {
 		return apitypes.Run{}, err
@@ -359,6 +363,8 @@ func (s *Supervisor) resume(ctx context.Context, r *run, rs resumeSpec) (apitype
 // (Q-53, R-CRT-4: approved, then started), after the same start check. A
 // run that waits for nothing is ErrNotPending.
 func (s *Supervisor) Approve(ctx context.Context, ref string, grants []Grant, approved string) (apitypes.Run, error) {
+	s.useMu.RLock()
+	defer s.useMu.RUnlock()
 	r, err := s.get(ref)
 	if err != nil {
 		return apitypes.Run{}, err

@@ -114,6 +114,11 @@ type Supervisor struct {
 
 	saver *saver // commits the records changed by the output readers
 
+	// useMu is held (read) by a start from its profile and workspace
+	// lookup until its run is registered, and (write) by the deletion of a
+	// profile or workspace, which checks that no run needs it.
+	useMu sync.RWMutex
+
 	wg      sync.WaitGroup // generation goroutines
 	spawnMu sync.RWMutex   // held (read) by a spawn; Close takes it to wait for them
 }

@@ -167,7 +167,7 @@ func (s *Server) routes() []Route {
 		{http.MethodPost, "/v1/nodes/:id/revoke", auth.PermRunAdmin, s.revokeNode},
 		// The audit ledger is read by administrators (issue 5).
 		{http.MethodGet, "/v1/audit", auth.PermRunAdmin, s.listAudit},
-	}, slices.Concat(s.runRoutes(), s.markRoutes(), s.workspaceRoutes(), s.projectConfigRoutes(), s.vaultRoutes(), s.diffRoutes(), s.handoffRoutes(), s.activityRoutes(), s.codexRoutes())...)
+	}, slices.Concat(s.runRoutes(), s.markRoutes(), s.workspaceRoutes(), s.projectConfigRoutes(), s.vaultRoutes(), s.diffRoutes(), s.handoffRoutes(), s.activityRoutes(), s.codexRoutes(), s.lifecycleRoutes())...)
 }
 
 // Routes lists the authorized routes (for the R-AUTH-8 walk).
@@ -412,9 +412,13 @@ func (s *Server) revokeNode(c echo.Context) error {
 	if _, err := s.nodeInTenant(ctx, CallerOf(c).Tenant, id); err != nil {
 		return err
 	}
+	before, _ := s.o.Store.GetNode(ctx, id)
 	n, err := s.o.Fleet.Revoke(ctx, id)
 	if err != nil {
 		return err
+	}
+	if before.RevokedAt.IsZero() {
+		s.auditCaller(c, apitypes.AuditNodeRevoked, apitypes.AuditTarget{NodeID: id}, nil) // R-AUD-2: once
 	}
 	return c.JSON(http.StatusOK, s.view(n))
 }

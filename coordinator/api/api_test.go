@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -58,16 +59,21 @@ func TestEveryRouteChecksItsPermission(t *testing.T) {
 	// that grants nothing.
 	none := principal(t, st, "none", map[string]string{"t1": "nobody"})
 	viewer := principal(t, st, "viewer", map[string]string{"t1": store.RoleViewer})
-	for _, r := range s.Routes() {
+	for i, r := range s.Routes() {
 		path := strings.ReplaceAll(r.Path, ":id", "node-x")
 		tok := none
 		if r.Perm != auth.PermRunRead && r.Perm != "" {
 			tok = viewer
 		}
+		if r.Perm == "" {
+			// Its own principal: POST /v1/logout revokes the token it
+			// presents.
+			tok = principal(t, st, fmt.Sprintf("any-%d", i), map[string]string{"t1": "nobody"})
+		}
 		rec := call(s, r.Method, path, tok, "t1")
 		if r.Perm == "" {
-			if rec.Code != http.StatusOK {
-				t.Errorf("%s %s: got %d, want 200", r.Method, r.Path, rec.Code)
+			if rec.Code < 200 || rec.Code > 299 {
+				t.Errorf("%s %s: got %d %s, want 2xx", r.Method, r.Path, rec.Code, rec.Body)
 			}
 			continue
 		}

@@ -96,6 +96,7 @@ func (s *Server) handoff(c echo.Context) error {
 	}
 	out.Run.NodeID, out.Run.Tenant = src.NodeID, tenant
 	s.index(ctx, out.Run)
+	s.auditStart(c, apitypes.AuditRunStarted, out.Run, nil, map[string]any{"profile_ref": p.Ref, "workspace_ref": src.WorkspaceRef, "handoff_of": src.RunRef})
 	if name != "" {
 		if _, err := s.o.Store.UpdateRunMeta(ctx, out.Run.RunRef, func(m *store.RunMeta) (*apitypes.AuditEntry, error) {
 			m.Name = name

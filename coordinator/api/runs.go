@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"slices"
 	"strconv"
@@ -95,9 +96,14 @@ func decodeStrict(c echo.Context, limit int64, v any) error {
 
 // --- profiles and workspaces ---
 
-// CreateProfile registers a profile on its node and in the index. Dev mode
-// calls it directly.
+// CreateProfile registers a profile on its node and in the index as the
+// local operator. Dev mode calls it directly.
 func (s *Server) CreateProfile(ctx context.Context, tenant string, req apitypes.ProfileCreate) (apitypes.Profile, error) {
+	return s.CreateProfileAs(ctx, tenant, req, OperatorActor)
+}
+
+// CreateProfileAs registers a profile and audits it as actor (R-AUD-6).
+func (s *Server) CreateProfileAs(ctx context.Context, tenant string, req apitypes.ProfileCreate, actor apitypes.AuditActor) (apitypes.Profile, error) {
 	if _, err := s.nodeInTenant(ctx, tenant, req.NodeID); err != nil {
 		return apitypes.Profile{}, err
 	}
@@ -131,6 +137,9 @@ func (s *Server) CreateProfile(ctx context.Context, tenant string, req apitypes.
 		}
 		return apitypes.Profile{}, err
 	}
+	s.Audit(ctx, tenant, actor, apitypes.AuditProfileCreated, apitypes.AuditTarget{ProfileRef: p.Ref, NodeID: p.NodeID},
+		map[string]any{"tool": p.Tool, "env_keys": p.EnvKeys, "active": p.Active, "launch_requires_approval": p.LaunchRequiresApproval,
+			"allowed_workspaces": p.AllowedWorkspaces, "engine_hooks": p.EngineHooks, "denied_tools": p.DeniedTools})
 	return p, nil
 }
 
@@ -161,7 +170,7 @@ func (s *Server) createProfile(c echo.Context) error {
 	if err := decodeStrict(c, maxJSONBody, &req); err != nil {
 		return err
 	}
-	p, err := s.CreateProfile(c.Request().Context(), CallerOf(c).Tenant, req)
+	p, err := s.CreateProfileAs(c.Request().Context(), CallerOf(c).Tenant, req, CallerOf(c).Actor())
 	if err != nil {
 		return err
 	}
@@ -233,11 +242,26 @@ func (s *Server) updateProfile(c echo.Context) error {
 	if err := s.o.Store.UpdateProfile(ctx, out); err != nil {
 		return err
 	}
+	// Field names only: env values never leave the node (R-AUD-3).
+	detail := map[string]any{"fields": req.Fields()}
+	if len(req.Env) > 0 {
+		keys := slices.Sorted(maps.Keys(req.Env))
+		detail["env_set"] = keys
+	}
+	if len(req.UnsetEnv) > 0 {
+		detail["env_unset"] = req.UnsetEnv
+	}
+	s.auditCaller(c, apitypes.AuditProfileUpdated, apitypes.AuditTarget{ProfileRef: p.Ref, NodeID: p.NodeID}, detail)
 	return c.JSON(http.StatusOK, out)
 }
 
-// CreateWorkspace registers a directory of a node.
+// CreateWorkspace registers a directory of a node as the local operator.
 func (s *Server) CreateWorkspace(ctx context.Context, tenant string, req apitypes.WorkspaceCreate) (apitypes.Workspace, error) {
+	return s.CreateWorkspaceAs(ctx, tenant, req, OperatorActor)
+}
+
+// CreateWorkspaceAs registers a directory and audits it as actor.
+func (s *Server) CreateWorkspaceAs(ctx context.Context, tenant string, req apitypes.WorkspaceCreate, actor apitypes.AuditActor) (apitypes.Workspace, error) {
 	if _, err := s.nodeInTenant(ctx, tenant, req.NodeID); err != nil {
 		return apitypes.Workspace{}, err
 	}
@@ -262,6 +286,8 @@ func (s *Server) CreateWorkspace(ctx context.Context, tenant string, req apitype
 		}
 		return apitypes.Workspace{}, err
 	}
+	s.Audit(ctx, tenant, actor, apitypes.AuditWorkspaceCreated, apitypes.AuditTarget{WorkspaceRef: w.Ref, NodeID: w.NodeID},
+		map[string]any{"read_only": w.ReadOnly, "dlp": w.DLP})
 	return w, nil
 }
 
@@ -270,7 +296,7 @@ func (s *Server) createWorkspace(c echo.Context) error {
 	if err := decodeStrict(c, maxJSONBody, &req); err != nil {
 		return err
 	}
-	w, err := s.CreateWorkspace(c.Request().Context(), CallerOf(c).Tenant, req)
+	w, err := s.CreateWorkspaceAs(c.Request().Context(), CallerOf(c).Tenant, req, CallerOf(c).Actor())
 	if err != nil {
 		return err
 	}
@@ -387,6 +413,7 @@ func (s *Server) launch(c echo.Context) error {
 	}
 	r.NodeID, r.Tenant = node, tenant
 	s.index(ctx, r)
+	s.auditStart(c, apitypes.AuditRunStarted, r, grantRefs, map[string]any{"profile_ref": p.Ref, "workspace_ref": req.WorkspaceRef, "worktree": worktree})
 	if name != "" || len(grantRefs) > 0 {
 		// The name belongs to the session, which the coordinator keeps
 		// (R-NAME-4; no audit entry for a name given at launch), and so do
@@ -570,6 +597,9 @@ func (s *Server) stop(c echo.Context) error {
 		return err
 	}
 	out.NodeID, out.Tenant = r.NodeID, r.Tenant
+	if apitypes.Live(r.State) || r.State == apitypes.StatePendingApproval { // R-AUD-2: a no-op stop writes nothing
+		s.auditCaller(c, apitypes.AuditRunStopped, apitypes.AuditTarget{RunRef: r.RunRef, NodeID: r.NodeID}, map[string]any{"exit_code": out.ExitCode, "state": out.State})
+	}
 	return s.respondRun(c, http.StatusOK, s.index(c.Request().Context(), out))
 }
 
@@ -578,6 +608,8 @@ func (s *Server) resume(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	meta, _ := s.o.Store.GetRunMeta(c.Request().Context(), []string{out.RunRef})
+	s.auditStart(c, apitypes.AuditRunResumed, out, meta[out.RunRef].Grants, map[string]any{"generation": out.Generation})
 	status := http.StatusOK
 	if out.State == apitypes.StatePendingApproval {
 		status = http.StatusAccepted // held for a person (R-APPR-1)
@@ -610,6 +642,21 @@ func (s *Server) startGeneration(c echo.Context, op string) (apitypes.Run, error
 	}
 	out.NodeID, out.Tenant = r.NodeID, r.Tenant
 	return out, nil
+}
+
+// auditStart records a run's start or resume, and the grants it was handed
+// by kind and secret ref, never their values (R-AUD-6).
+func (s *Server) auditStart(c echo.Context, event string, r apitypes.Run, grants []store.GrantRef, detail map[string]any) {
+	target := apitypes.AuditTarget{RunRef: r.RunRef, NodeID: r.NodeID}
+	s.auditCaller(c, event, target, detail)
+	if len(grants) == 0 {
+		return
+	}
+	gs := make([]map[string]any, 0, len(grants))
+	for _, g := range grants {
+		gs = append(gs, map[string]any{"kind": g.Kind, "secret_ref": g.SecretRef, "env": g.Env, "as_file": g.AsFile})
+	}
+	s.auditCaller(c, apitypes.AuditRunGranted, target, map[string]any{"on": event, "grants": gs})
 }
 
 // launchStatus is 201 for a launched run and 202 for one its profile's

@@ -62,6 +62,7 @@ func (s *Server) createSecret(c echo.Context) error {
 		}
 		return err
 	}
+	s.auditCaller(c, apitypes.AuditSecretAdded, apitypes.AuditTarget{SecretRef: sec.Ref}, nil)
 	return c.JSON(http.StatusCreated, secretView(sec))
 }
 
@@ -89,6 +90,7 @@ func (s *Server) deleteSecret(c echo.Context) error {
 	if err := s.o.Store.DeleteSecret(ctx, sec.Ref); err != nil {
 		return err
 	}
+	s.auditCaller(c, apitypes.AuditSecretDeleted, apitypes.AuditTarget{SecretRef: sec.Ref}, nil)
 	return c.NoContent(http.StatusNoContent)
 }
 

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"mime"
 	"net/http"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/olivares-dev/olivares/coordinator/auth"
 	"github.com/olivares-dev/olivares/coordinator/store"
 	"github.com/olivares-dev/olivares/shared/apierr"
+	"github.com/olivares-dev/olivares/shared/apitypes"
 )
 
 // The sign-in routes: public API routes like the others (documented in
@@ -171,6 +173,11 @@ func (c *Console) signin(w http.ResponseWriter, r *http.Request) {
 		}
 		p = tp
 	}
+	via := "console link"
+	if req.Token != "" {
+		via = "console token"
+	}
+	c.audit(ctx, p, cred, apitypes.AuditSignedIn, via)
 	setSession(w, r, tok, cred.ExpiresAt, c.o.SessionTTL)
 	out := api.TenantsOf(p)
 	exp := cred.ExpiresAt
@@ -181,6 +188,19 @@ func (c *Console) signin(w http.ResponseWriter, r *http.Request) {
 	json.NewEncoder(w).Encode(out)
 }
 
+// audit records a sign-in or sign-out in each tenant of p (R-AUD-6); the
+// session exists or is gone already, so a failure is only logged.
+func (c *Console) audit(ctx context.Context, p store.Principal, cred store.Credential, event, via string) {
+	for t := range p.Roles {
+		e := apitypes.AuditEntry{At: c.o.Now().UTC(), Tenant: t, Actor: store.AuditActor(p, cred), Event: event,
+			Target: apitypes.AuditTarget{PrincipalID: p.ID, CredentialID: cred.PublicID()}}
+		e.Detail, _ = json.Marshal(map[string]string{"via": via})
+		if _, err := c.o.Store.AppendAudit(ctx, e); err != nil {
+			log.Printf("console: audit %s: %v", event, err)
+		}
+	}
+}
+
 // signout revokes the cookie's credential, so a copy of the cookie is
 // worth nothing after it, and clears the cookie. Without a cookie it only
 // clears it (idempotent).
@@ -189,9 +209,13 @@ func (c *Console) signout(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if ck, err := r.Cookie(auth.SessionCookie); err == nil && ck.Value != "" {
+		p, cred, perr := c.o.Store.PrincipalByCredential(r.Context(), auth.Hash(ck.Value))
 		if err := c.o.Store.RevokeCredential(r.Context(), auth.Hash(ck.Value)); err != nil && !errors.Is(err, store.ErrNotFound) {
 			writeErr(w, apierr.As(err))
 			return
+		}
+		if perr == nil {
+			c.audit(r.Context(), p, cred, apitypes.AuditSignedOut, "console")
 		}
 	}
 	http.SetCookie(w, &http.Cookie{Name: auth.SessionCookie, Value: "", Path: "/", HttpOnly: true,

@@ -3,11 +3,14 @@ package coordd
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net"
 	"net/http"
 	"time"
 
 	"github.com/olivares-dev/olivares/coordinator/enroll"
+	"github.com/olivares-dev/olivares/coordinator/store"
+	"github.com/olivares-dev/olivares/shared/apierr"
 	"github.com/olivares-dev/olivares/shared/localsock"
 )
 
@@ -23,6 +26,14 @@ type PrincipalRequest struct {
 	Name   string `json:"name"`
 	Role   string `json:"role"`
 	Kind   string `json:"kind"`
+	// NewTenant creates the tenant when it does not exist; without it an
+	// unknown tenant is refused (a typo never makes a tenant, R-LIFE-4).
+	NewTenant bool `json:"new_tenant,omitempty"`
+}
+
+// TenantRequest is the admin socket's body for POST /tenants.
+type TenantRequest struct {
+	ID string `json:"id"`
 }
 
 // PrincipalResponse carries the token, shown once.
@@ -79,6 +90,17 @@ type TokenResponse struct {
 	Coordinator string `json:"coordinator"`
 }
 
+// writeAdminError answers an API error with its own status and code, and
+// anything else as a 400 with its text.
+func writeAdminError(w http.ResponseWriter, err error) {
+	var ae *apierr.Error
+	if errors.As(err, &ae) {
+		localsock.WriteError(w, ae.Status, ae.Code, ae.Message)
+		return
+	}
+	localsock.WriteError(w, http.StatusBadRequest, "bad_request", err.Error())
+}
+
 func serveAdmin(ctx context.Context, ln net.Listener, c *Coordinator) error {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /principals", func(w http.ResponseWriter, r *http.Request) {
@@ -87,9 +109,9 @@ func serveAdmin(ctx context.Context, ln net.Listener, c *Coordinator) error {
 			localsock.WriteError(w, http.StatusBadRequest, "bad_request", err.Error())
 			return
 		}
-		tok, p, err := c.CreatePrincipal(r.Context(), req.Tenant, req.Name, req.Role, req.Kind)
+		tok, p, err := c.NewPrincipal(r.Context(), req.Tenant, req.Name, req.Role, req.Kind, req.NewTenant)
 		if err != nil {
-			localsock.WriteError(w, http.StatusBadRequest, "bad_request", err.Error())
+			writeAdminError(w, err)
 			return
 		}
 		localsock.WriteJSON(w, http.StatusCreated, PrincipalResponse{PrincipalID: p.ID, Tenant: req.Tenant, Name: p.Name, Role: req.Role, Kind: p.Kind, Token: tok})
@@ -102,7 +124,7 @@ func serveAdmin(ctx context.Context, ln net.Listener, c *Coordinator) error {
 		}
 		tok, cred, err := c.AddCredential(r.Context(), req.PrincipalID, req.Kind, req.Label)
 		if err != nil {
-			localsock.WriteError(w, http.StatusBadRequest, "bad_request", err.Error())
+			writeAdminError(w, err)
 			return
 		}
 		localsock.WriteJSON(w, http.StatusCreated, CredentialResponse{PrincipalID: cred.PrincipalID, CredentialID: cred.ID, Kind: cred.Kind, Token: tok})
@@ -132,6 +154,30 @@ func serveAdmin(ctx context.Context, ln net.Listener, c *Coordinator) error {
 			return
 		}
 		localsock.WriteJSON(w, http.StatusCreated, TokenResponse{Issued: iss, Coordinator: c.TunnelAddr()})
+	})
+	mux.HandleFunc("POST /tenants", func(w http.ResponseWriter, r *http.Request) {
+		var req TenantRequest
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			localsock.WriteError(w, http.StatusBadRequest, "bad_request", err.Error())
+			return
+		}
+		t, err := c.CreateTenant(r.Context(), req.ID)
+		if err != nil {
+			writeAdminError(w, err)
+			return
+		}
+		localsock.WriteJSON(w, http.StatusCreated, t)
+	})
+	mux.HandleFunc("GET /tenants", func(w http.ResponseWriter, r *http.Request) {
+		ts, err := c.Store.ListTenants(r.Context())
+		if err != nil {
+			writeAdminError(w, err)
+			return
+		}
+		if ts == nil {
+			ts = []store.Tenant{}
+		}
+		localsock.WriteJSON(w, http.StatusOK, map[string]any{"items": ts})
 	})
 	mux.HandleFunc("GET /status", func(w http.ResponseWriter, r *http.Request) {
 		localsock.WriteJSON(w, http.StatusOK, map[string]any{"api_url": c.APIURL(), "tunnel": c.TunnelAddr(), "version": Version, "fleet": c.Fleet.Stats()})

@@ -25,7 +25,6 @@ import (
 
 	"github.com/olivares-dev/olivares/certs"
 	"github.com/olivares-dev/olivares/coordinator/api"
-	"github.com/olivares-dev/olivares/coordinator/auth"
 	"github.com/olivares-dev/olivares/coordinator/console"
 	"github.com/olivares-dev/olivares/coordinator/enroll"
 	"github.com/olivares-dev/olivares/coordinator/fleet"
@@ -34,6 +33,8 @@ import (
 	"github.com/olivares-dev/olivares/coordinator/store/bolt"
 	"github.com/olivares-dev/olivares/coordinator/store/postgres"
 	"github.com/olivares-dev/olivares/coordinator/vault"
+	"github.com/olivares-dev/olivares/shared/apierr"
+	"github.com/olivares-dev/olivares/shared/apitypes"
 	"github.com/olivares-dev/olivares/shared/tunnel"
 )
 
@@ -373,59 +374,82 @@ func listenTunnel(addr string, quic bool) (net.Listener, net.PacketConn, error) 
 }
 
 // CreatePrincipal creates a principal with a role in tenant (creating the
-// tenant) and returns its first bearer token.
+// tenant when it does not exist) and returns its first bearer token. Tests
+// and dev mode call it; the admin socket calls NewPrincipal, which creates
+// a tenant only when asked to (R-LIFE-4).
 func (c *Coordinator) CreatePrincipal(ctx context.Context, tenant, name, role, kind string) (string, store.Principal, error) {
+	return c.NewPrincipal(ctx, tenant, name, role, kind, true)
+}
+
+// ErrNoTenant: the tenant a principal was asked for does not exist, and
+// creating it was not asked for.
+var ErrNoTenant = errors.New("no such tenant")
+
+// NewPrincipal creates a principal with a role in tenant and returns its
+// first bearer token. A tenant that does not exist is created only with
+// newTenant, so that a typo in a tenant's name never makes a new one. The
+// local operator is the audit actor.
+func (c *Coordinator) NewPrincipal(ctx context.Context, tenant, name, role, kind string, newTenant bool) (string, store.Principal, error) {
 	if !api.ValidTenant(tenant) {
-		return "", store.Principal{}, fmt.Errorf("tenant %q: use 1-63 lower-case letters, digits, '_' or '-'", tenant)
+		return "", store.Principal{}, apierr.BadRequest("bad_tenant", "tenant %q: use 1-63 lower-case letters, digits, '_' or '-'", tenant)
 	}
-	if name == "" {
-		return "", store.Principal{}, errors.New("name is required")
-	}
-	if !auth.ValidRole(role) {
-		return "", store.Principal{}, fmt.Errorf("role %q: use viewer, operator or admin", role)
-	}
-	if !auth.ValidKind(kind) {
-		return "", store.Principal{}, fmt.Errorf("kind %q: use human or agent", kind)
-	}
-	now := time.Now().UTC()
-	if err := c.Store.PutTenant(ctx, store.Tenant{ID: tenant, CreatedAt: now}); err != nil {
+	if err := c.ensureTenant(ctx, tenant, newTenant); err != nil {
 		return "", store.Principal{}, err
 	}
-	tok, err := auth.NewToken(auth.PrefixAPIToken)
-	if err != nil {
-		return "", store.Principal{}, err
+	tok, p, _, err := c.API.NewPrincipal(ctx, tenant, name, role, kind, api.OperatorActor)
+	return tok, p, err
+}
+
+// ensureTenant checks that tenant exists, creating it when create is set.
+func (c *Coordinator) ensureTenant(ctx context.Context, tenant string, create bool) error {
+	_, err := c.Store.GetTenant(ctx, tenant)
+	if err == nil || !errors.Is(err, store.ErrNotFound) {
+		return err
 	}
-	p := store.Principal{ID: auth.NewID("prn_"), Name: name, Kind: kind, Roles: map[string]string{tenant: role}, CreatedAt: now}
-	cred := store.Credential{Hash: auth.Hash(tok), ID: auth.NewID("cred_"), Kind: store.CredSession, PrincipalID: p.ID, Label: "created", CreatedAt: now}
-	if err := c.Store.CreatePrincipal(ctx, p, cred); err != nil {
-		return "", store.Principal{}, err
+	if !create {
+		ts, err := c.Store.ListTenants(ctx)
+		if err != nil {
+			return err
+		}
+		ids := make([]string, 0, len(ts))
+		for _, t := range ts {
+			ids = append(ids, t.ID)
+		}
+		return apierr.New(http.StatusNotFound, "tenant_not_found", "tenant %q does not exist (tenants: %s); check the spelling, or create it with --new-tenant (or olivares-coordinator tenant create %s)",
+			tenant, strings.Join(ids, ", "), tenant)
 	}
-	return tok, p, nil
+	_, err = c.CreateTenant(ctx, tenant)
+	return err
+}
+
+// CreateTenant creates a tenant; apierr 409 tenant_exists when it exists.
+func (c *Coordinator) CreateTenant(ctx context.Context, id string) (store.Tenant, error) {
+	if !api.ValidTenant(id) {
+		return store.Tenant{}, apierr.BadRequest("bad_tenant", "tenant %q: use 1-63 lower-case letters, digits, '_' or '-'", id)
+	}
+	if _, err := c.Store.GetTenant(ctx, id); err == nil {
+		return store.Tenant{}, apierr.New(http.StatusConflict, "tenant_exists", "tenant %q exists", id)
+	}
+	t := store.Tenant{ID: id, CreatedAt: time.Now().UTC()}
+	if err := c.Store.PutTenant(ctx, t); err != nil {
+		return store.Tenant{}, err
+	}
+	c.API.Audit(ctx, id, api.OperatorActor, apitypes.AuditTenantCreated, apitypes.AuditTarget{Tenant: id}, nil)
+	return t, nil
 }
 
 // AddCredential gives an existing principal another bearer token. A
 // session credential (a console or `olivares login` session) shares the
 // person's marks; an API token keeps its own (R-PIN-6).
 func (c *Coordinator) AddCredential(ctx context.Context, principalID, kind, label string) (string, store.Credential, error) {
-	switch kind {
-	case "":
-		kind = store.CredSession
-	case store.CredSession, store.CredAPIToken:
-	default:
-		return "", store.Credential{}, fmt.Errorf("credential kind %q: use %s or %s", kind, store.CredSession, store.CredAPIToken)
+	p, err := c.Store.GetPrincipal(ctx, principalID)
+	if errors.Is(err, store.ErrNotFound) {
+		return "", store.Credential{}, apierr.NotFound("principal", principalID)
 	}
-	tok, err := auth.NewToken(auth.PrefixAPIToken)
 	if err != nil {
 		return "", store.Credential{}, err
 	}
-	cred := store.Credential{Hash: auth.Hash(tok), ID: auth.NewID("cred_"), Kind: kind, PrincipalID: principalID, Label: label, CreatedAt: time.Now().UTC()}
-	if err := c.Store.AddCredential(ctx, cred); err != nil {
-		if errors.Is(err, store.ErrNotFound) {
-			return "", store.Credential{}, fmt.Errorf("no principal %q", principalID)
-		}
-		return "", store.Credential{}, err
-	}
-	return tok, cred, nil
+	return c.API.NewCredential(ctx, p, kind, label, api.OperatorActor)
 }
 
 // SigninLink mints a one-time console sign-in link for a person (the
@@ -442,6 +466,11 @@ func (c *Coordinator) SigninLink(ctx context.Context, principalID string, ttl ti
 	}
 	if base == "" {
 		base = c.APIURL()
+	}
+	if p, err := c.Store.GetPrincipal(ctx, principalID); err == nil {
+		for t := range p.Roles {
+			c.API.Audit(ctx, t, api.OperatorActor, apitypes.AuditSigninLinkCreated, apitypes.AuditTarget{PrincipalID: principalID}, map[string]any{"expires_at": exp.UTC()})
+		}
 	}
 	return console.LinkURL(strings.TrimSuffix(base, "/"), secret), exp, nil
 }

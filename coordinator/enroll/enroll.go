@@ -8,6 +8,7 @@ package enroll
 import (
 	"context"
 	"crypto/x509"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -18,6 +19,7 @@ import (
 	"github.com/olivares-dev/olivares/certs"
 	"github.com/olivares-dev/olivares/coordinator/auth"
 	"github.com/olivares-dev/olivares/coordinator/store"
+	"github.com/olivares-dev/olivares/shared/apitypes"
 	"github.com/olivares-dev/olivares/shared/proto"
 	"github.com/olivares-dev/olivares/shared/wire"
 )
@@ -118,6 +120,11 @@ func (s *Server) CreateToken(ctx context.Context, tenant string, labels map[stri
 	if err := s.Store.CreateJoinToken(ctx, jt); err != nil {
 		return Issued{}, err
 	}
+	// Join tokens are minted over the admin socket (or by dev mode):
+	// the local operator's act (R-AUD-6).
+	s.audit(ctx, apitypes.AuditEntry{At: now, Tenant: tenant, Event: apitypes.AuditNodeTokenCreated,
+		Actor:  apitypes.AuditActor{CredentialID: "admin-socket", Kind: apitypes.ActorOperator},
+		Target: apitypes.AuditTarget{NodeID: jt.NodeID}, Detail: mustJSON(map[string]any{"expires_at": jt.ExpiresAt})})
 	return Issued{Token: tok, NodeID: jt.NodeID, Tenant: tenant, Labels: labels, ExpiresAt: jt.ExpiresAt, CAPin: certs.Pin(s.Authority.Current)}, nil
 }
 
@@ -152,12 +159,31 @@ func (s *Server) Enroll(ctx context.Context, req proto.EnrollRequest) (proto.Enr
 		s.logf("enroll: refused: %s", we.Message)
 		return proto.EnrollResponse{}, we
 	}
+	s.audit(ctx, apitypes.AuditEntry{At: now, Tenant: node.Tenant, Event: apitypes.AuditNodeEnrolled,
+		Actor:  apitypes.AuditActor{CredentialID: node.ID, Kind: apitypes.ActorNode},
+		Target: apitypes.AuditTarget{NodeID: node.ID}, Detail: mustJSON(map[string]string{"cert_serial": node.CertSerial})})
 	return proto.EnrollResponse{
 		NodeID:    node.ID,
 		Tenant:    node.Tenant,
 		CertPEM:   certs.EncodeCertPEM(cert.Raw),
 		BundlePEM: s.Authority.BundlePEM(),
 	}, nil
+}
+
+// audit appends e; the change it records has committed, so a failure is
+// logged and the caller goes on.
+func (s *Server) audit(ctx context.Context, e apitypes.AuditEntry) {
+	if _, err := s.Store.AppendAudit(ctx, e); err != nil {
+		s.logf("enroll: audit %s: %v", e.Event, err)
+	}
+}
+
+func mustJSON(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err) // maps of strings and times always encode
+	}
+	return b
 }
 
 func enrollError(err error) *wire.Error {

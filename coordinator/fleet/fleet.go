@@ -144,9 +144,12 @@ func (f *Fleet) EnrollTLSConfig(cert GetCertificate) *tls.Config {
 	return &tls.Config{MinVersion: tls.VersionTLS13, GetCertificate: cert}
 }
 
-// verifyConnection is the revocation check of every tunnel handshake. ctx
+// verifyConnection checks every tunnel handshake against the registry. ctx
 // is the handshake's: a handshake abandoned by its listener stops waiting
-// on the store.
+// on the store. A registry that cannot answer fails the handshake (the
+// agent retries). A revoked or forgotten node's handshake completes (its
+// chain is still ours) only so that handle can tell it why it is refused:
+// its session serves nothing but that refusal (R-NODE-2, R-LIFE-8).
 func (f *Fleet) verifyConnection(ctx context.Context, cs tls.ConnectionState) error {
 	if len(cs.PeerCertificates) == 0 {
 		return errors.New("fleet: no client certificate")
@@ -155,22 +158,53 @@ func (f *Fleet) verifyConnection(ctx context.Context, cs tls.ConnectionState) er
 	if err != nil {
 		return err
 	}
+	if _, err := f.refusal(ctx, id); err != nil {
+		return fmt.Errorf("fleet: node %s: %w", id, err)
+	}
+	return nil
+}
+
+// refusal says why node id may not connect ("" when it may): it was
+// revoked, or forgotten. err is a registry that could not answer.
+func (f *Fleet) refusal(ctx context.Context, id string) (string, error) {
 	f.mu.Lock()
 	rev := f.revoked[id]
 	f.mu.Unlock()
 	if rev {
-		return fmt.Errorf("fleet: node %s is revoked", id)
+		return fmt.Sprintf("node %s was revoked", id), nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, verifyTimeout)
 	defer cancel()
 	n, err := f.store.GetNode(ctx, id)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return fmt.Sprintf("node %s is not registered (it was revoked and forgotten)", id), nil
+	case err != nil:
+		return "", err
+	case !n.RevokedAt.IsZero():
+		return fmt.Sprintf("node %s was revoked at %s", id, n.RevokedAt.UTC().Format(time.RFC3339)), nil
+	}
+	return "", nil
+}
+
+// refuse answers the first stream of a refused node's session with
+// node_revoked and closes the session: nothing else is read or served.
+func (f *Fleet) refuse(ctx context.Context, sess tunnel.Session, id, why string) {
+	f.HandshakeFailed(errors.New("fleet: " + why))
+	ctx, cancel := context.WithTimeout(ctx, helloTimeout)
+	defer cancel()
+	s, err := sess.AcceptStream(ctx)
 	if err != nil {
-		return fmt.Errorf("fleet: node %s: %w", id, err)
+		return
 	}
-	if !n.RevokedAt.IsZero() {
-		return fmt.Errorf("fleet: node %s is revoked", id)
+	defer s.Close()
+	s.SetDeadline(time.Now().Add(helloTimeout))
+	var h wire.Header
+	if err := wire.ReadMessage(s, &h); err != nil {
+		return
 	}
-	return nil
+	wire.Respond(s, nil, &wire.Error{Status: http.StatusForbidden, Code: proto.CodeNodeRevoked,
+		Message: why + "; it cannot connect again. Enroll the host again with a new join token"})
 }
 
 // HandshakeFailed counts a failed tunnel handshake (listeners call it).
@@ -243,6 +277,14 @@ func (f *Fleet) handle(ctx context.Context, sess tunnel.Session) {
 	id, cert, err := nodeOf(sess)
 	if err != nil {
 		f.logf("fleet: session without node identity: %v", err)
+		return
+	}
+	switch why, err := f.refusal(ctx, id); {
+	case err != nil:
+		f.logf("fleet: node %s: registry check: %v", id, err)
+		return
+	case why != "":
+		f.refuse(ctx, sess, id, why)
 		return
 	}
 	l := &link{nodeID: id, sess: sess, cert: cert}
@@ -351,6 +393,11 @@ func (f *Fleet) control(ctx context.Context, l *link, s tunnel.Stream, h wire.He
 		n.CertNotAfter = l.cert.NotAfter.UTC()
 		return nil
 	})
+	if errors.Is(err, errRevoked) {
+		wire.Respond(s, nil, &wire.Error{Status: http.StatusForbidden, Code: proto.CodeNodeRevoked, Message: "this node was revoked"})
+		l.sess.Close()
+		return
+	}
 	if err != nil {
 		wire.Respond(s, nil, &wire.Error{Status: http.StatusForbidden, Code: "node_refused", Message: err.Error()})
 		l.sess.Close()
@@ -358,7 +405,7 @@ func (f *Fleet) control(ctx context.Context, l *link, s tunnel.Stream, h wire.He
 	}
 	l.hostname = hello.Hostname
 	if !f.register(l) {
-		wire.Respond(s, nil, &wire.Error{Status: http.StatusForbidden, Code: "node_revoked", Message: "this node was revoked"})
+		wire.Respond(s, nil, &wire.Error{Status: http.StatusForbidden, Code: proto.CodeNodeRevoked, Message: "this node was revoked"})
 		l.sess.Close()
 		return
 	}

@@ -15,6 +15,11 @@ const (
 	OpRenew  = "renew"
 	OpPing   = "ping"
 	OpStatus = "status"
+
+	// CodeNodeRevoked is the coordinator's answer to the first stream of a
+	// revoked (or forgotten) node's session, then the session closes: the
+	// agent stops dialing instead of retrying (R-LIFE-8).
+	CodeNodeRevoked = "node_revoked"
 )
 
 // EnrollRequest is what `olivares-agent enroll` sends once the coordinator's

@@ -17,6 +17,8 @@ const (
 	OpProfileCreate   = "profile.create"      // ProfileCreate → apitypes.Profile
 	OpProfileUpdate   = "profile.update"      // ProfileUpdate → apitypes.Profile
 	OpWorkspaceCreate = "workspace.create"    // WorkspaceCreate → apitypes.Workspace
+	OpProfileDelete   = "profile.delete"      // RecordDelete → nothing (409 in_use while a run needs it)
+	OpWorkspaceDelete = "workspace.delete"    // RecordDelete → nothing (409 in_use while a run needs it)
 	OpRunLaunch       = "run.launch"          // RunLaunch → apitypes.Run
 	OpRunGet          = "run.get"             // → apitypes.Run
 	OpRunEvents       = "run.events"          // RunEvents → apitypes.EventList
@@ -67,6 +69,12 @@ type ProfileUpdate struct {
 	Ref    string `json:"ref"`
 	Tenant string `json:"tenant"`
 	apitypes.ProfileUpdate
+}
+
+// RecordDelete names the profile or workspace to delete.
+type RecordDelete struct {
+	Ref    string `json:"ref"`
+	Tenant string `json:"tenant"`
 }
 
 // WorkspaceCreate asks the agent to register a directory with its file

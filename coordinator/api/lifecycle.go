@@ -1,0 +1,460 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/olivares-dev/olivares/coordinator/auth"
+	"github.com/olivares-dev/olivares/coordinator/store"
+	"github.com/olivares-dev/olivares/shared/apierr"
+	"github.com/olivares-dev/olivares/shared/apitypes"
+	"github.com/olivares-dev/olivares/shared/proto"
+	"github.com/olivares-dev/olivares/shared/wire"
+)
+
+// The lifecycle of what people create (issue 21): principals and their
+// credentials, the CLI's own login, profile and workspace deletion, and
+// forgetting a revoked node. Managing people and tokens needs
+// sessions:run:admin, like revoking a node (the seeds name no identity
+// permission; R-LIFE-1); deleting a profile or workspace needs workspace
+// administration, like creating one.
+func (s *Server) lifecycleRoutes() []Route {
+	return []Route{
+		{http.MethodGet, "/v1/principals", auth.PermRunAdmin, s.listPrincipals},
+		{http.MethodPost, "/v1/principals", auth.PermRunAdmin, s.createPrincipal},
+		{http.MethodGet, "/v1/principals/:id", auth.PermRunAdmin, s.getPrincipal},
+		{http.MethodPost, "/v1/principals/:id/revoke", auth.PermRunAdmin, s.revokePrincipal},
+		{http.MethodPost, "/v1/principals/:id/credentials", auth.PermRunAdmin, s.createCredential},
+		{http.MethodGet, "/v1/credentials", auth.PermRunAdmin, s.listCredentials},
+		{http.MethodPost, "/v1/credentials/:id/revoke", auth.PermRunAdmin, s.revokeCredential},
+		// The CLI's own session: any member of the tenant (R-LIFE-5).
+		{http.MethodPost, "/v1/login", "", s.login},
+		{http.MethodPost, "/v1/logout", "", s.logout},
+		{http.MethodDelete, "/v1/nodes/:id", auth.PermRunAdmin, s.forgetNode},
+		{http.MethodDelete, Base + "/profiles/:ref", auth.PermWorkspaceAdmin, s.deleteProfile},
+		{http.MethodDelete, Base + "/workspaces/:ref", auth.PermWorkspaceAdmin, s.deleteWorkspace},
+	}
+}
+
+// OperatorActor is the audit actor of what the local operator does through
+// the coordinator's admin socket or dev mode's set-up (R-AUD-6).
+var OperatorActor = apitypes.AuditActor{CredentialID: "admin-socket", Kind: apitypes.ActorOperator}
+
+// Audit appends an audit entry now. The change it records has committed:
+// a failure is logged, not returned, so that a client never repeats a
+// change that was made (R-AUD-6).
+func (s *Server) Audit(ctx context.Context, tenant string, actor apitypes.AuditActor, event string, target apitypes.AuditTarget, detail any) {
+	e := apitypes.AuditEntry{At: s.o.Now().UTC(), Tenant: tenant, Actor: actor, Event: event, Target: target}
+	if detail != nil {
+		e.Detail = mustJSON(detail)
+	}
+	if _, err := s.o.Store.AppendAudit(ctx, e); err != nil {
+		s.echo.Logger.Errorf("api: audit %s in tenant %s: %v", event, tenant, err)
+	}
+}
+
+// auditAll appends the entry to every tenant of p: a credential serves
+// all of them.
+func (s *Server) auditAll(ctx context.Context, p store.Principal, actor apitypes.AuditActor, event string, target apitypes.AuditTarget, detail any) {
+	ts := make([]string, 0, len(p.Roles))
+	for t := range p.Roles {
+		ts = append(ts, t)
+	}
+	slices.Sort(ts)
+	for _, t := range ts {
+		s.Audit(ctx, t, actor, event, target, detail)
+	}
+}
+
+func (s *Server) auditCaller(c echo.Context, event string, target apitypes.AuditTarget, detail any) {
+	cl := CallerOf(c)
+	s.Audit(c.Request().Context(), cl.Tenant, cl.Actor(), event, target, detail)
+}
+
+func principalView(p store.Principal, tenant string) apitypes.Principal {
+	return apitypes.Principal{ID: p.ID, Name: p.Name, Kind: p.Kind, Role: p.Roles[tenant], CreatedAt: p.CreatedAt.UTC()}
+}
+
+func credentialView(c store.Credential, current string) apitypes.Credential {
+	kind := c.Kind
+	if kind == "" {
+		kind = store.CredSession
+	}
+	v := apitypes.Credential{ID: c.PublicID(), PrincipalID: c.PrincipalID, Kind: kind, Label: c.Label,
+		CreatedAt: c.CreatedAt.UTC(), ExpiresAt: tp(c.ExpiresAt), Current: c.Hash == current}
+	return v
+}
+
+// principalMu serializes the name check and the creation of a principal
+// in one coordinator (names are unique per tenant, R-LIFE-4).
+var principalMu sync.Mutex
+
+// NewPrincipal creates a principal with role in an existing tenant and its
+// first token (a session credential), and audits it as actor. A name
+// another principal of the tenant holds is 409 name_taken.
+func (s *Server) NewPrincipal(ctx context.Context, tenant, name, role, kind string, actor apitypes.AuditActor) (string, store.Principal, store.Credential, error) {
+	name = strings.TrimSpace(name)
+	switch {
+	case name == "" || utf8.RuneCountInString(name) > 100 || strings.ContainsAny(name, "\x00\n\r\t"):
+		return "", store.Principal{}, store.Credential{}, apierr.BadRequest("bad_name", "give the principal a name of 1-100 characters on one line")
+	case !auth.ValidRole(role):
+		return "", store.Principal{}, store.Credential{}, apierr.BadRequest("bad_role", "role %q: use viewer, operator or admin", role)
+	case !auth.ValidKind(kind):
+		return "", store.Principal{}, store.Credential{}, apierr.BadRequest("bad_kind", "kind %q: use human or agent", kind)
+	}
+	principalMu.Lock()
+	defer principalMu.Unlock()
+	ps, err := s.o.Store.ListPrincipals(ctx, tenant)
+	if err != nil {
+		return "", store.Principal{}, store.Credential{}, err
+	}
+	if slices.ContainsFunc(ps, func(p store.Principal) bool { return p.Name == name }) {
+		return "", store.Principal{}, store.Credential{}, apierr.New(http.StatusConflict, "name_taken", "a principal named %q exists in tenant %s; pick another name", name, tenant)
+	}
+	tok, err := auth.NewToken(auth.PrefixAPIToken)
+	if err != nil {
+		return "", store.Principal{}, store.Credential{}, err
+	}
+	now := s.o.Now().UTC()
+	p := store.Principal{ID: auth.NewID("prn_"), Name: name, Kind: kind, Roles: map[string]string{tenant: role}, CreatedAt: now}
+	cred := store.Credential{Hash: auth.Hash(tok), ID: auth.NewID("cred_"), Kind: store.CredSession, PrincipalID: p.ID, Label: "created", CreatedAt: now}
+	if err := s.o.Store.CreatePrincipal(ctx, p, cred); err != nil {
+		return "", store.Principal{}, store.Credential{}, err
+	}
+	s.Audit(ctx, tenant, actor, apitypes.AuditPrincipalCreated, apitypes.AuditTarget{PrincipalID: p.ID},
+		map[string]string{"role": role, "kind": kind, "credential_id": cred.ID})
+	return tok, p, cred, nil
+}
+
+// NewCredential gives principal p another token of kind and audits it.
+func (s *Server) NewCredential(ctx context.Context, p store.Principal, kind, label string, actor apitypes.AuditActor) (string, store.Credential, error) {
+	switch kind {
+	case "":
+		kind = store.CredSession
+	case store.CredSession, store.CredAPIToken:
+	default:
+		return "", store.Credential{}, apierr.BadRequest("bad_kind", "credential kind %q: use session or api_token", kind)
+	}
+	if utf8.RuneCountInString(label) > 200 || strings.ContainsAny(label, "\x00\n\r") {
+		return "", store.Credential{}, apierr.BadRequest("bad_label", "a label is one line of at most 200 characters")
+	}
+	tok, err := auth.NewToken(auth.PrefixAPIToken)
+	if err != nil {
+		return "", store.Credential{}, err
+	}
+	cred := store.Credential{Hash: auth.Hash(tok), ID: auth.NewID("cred_"), Kind: kind, PrincipalID: p.ID, Label: label, CreatedAt: s.o.Now().UTC()}
+	if err := s.o.Store.AddCredential(ctx, cred); err != nil {
+		return "", store.Credential{}, err
+	}
+	s.auditAll(ctx, p, actor, apitypes.AuditCredentialCreated, apitypes.AuditTarget{PrincipalID: p.ID, CredentialID: cred.ID},
+		map[string]string{"kind": kind})
+	return tok, cred, nil
+}
+
+func (s *Server) listPrincipals(c echo.Context) error {
+	tenant := CallerOf(c).Tenant
+	ps, err := s.o.Store.ListPrincipals(c.Request().Context(), tenant)
+	if err != nil {
+		return err
+	}
+	out := apitypes.PrincipalList{Items: []apitypes.Principal{}}
+	for _, p := range ps {
+		out.Items = append(out.Items, principalView(p, tenant))
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+func (s *Server) createPrincipal(c echo.Context) error {
+	var req apitypes.PrincipalCreate
+	if err := decodeStrict(c, maxJSONBody, &req); err != nil {
+		return err
+	}
+	if req.Kind == "" {
+		req.Kind = store.KindHuman
+	}
+	cl := CallerOf(c)
+	tok, p, cred, err := s.NewPrincipal(c.Request().Context(), cl.Tenant, req.Name, req.Role, req.Kind, cl.Actor())
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusCreated, apitypes.PrincipalCreated{Principal: principalView(p, cl.Tenant), CredentialID: cred.ID, Token: tok})
+}
+
+// principalInTenant loads a principal with a role in tenant; any other is
+// 404 (R-TEN-3).
+func (s *Server) principalInTenant(ctx context.Context, tenant, id string) (store.Principal, error) {
+	p, err := s.o.Store.GetPrincipal(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return store.Principal{}, apierr.NotFound("principal", id)
+	}
+	if err != nil {
+		return store.Principal{}, err
+	}
+	if _, ok := p.Roles[tenant]; !ok {
+		return store.Principal{}, apierr.NotFound("principal", id)
+	}
+	return p, nil
+}
+
+func (s *Server) getPrincipal(c echo.Context) error {
+	ctx := c.Request().Context()
+	cl := CallerOf(c)
+	p, err := s.principalInTenant(ctx, cl.Tenant, c.Param("id"))
+	if err != nil {
+		return err
+	}
+	cs, err := s.o.Store.ListCredentials(ctx, p.ID)
+	if err != nil {
+		return err
+	}
+	v := principalView(p, cl.Tenant)
+	v.Credentials = []apitypes.Credential{}
+	for _, cr := range cs {
+		v.Credentials = append(v.Credentials, credentialView(cr, cl.Credential.Hash))
+	}
+	return c.JSON(http.StatusOK, v)
+}
+
+// revokePrincipal removes the principal's role in this tenant; with no
+// tenant left, its tokens go too (R-LIFE-4). One cannot revoke oneself:
+// `olivares logout` ends one's own session.
+func (s *Server) revokePrincipal(c echo.Context) error {
+	ctx := c.Request().Context()
+	cl := CallerOf(c)
+	if err := noBody(c); err != nil {
+		return err
+	}
+	p, err := s.principalInTenant(ctx, cl.Tenant, c.Param("id"))
+	if err != nil {
+		return err
+	}
+	if p.ID == cl.Principal.ID {
+		return apierr.New(http.StatusConflict, "self_revoke_refused", "you cannot revoke your own principal; ask another admin, or end this session with olivares logout")
+	}
+	e := apitypes.AuditEntry{At: s.o.Now().UTC(), Tenant: cl.Tenant, Actor: cl.Actor(), Event: apitypes.AuditPrincipalRevoked,
+		Target: apitypes.AuditTarget{PrincipalID: p.ID}}
+	n, err := s.o.Store.RevokePrincipal(ctx, p.ID, cl.Tenant, e)
+	if errors.Is(err, store.ErrNotFound) {
+		return apierr.NotFound("principal", p.ID)
+	}
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, apitypes.PrincipalRevoked{ID: p.ID, Tenant: cl.Tenant, CredentialsRevoked: n})
+}
+
+func (s *Server) createCredential(c echo.Context) error {
+	ctx := c.Request().Context()
+	cl := CallerOf(c)
+	p, err := s.principalInTenant(ctx, cl.Tenant, c.Param("id"))
+	if err != nil {
+		return err
+	}
+	var req apitypes.CredentialCreate
+	if err := decodeStrict(c, maxJSONBody, &req); err != nil {
+		return err
+	}
+	tok, cred, err := s.NewCredential(ctx, p, req.Kind, req.Label, cl.Actor())
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusCreated, apitypes.CredentialCreated{Credential: credentialView(cred, ""), Token: tok})
+}
+
+// listCredentials lists the credentials of the tenant's principals, or of
+// one (?principal=ID).
+func (s *Server) listCredentials(c echo.Context) error {
+	ctx := c.Request().Context()
+	cl := CallerOf(c)
+	for k := range c.QueryParams() {
+		if k != "principal" {
+			return apierr.BadRequest("bad_query", "unknown query parameter %q", k)
+		}
+	}
+	var ps []store.Principal
+	if id := c.QueryParam("principal"); id != "" {
+		p, err := s.principalInTenant(ctx, cl.Tenant, id)
+		if err != nil {
+			return err
+		}
+		ps = []store.Principal{p}
+	} else {
+		var err error
+		if ps, err = s.o.Store.ListPrincipals(ctx, cl.Tenant); err != nil {
+			return err
+		}
+	}
+	out := apitypes.CredentialList{Items: []apitypes.Credential{}}
+	for _, p := range ps {
+		cs, err := s.o.Store.ListCredentials(ctx, p.ID)
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		for _, cr := range cs {
+			out.Items = append(out.Items, credentialView(cr, cl.Credential.Hash))
+		}
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+// revokeCredential deletes one token of a principal of this tenant: it
+// authenticates nothing from the next request on, on every coordinator
+// (R-LIFE-4). A principal's credential serves all its tenants; an admin of
+// any of them may revoke it.
+func (s *Server) revokeCredential(c echo.Context) error {
+	ctx := c.Request().Context()
+	cl := CallerOf(c)
+	if err := noBody(c); err != nil {
+		return err
+	}
+	id := c.Param("id")
+	cred, err := s.o.Store.CredentialByID(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return apierr.NotFound("credential", id)
+	}
+	if err != nil {
+		return err
+	}
+	p, err := s.principalInTenant(ctx, cl.Tenant, cred.PrincipalID)
+	if err != nil {
+		return apierr.NotFound("credential", id)
+	}
+	if err := s.o.Store.RevokeCredential(ctx, cred.Hash); err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return apierr.NotFound("credential", id)
+		}
+		return err
+	}
+	s.auditAll(ctx, p, cl.Actor(), apitypes.AuditCredentialRevoked, apitypes.AuditTarget{PrincipalID: p.ID, CredentialID: id}, nil)
+	return c.JSON(http.StatusOK, credentialView(cred, cl.Credential.Hash))
+}
+
+// login trades the presented token for a new credential of the same
+// principal and kind, which the CLI keeps and `olivares logout` revokes,
+// leaving the token it was given untouched (R-LIFE-5).
+func (s *Server) login(c echo.Context) error {
+	ctx := c.Request().Context()
+	cl := CallerOf(c)
+	var req apitypes.LoginRequest
+	if err := decodeStrict(c, maxJSONBody, &req); err != nil {
+		return err
+	}
+	label := req.Label
+	if label == "" {
+		label = "olivares login"
+	}
+	tok, cred, err := s.NewCredential(ctx, cl.Principal, cl.Credential.Kind, label, cl.Actor())
+	if err != nil {
+		return err
+	}
+	s.auditCaller(c, apitypes.AuditSignedIn, apitypes.AuditTarget{PrincipalID: cl.Principal.ID, CredentialID: cred.ID}, map[string]string{"via": "cli"})
+	return c.JSON(http.StatusCreated, apitypes.CredentialCreated{Credential: credentialView(cred, ""), Token: tok})
+}
+
+// logout revokes the credential the request presents (R-LIFE-5).
+func (s *Server) logout(c echo.Context) error {
+	ctx := c.Request().Context()
+	cl := CallerOf(c)
+	if err := noBody(c); err != nil {
+		return err
+	}
+	if err := s.o.Store.RevokeCredential(ctx, cl.Credential.Hash); err != nil && !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	s.auditCaller(c, apitypes.AuditSignedOut, apitypes.AuditTarget{PrincipalID: cl.Principal.ID, CredentialID: cl.Credential.PublicID()}, map[string]string{"via": "cli"})
+	return c.NoContent(http.StatusNoContent)
+}
+
+// forgetNode removes a revoked node from the registry, with the profiles
+// and workspaces registered on it (R-LIFE-7). A node that is not revoked
+// is 409: revoke it first.
+func (s *Server) forgetNode(c echo.Context) error {
+	ctx := c.Request().Context()
+	cl := CallerOf(c)
+	id := c.Param("id")
+	n, err := s.nodeInTenant(ctx, cl.Tenant, id)
+	if err != nil {
+		return err
+	}
+	if n.RevokedAt.IsZero() {
+		return apierr.New(http.StatusConflict, "node_not_revoked", "node %s is not revoked; revoke it first (olivares node revoke %s), then forget it", id, id)
+	}
+	e := apitypes.AuditEntry{At: s.o.Now().UTC(), Tenant: cl.Tenant, Actor: cl.Actor(), Event: apitypes.AuditNodeForgotten,
+		Target: apitypes.AuditTarget{NodeID: id}}
+	got, err := s.o.Store.ForgetNode(ctx, id, e)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return apierr.NotFound("node", id)
+	case errors.Is(err, store.ErrConflict):
+		return apierr.New(http.StatusConflict, "node_not_revoked", "node %s is not revoked; revoke it first", id)
+	case err != nil:
+		return err
+	}
+	return c.JSON(http.StatusOK, apitypes.NodeForgotten{ID: id, ProfilesRemoved: got.Profiles, WorkspacesRemoved: got.Workspaces})
+}
+
+// deleteRecord deletes a profile or workspace on its node, then in the
+// index (R-LIFE-3). The node decides whether a run still needs it (409
+// in_use) under the lock its starts take, so nothing starts with a
+// half-deleted record. An index delete that fails after the node's is
+// repaired by repeating the request: the node then answers not_found,
+// which counts as done. A revoked node's records go from the index only:
+// nothing can start there again.
+func (s *Server) deleteRecord(c echo.Context, op, node, ref string, del func(context.Context, apitypes.AuditEntry) error, e apitypes.AuditEntry) error {
+	ctx := c.Request().Context()
+	n, err := s.o.Store.GetNode(ctx, node)
+	revoked := errors.Is(err, store.ErrNotFound) || (err == nil && !n.RevokedAt.IsZero())
+	if err != nil && !revoked {
+		return err
+	}
+	if !revoked {
+		err := s.call(ctx, node, wire.Header{Op: op}, proto.RecordDelete{Ref: ref, Tenant: CallerOf(c).Tenant}, nil)
+		var we *wire.Error
+		if err != nil && !(errors.As(err, &we) && we.Status == http.StatusNotFound && we.Code == "not_found") {
+			return err
+		}
+	}
+	if err := del(ctx, e); err != nil && !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
+}
+
+func (s *Server) deleteProfile(c echo.Context) error {
+	p, err := s.refProfile(c)
+	if err != nil {
+		return err
+	}
+	if err := noBody(c); err != nil {
+		return err
+	}
+	cl := CallerOf(c)
+	e := apitypes.AuditEntry{At: s.o.Now().UTC(), Tenant: cl.Tenant, Actor: cl.Actor(), Event: apitypes.AuditProfileDeleted,
+		Target: apitypes.AuditTarget{ProfileRef: p.Ref, NodeID: p.NodeID}, Detail: mustJSON(map[string]string{"tool": p.Tool})}
+	return s.deleteRecord(c, proto.OpProfileDelete, p.NodeID, p.Ref, func(ctx context.Context, e apitypes.AuditEntry) error {
+		return s.o.Store.DeleteProfile(ctx, p.Ref, e)
+	}, e)
+}
+
+func (s *Server) deleteWorkspace(c echo.Context) error {
+	w, err := s.refWorkspace(c)
+	if err != nil {
+		return err
+	}
+	if err := noBody(c); err != nil {
+		return err
+	}
+	cl := CallerOf(c)
+	e := apitypes.AuditEntry{At: s.o.Now().UTC(), Tenant: cl.Tenant, Actor: cl.Actor(), Event: apitypes.AuditWorkspaceDeleted,
+		Target: apitypes.AuditTarget{WorkspaceRef: w.Ref, NodeID: w.NodeID}}
+	return s.deleteRecord(c, proto.OpWorkspaceDelete, w.NodeID, w.Ref, func(ctx context.Context, e apitypes.AuditEntry) error {
+		return s.o.Store.DeleteWorkspace(ctx, w.Ref, e)
+	}, e)
+}
