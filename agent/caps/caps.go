@@ -95,7 +95,11 @@ func lookPath(name, path string) string {
 }
 
 // version runs `bin --version` with a scratch HOME and a minimal environment
-// and returns its first line, trimmed.
+// and returns the version it printed: the first line of its standard
+// output, or, when that is empty, the last line of its standard error.
+// Diagnostics a tool writes on stderr first (Codex warns that it could not
+// create PATH aliases when its home is in the system temp dir) are never
+// taken for the version (issue 21, R-NODE-1).
 func version(ctx context.Context, bin, path string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, versionTimeout)
 	defer cancel()
@@ -110,10 +114,20 @@ func version(ctx context.Context, bin, path string) (string, error) {
 	cmd := exec.CommandContext(ctx, bin, "--version")
 	cmd.Env = []string{"PATH=" + path, "HOME=" + home, "NO_COLOR=1", "CI=1"}
 	cmd.Dir = home
-	var out bytes.Buffer
-	cmd.Stdout = &out
-	cmd.Stderr = &out
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout = &stdout
+	cmd.Stderr = &stderr
 	err = cmd.Run()
-	line, _, _ := strings.Cut(strings.TrimSpace(out.String()), "\n")
-	return strings.TrimSpace(line), err
+	return versionLine(stdout.String(), stderr.String()), err
+}
+
+// versionLine picks the version out of what `--version` printed.
+func versionLine(stdout, stderr string) string {
+	for _, l := range strings.Split(stdout, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			return l
+		}
+	}
+	lines := strings.Split(strings.TrimSpace(stderr), "\n")
+	return strings.TrimSpace(lines[len(lines)-1])
 }
