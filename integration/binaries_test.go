@@ -320,9 +320,24 @@ func TestServeModeBinaries(t *testing.T) {
 		}
 		return false
 	})
+	// A tenant is created on purpose; a typo in one is refused, not a new
+	// tenant (R-LIFE-4).
+	if out, code := runCmd(t, env, coord, "tenant", "create", "acme", "--state-dir", state); code != 0 {
+		t.Fatalf("tenant create: %d %s", code, out)
+	}
+	if out, code := runCmd(t, env, coord, "principal", "create", "--state-dir", state, "--tenant", "acem", "--name", "ops", "--role", "operator"); code != 1 || !strings.Contains(out, `tenant "acem" does not exist`) || !strings.Contains(out, "--new-tenant") {
+		t.Fatalf("principal create in a misspelt tenant: %d %s", code, out)
+	}
+	if out, code := runCmd(t, env, coord, "tenant", "list", "--state-dir", state); code != 0 || !strings.Contains(out, "acme") || strings.Contains(out, "acem") {
+		t.Fatalf("tenant list: %d %s", code, out)
+	}
 	out, code := runCmd(t, env, coord, "principal", "create", "--state-dir", state, "--tenant", "acme", "--name", "ops", "--role", "operator", "--json")
 	if code != 0 {
 		t.Fatalf("principal create: %d %s", code, out)
+	}
+	// Two principals may not share a name in a tenant.
+	if out, code := runCmd(t, env, coord, "principal", "create", "--state-dir", state, "--tenant", "acme", "--name", "ops", "--role", "viewer"); code != 1 || !strings.Contains(out, "name_taken") && !strings.Contains(out, "exists in tenant acme") {
+		t.Fatalf("principal create with a taken name: %d %s", code, out)
 	}
 	var pr struct{ Token string }
 	json.Unmarshal([]byte(out), &pr)

@@ -65,6 +65,7 @@ type Env struct {
 	AdminToken string
 	agents     []*Agent
 	procs      []*AgentProc
+	principals int
 
 	// http carries every API request of the harness, and checkEvent (when
 	// not nil) sees every SSE event an attach reads: see HTTPClient.
@@ -234,7 +235,12 @@ func (e *Env) TunnelAddr() string { return e.Coord.TunnelAddr() }
 // Principal creates a principal and returns its token.
 func (e *Env) Principal(tenant, role, kind string) string {
 	e.t.Helper()
-	tok, _, err := e.Coord.CreatePrincipal(context.Background(), tenant, "p-"+role, role, kind)
+	// Names are unique in a tenant (R-LIFE-4): each gets its own.
+	e.mu.Lock()
+	e.principals++
+	name := fmt.Sprintf("p-%s-%d", role, e.principals)
+	e.mu.Unlock()
+	tok, _, err := e.Coord.CreatePrincipal(context.Background(), tenant, name, role, kind)
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -406,8 +406,13 @@ func TestRevoke(t *testing.T) {
 			if env.Fleet().Link(a.ID).Connected {
 				t.Fatal("coordinator still has a link to the revoked node")
 			}
-			// The agent keeps retrying; each handshake is refused.
+			// Its next dial is refused with the reason; the agent says it
+			// was revoked and stops dialing (R-LIFE-8).
 			Await(t, 10*time.Second, "a refused reconnect", func() bool { return env.Fleet().Stats().HandshakeFailures > before })
+			Await(t, 10*time.Second, "the agent to know it was revoked", func() bool { return a.Daemon.Link().State == "revoked" })
+			if st := a.Daemon.Link(); !strings.Contains(st.LastError, "revoked") {
+				t.Fatalf("revoked agent's last error: %q", st.LastError)
+			}
 			if env.Fleet().Link(a.ID).Connected {
 				t.Fatal("revoked node reconnected")
 			}

@@ -27,6 +27,12 @@ type Options struct {
 	Token       string
 	CAPin       string // sha256:<hex>
 	StateDir    string
+	// Replace enrolls a state dir that holds an identity already (dev
+	// mode's --reenroll, after its node was revoked): the new key,
+	// certificate and record replace the old ones once the coordinator
+	// accepted the request; profiles, workspaces and runs in the state
+	// dir stay. When false, an enrolled state dir is refused.
+	Replace bool
 }
 
 // ErrAlreadyEnrolled: the state dir holds an identity already.
@@ -47,7 +53,7 @@ func Enroll(ctx context.Context, o Options) (*identity.Identity, error) {
 		}
 		id, err := identity.Load(db, o.StateDir)
 		db.Close()
-		if err == nil {
+		if err == nil && !o.Replace {
 			return nil, fmt.Errorf("%w as node %s; remove %s to enroll again", ErrAlreadyEnrolled, id.NodeID, o.StateDir)
 		}
 	}

@@ -12,15 +12,19 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/olivares-dev/olivares/agent/agentd"
 	agentenroll "github.com/olivares-dev/olivares/agent/enroll"
 	"github.com/olivares-dev/olivares/agent/identity"
+	"github.com/olivares-dev/olivares/agent/link"
 	"github.com/olivares-dev/olivares/agent/state"
 	"github.com/olivares-dev/olivares/certs"
+	"github.com/olivares-dev/olivares/coordinator/api"
 	"github.com/olivares-dev/olivares/coordinator/auth"
 	"github.com/olivares-dev/olivares/coordinator/coordd"
 	"github.com/olivares-dev/olivares/coordinator/store"
@@ -35,7 +39,10 @@ const DevFile = "dev.json"
 
 // Info is the content of dev.json.
 type Info struct {
-	APIURL      string `json:"api_url"`
+	APIURL string `json:"api_url"`
+	// Tunnel is the tunnel's host:port, where other agents enroll and
+	// dial (olivares-agent enroll --coordinator).
+	Tunnel      string `json:"tunnel"`
 	AdminToken  string `json:"admin_token"`
 	Tenant      string `json:"tenant"`
 	NodeID      string `json:"node_id"`
@@ -47,6 +54,8 @@ type Info struct {
 	// AdminPrincipal is the dev admin's principal id (signin-link
 	// --principal).
 	AdminPrincipal string `json:"admin_principal,omitempty"`
+	// PID is the dev process's.
+	PID int `json:"pid"`
 }
 
 // Options of a dev run.
@@ -55,8 +64,13 @@ type Options struct {
 	StateDir string
 	// HTTP is the API address (loopback). When empty, 127.0.0.1:7443.
 	HTTP string
-	// Tunnel is the tunnel address (loopback). When empty, 127.0.0.1:7444.
+	// Tunnel is the tunnel address (loopback). When empty, 127.0.0.1:7444,
+	// or a free port when HTTP asks for port 0 (R-DEV-3).
 	Tunnel string
+	// Reenroll enrolls the local agent again when its node was revoked,
+	// and moves the node's profiles, workspaces and runs to the new one
+	// (R-DEV-2).
+	Reenroll bool
 	// DisableQUIC leaves the UDP listener out.
 	DisableQUIC bool
 	// Out gets progress and the usage text. When nil, os.Stdout.
@@ -89,6 +103,9 @@ func Run(ctx context.Context, o Options) error {
 	}
 	if o.Tunnel == "" {
 		o.Tunnel = "127.0.0.1:7444"
+		if portOf(o.HTTP) == "0" {
+			o.Tunnel = "127.0.0.1:0"
+		}
 	}
 	if o.Out == nil {
 		o.Out = os.Stdout
@@ -108,6 +125,16 @@ func Run(ctx context.Context, o Options) error {
 	}
 	step := func(format string, a ...any) { fmt.Fprintf(o.Out, "dev: "+format+"\n", a...) }
 	step("state in %s", dir)
+	// R-DEV-3: port 0 asks for a free port; the ports of the last start
+	// are taken again while free, so that a saved login keeps working.
+	if prev, err := ReadInfo(dir); err == nil {
+		if a := strings.TrimPrefix(prev.APIURL, "http://"); portOf(o.HTTP) == "0" && a != "" && portFree(a, false) {
+			o.HTTP = a
+		}
+		if portOf(o.Tunnel) == "0" && prev.Tunnel != "" && portFree(prev.Tunnel, !o.DisableQUIC) {
+			o.Tunnel = prev.Tunnel
+		}
+	}
 
 	cfg := coordd.DefaultConfig()
 	cfg.StateDir = filepath.Join(dir, "coordinator")
@@ -131,7 +158,7 @@ func Run(ctx context.Context, o Options) error {
 	}
 
 	agentDir := filepath.Join(dir, "agent")
-	if err := enrollIfNeeded(ctx, c, agentDir, step); err != nil {
+	if err := enrollIfNeeded(ctx, c, agentDir, o.Reenroll, step); err != nil {
 		return err
 	}
 	acfg := agentd.DefaultConfig()
@@ -157,7 +184,8 @@ func Run(ctx context.Context, o Options) error {
 	if err := awaitConnected(ctx, c, a.NodeID(), 30*time.Second, agentDone); err != nil {
 		return err
 	}
-	if err := setupRuns(ctx, c, a, step); err != nil {
+	profiles, err := setupRuns(ctx, c, a, step)
+	if err != nil {
 		return err
 	}
 	admin, _, err := c.Store.PrincipalByCredential(ctx, auth.Hash(token))
@@ -169,12 +197,18 @@ func Run(ctx context.Context, o Options) error {
 		return fmt.Errorf("dev: console sign-in link: %w", err)
 	}
 	info := Info{
-		APIURL: c.APIURL(), AdminToken: token, Tenant: Tenant, NodeID: a.NodeID(),
-		AgentSocket: a.SocketPath(), CAFile: c.CAFile(), SigninURL: signin, AdminPrincipal: admin.ID,
+		APIURL: c.APIURL(), Tunnel: c.TunnelAddr(), AdminToken: token, Tenant: Tenant, NodeID: a.NodeID(),
+		AgentSocket: a.SocketPath(), CAFile: c.CAFile(), SigninURL: signin, AdminPrincipal: admin.ID, PID: os.Getpid(),
 	}
 	raw, _ := json.MarshalIndent(info, "", "  ")
 	if err := certs.WriteFileAtomic(filepath.Join(dir, DevFile), append(raw, '\n'), 0o600); err != nil {
 		return err
+	}
+	// Only commands that work here are suggested (R-DEV-4): a session of
+	// a profile dev mode registered, or how to get the vendor CLIs.
+	try := "  go run ./coordinator/cmd/olivares session start --profile " + firstOr(profiles, "") + " --workspace default\n"
+	if len(profiles) == 0 {
+		try = noCLIs
 	}
 	fmt.Fprintf(o.Out, `
 Olivares dev mode is ready (node %s connected over %s).
@@ -184,6 +218,7 @@ Olivares dev mode is ready (node %s connected over %s).
               for 15 minutes: olivares-coordinator signin-link --principal %s
               --state-dir %s mints another)
   API        %s
+  tunnel     %s
   tenant     %s
   admin token in %s
 
@@ -191,77 +226,137 @@ Try:
   go run ./coordinator/cmd/olivares login --dev %s
   go run ./coordinator/cmd/olivares node list
   go run ./coordinator/cmd/olivares profile list
-  go run ./coordinator/cmd/olivares session start --profile codex --workspace default
-  go run ./agent/cmd/olivares-agent status --state-dir %s
+%s  go run ./agent/cmd/olivares-agent status --state-dir %s
 
 Ctrl-C stops everything.
-`, a.NodeID(), c.Fleet.Link(a.NodeID()).Transport, signin, admin.ID, cfg.StateDir, info.APIURL, Tenant, filepath.Join(dir, DevFile),
-		filepath.Join(dir, DevFile), agentDir)
+`, a.NodeID(), c.Fleet.Link(a.NodeID()).Transport, signin, admin.ID, cfg.StateDir, info.APIURL, info.Tunnel, Tenant, filepath.Join(dir, DevFile),
+		filepath.Join(dir, DevFile), try, agentDir)
 	if o.Ready != nil {
 		o.Ready(info)
 	}
-	select {
-	case <-ctx.Done():
-		step("stopping")
-		return nil
-	case err := <-c.Errors():
-		return err
-	case err := <-agentDone:
-		agentDone <- err
-		if err == nil {
-			err = errors.New("agent stopped")
+	watch := time.NewTicker(time.Second)
+	defer watch.Stop()
+	told := false
+	for {
+		select {
+		case <-ctx.Done():
+			step("stopping")
+			return nil
+		case err := <-c.Errors():
+			return err
+		case err := <-agentDone:
+			agentDone <- err
+			if err == nil {
+				err = errors.New("agent stopped")
+			}
+			return fmt.Errorf("dev: embedded agent: %w", err)
+		case <-watch.C:
+			if !told && a.Link().State == link.StateRevoked {
+				told = true
+				step("the local node %s was revoked: it will not connect again. Stop dev mode and start it with --reenroll to enroll this host again (its profiles and workspace default move to the new node)", a.NodeID())
+			}
 		}
-		return fmt.Errorf("dev: embedded agent: %w", err)
 	}
+}
+
+// noCLIs is the usage's advice when no vendor CLI was found (R-DEV-4).
+const noCLIs = `  (no vendor CLI was found on PATH, so no profile was registered and no session
+   can start yet. Install the pinned ones with bash scripts/install-clis; they land
+   in .clis/node_modules/.bin: export PATH="$PWD/.clis/node_modules/.bin:$PATH" and
+   start dev mode again.)
+`
+
+func firstOr(ss []string, def string) string {
+	if len(ss) == 0 {
+		return def
+	}
+	return ss[0]
+}
+
+// portOf is the port of a host:port ("" when malformed).
+func portOf(addr string) string {
+	_, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		return ""
+	}
+	return p
+}
+
+// portFree reports whether addr can be listened on now (TCP, and UDP with
+// udp).
+func portFree(addr string, udp bool) bool {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return false
+	}
+	ln.Close()
+	if udp {
+		pc, err := net.ListenPacket("udp", addr)
+		if err != nil {
+			return false
+		}
+		pc.Close()
+	}
+	return true
 }
 
 // setupRuns makes dev mode ready to launch (issue 3): one profile per
 // vendor CLI found on the agent's PATH, named after the tool, whose home is
 // the user's own (so the CLI's existing login is used), and the directory
 // dev mode was started in as workspace "default". Both are made once and
-// kept across restarts.
-func setupRuns(ctx context.Context, c *coordd.Coordinator, a *agentd.Agent, step func(string, ...any)) error {
+// kept across restarts. It returns the names of the tenant's profiles of
+// this node; with no CLI on PATH it says so and how to get them (R-DEV-4).
+func setupRuns(ctx context.Context, c *coordd.Coordinator, a *agentd.Agent, step func(string, ...any)) ([]string, error) {
 	ps, err := c.Store.ListProfiles(ctx, Tenant)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	have := map[string]bool{}
+	var names []string
 	for _, p := range ps {
 		have[p.Name] = true
+		if p.NodeID == a.NodeID() {
+			names = append(names, p.Name)
+		}
 	}
 	home, err := os.UserHomeDir()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	for _, cli := range a.Status(ctx).Capabilities.CLIs {
+	clis := a.Status(ctx).Capabilities.CLIs
+	if len(clis) == 0 {
+		step("no vendor CLI (claude, codex, grok, gemini, opencode) on PATH, so no new profile: bash scripts/install-clis installs the pinned ones in .clis/node_modules/.bin; put that directory on PATH and start dev mode again")
+	}
+	for _, cli := range clis {
 		if have[cli.Name] { // every CLI the agent looks for is a launchable tool
 			continue
 		}
 		p, err := c.API.CreateProfile(ctx, Tenant, apitypes.ProfileCreate{NodeID: a.NodeID(), Tool: cli.Name, Name: cli.Name, Home: home})
 		if err != nil {
-			return fmt.Errorf("dev: profile %s: %w", cli.Name, err)
+			return nil, fmt.Errorf("dev: profile %s: %w", cli.Name, err)
 		}
+		names = append(names, p.Name)
 		step("profile %s (%s, home %s)", p.Name, p.Ref, p.Home)
 	}
 	ws, err := c.Store.ListWorkspaces(ctx, Tenant)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	for _, w := range ws {
 		if w.Name == "default" {
-			return nil
+			return names, nil
 		}
 	}
 	wd, err := os.Getwd()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	w, err := c.API.CreateWorkspace(ctx, Tenant, apitypes.WorkspaceCreate{NodeID: a.NodeID(), Path: wd, Name: "default"})
 	if err != nil {
-		return fmt.Errorf("dev: workspace default: %w", err)
+		return nil, fmt.Errorf("dev: workspace default: %w", err)
 	}
 	step("workspace default (%s, %s)", w.Ref, w.Path)
-	return nil
+	return names, nil
 }
 
 // adminToken reuses dev.json's admin token when the store still knows it.
@@ -274,23 +369,63 @@ func adminToken(ctx context.Context, c *coordd.Coordinator, dir string) (string,
 			}
 		}
 	}
-	tok, _, err := c.CreatePrincipal(ctx, Tenant, "dev-admin", store.RoleAdmin, store.KindHuman)
+	// The dev admin exists but its token was revoked: it gets a new one
+	// (names are unique in a tenant, R-LIFE-4).
+	ps, err := c.Store.ListPrincipals(ctx, Tenant)
+	if err != nil {
+		return "", err
+	}
+	for _, p := range ps {
+		if p.Name == devAdmin && p.Roles[Tenant] == store.RoleAdmin {
+			tok, _, err := c.AddCredential(ctx, p.ID, store.CredSession, "dev.json")
+			return tok, err
+		}
+	}
+	tok, _, err := c.CreatePrincipal(ctx, Tenant, devAdmin, store.RoleAdmin, store.KindHuman)
 	return tok, err
 }
 
-func enrollIfNeeded(ctx context.Context, c *coordd.Coordinator, agentDir string, step func(string, ...any)) error {
+// devAdmin is the dev admin principal's name.
+const devAdmin = "dev-admin"
+
+// enrollIfNeeded enrolls the local agent on first start. A node the
+// coordinator revoked (or forgot) is refused with the way out (R-DEV-2):
+// with reenroll, the agent enrolls again in the same state dir, and the old
+// node's profiles, workspaces and runs move to the new one.
+func enrollIfNeeded(ctx context.Context, c *coordd.Coordinator, agentDir string, reenroll bool, step func(string, ...any)) error {
+	old := ""
 	if state.Exists(agentDir) {
 		db, err := state.Open(agentDir)
 		if err != nil {
 			return err
 		}
-		_, err = identity.Load(db, agentDir)
+		id, err := identity.Load(db, agentDir)
 		db.Close()
-		if err == nil {
+		switch {
+		case err == nil:
+			old = id.NodeID
+		case !errors.Is(err, identity.ErrNotEnrolled):
+			return err
+		}
+	}
+	if old != "" {
+		n, err := c.Store.GetNode(ctx, old)
+		gone := errors.Is(err, store.ErrNotFound)
+		if err != nil && !gone {
+			return err
+		}
+		if !gone && n.RevokedAt.IsZero() {
+			if reenroll {
+				step("--reenroll: node %s is not revoked; it is kept", old)
+			}
 			return nil
 		}
-		if !errors.Is(err, identity.ErrNotEnrolled) {
-			return err
+		if !reenroll {
+			what := "was revoked at " + n.RevokedAt.UTC().Format(time.RFC3339)
+			if gone {
+				what = "was revoked and forgotten"
+			}
+			return fmt.Errorf("dev: the local node %s %s, so it cannot connect. Start dev mode with --reenroll to enroll this host again as a new node; its profiles and workspace default move there, and its runs stay as history", old, what)
 		}
 	}
 	host, _ := os.Hostname()
@@ -299,8 +434,25 @@ func enrollIfNeeded(ctx context.Context, c *coordd.Coordinator, agentDir string,
 		return err
 	}
 	step("enrolling the local agent as %s (join token, CA pin %s)", iss.NodeID, iss.CAPin)
-	_, err = agentenroll.Enroll(ctx, agentenroll.Options{Coordinator: c.TunnelAddr(), Token: iss.Token, CAPin: iss.CAPin, StateDir: agentDir})
-	return err
+	if _, err := agentenroll.Enroll(ctx, agentenroll.Options{Coordinator: c.TunnelAddr(), Token: iss.Token, CAPin: iss.CAPin, StateDir: agentDir, Replace: old != ""}); err != nil {
+		return err
+	}
+	if old == "" {
+		return nil
+	}
+	e := apitypes.AuditEntry{At: time.Now().UTC(), Tenant: Tenant, Actor: api.OperatorActor, Event: apitypes.AuditNodeReassigned,
+		Target: apitypes.AuditTarget{NodeID: iss.NodeID}}
+	e.Detail, _ = json.Marshal(map[string]string{"from": old})
+	moved, err := c.Store.ReassignNode(ctx, old, iss.NodeID, e)
+	if errors.Is(err, store.ErrNotFound) {
+		step("node %s was forgotten: nothing to move to %s", old, iss.NodeID)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("dev: move node %s's records to %s: %w", old, iss.NodeID, err)
+	}
+	step("moved %d profiles, %d workspaces and %d runs from revoked node %s to %s", moved.Profiles, moved.Workspaces, moved.Runs, old, iss.NodeID)
+	return nil
 }
 
 func sanitize(s string) string {

@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"sort"
 	"sync"
@@ -205,6 +206,10 @@ func (f *Fleet) refuse(ctx context.Context, sess tunnel.Session, id, why string)
 	}
 	wire.Respond(s, nil, &wire.Error{Status: http.StatusForbidden, Code: proto.CodeNodeRevoked,
 		Message: why + "; it cannot connect again. Enroll the host again with a new join token"})
+	// Closing at once could drop the answer (QUIC's CONNECTION_CLOSE
+	// overtakes stream data): wait until the agent has read it and closed
+	// its side, or the deadline.
+	io.Copy(io.Discard, s)
 }
 
 // HandshakeFailed counts a failed tunnel handshake (listeners call it).

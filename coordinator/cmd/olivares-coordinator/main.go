@@ -6,7 +6,8 @@
 //	olivares-coordinator ca init --dir DIR
 //	olivares-coordinator ca rotate|promote --dir DIR
 //	olivares-coordinator token create [--ttl 30m] [--label k=v]... [--tenant T] [--json]
-//	olivares-coordinator principal create --tenant T --name N --role viewer|operator|admin --kind human|agent [--json]
+//	olivares-coordinator principal create --tenant T --name N --role viewer|operator|admin --kind human|agent [--new-tenant] [--json]
+//	olivares-coordinator tenant create ID | tenant list [--json]
 //	olivares-coordinator principal add-credential --principal ID [--kind session|api_token] [--label L] [--json]
 //	olivares-coordinator signin-link --principal ID [--ttl 15m] [--url BASE] [--json]
 //	olivares-coordinator migrate --from-bbolt FILE --to-postgres DSN
@@ -39,9 +40,13 @@ import (
 const usage = `olivares-coordinator: the Olivares control plane.
 
 Usage:
-  olivares-coordinator dev [--state-dir DIR] [--http 127.0.0.1:7443] [--tunnel 127.0.0.1:7444]
+  olivares-coordinator dev [--state-dir DIR] [--http 127.0.0.1:7443] [--tunnel 127.0.0.1:7444] [--reenroll]
       Everything on this host: CA, tenant "default", an admin, one local agent
       enrolled with a real join token over the real tunnel. Writes DIR/dev.json.
+      Port 0 picks a free port (the tunnel's too) and keeps it across restarts
+      while it is free. --reenroll enrolls the local agent again after its node
+      was revoked, and moves its profiles and workspace default to the new node.
+      Started by go run, it stops when go run is killed.
   olivares-coordinator serve --config FILE [--state-dir DIR]
       Production mode: TLS on the public API, tunnel listener for agents.
       SIGHUP reloads the API's certificate files and the CA (after ca promote)
@@ -51,8 +56,11 @@ Usage:
   olivares-coordinator ca promote --dir DIR     make the next root the signer
   olivares-coordinator token create [--ttl 30m] [--label k=v]... [--tenant default] [--state-dir DIR] [--json]
       A single-use join token for one new node, and the CA pin to check.
-  olivares-coordinator principal create --tenant T --name N --role viewer|operator|admin --kind human|agent [--state-dir DIR] [--json]
-      A principal and its bearer token (shown once).
+  olivares-coordinator principal create --tenant T --name N --role viewer|operator|admin --kind human|agent [--new-tenant] [--state-dir DIR] [--json]
+      A principal and its bearer token (shown once). Names are unique in a
+      tenant; a tenant that does not exist is refused unless --new-tenant.
+  olivares-coordinator tenant create ID | tenant list [--state-dir DIR] [--json]
+      Create a tenant, or list them all.
   olivares-coordinator principal add-credential --principal ID [--kind session|api_token] [--label L] [--state-dir DIR] [--json]
       Another bearer token for the principal (shown once). A session credential
       (a console or olivares login session) shares the person's pins, snoozes and
@@ -120,6 +128,14 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 			return cmdAddCredential(ctx, args[2:], out)
 		}
 		return usageError{errors.New("principal: want principal create or principal add-credential")}
+	case "tenant":
+		switch {
+		case len(args) >= 2 && args[1] == "create":
+			return cmdTenantCreate(ctx, args[2:], out)
+		case len(args) >= 2 && args[1] == "list":
+			return cmdTenantList(ctx, args[2:], out)
+		}
+		return usageError{errors.New("tenant: want tenant create or tenant list")}
 	case "signin-link":
 		return cmdSigninLink(ctx, args[1:], out)
 	case "migrate":
@@ -151,12 +167,28 @@ func cmdDev(ctx context.Context, args []string, out io.Writer) error {
 	fs := newFlags("dev", out)
 	dir := fs.String("state-dir", devmode.DefaultStateDir(), "state directory (created on first start, reused after)")
 	httpAddr := fs.String("http", "127.0.0.1:7443", "API address (loopback only; port 0 picks one, dev.json has it)")
-	tun := fs.String("tunnel", "127.0.0.1:7444", "tunnel address, TCP and UDP (loopback only)")
+	tun := fs.String("tunnel", "127.0.0.1:7444", "tunnel address, TCP and UDP (loopback only; a free port when --http has port 0, dev.json has it)")
 	noQUIC := fs.Bool("no-quic", false, "leave out the QUIC listener (the agent falls back to yamux)")
+	reenroll := fs.Bool("reenroll", false, "when the local node was revoked: enroll this host again and move its profiles and workspace default to the new node")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	return devmode.Run(ctx, devmode.Options{StateDir: *dir, HTTP: *httpAddr, Tunnel: *tun, DisableQUIC: *noQUIC, Out: out})
+	tunnel := *tun
+	if !flagSet(fs, "tunnel") {
+		tunnel = "" // dev mode picks: 7444, or a free port with --http ...:0
+	}
+	// Started by go run: stop with it (R-DEV-1).
+	if err := devmode.DieWithGoRun(); err != nil {
+		return err
+	}
+	return devmode.Run(ctx, devmode.Options{StateDir: *dir, HTTP: *httpAddr, Tunnel: tunnel, DisableQUIC: *noQUIC, Reenroll: *reenroll, Out: out})
+}
+
+// flagSet reports whether the command line set flag name.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 func cmdServe(ctx context.Context, args []string, out io.Writer) error {
@@ -302,6 +334,7 @@ func cmdPrincipalCreate(ctx context.Context, args []string, out io.Writer) error
 	name := fs.String("name", "", "name")
 	role := fs.String("role", "", "viewer, operator or admin")
 	kind := fs.String("kind", "human", "human or agent")
+	newTenant := fs.Bool("new-tenant", false, "create the tenant when it does not exist (otherwise an unknown tenant is refused)")
 	dir := fs.String("state-dir", defaultStateDir(), "the running coordinator's state directory")
 	asJSON := fs.Bool("json", false, "print JSON")
 	if err := parse(fs, args); err != nil {
@@ -311,7 +344,7 @@ func cmdPrincipalCreate(ctx context.Context, args []string, out io.Writer) error
 		return usageError{errors.New("principal create: --tenant, --name and --role are required")}
 	}
 	var resp coordd.PrincipalResponse
-	err := localsock.Do(ctx, adminSock(*dir), "POST", "/principals", coordd.PrincipalRequest{Tenant: *tenant, Name: *name, Role: *role, Kind: *kind}, &resp)
+	err := localsock.Do(ctx, adminSock(*dir), "POST", "/principals", coordd.PrincipalRequest{Tenant: *tenant, Name: *name, Role: *role, Kind: *kind, NewTenant: *newTenant}, &resp)
 	if err != nil {
 		return notRunning(err, *dir)
 	}
@@ -319,6 +352,59 @@ func cmdPrincipalCreate(ctx context.Context, args []string, out io.Writer) error
 		return json.NewEncoder(out).Encode(resp)
 	}
 	fmt.Fprintf(out, "principal %s (%s, %s in %s)\ntoken: %s\n(shown once; it is stored only as a hash)\n", resp.PrincipalID, resp.Kind, resp.Role, resp.Tenant, resp.Token)
+	return nil
+}
+
+func cmdTenantCreate(ctx context.Context, args []string, out io.Writer) error {
+	fs := newFlags("tenant create", out)
+	dir := fs.String("state-dir", defaultStateDir(), "the running coordinator's state directory")
+	asJSON := fs.Bool("json", false, "print JSON")
+	var id string
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		id, args = args[0], args[1:]
+	}
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if id == "" {
+		return usageError{errors.New("tenant create: give the tenant's id (tenant create ID)")}
+	}
+	var t struct {
+		ID        string    `json:"id"`
+		CreatedAt time.Time `json:"created_at"`
+	}
+	if err := localsock.Do(ctx, adminSock(*dir), "POST", "/tenants", coordd.TenantRequest{ID: id}, &t); err != nil {
+		return notRunning(err, *dir)
+	}
+	if *asJSON {
+		return json.NewEncoder(out).Encode(t)
+	}
+	fmt.Fprintf(out, "tenant %s created; add people with olivares-coordinator principal create --tenant %s ...\n", t.ID, t.ID)
+	return nil
+}
+
+func cmdTenantList(ctx context.Context, args []string, out io.Writer) error {
+	fs := newFlags("tenant list", out)
+	dir := fs.String("state-dir", defaultStateDir(), "the running coordinator's state directory")
+	asJSON := fs.Bool("json", false, "print JSON")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	var resp struct {
+		Items []struct {
+			ID        string    `json:"id"`
+			CreatedAt time.Time `json:"created_at"`
+		} `json:"items"`
+	}
+	if err := localsock.Do(ctx, adminSock(*dir), "GET", "/tenants", nil, &resp); err != nil {
+		return notRunning(err, *dir)
+	}
+	if *asJSON {
+		return json.NewEncoder(out).Encode(resp)
+	}
+	for _, t := range resp.Items {
+		fmt.Fprintf(out, "%s\t%s\n", t.ID, t.CreatedAt.UTC().Format(time.RFC3339))
+	}
 	return nil
 }
 
