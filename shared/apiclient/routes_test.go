@@ -59,7 +59,10 @@ func TestEveryRoute(t *testing.T) {
 		func() error { _, err := c.Audit(ctx, apiclient.AuditQuery{Limit: 5}); return err },
 		func() error { _, err := c.Principals(ctx); return err },
 		func() error { _, err := c.Principal(ctx, "prn_1"); return err },
-		func() error { _, err := c.CreatePrincipal(ctx, apitypes.PrincipalCreate{Name: "ana", Role: "viewer"}); return err },
+		func() error {
+			_, err := c.CreatePrincipal(ctx, apitypes.PrincipalCreate{Name: "ana", Role: "viewer"})
+			return err
+		},
 		func() error { _, err := c.RevokePrincipal(ctx, "prn_1"); return err },
 		func() error { _, err := c.CreateCredential(ctx, "prn_1", apitypes.CredentialCreate{}); return err },
 		func() error { _, err := c.Credentials(ctx, ""); return err },
