@@ -256,3 +256,87 @@ func TestLifecyclePrincipalsAndCredentials(t *testing.T) {
 		}
 	}
 }
+
+// The same lifecycle through the olivares CLI, as a person runs it: a
+// leaked token is revoked in one command; principals, credentials and
+// tenants are listed; a profile's environment and home are corrected; a
+// profile, a workspace and a revoked node are removed; logout revokes the
+// CLI's own credential and leaves the token it was given alive (R-LIFE-*).
+func TestLifecycleCLI(t *testing.T) {
+	t.Parallel()
+	f := setup(t, "yamux", integration.ProcOptions{})
+	must := func(want int, args ...string) string {
+		t.Helper()
+		out, code := f.cli(args...)
+		if code != want {
+			t.Fatalf("olivares %s: exit %d, want %d\n%s", strings.Join(args, " "), code, want, out)
+		}
+		return out
+	}
+	var created apitypes.PrincipalCreated
+	if err := json.Unmarshal([]byte(must(0, "principal", "create", "--name", "bob", "--role", "viewer", "--json")), &created); err != nil || created.Token == "" {
+		t.Fatalf("principal create --json: %v %+v", err, created)
+	}
+	if out := must(0, "principal", "list"); !strings.Contains(out, "bob") || !strings.Contains(out, created.Principal.ID) {
+		t.Fatalf("principal list:\n%s", out)
+	}
+	if out := must(0, "credential", "list"); !strings.Contains(out, created.CredentialID) || !strings.Contains(out, "(this login)") {
+		t.Fatalf("credential list:\n%s", out)
+	}
+	bob := f.env.Client(created.Token)
+	bob.Must(http.StatusOK, http.MethodGet, "/v1/whoami", nil, nil)
+	if out := must(0, "credential", "revoke", created.CredentialID); !strings.Contains(out, "no longer works") {
+		t.Fatalf("credential revoke:\n%s", out)
+	}
+	if got := bob.Call(http.MethodGet, "/v1/whoami", nil); got.Status != http.StatusUnauthorized {
+		t.Fatalf("the revoked token: %d, want 401", got.Status)
+	}
+	must(4, "credential", "revoke", created.CredentialID)
+	if out := must(0, "tenant", "list"); !strings.Contains(out, integration.Tenant) || !strings.Contains(out, "admin") {
+		t.Fatalf("tenant list:\n%s", out)
+	}
+
+	p := f.profile("codex")
+	home := filepath.Join(t.TempDir(), "moved")
+	var up apitypes.Profile
+	if err := json.Unmarshal([]byte(must(0, "profile", "update", p.Name, "--env", "A=1", "--env", "B=2", "--home", home, "--json")), &up); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(up.EnvKeys, []string{"A", "B"}) || up.Home != home {
+		t.Fatalf("profile update: %+v", up)
+	}
+	must(0, "profile", "update", p.Ref, "--unset-env", "A")
+	f.viewer.Must(http.StatusOK, http.MethodGet, profilesPath+"/"+p.Ref, nil, &up)
+	if !slices.Equal(up.EnvKeys, []string{"B"}) {
+		t.Fatalf("after --unset-env A: %v", up.EnvKeys)
+	}
+	must(0, "profile", "delete", p.Name)
+	must(4, "profile", "show", p.Ref)
+	must(0, "workspace", "delete", f.ws.Name)
+
+	if out := must(5, "node", "forget", f.agent.ID); !strings.Contains(out, "node_not_revoked") {
+		t.Fatalf("forget a live node:\n%s", out)
+	}
+	must(0, "node", "revoke", f.agent.ID)
+	if out := must(0, "node", "forget", f.agent.ID); !strings.Contains(out, "forgotten") {
+		t.Fatalf("node forget:\n%s", out)
+	}
+	if out := must(0, "node", "list"); strings.Contains(out, f.agent.ID) {
+		t.Fatalf("node list still shows the forgotten node:\n%s", out)
+	}
+
+	// Logout revokes the CLI's own credential; the admin token it logged
+	// in with stays valid.
+	if out := must(0, "logout"); !strings.Contains(out, "logged out") {
+		t.Fatalf("logout:\n%s", out)
+	}
+	if out, code := f.cli("whoami"); code == 0 || !strings.Contains(out, "not logged in") {
+		t.Fatalf("whoami after logout: %d %s", code, out)
+	}
+	f.admin.Must(http.StatusOK, http.MethodGet, "/v1/whoami", nil, nil)
+	var page apitypes.AuditList
+	f.admin.Must(http.StatusOK, http.MethodGet, "/v1/audit?event="+apitypes.AuditSignedOut, nil, &page)
+	if len(page.Items) != 1 {
+		t.Fatalf("sign-outs in the ledger: %d, want 1", len(page.Items))
+	}
+}

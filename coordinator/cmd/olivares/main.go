@@ -62,8 +62,10 @@ Usage:
   olivares profile list [--json]
   olivares profile show REF [--json]
   olivares profile update REF|NAME [--active=BOOL] [--requires-approval=BOOL]
-                          [--allow-workspace WS ...] [--engine-hooks=BOOL] [--json]
-      Change the policy; it applies to the next launch or resume.
+                          [--allow-workspace WS ...] [--engine-hooks=BOOL]
+                          [--env K=V ...] [--unset-env K ...] [--home DIR] [--json]
+      Change the policy, the tool's environment (values stay on the node) or
+      the home; it applies to the next launch or resume.
   olivares workspace add --node ID --path DIR --name NAME [--read-only]
                          [--allow-subpath P ...] [--max-read-bytes N] [--dlp allow|deny] [--json]
       Register a directory on a node; DIR is a path on the node, sent as given.
@@ -140,6 +142,7 @@ Usage:
       Release a run that is not live (admin): its marks go, it can be deleted.
   olivares session delete REF           delete a released run (admin)
 
+` + lifecycleUsage + `
   olivares vault add NAME --value-file FILE|-   store a secret (admin); never on the command line
   olivares vault list [--json]
   olivares vault delete REF
@@ -288,11 +291,14 @@ func newClient(c Credentials, timeout time.Duration) (*apiclient.Client, error) 
 
 // groups are the commands that take a subcommand word.
 var groups = map[string]string{
-	"node":      "list, show or revoke",
-	"profile":   "add, list, show or update",
-	"workspace": "add or list",
-	"session":   "start, list, show, events, input, interrupt, stop, resume, attach, pin, unpin, snooze, unsnooze, done, undone, rename, archive, unarchive, cleanup or delete",
-	"codex":     "sessions, continue or archive",
+	"node":       "list, show, revoke or forget",
+	"profile":    "add, list, show, update or delete",
+	"workspace":  "add, list, show or delete",
+	"principal":  "list, show, create or revoke",
+	"credential": "list, create or revoke",
+	"tenant":     "list",
+	"session":    "start, list, show, events, input, interrupt, stop, resume, attach, pin, unpin, snooze, unsnooze, done, undone, rename, archive, unarchive, cleanup or delete",
+	"codex":      "sessions, continue or archive",
 }
 
 func run(ctx context.Context, args []string, out, errOut io.Writer) (err error) {
@@ -304,6 +310,9 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) (err error) 
 	// An API error is told in the command's own terms: its flags, not the
 	// API's fields.
 	defer func() { err = explain(cmd, err) }()
+	if ok, err := runLifecycle(ctx, args, out); ok {
+		return err
+	}
 	if want, ok := groups[cmd]; ok {
 		if len(rest) > 0 && (rest[0] == "-h" || rest[0] == "--help" || rest[0] == "help") {
 			fmt.Fprint(out, usage)
@@ -417,6 +426,17 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) (err error) 
 		who, err := cl.Whoami(ctx)
 		if err != nil {
 			return fmt.Errorf("login refused: %w", err)
+		}
+		if !*ssoLogin {
+			// R-LIFE-5: keep a credential of this login's own, which
+			// olivares logout revokes; the token given stays as it was.
+			own, ok, err := ownCredential(ctx, cl)
+			if err != nil {
+				return fmt.Errorf("login: %w", err)
+			}
+			if ok {
+				creds.Token = own
+			}
 		}
 		p, err := credPath()
 		if err != nil {

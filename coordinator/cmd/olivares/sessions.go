@@ -61,6 +61,7 @@ type cmdOpts struct {
 	auditFilter      map[string]string
 	agent            string
 	messages         messagesFlags
+	envEdit          profileEnvFlags
 }
 
 // commands lists each command with its positional argument, if any.
@@ -92,6 +93,7 @@ func (o *cmdOpts) define(cmd string, fs *flag.FlagSet) {
 		o.definePolicy(fs)
 	case "profile update":
 		o.definePolicy(fs)
+		o.envEdit.define(fs)
 	case "workspace add":
 		fs.StringVar(&o.node, "node", "", "node id the directory is on")
 		fs.StringVar(&o.path, "path", "", "absolute directory path on the node")
@@ -263,6 +265,7 @@ func (o *cmdOpts) profileUpdate() apitypes.ProfileUpdate {
 		ts := []string(o.policy.denyTools)
 		u.DeniedTools = &ts
 	}
+	o.envEdit.apply(&u, o.set)
 	return u
 }
 
