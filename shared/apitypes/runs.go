@@ -288,7 +288,7 @@ type ProfileUpdate struct {
 	EngineHooks            *bool     `json:"engine_hooks,omitempty"`
 	DeniedTools            *[]string `json:"denied_tools,omitempty"`
 	// Env sets these variables (added or replaced); the values go to the
-	// node and stay there (R-PROF-7). UnsetEnv removes variables by name.
+	// node and stay there (R-PROF-2). UnsetEnv removes variables by name.
 	// A name may not be in both.
 	Env      map[string]string `json:"env,omitempty"`
 	UnsetEnv []string          `json:"unset_env,omitempty"`
