@@ -35,6 +35,7 @@ import (
 	"github.com/olivares-dev/olivares/coordinator/store"
 	"github.com/olivares-dev/olivares/coordinator/vault"
 	"github.com/olivares-dev/olivares/shared/apierr"
+	"github.com/olivares-dev/olivares/shared/apitypes"
 )
 
 // The routes (served by the console package, documented in openapi.yaml).
@@ -422,6 +423,19 @@ func (p *Provider) signIn(ctx context.Context, id store.External, name string, r
 		return Result{}, err
 	}
 	cred.PrincipalID = pr.ID
+	// R-AUD-6: the sign-in, in every tenant of the person (and the
+	// principal's creation when this is their first). The session exists
+	// already, so a failed append is not the sign-in's failure.
+	for t := range pr.Roles {
+		actor := store.AuditActor(pr, cred)
+		target := apitypes.AuditTarget{PrincipalID: pr.ID, CredentialID: cred.ID}
+		if created {
+			p.st.AppendAudit(ctx, apitypes.AuditEntry{At: now, Tenant: t, Actor: actor, Event: apitypes.AuditPrincipalCreated, Target: target,
+				Detail: json.RawMessage(`{"via":"sso"}`)})
+		}
+		p.st.AppendAudit(ctx, apitypes.AuditEntry{At: now, Tenant: t, Actor: actor, Event: apitypes.AuditSignedIn, Target: target,
+			Detail: json.RawMessage(`{"via":"sso"}`)})
+	}
 	return Result{Principal: pr, Token: tok, Credential: cred, Created: created}, nil
 }
 
