@@ -252,6 +252,22 @@ func TestConformance(t *testing.T) {
 			if end := turn(t, h, p, "after"); end.IsError {
 				t.Errorf("turn after the interrupt: %+v", end)
 			}
+			// An interrupt right after the input, before the tool named
+			// the turn, cancels that turn too, as the real CLIs do
+			// (TestRealInterruptEarly), and the next input is answered.
+			if err := h.encode(p.input("slow")); err != nil {
+				t.Fatal(err)
+			}
+			if active, _ := h.interrupt(); !active {
+				t.Fatal("Interrupt() right after the input: not active")
+			}
+			if end := h.await(cliruntime.EventTurnEnded); !end.IsError || end.Reason != p.interrupted {
+				t.Errorf("turn interrupted before it began ended %+v, want is_error and reason %q", end, p.interrupted)
+			}
+			if end := turn(t, h, p, "after early"); end.IsError {
+				t.Errorf("turn after the early interrupt: %+v", end)
+			}
+			h.stdout.await(t, "answer after the early interrupt", func(s string, _ int64) bool { return strings.Contains(s, "pong: after early") })
 
 			// stderr stays its own stream (R-TR-2); bulk output gets through.
 			turn(t, h, p, "stderr canary-on-stderr")

@@ -123,7 +123,13 @@ type claude struct {
 
 	mu     sync.Mutex
 	cancel chan struct{} // closed to interrupt the running turn
-	queued int
+	queued int           // user messages read whose turn has not begun
+	// cancelNext: an interrupt came while no turn ran and a message was
+	// queued; that message's turn begins cancelled. Claude Code takes a
+	// control request in stdin order: an interrupt right after a message
+	// aborts its turn, even before the model request (TestRealInterruptEarly
+	// in agent/drivers).
+	cancelNext bool
 }
 
 func runClaude(p *peer, args []string) int {
@@ -202,10 +208,7 @@ func runClaude(p *peer, args []string) int {
 	p.listen()
 	go c.readStdin()
 	for text := range c.queue {
-		c.mu.Lock()
-		c.queued--
-		c.mu.Unlock()
-		c.turn(text)
+		c.turn(text, c.begin())
 		if c.stopping.Load() {
 			return 0
 		}
@@ -228,14 +231,34 @@ func (c *claude) sigint() {
 	c.interruptLocked()
 }
 
+// interruptLocked cancels the running turn, else the turn of the next
+// queued message: the interrupt follows that message on stdin.
 func (c *claude) interruptLocked() {
-	if c.cancel != nil {
+	switch {
+	case c.cancel != nil:
 		select {
 		case <-c.cancel:
 		default:
 			close(c.cancel)
 		}
+	case c.queued > 0:
+		c.cancelNext = true
 	}
+}
+
+// begin makes the next queued message the running turn and returns its
+// cancel channel, under the lock an interrupt takes, so that no interrupt
+// falls between the message leaving the queue and its turn starting.
+func (c *claude) begin() chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.queued--
+	c.cancel = make(chan struct{})
+	if c.cancelNext {
+		c.cancelNext = false
+		close(c.cancel)
+	}
+	return c.cancel
 }
 
 // readStdin takes one frame per line; on EOF the queued turns still run.
@@ -424,28 +447,29 @@ func (c *claude) assistant(text string, extra map[string]any) {
 	c.p.emit(f)
 }
 
+// result ends the turn. The turn is over once its result is out: under the
+// lock an interrupt takes, it stops being the running turn as the frame
+// goes, so that an interrupt read after the result is for the next queued
+// message, never for this finished turn.
 func (c *claude) result(isErr bool, reason, text string, extra map[string]any) {
-	c.mu.Lock()
-	queued := c.queued
-	c.mu.Unlock()
 	f := map[string]any{"type": "result", "subtype": "success", "is_error": isErr, "result": text, "terminal_reason": reason,
-		"num_turns": 1, "duration_ms": 1, "session_id": c.sid, "total_cost_usd": 0, "queued_turn_count": queued,
+		"num_turns": 1, "duration_ms": 1, "session_id": c.sid, "total_cost_usd": 0,
 		"modelUsage": map[string]any{claudeModel: map[string]any{"inputTokens": 1, "outputTokens": 1, "contextWindow": 1000000, "maxOutputTokens": 128000}},
 		"uuid":       uuidV4()}
 	for k, v := range extra {
 		f[k] = v
 	}
 	c.lastErr = isErr
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	f["queued_turn_count"] = c.queued
+	c.cancel = nil
 	c.p.emit(f)
 }
 
 // turn runs one user message: system/init at its start (real-clis.md §1.1),
 // then assistant and result.
-func (c *claude) turn(text string) {
-	cancel := make(chan struct{})
-	c.mu.Lock()
-	c.cancel = cancel
-	c.mu.Unlock()
+func (c *claude) turn(text string, cancel chan struct{}) {
 	defer func() {
 		c.mu.Lock()
 		c.cancel = nil
