@@ -117,6 +117,10 @@ func (r *run) start(ctx context.Context, d cliruntime.Driver, spec cliruntime.La
 	if g.handshaken {
 		close(g.handshake)
 	}
+	// Queued before the generation is published: an Input accepted as soon
+	// as r.gen is set (while the started row commits) goes after the
+	// handshake's first lines, never before them (cliruntime.Session).
+	g.push(first.Write)
 	r.update(ledger.Event{Kind: ledger.KindStarted, Generation: n, PID: proc.Pid()}, func(rec *record) {
 		r.gen = g // under r.mu, with the record: never live with the old generation
 		rec.Generation, rec.PID, rec.Ended, rec.FailReason = n, proc.Pid(), false, ""
@@ -125,7 +129,6 @@ func (r *run) start(ctx context.Context, d cliruntime.Driver, spec cliruntime.La
 		rec.StartedAt, rec.EndedAt = now, time.Time{}
 		addTaint(rec, grants, n)
 	})
-	g.push(first.Write)
 	g.events(first.Events)
 
 	var readers sync.WaitGroup
@@ -269,8 +272,8 @@ func (g *generation) encode(in cliruntime.Input) error {
 func (g *generation) interrupt() bool {
 	g.mu.Lock()
 	st, active := g.sess.Interrupt()
+	g.pushLocked(st.Write) // under the lock of the call: in call order
 	g.mu.Unlock()
-	g.push(st.Write)
 	g.events(st.Events)
 	return active
 }
@@ -332,8 +335,8 @@ func (g *generation) observe(line []byte) []cliruntime.Event {
 	g.r.live.Observe(line)
 	g.mu.Lock()
 	st := g.sess.Observe(line)
+	g.pushLocked(st.Write) // under the lock of the call: in call order
 	g.mu.Unlock()
-	g.push(st.Write)
 	g.events(st.Events)
 	return st.Events
 }
