@@ -138,7 +138,7 @@ func (s *Server) pinnedExtras(c echo.Context, q store.RunQuery, page []apitypes.
 			break
 		}
 		r, ok := rows[ref]
-		if !ok || r.Tenant != cl.Tenant || !matches(q, r) {
+		if !ok || r.Tenant != cl.Tenant || !q.Matches(r) {
 			continue
 		}
 		out = append(out, r)
@@ -146,12 +146,6 @@ func (s *Server) pinnedExtras(c echo.Context, q store.RunQuery, page []apitypes.
 	return out, nil
 }
 
-// matches applies the list filters (R-LIST-1) to one row.
-func matches(q store.RunQuery, r apitypes.Run) bool {
-	return (q.State == "" || r.State == q.State) &&
-		(q.LiveRef == "" || r.LiveRef == q.LiveRef) &&
-		(q.ClaudeSessionID == "" || r.ClaudeSessionID == q.ClaudeSessionID)
-}
 
 // auditEntry is an audit row by the caller about a run (R-AUD-3).
 func (s *Server) auditEntry(c echo.Context, event, runRef string) apitypes.AuditEntry {

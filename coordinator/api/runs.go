@@ -433,12 +433,15 @@ func (s *Server) listRuns(c echo.Context) error {
 	qp := c.QueryParams()
 	for k := range qp {
 		switch k {
-		case "state", "live_ref", "claude_session_id", "node_id", "limit", "offset", "pagination", "cursor":
+		case "state", "live_ref", "claude_session_id", "node_id", "provider_profile_ref", "workspace_ref", "driver",
+			"limit", "offset", "pagination", "cursor":
 		default:
 			return apierr.BadRequest("bad_query", "unknown query parameter %q", k)
 		}
 	}
-	q.State, q.LiveRef, q.ClaudeSessionID, q.NodeID = qp.Get("state"), qp.Get("live_ref"), qp.Get("claude_session_id"), qp.Get("node_id")
+	q.State, q.LiveRef, q.ClaudeSessionID = qp.Get("state"), qp.Get("live_ref"), qp.Get("claude_session_id")
+	// R-LIST-7: the run's node, profile, workspace and tool, exact match.
+	q.NodeID, q.ProfileRef, q.WorkspaceRef, q.Driver = qp.Get("node_id"), qp.Get("provider_profile_ref"), qp.Get("workspace_ref"), qp.Get("driver")
 	if q.State != "" && !slices.Contains(apitypes.States, q.State) {
 		return apierr.BadRequest("bad_query", "state %q: use one of %s", q.State, strings.Join(apitypes.States, ", "))
 	}

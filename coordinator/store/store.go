@@ -246,8 +246,10 @@ type RunQuery struct {
 	State           string
 	LiveRef         string
 	ClaudeSessionID string
-	// NodeID keeps the runs of one node (the console's node page).
-	NodeID string
+	NodeID          string
+	ProfileRef      string // provider_profile_ref
+	WorkspaceRef    string
+	Driver          string
 	// Limit is the page size, 1..200 (the caller validates; 0 means 50).
 	Limit int
 	// Offset mode (Cursor == "" and !CursorMode): skip Offset matching rows.
@@ -256,4 +258,16 @@ type RunQuery struct {
 	// page, then the returned next.
 	CursorMode bool
 	Cursor     string
+}
+
+// Matches applies q's exact-match filters to one row; "" matches any value
+// (R-LIST-1, R-LIST-7).
+func (q RunQuery) Matches(r apitypes.Run) bool {
+	return (q.State == "" || r.State == q.State) &&
+		(q.LiveRef == "" || r.LiveRef == q.LiveRef) &&
+		(q.ClaudeSessionID == "" || r.ClaudeSessionID == q.ClaudeSessionID) &&
+		(q.NodeID == "" || r.NodeID == q.NodeID) &&
+		(q.ProfileRef == "" || r.ProviderProfileRef == q.ProfileRef) &&
+		(q.WorkspaceRef == "" || r.WorkspaceRef == q.WorkspaceRef) &&
+		(q.Driver == "" || r.Driver == q.Driver)
 }

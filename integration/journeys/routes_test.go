@@ -64,6 +64,22 @@ func TestRunRouteRefusals(t *testing.T) {
 	if len(list.Items) != 0 {
 		t.Errorf("state=stopped lists %s", mustJSON(list))
 	}
+	// The node, profile, workspace and tool filters (R-LIST-7).
+	for _, q := range []struct {
+		query string
+		n     int
+	}{
+		{"node_id=" + r.NodeID, 1}, {"node_id=node-other", 0},
+		{"provider_profile_ref=" + r.ProviderProfileRef, 1}, {"provider_profile_ref=prof_other", 0},
+		{"driver=" + r.Driver, 1}, {"driver=grok", 0},
+		{"workspace_ref=ws_other", 0},
+		{"driver=" + r.Driver + "&state=idle&node_id=" + r.NodeID, 1},
+	} {
+		op.Must(http.StatusOK, http.MethodGet, "/v1/m/sessions/runs?"+q.query, nil, &list)
+		if len(list.Items) != q.n {
+			t.Errorf("%s lists %d runs, want %d", q.query, len(list.Items), q.n)
+		}
+	}
 	// Interrupt and resume of a stopped run: 409 and 200.
 	f.post(op, http.StatusOK, r.RunRef, "stop", nil, nil)
 	check(op, http.MethodPost, base+r.RunRef+"/interrupt", nil, http.StatusConflict, "not_live")

@@ -11,8 +11,14 @@ import (
 
 // RunQuery filters GET /runs; empty fields are not sent.
 type RunQuery struct {
-	State           string // one of apitypes.States
-	LiveRef         string
+	State   string // one of apitypes.States
+	LiveRef string
+	// Exact-match filters on the run's node, profile, workspace and tool
+	// (node_id, provider_profile_ref, workspace_ref, driver).
+	NodeID          string
+	ProfileRef      string
+	WorkspaceRef    string
+	Driver          string
 	ClaudeSessionID string
 	Limit           int // 1..200; 0 for the server's default (50)
 	Offset          int
@@ -28,6 +34,10 @@ func (q RunQuery) Values() url.Values {
 	setStr(v, "state", q.State)
 	setStr(v, "live_ref", q.LiveRef)
 	setStr(v, "claude_session_id", q.ClaudeSessionID)
+	setStr(v, "node_id", q.NodeID)
+	setStr(v, "provider_profile_ref", q.ProfileRef)
+	setStr(v, "workspace_ref", q.WorkspaceRef)
+	setStr(v, "driver", q.Driver)
 	setInt(v, "limit", q.Limit)
 	setInt(v, "offset", q.Offset)
 	if q.CursorPages {

@@ -28,77 +28,96 @@ type messagesFlags struct {
 	text, all          bool
 }
 
-func init() {
-	commands["session activity"] = "run ref"
-	commands["session messages"] = "run ref"
-}
-
-func (o *cmdOpts) defineActivity(cmd string, fs *flag.FlagSet) {
-	switch cmd {
-	case "session activity":
-		fs.StringVar(&o.agent, "agent", "", "show this sub-agent's turns (an id from the AGENTS list) instead")
-	case "session messages":
-		m := &o.messages
-		fs.StringVar(&m.role, "role", "", "user (default: what people sent) or all")
-		fs.StringVar(&m.q, "q", "", "only messages containing this text, any case (at most 256 bytes)")
-		fs.StringVar(&m.at, "at", "", "only messages at or after this RFC 3339 instant")
-		fs.StringVar(&m.order, "order", "", "asc (default) or desc")
-		fs.IntVar(&m.limit, "limit", 0, "page size, 1..200 (default 50; at most 50 with --text)")
-		fs.IntVar(&m.cursor, "cursor", 0, "the message id the page starts from (a previous page's next)")
-		fs.IntVar(&m.id, "id", 0, "print this one message whole (up to its 64 KiB clip)")
-		fs.BoolVar(&m.text, "text", false, "print each message's text, not only its first line")
-		fs.BoolVar(&m.all, "all", false, "read every page")
-	}
-}
-
 // query is the messages query; the node validates it (R-MSG-16).
 func (m messagesFlags) query() apiclient.MessagesQuery {
 	return apiclient.MessagesQuery{Role: m.role, Q: m.q, At: m.at, Order: m.order, Limit: m.limit, Cursor: m.cursor, Text: m.text}
 }
 
-func runActivity(ctx context.Context, cl *apiclient.Client, cmd, ref string, o *cmdOpts, out io.Writer, emit func(any, func()) error) (bool, error) {
-	switch cmd {
-	case "session activity":
-		if o.agent != "" {
-			t, err := cl.SubAgent(ctx, ref, o.agent)
+func activityCommands() []*command {
+	var agent string
+	var m messagesFlags
+	return []*command{{
+		name: "session activity", arg: "run ref",
+		usage: `olivares session activity REF [--agent ID] [--json]
+    What the run is doing, read on its node from the tool's own transcript
+    (Claude Code, Codex): sub-agents, tasks, todos, files, the model and how
+    full its context is. --agent prints one Claude Code sub-agent's turns.
+`,
+		flags: func(fs *flag.FlagSet) {
+			fs.StringVar(&agent, "agent", "", "show this sub-agent's turns (an id from the AGENTS list) instead")
+		},
+		run: func(ctx context.Context, c *call) error {
+			if agent != "" {
+				t, err := c.cl.SubAgent(ctx, c.arg, agent)
+				if err != nil {
+					return err
+				}
+				return c.emit(t, func() { printTurns(c.out, t) })
+			}
+			a, err := c.cl.Activity(ctx, c.arg)
 			if err != nil {
-				return true, err
+				return err
 			}
-			return true, emit(t, func() { printTurns(out, t) })
-		}
-		a, err := cl.Activity(ctx, ref)
-		if err != nil {
-			return true, err
-		}
-		return true, emit(a, func() { printActivity(out, a) })
-	case "session messages":
-		q := o.messages.query()
-		if o.set["id"] {
-			m, err := cl.Message(ctx, ref, o.messages.id)
-			if err != nil {
-				return true, err
+			return c.emit(a, func() { printActivity(c.out, a) })
+		},
+	}, {
+		name: "session messages", arg: "run ref",
+		usage: `olivares session messages REF [--role user|all] [--q TEXT] [--at T] [--order asc|desc]
+                          [--limit N] [--cursor ID] [--text] [--all] [--json]
+olivares session messages REF --id N [--json]
+    What was said in the run: what people sent (--role all adds the tool's
+    replies), first lines, or texts with --text (clipped at 64 KiB).
+`,
+		flags: func(fs *flag.FlagSet) {
+			fs.StringVar(&m.role, "role", "", "user (default: what people sent) or all")
+			fs.StringVar(&m.q, "q", "", "only messages containing this text, any case (at most 256 bytes)")
+			fs.StringVar(&m.at, "at", "", "only messages at or after this RFC 3339 instant")
+			fs.StringVar(&m.order, "order", "", "asc (default) or desc")
+			fs.IntVar(&m.limit, "limit", 0, "page size, 1..200 (default 50; at most 50 with --text)")
+			fs.IntVar(&m.cursor, "cursor", 0, "the message id the page starts from (a previous page's next)")
+			fs.IntVar(&m.id, "id", 0, "print this one message whole (up to its 64 KiB clip)")
+			fs.BoolVar(&m.text, "text", false, "print each message's text, not only its first line")
+			fs.BoolVar(&m.all, "all", false, "read every page")
+		},
+		check: func(c *call) error {
+			for _, f := range []struct {
+				name string
+				v    int
+			}{{"limit", m.limit}, {"cursor", m.cursor}, {"id", m.id}} {
+				if err := c.atLeastOne(f.name, f.v); err != nil {
+					return err
+				}
 			}
-			return true, emit(m, func() { printMessage(out, m) })
-		}
-		all := apitypes.MessagesPage{Items: []apitypes.MessageItem{}}
-		for range maxMessagePages {
-			page, err := cl.Messages(ctx, ref, q)
-			if err != nil {
-				return true, err
+			return nil
+		},
+		run: func(ctx context.Context, c *call) error {
+			q := m.query()
+			if c.set["id"] {
+				msg, err := c.cl.Message(ctx, c.arg, m.id)
+				if err != nil {
+					return err
+				}
+				return c.emit(msg, func() { printMessage(c.out, msg) })
 			}
-			all.Items = append(all.Items, page.Items...)
-			all.Total, all.Next, all.Transcript = page.Total, page.Next, page.Transcript
-			if page.Next == nil || !o.messages.all {
-				break
+			all := apitypes.MessagesPage{Items: []apitypes.MessageItem{}}
+			for range maxMessagePages {
+				page, err := c.cl.Messages(ctx, c.arg, q)
+				if err != nil {
+					return err
+				}
+				all.Items = append(all.Items, page.Items...)
+				all.Total, all.Next, all.Transcript = page.Total, page.Next, page.Transcript
+				if page.Next == nil || !m.all {
+					break
+				}
+				if q.Cursor == *page.Next {
+					return fmt.Errorf("the node returned the same messages cursor %d twice", *page.Next)
+				}
+				q.Cursor = *page.Next
 			}
-			if q.Cursor == *page.Next {
-				return true, fmt.Errorf("the node returned the same messages cursor %d twice", *page.Next)
-			}
-			q.Cursor = *page.Next
-		}
-		return true, emit(all, func() { printMessages(out, all, o.messages.text) })
-	}
-	return false, nil
+			return c.emit(all, func() { printMessages(c.out, all, m.text) })
+		},
+	}}
 }
 
 // printActivity shows the activity: the context meter first, then each

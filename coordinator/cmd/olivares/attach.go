@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"time"
@@ -13,6 +14,32 @@ import (
 	"github.com/olivares-dev/olivares/shared/apitypes"
 	"github.com/olivares-dev/olivares/shared/sse"
 )
+
+type sessionAttachOpts struct {
+	from uint64
+	raw  bool
+}
+
+func sessionAttach() *command {
+	var o sessionAttachOpts
+	return &command{
+		name: "session attach", arg: "run ref", noJSON: true, // a stream; --raw is its JSON
+		usage: `olivares session attach REF [--from N] [--raw]
+    Stream the run's output: stdout and pty frames to stdout, stderr frames
+    to stderr. Reconnects by itself at the next seq after a dropped stream;
+    exits after the run ends or when it is not live. --raw prints every
+    event as one JSON line {"event","id","data"} instead.
+`,
+		flags: func(fs *flag.FlagSet) {
+			fs.Uint64Var(&o.from, "from", 0, "first seq to stream (default: the oldest retained frame)")
+			fs.BoolVar(&o.raw, "raw", false, "print each event as one JSON line instead of the output")
+		},
+		run: func(ctx context.Context, c *call) error {
+			a := newAttacher(c.cl, c.arg, o.raw, c.out, c.err)
+			return a.run(ctx, o.from, c.set["from"])
+		},
+	}
+}
 
 // attacher prints one run's output (GET /runs/{ref}/attach). The client's
 // stream reconnects by itself after a drop, at the seq after the last

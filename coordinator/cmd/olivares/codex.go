@@ -17,19 +17,38 @@ import (
 
 // The Codex supervision commands (R-CX-CLI-1..10): thin clients of the
 // catalog routes. No command has an archived option (R-CX-CLI-7).
-const codexUsage = `  olivares codex sessions [--search T] [--host ID] [--limit N] [--cursor C] [--json]
-      The fleet catalog of native Codex threads, grouped by host. Search is on
-      titles only; --limit is per host (1..100, default 50); a --cursor
-      continues one host's scan and needs --host.
-  olivares codex continue THREAD [--host ID] [--json]
-      Continue a stored or idle thread as a supervised codex run on its host
-      (or open the run already continuing it).
-  olivares codex archive THREAD --confirm-no-other-runner [--host ID] [--json]
-      Archive a stored or idle thread, once no other Codex client runs it.
-      Codex commands also take --url URL, --token T and --timeout MS (default
-      75000 for sessions, 30000 for continue and archive). Their exit status
-      is 0 on success, 1 for an API or host failure, 2 for a usage error.
-`
+func codexCommands() []*command {
+	return []*command{
+		codexCmd("codex sessions", "", `olivares codex sessions [--search T] [--host ID] [--limit N] [--cursor C] [--json]
+    The fleet catalog of native Codex threads, grouped by host. Search is on
+    titles only; --limit is per host (1..100, default 50); a --cursor
+    continues one host's scan and needs --host.
+`),
+		codexCmd("codex continue", "thread id", `olivares codex continue THREAD [--host ID] [--json]
+    Continue a stored or idle thread as a supervised codex run on its host
+    (or open the run already continuing it).
+`),
+		codexCmd("codex archive", "thread id", `olivares codex archive THREAD --confirm-no-other-runner [--host ID] [--json]
+    Archive a stored or idle thread, once no other Codex client runs it.
+    Codex commands also take --url URL, --token T and --timeout MS (default
+    75000 for sessions, 30000 for continue and archive). Their exit status
+    is 0 on success, 1 for an API or host failure, 2 for a usage error.
+`),
+	}
+}
+
+func codexCmd(name, arg, usage string) *command {
+	o := &codexOpts{cmd: name}
+	return &command{
+		name: name, arg: arg, usage: usage, noLogin: true,
+		flags: o.define,
+		check: func(c *call) error {
+			o.jsonOut = c.json
+			return o.check(c.pos, c.set)
+		},
+		run: func(ctx context.Context, c *call) error { return runCodex(ctx, o, c.pos, c.out) },
+	}
+}
 
 // Default timeouts (R-CX-CLI-3).
 const (
@@ -50,21 +69,15 @@ type codexOpts struct {
 	explicitTimeoutSet bool
 }
 
-// defineCodex defines the flags of a codex command; nil for other commands.
-func defineCodex(cmd string, fs *flag.FlagSet) *codexOpts {
-	switch cmd {
-	case "codex sessions", "codex continue", "codex archive":
-	default:
-		return nil
-	}
-	o := &codexOpts{cmd: cmd}
+// define defines the flags of a codex command.
+func (o *codexOpts) define(fs *flag.FlagSet) {
 	fs.StringVar(&o.url, "url", "", "coordinator API URL (default: the saved login's)")
 	fs.StringVar(&o.token, "token", "", "bearer token (default: the saved login's)")
 	fs.IntVar(&o.timeoutMS, "timeout", 0, "timeout in milliseconds (default 75000 for sessions, 30000 otherwise)")
 	// R-CX-CLI-3: accepted, with no effect on these calls.
 	fs.BoolVar(&o.expectFinal, "expect-final", false, "accepted for compatibility; no effect on these calls")
 	fs.StringVar(&o.host, "host", "", "host (node id)")
-	switch cmd {
+	switch o.cmd {
 	case "codex sessions":
 		fs.StringVar(&o.search, "search", "", "title text to look for, case-insensitively")
 		fs.IntVar(&o.limit, "limit", 50, "rows per host, 1..100")
@@ -72,7 +85,6 @@ func defineCodex(cmd string, fs *flag.FlagSet) *codexOpts {
 	case "codex archive":
 		fs.BoolVar(&o.confirmNoOtherRun, "confirm-no-other-runner", false, "confirm that no other Codex client runs this thread")
 	}
-	return o
 }
 
 // timeout is R-CX-CLI-3's default unless --timeout was given.

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -54,25 +53,8 @@ type lifeCmd struct {
 	run   func(ctx context.Context, c *lifeCall) error
 }
 
-// lifeCall is what a lifecycle command's run gets.
-type lifeCall struct {
-	arg   string
-	set   map[string]bool
-	json  bool
-	out   io.Writer
-	cl    *apiclient.Client
-	creds Credentials
-}
-
-func (c *lifeCall) emit(v any, text func()) error {
-	if c.json {
-		enc := json.NewEncoder(c.out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(v)
-	}
-	text()
-	return nil
-}
+// lifeCall is what a lifecycle command's run gets: the CLI's call.
+type lifeCall = call
 
 // lifeCommands is the table, built anew for each command line.
 func lifeCommands() []*lifeCmd {
@@ -194,7 +176,7 @@ func lifeCommands() []*lifeCmd {
 			})
 		}},
 		{name: "profile delete", arg: "profile ref or name", run: func(ctx context.Context, c *lifeCall) error {
-			ref, err := resolveProfile(ctx, c.cl, c.arg)
+			ref, err := resolveProfile(ctx, c, c.arg)
 			if err != nil {
 				return err
 			}
@@ -206,7 +188,7 @@ func lifeCommands() []*lifeCmd {
 			})
 		}},
 		{name: "workspace delete", arg: "workspace ref or name", run: func(ctx context.Context, c *lifeCall) error {
-			ref, err := resolveWorkspace(ctx, c.cl, c.arg)
+			ref, err := resolveWorkspace(ctx, c, c.arg)
 			if err != nil {
 				return err
 			}
@@ -267,71 +249,37 @@ func runLogout(ctx context.Context, c *lifeCall) error {
 	return nil
 }
 
-// runLifecycle runs args when they name a lifecycle command; ok is false
-// when they do not.
-func runLifecycle(ctx context.Context, args []string, out io.Writer) (ok bool, err error) {
-	var cmd *lifeCmd
-	var rest []string
-	for _, c := range lifeCommands() {
-		words := strings.Fields(c.name)
-		if len(args) >= len(words) && strings.Join(args[:len(words)], " ") == c.name {
-			cmd, rest = c, args[len(words):]
-			break
+// lifecycleCommands are lifeCommands as entries of the CLI's table, each
+// with its usage from lifecycleUsage.
+func lifecycleCommands() []*command {
+	var out []*command
+	for _, lc := range lifeCommands() {
+		out = append(out, &command{name: lc.name, arg: lc.arg, usage: usageOf(lifecycleUsage, lc.name),
+			noJSON: lc.name == "logout", flags: lc.flags, run: lc.run})
+	}
+	return out
+}
+
+// usageOf is the block of text (two-space indented "  olivares NAME ..."
+// lines and the lines indented deeper after them) that tells of the
+// command name, dedented.
+func usageOf(text, name string) string {
+	var b strings.Builder
+	in := false
+	for _, l := range strings.Split(text, "\n") {
+		switch {
+		case strings.HasPrefix(l, "  olivares "+name+" ") || l == "  olivares "+name:
+			in = true
+		case strings.HasPrefix(l, "  olivares "):
+			in = false
+		case !strings.HasPrefix(l, "    "):
+			in = false
+		}
+		if in {
+			b.WriteString(strings.TrimPrefix(l, "  ") + "\n")
 		}
 	}
-	if cmd == nil {
-		return false, nil
-	}
-	fs := flag.NewFlagSet(cmd.name, flag.ContinueOnError)
-	fs.SetOutput(out)
-	var asJSON bool
-	if cmd.name != "logout" {
-		fs.BoolVar(&asJSON, "json", false, "print JSON")
-	}
-	if cmd.flags != nil {
-		cmd.flags(fs)
-	}
-	fs.Usage = func() {
-		fmt.Fprintf(out, "Usage:\n")
-		for _, l := range strings.Split(lifecycleUsage, "\n") {
-			if strings.HasPrefix(strings.TrimSpace(l), "olivares "+cmd.name) {
-				fmt.Fprintln(out, l)
-			}
-		}
-		fs.PrintDefaults()
-	}
-	var pos []string
-	for {
-		if err := fs.Parse(rest); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return true, nil
-			}
-			return true, usageError{err}
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		pos = append(pos, fs.Arg(0))
-		rest = fs.Args()[1:]
-	}
-	switch {
-	case cmd.arg != "" && len(pos) != 1:
-		return true, usageError{fmt.Errorf("%s: want exactly one %s", cmd.name, cmd.arg)}
-	case cmd.arg == "" && len(pos) > 0:
-		return true, usageError{fmt.Errorf("%s takes no argument", cmd.name)}
-	}
-	c := &lifeCall{json: asJSON, out: out, set: map[string]bool{}}
-	fs.Visit(func(f *flag.Flag) { c.set[f.Name] = true })
-	if len(pos) == 1 {
-		c.arg = pos[0]
-	}
-	if c.creds, err = loadCreds(); err != nil {
-		return true, err
-	}
-	if c.cl, err = newClient(c.creds, callTimeout); err != nil {
-		return true, err
-	}
-	return true, cmd.run(ctx, c)
+	return b.String()
 }
 
 // ownCredential trades the token a login was given for a credential of the

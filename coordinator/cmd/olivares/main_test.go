@@ -444,8 +444,14 @@ func TestSessionStartResolvesNames(t *testing.T) {
 		{"nope", `no profile is named "nope"`},
 		{"wor", `no profile is named "wor"`},
 	} {
+		// An unknown name exits 4, as an unknown ref does (R-CLI-2);
+		// an ambiguous one is not a 404.
+		wantCode := 4
+		if tt.name == "home" {
+			wantCode = 1
+		}
 		_, stderr, code := cli(t, "session", "start", "--profile", tt.name)
-		if code != 1 || !strings.Contains(stderr, tt.want) {
+		if code != wantCode || !strings.Contains(stderr, tt.want) {
 			t.Errorf("--profile %s: exit %d, stderr %q, want it to say %q", tt.name, code, stderr, tt.want)
 		}
 	}
@@ -495,7 +501,8 @@ func TestSessionListAndEvents(t *testing.T) {
 				t.Errorf("list query %q, want %q", got, want)
 			}
 			writeJSON(w, 200, apitypes.RunList{Items: []apitypes.Run{
-				{RunRef: "run_1", State: "running", Driver: "claude", Generation: 2, NodeID: "n1", NodeReachable: &no, Name: "fix"},
+				{RunRef: "run_1", State: "running", Driver: "claude", Generation: 2, NodeID: "n1", NodeReachable: &no, Name: "fix",
+					ProviderProfileRef: "prof_1", WorkspaceRef: "ws_1"},
 				{RunRef: "run_2", State: "failed", Driver: "codex", Generation: 1, NodeID: "n1", ExitCode: &code},
 				{RunRef: "run_3", State: "stopped", NodeID: "n1", ArchivedAt: &archived},
 			}})
@@ -508,6 +515,10 @@ func TestSessionListAndEvents(t *testing.T) {
 			default:
 				t.Errorf("after=%q", after)
 			}
+		case "/v1/m/sessions/profiles":
+			writeJSON(w, 200, apitypes.ProfileList{Items: []apitypes.Profile{{Ref: "prof_1", Name: "work"}}})
+		case "/v1/m/sessions/workspaces":
+			writeJSON(w, 200, apitypes.WorkspaceList{Items: []apitypes.Workspace{{Ref: "ws_1", Name: "repo"}}})
 		default:
 			t.Errorf("unexpected %s %s", r.Method, r.URL)
 		}
@@ -518,6 +529,7 @@ func TestSessionListAndEvents(t *testing.T) {
 	}
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	if len(lines) != 6 || lines[0] != "Sessions" || !strings.HasPrefix(lines[1], "RUN") || !strings.Contains(lines[2], "running (unreachable)") ||
+		!strings.Contains(lines[2], " work ") || !strings.Contains(lines[2], " repo ") ||
 		!strings.Contains(lines[3], "failed") || !strings.Contains(lines[3], " 1 ") || !strings.HasPrefix(lines[5], "1 archived run(s) hidden") {
 		t.Errorf("list table:\n%s", out)
 	}
@@ -545,6 +557,8 @@ func TestProfileAndWorkspaceAdd(t *testing.T) {
 	fakeAPI(t, func(w http.ResponseWriter, r *http.Request) {
 		raw, _ := io.ReadAll(r.Body)
 		switch r.Method + " " + r.URL.Path {
+		case "GET /v1/nodes":
+			writeJSON(w, 200, apitypes.NodeList{Nodes: []apitypes.Node{{ID: "n1", Hostname: "box"}}})
 		case "POST /v1/m/sessions/profiles":
 			if want := `{"node_id":"n1","tool":"claude","name":"work","home":"/h","env":{"A":"1","B":"x=y"}}`; string(raw) != want {
 				t.Errorf("profile body %s, want %s", raw, want)
@@ -564,7 +578,8 @@ func TestProfileAndWorkspaceAdd(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "prof_1") || !strings.Contains(out, "A, B") {
 		t.Errorf("profile add: exit %d, out %q, stderr %q", code, out, stderr)
 	}
-	_, stderr, code = cli(t, "workspace", "add", "--node", "n1", "--path", "src/repo", "--name", "repo")
+	// --node may be left out when the tenant has one node (R-CLI-5).
+	_, stderr, code = cli(t, "workspace", "add", "--path", "src/repo", "--name", "repo")
 	if code != 1 || stderr != "olivares: path must be absolute (path_not_absolute)\n" {
 		t.Errorf("workspace add: exit %d, stderr %q", code, stderr)
 	}

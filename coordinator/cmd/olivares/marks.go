@@ -2,119 +2,153 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
-	"slices"
+	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/olivares-dev/olivares/shared/apiclient"
 	"github.com/olivares-dev/olivares/shared/apitypes"
-	"github.com/olivares-dev/olivares/shared/auditchain"
 )
 
-// markCommands are the session commands of per-caller and session marks,
-// release and delete (issue 5): each is one route.
-var markCommands = []string{"session pin", "session unpin", "session snooze", "session unsnooze", "session done",
-	"session undone", "session rename", "session archive", "session unarchive", "session cleanup", "session delete"}
-
-func init() {
-	for _, cmd := range markCommands {
-		commands[cmd] = "run ref"
+// The session commands of per-caller and session marks, release and delete
+// (issue 5): each is one route.
+func markCommands() []*command {
+	simple := func(name, usage string, do func(context.Context, *call) (any, func(), error)) *command {
+		return &command{name: name, arg: "run ref", usage: usage, run: func(ctx context.Context, c *call) error {
+			v, text, err := do(ctx, c)
+			if err != nil {
+				return err
+			}
+			return c.emit(v, text)
+		}}
 	}
-	commands["audit list"] = ""
-	commands["audit verify"] = ""
-	groups["audit"] = "list or verify"
+	pin := func(unpin bool) func(context.Context, *call) (any, func(), error) {
+		return func(ctx context.Context, c *call) (any, func(), error) {
+			call := c.cl.Pin
+			if unpin {
+				call = c.cl.Unpin
+			}
+			st, err := call(ctx, c.arg)
+			return st, func() {
+				if st.Pinned {
+					fmt.Fprintf(c.out, "%s pinned since %s\n", st.RunRef, stampPtr(st.PinnedAt))
+				} else {
+					fmt.Fprintf(c.out, "%s not pinned\n", st.RunRef)
+				}
+			}, err
+		}
+	}
+	mark := func(f func(ctx context.Context, c *call) (apitypes.MarkState, error)) func(context.Context, *call) (any, func(), error) {
+		return func(ctx context.Context, c *call) (any, func(), error) {
+			st, err := f(ctx, c)
+			return st, func() {
+				snz := "not snoozed"
+				if st.SnoozedUntil != nil {
+					snz = "snoozed until " + stamp(*st.SnoozedUntil)
+				}
+				fmt.Fprintf(c.out, "%s %s, done %v\n", st.RunRef, snz, st.Done)
+			}, err
+		}
+	}
+	runMark := func(f func(ctx context.Context, c *call) (apitypes.Run, error), text func(c *call, r apitypes.Run)) func(context.Context, *call) (any, func(), error) {
+		return func(ctx context.Context, c *call) (any, func(), error) {
+			r, err := f(ctx, c)
+			return r, func() { text(c, r) }, err
+		}
+	}
+	archived := func(c *call, r apitypes.Run) {
+		fmt.Fprintf(c.out, "%s archived: %s\n", r.RunRef, stampPtr(r.ArchivedAt))
+	}
+	var until, name string
+	var discard bool
+	snooze := simple("session snooze", "olivares session snooze REF --until T  hide it from your list until T (RFC 3339, or 2h)\n",
+		mark(func(ctx context.Context, c *call) (apitypes.MarkState, error) {
+			// --until 2h: from now, as a convenience; the server gets an instant.
+			return c.cl.Snooze(ctx, c.arg, instant(until))
+		}))
+	snooze.flags = func(fs *flag.FlagSet) {
+		fs.StringVar(&until, "until", "", "when the snooze ends: an RFC 3339 instant, or a duration from now (2h)")
+	}
+	snooze.check = func(c *call) error { return c.required("until") }
+	rename := simple("session rename", "olivares session rename REF --name N   the session's name for everyone; empty clears\n",
+		runMark(func(ctx context.Context, c *call) (apitypes.Run, error) { return c.cl.Rename(ctx, c.arg, name) },
+			func(c *call, r apitypes.Run) { fmt.Fprintf(c.out, "%s named %q\n", r.RunRef, r.Name) }))
+	rename.flags = func(fs *flag.FlagSet) { fs.StringVar(&name, "name", "", "the new name; empty clears it") }
+	rename.check = func(c *call) error { return c.required("name") }
+	cleanup := simple("session cleanup", `olivares session cleanup REF [--discard-worktree]
+    Release a run that is not live (admin): its marks go, it can be deleted.
+`, runMark(func(ctx context.Context, c *call) (apitypes.Run, error) {
+		return c.cl.Cleanup(ctx, c.arg, apiclient.CleanupRequest{DiscardWorktree: discard})
+	}, func(c *call, r apitypes.Run) { fmt.Fprintf(c.out, "%s %s\n", r.RunRef, runState(r)) }))
+	cleanup.flags = func(fs *flag.FlagSet) {
+		fs.BoolVar(&discard, "discard-worktree", false, "remove the worktree and its branch even with unmerged work")
+	}
+	return []*command{
+		simple("session pin", "olivares session pin REF              your pin (at most 20; the oldest drops)\n", pin(false)),
+		simple("session unpin", "olivares session unpin REF\n", pin(true)),
+		snooze,
+		simple("session unsnooze", "olivares session unsnooze REF\n", mark(func(ctx context.Context, c *call) (apitypes.MarkState, error) { return c.cl.Unsnooze(ctx, c.arg) })),
+		simple("session done", "olivares session done REF             file it under \"Earlier\" in your list\n", mark(func(ctx context.Context, c *call) (apitypes.MarkState, error) { return c.cl.Done(ctx, c.arg) })),
+		simple("session undone", "olivares session undone REF\n", mark(func(ctx context.Context, c *call) (apitypes.MarkState, error) { return c.cl.Undone(ctx, c.arg) })),
+		rename,
+		simple("session archive", "olivares session archive REF          archived for everyone; it keeps running\n",
+			runMark(func(ctx context.Context, c *call) (apitypes.Run, error) { return c.cl.Archive(ctx, c.arg) }, archived)),
+		simple("session unarchive", "olivares session unarchive REF\n",
+			runMark(func(ctx context.Context, c *call) (apitypes.Run, error) { return c.cl.Unarchive(ctx, c.arg) }, archived)),
+		cleanup,
+		{name: "session delete", arg: "run ref", usage: "olivares session delete REF           delete a released run (admin)\n",
+			run: func(ctx context.Context, c *call) error {
+				if err := c.cl.DeleteRun(ctx, c.arg); err != nil {
+					return err
+				}
+				return c.emit(map[string]any{"run_ref": c.arg, "deleted": true}, func() { fmt.Fprintf(c.out, "%s deleted\n", c.arg) })
+			}},
+	}
 }
 
-// runMarks runs one mark command; ok is false for another command.
-func runMarks(ctx context.Context, cl *apiclient.Client, cmd, ref string, o *cmdOpts, out io.Writer, emit func(any, func()) error) (bool, error) {
-	if !slices.Contains(markCommands, cmd) {
-		return false, nil
+// instant is an RFC 3339 instant given as one, or as a duration from now
+// (--until 2h).
+func instant(v string) string {
+	if d, err := time.ParseDuration(v); err == nil {
+		return time.Now().Add(d).UTC().Format(time.RFC3339)
 	}
-	switch cmd {
-	case "session pin", "session unpin":
-		call := cl.Pin
-		if cmd == "session unpin" {
-			call = cl.Unpin
-		}
-		st, err := call(ctx, ref)
-		if err != nil {
-			return true, err
-		}
-		return true, emit(st, func() {
-			if st.Pinned {
-				fmt.Fprintf(out, "%s pinned since %s\n", st.RunRef, stampPtr(st.PinnedAt))
-			} else {
-				fmt.Fprintf(out, "%s not pinned\n", st.RunRef)
-			}
-		})
-	case "session snooze", "session unsnooze", "session done", "session undone":
-		var st apitypes.MarkState
-		var err error
-		switch cmd {
-		case "session snooze":
-			until := o.until
-			if d, err := time.ParseDuration(o.until); err == nil {
-				// --until 2h: from now, as a convenience; the server gets an instant.
-				until = time.Now().Add(d).UTC().Format(time.RFC3339)
-			}
-			st, err = cl.Snooze(ctx, ref, until)
-		case "session unsnooze":
-			st, err = cl.Unsnooze(ctx, ref)
-		case "session done":
-			st, err = cl.Done(ctx, ref)
-		default:
-			st, err = cl.Undone(ctx, ref)
-		}
-		if err != nil {
-			return true, err
-		}
-		return true, emit(st, func() {
-			snz := "not snoozed"
-			if st.SnoozedUntil != nil {
-				snz = "snoozed until " + stamp(*st.SnoozedUntil)
-			}
-			fmt.Fprintf(out, "%s %s, done %v\n", st.RunRef, snz, st.Done)
-		})
-	case "session delete":
-		if err := cl.DeleteRun(ctx, ref); err != nil {
-			return true, err
-		}
-		return true, emit(map[string]any{"run_ref": ref, "deleted": true}, func() { fmt.Fprintf(out, "%s deleted\n", ref) })
+	return v
+}
+
+// since is an RFC 3339 instant given as one, or as a duration back from
+// now (--since 2h, 3d).
+func since(v string) string {
+	if d, err := time.ParseDuration(v); err == nil && d >= 0 {
+		return time.Now().Add(-d).UTC().Format(time.RFC3339)
 	}
-	var r apitypes.Run
-	var err error
-	switch cmd {
-	case "session rename":
-		r, err = cl.Rename(ctx, ref, o.name)
-	case "session archive":
-		r, err = cl.Archive(ctx, ref)
-	case "session unarchive":
-		r, err = cl.Unarchive(ctx, ref)
-	default: // cleanup
-		r, err = cl.Cleanup(ctx, ref, apiclient.CleanupRequest{DiscardWorktree: o.discard})
+	if d, err := parseDays(v); err == nil {
+		return time.Now().Add(-d).UTC().Format(time.RFC3339)
 	}
-	if err != nil {
-		return true, err
+	return v
+}
+
+// parseDays reads "3d" (days, which time.ParseDuration does not take).
+func parseDays(v string) (time.Duration, error) {
+	n, ok := strings.CutSuffix(v, "d")
+	if !ok {
+		return 0, fmt.Errorf("not days")
 	}
-	return true, emit(r, func() {
-		switch cmd {
-		case "session rename":
-			fmt.Fprintf(out, "%s named %q\n", r.RunRef, r.Name)
-		case "session archive", "session unarchive":
-			fmt.Fprintf(out, "%s archived: %s\n", r.RunRef, stampPtr(r.ArchivedAt))
-		default:
-			fmt.Fprintf(out, "%s %s\n", r.RunRef, runState(r))
-		}
-	})
+	d, err := strconv.Atoi(n)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("not days")
+	}
+	return time.Duration(d) * 24 * time.Hour, nil
 }
 
 // listGroups is `session list` as a console shows it to its caller:
 // pinned first, snoozed runs hidden until due, done runs under "Earlier",
 // archived runs hidden unless asked for (R-ARC-4). The list route may
 // repeat a pinned run after the page (R-LIST-3): each run shows once.
-func listGroups(out io.Writer, items []apitypes.Run, o *cmdOpts) {
+func listGroups(out io.Writer, items []apitypes.Run, showArchived, showSnoozed bool, names map[string]string, tty termOut) {
 	seen := map[string]bool{}
 	var pinned, current, earlier []apitypes.Run
 	snoozed, archived := 0, 0
@@ -124,9 +158,9 @@ func listGroups(out io.Writer, items []apitypes.Run, o *cmdOpts) {
 		}
 		seen[r.RunRef] = true
 		switch {
-		case r.ArchivedAt != nil && !o.archived:
+		case r.ArchivedAt != nil && !showArchived:
 			archived++
-		case r.SnoozedUntil != nil && !o.snoozed:
+		case r.SnoozedUntil != nil && !showSnoozed:
 			snoozed++
 		case r.Pinned:
 			pinned = append(pinned, r)
@@ -142,7 +176,7 @@ func listGroups(out io.Writer, items []apitypes.Run, o *cmdOpts) {
 			return
 		}
 		fmt.Fprintf(tw, "%s\n", title)
-		fmt.Fprintln(tw, "RUN\tSTATE\tDRIVER\tGEN\tEXIT\tNODE\tNAME\tCREATED")
+		fmt.Fprintf(tw, "RUN\t%s\tTOOL\tGEN\tEXIT\tNODE\tPROFILE\tWORKSPACE\tNAME\tCREATED\n", tty.cell(sgrHeader, "STATE"))
 		for _, r := range rs {
 			name := dash(r.Name)
 			if r.ArchivedAt != nil {
@@ -151,7 +185,8 @@ func listGroups(out io.Writer, items []apitypes.Run, o *cmdOpts) {
 			if r.SnoozedUntil != nil {
 				name += " (snoozed until " + stamp(*r.SnoozedUntil) + ")"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", r.RunRef, runState(r), dash(r.Driver), r.Generation, exitShort(r), r.NodeID, name, stamp(r.CreatedAt))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", r.RunRef, tty.state(r.State, runState(r)), dash(r.Driver), r.Generation, exitShort(r), r.NodeID,
+				nameOf(names, r.ProviderProfileRef), nameOf(names, r.WorkspaceRef), name, stamp(r.CreatedAt))
 		}
 		fmt.Fprintln(tw)
 	}
@@ -170,79 +205,10 @@ func listGroups(out io.Writer, items []apitypes.Run, o *cmdOpts) {
 	}
 }
 
-// maxAuditPages bounds how many pages audit list --all and verify follow.
-const maxAuditPages = 100000
-
-// runAudit is `olivares audit list` and `olivares audit verify`. verify
-// reads the whole ledger and recomputes every hash on this side
-// (shared/auditchain), so it does not take the coordinator's word for it.
-func runAudit(ctx context.Context, cl *apiclient.Client, cmd string, o *cmdOpts, out io.Writer, emit func(any, func()) error) error {
-	q := apiclient.AuditQuery{Limit: 500}
-	if cmd == "audit list" {
-		q = apiclient.AuditQuery{Event: o.auditFilter["event"], RunRef: o.auditFilter["run"], Actor: o.auditFilter["actor"],
-			Since: o.auditFilter["since"], Limit: o.limit}
+// nameOf is a ref's name when it is known, else the ref, "-" for none.
+func nameOf(names map[string]string, ref string) string {
+	if n := names[ref]; n != "" {
+		return n
 	}
-	all := apitypes.AuditList{Items: []apitypes.AuditEntry{}}
-	var v auditchain.Verifier
-	var brk *auditchain.Break
-	for range maxAuditPages {
-		page, err := cl.Audit(ctx, q)
-		if err != nil {
-			return err
-		}
-		for _, e := range page.Items {
-			if cmd == "audit verify" {
-				if b := v.Add(e); b != nil && brk == nil {
-					brk = b
-				}
-				continue
-			}
-			all.Items = append(all.Items, e)
-		}
-		all.Next = page.Next
-		if page.Next == "" || (cmd == "audit list" && !o.all) || brk != nil {
-			break
-		}
-		if q.Cursor == page.Next {
-			return fmt.Errorf("the coordinator returned the same audit cursor %q twice", page.Next)
-		}
-		q.Cursor = page.Next
-	}
-	if cmd == "audit list" {
-		return emit(all, func() {
-			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "SEQ\tAT\tEVENT\tACTOR\tKIND\tTARGET")
-			for _, e := range all.Items {
-				target := e.Target.RunRef
-				if target == "" {
-					target = e.Target.WorkspaceRef
-				}
-				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", e.Seq, stamp(e.At), e.Event, e.Actor.CredentialID, e.Actor.Kind, dash(target))
-			}
-			tw.Flush()
-			if all.Next != "" {
-				fmt.Fprintf(out, "more: --cursor is not needed, pass --all to read every page\n")
-			}
-		})
-	}
-	res := map[string]any{"ok": brk == nil, "entries": v.Count(), "head": v.Head()}
-	if brk != nil {
-		res["first_broken"] = brk
-	}
-	if err := emit(res, func() {
-		if brk != nil {
-			fmt.Fprintf(out, "audit ledger BROKEN at seq %d: %s\n(%d entries before it verified)\n", brk.Seq, brk.Reason, v.Count())
-			return
-		}
-		fmt.Fprintf(out, "audit ledger intact: %d entries, head %s\n", v.Count(), dash(v.Head()))
-	}); err != nil {
-		return err
-	}
-	if brk != nil {
-		return errVerifyFailed
-	}
-	return nil
+	return dash(ref)
 }
-
-// errVerifyFailed makes `audit verify` exit 1 when the chain is broken.
-var errVerifyFailed = fmt.Errorf("the audit ledger failed verification")

@@ -471,7 +471,7 @@ func (s *Store) ListRuns(ctx context.Context, q store.RunQuery) ([]apitypes.Run,
 			if r.Tenant != q.Tenant {
 				return fmt.Errorf("run %q of the tenant index: stored under another tenant", ref)
 			}
-			if !runMatches(q, r) {
+			if !q.Matches(r) {
 				continue
 			}
 			if skip > 0 {
@@ -497,14 +497,6 @@ func (s *Store) ListRuns(ctx context.Context, q store.RunQuery) ([]apitypes.Run,
 	return out, next, nil
 }
 
-// runMatches applies RunQuery's exact-match filters; "" matches any value
-// (R-LIST-1).
-func runMatches(q store.RunQuery, r apitypes.Run) bool {
-	return (q.State == "" || r.State == q.State) &&
-		(q.LiveRef == "" || r.LiveRef == q.LiveRef) &&
-		(q.ClaudeSessionID == "" || r.ClaudeSessionID == q.ClaudeSessionID) &&
-		(q.NodeID == "" || r.NodeID == q.NodeID)
-}
 
 // lastBelow positions c on the greatest key below bound, or on the greatest
 // key of prefix's range when bound is nil, and returns it (nil if there is

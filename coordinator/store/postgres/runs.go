@@ -160,7 +160,7 @@ func (s *Store) ListRuns(ctx context.Context, q store.RunQuery) ([]apitypes.Run,
 		return nil, "", err
 	}
 	out := []apitypes.Run{}
-	if !textOK(q.Tenant, q.State, q.LiveRef, q.ClaudeSessionID, q.NodeID) {
+	if !textOK(q.Tenant, q.State, q.LiveRef, q.ClaudeSessionID, q.NodeID, q.ProfileRef, q.WorkspaceRef, q.Driver) {
 		return out, "", nil // no row can hold such a value
 	}
 
@@ -177,6 +177,10 @@ func (s *Store) ListRuns(ctx context.Context, q store.RunQuery) ([]apitypes.Run,
 	eq("live_ref", q.LiveRef)
 	eq("claude_session_id", q.ClaudeSessionID)
 	eq("node_id", q.NodeID)
+	// The filters without a column of their own read the row's document.
+	eq("doc->>'provider_profile_ref'", q.ProfileRef)
+	eq("doc->>'workspace_ref'", q.WorkspaceRef)
+	eq("doc->>'driver'", q.Driver)
 	if q.Cursor != "" {
 		args = append(args, below, belowRef)
 		fmt.Fprintf(&where, " AND (created_at, run_ref) < ($%d, $%d)", len(args)-1, len(args))

@@ -180,21 +180,20 @@ func testRunCreatedAtMoves(t *testing.T, s store.Store) {
 	}
 }
 
-// testRunListFilters pins R-LIST-1: State, LiveRef, ClaudeSessionID and
-// NodeID are exact matches, "" matches anything, and they combine with AND.
+// testRunListFilters pins R-LIST-1 and R-LIST-7: State, LiveRef,
+// ClaudeSessionID, NodeID, ProfileRef, WorkspaceRef and Driver are exact
+// matches, "" matches anything, and they combine with AND.
 func testRunListFilters(t *testing.T, s store.Store) {
-	for i, f := range []struct{ ref, state, live, session string }{
-		{"r-a", apitypes.StateRunning, "r-a.1", "s-1"},
-		{"r-b", apitypes.StateIdle, "r-b.1", "s-2"},
-		{"r-c", apitypes.StateFailed, "", "s-1"},
-		{"r-d", apitypes.StateRunning, "r-d.2", ""},
-		{"r-e", apitypes.StateStopped, "", ""},
+	for i, f := range []struct{ ref, state, live, session, node, profile, workspace, driver string }{
+		{"r-a", apitypes.StateRunning, "r-a.1", "s-1", "n-1", "prof_1", "ws_1", "claude"},
+		{"r-b", apitypes.StateIdle, "r-b.1", "s-2", "n-1", "prof_2", "", "codex"},
+		{"r-c", apitypes.StateFailed, "", "s-1", "n-2", "prof_1", "ws_2", "claude"},
+		{"r-d", apitypes.StateRunning, "r-d.2", "", "n-2", "prof_3", "ws_1", "gemini"},
+		{"r-e", apitypes.StateStopped, "", "", "n-1", "prof_2", "ws_2", "codex"},
 	} {
 		r := newRun(f.ref, "t1", i)
 		r.State, r.LiveRef, r.ClaudeSessionID = f.state, f.live, f.session
-		if i%2 == 1 {
-			r.NodeID = "n2"
-		}
+		r.NodeID, r.ProviderProfileRef, r.WorkspaceRef, r.Driver = f.node, f.profile, f.workspace, f.driver
 		mustPutRun(t, s, r)
 	}
 	// A matching row of another tenant is never listed (R-TEN-2).
@@ -217,8 +216,14 @@ func testRunListFilters(t *testing.T, s store.Store) {
 		{"state and session", store.RunQuery{State: apitypes.StateRunning, ClaudeSessionID: "s-1"}, []string{"r-a"}},
 		{"state and live ref disagree", store.RunQuery{State: apitypes.StateIdle, LiveRef: "r-a.1"}, nil},
 		{"all three", store.RunQuery{State: apitypes.StateIdle, LiveRef: "r-b.1", ClaudeSessionID: "s-2"}, []string{"r-b"}},
-		{"node", store.RunQuery{NodeID: "n2"}, []string{"r-d", "r-b"}},
-		{"node and state", store.RunQuery{NodeID: "n2", State: apitypes.StateRunning}, []string{"r-d"}},
+		{"node", store.RunQuery{NodeID: "n-1"}, []string{"r-e", "r-b", "r-a"}},
+		{"profile", store.RunQuery{ProfileRef: "prof_1"}, []string{"r-c", "r-a"}},
+		{"workspace", store.RunQuery{WorkspaceRef: "ws_2"}, []string{"r-e", "r-c"}},
+		{"driver", store.RunQuery{Driver: "codex"}, []string{"r-e", "r-b"}},
+		{"driver prefix is no match", store.RunQuery{Driver: "cod"}, nil},
+		{"node and driver", store.RunQuery{NodeID: "n-2", Driver: "claude"}, []string{"r-c"}},
+		{"profile and state", store.RunQuery{ProfileRef: "prof_2", State: apitypes.StateStopped}, []string{"r-e"}},
+		{"node and state", store.RunQuery{NodeID: "n-2", State: apitypes.StateRunning}, []string{"r-d"}},
 		{"unknown node", store.RunQuery{NodeID: "n9"}, nil},
 	} {
 		q := tt.q

@@ -1,0 +1,295 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/olivares-dev/olivares/shared/apitypes"
+)
+
+// The profile commands: one account/config home of one tool on one node.
+func profileCommands() []*command {
+	return []*command{profileAdd(), {
+		name: "profile list", usage: "olivares profile list [--json]\n",
+		run: func(ctx context.Context, c *call) error {
+			res, err := c.cl.Profiles(ctx)
+			if err != nil {
+				return err
+			}
+			return c.emit(res, func() {
+				tw := tabwriter.NewWriter(c.out, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "PROFILE\tTOOL\tNAME\tNODE\tHOME\tENV\tCREATED")
+				for _, p := range res.Items {
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.Ref, p.Tool, p.Name, p.NodeID, dash(p.Home), dash(strings.Join(p.EnvKeys, ",")), stamp(p.CreatedAt))
+				}
+				tw.Flush()
+			})
+		},
+	}, {
+		name: "profile show", arg: "profile ref or name", usage: "olivares profile show REF|NAME [--json]\n",
+		run: func(ctx context.Context, c *call) error {
+			ref, err := resolveProfile(ctx, c, c.arg)
+			if err != nil {
+				return err
+			}
+			p, err := c.cl.Profile(ctx, ref)
+			if err != nil {
+				return err
+			}
+			return c.emit(p, func() { printProfile(c.out, p) })
+		},
+	}, profileUpdate()}
+}
+
+// policyOpts are a profile's policy flags (R-MOVE-3, Q-53, R-PCS-15).
+type policyOpts struct {
+	active, requiresApproval, engineHooks bool
+	allowWorkspaces, denyTools            listFlag
+}
+
+func (o *policyOpts) define(fs *flag.FlagSet, update bool) {
+	fs.BoolVar(&o.active, "active", true, "the profile takes launches (--active=false deactivates it)")
+	fs.BoolVar(&o.requiresApproval, "requires-approval", false, "hold each launch and resume until a person approves it (olivares session approve)")
+	fs.BoolVar(&o.engineHooks, "engine-hooks", false, "claude: carry the engine's hooks and load no settings file (--setting-sources \"\")")
+	if update {
+		fs.Var(&o.allowWorkspaces, "allow-workspace", "workspace (ref or name) the profile may run in, repeatable; the list given replaces the old one, and --allow-workspace= alone allows any workspace again")
+		fs.Var(&o.denyTools, "deny-tool", "claude, with --engine-hooks: add a tool the engine's hook refuses (Bash, Write, ... or *), repeatable")
+	} else {
+		fs.Var(&o.allowWorkspaces, "allow-workspace", "workspace (ref or name) the profile may run in, repeatable (default: any)")
+		fs.Var(&o.denyTools, "deny-tool", "claude, with --engine-hooks: a tool the engine's hook refuses (Bash, Write, ... or *), repeatable")
+	}
+}
+
+// workspaceRefs resolves each --allow-workspace value to a ref; empty
+// values are left out, so --allow-workspace= alone is the empty list.
+func (o *policyOpts) workspaceRefs(ctx context.Context, c *call) ([]string, error) {
+	refs := []string{}
+	for _, v := range o.allowWorkspaces {
+		if v == "" {
+			continue
+		}
+		ref, err := resolveWorkspace(ctx, c, v)
+		if err != nil {
+			return nil, err
+		}
+		if !slices.Contains(refs, ref) {
+			refs = append(refs, ref)
+		}
+	}
+	return refs, nil
+}
+
+type profileAddOpts struct {
+	node, tool, name, home string
+	env                    envFlag
+	policy                 policyOpts
+}
+
+func profileAdd() *command {
+	var o profileAddOpts
+	return &command{
+		name: "profile add",
+		usage: `olivares profile add --tool claude|codex|grok|gemini|opencode --name NAME [--node ID|HOST]
+                     [--home DIR] [--env K=V ...] [--json]
+    Register a provider profile: one account/config home of one tool on one
+    node (--node may be left out when the tenant has one node). Env values
+    stay on the node; only their names are shown again.
+    Policy: [--active=false] [--requires-approval] [--allow-workspace WS ...]
+    [--engine-hooks [--deny-tool T ...]] (claude: the engine's PreToolUse hook
+    sees every tool use and refuses the denied ones; no settings file loaded).
+`,
+		flags: func(fs *flag.FlagSet) {
+			fs.StringVar(&o.node, "node", "", "node (id or host name) the profile lives on (default: the tenant's only node)")
+			fs.StringVar(&o.tool, "tool", "", "claude, codex, grok, gemini or opencode")
+			fs.StringVar(&o.name, "name", "", "profile name")
+			fs.StringVar(&o.home, "home", "", "config home directory on the node (default: the tool's own)")
+			fs.Var(&o.env, "env", "K=V environment for the tool, repeatable; values stay on the node")
+			o.policy.define(fs, false)
+		},
+		check: func(c *call) error { return c.required("tool", "name") },
+		run: func(ctx context.Context, c *call) error {
+			node, err := resolveNode(ctx, c, o.node)
+			if err != nil {
+				return err
+			}
+			ws, err := o.policy.workspaceRefs(ctx, c)
+			if err != nil {
+				return err
+			}
+			req := apitypes.ProfileCreate{NodeID: node, Tool: o.tool, Name: o.name, Home: o.home, Env: o.env,
+				LaunchRequiresApproval: o.policy.requiresApproval, AllowedWorkspaces: ws, EngineHooks: o.policy.engineHooks,
+				DeniedTools: o.policy.denyTools}
+			if c.set["active"] {
+				req.Active = &o.policy.active
+			}
+			p, err := c.cl.CreateProfile(ctx, req)
+			if err != nil {
+				return err
+			}
+			return c.emit(p, func() { printProfile(c.out, p) })
+		},
+	}
+}
+
+type profileUpdateOpts struct {
+	policy      policyOpts
+	allowTools  listFlag
+	clearDenied bool
+	envEdit     profileEnvFlags
+}
+
+func profileUpdate() *command {
+	var o profileUpdateOpts
+	return &command{
+		name: "profile update", arg: "profile ref or name",
+		usage: `olivares profile update REF|NAME [--active=BOOL] [--requires-approval=BOOL] [--engine-hooks=BOOL]
+                        [--allow-workspace WS ...] [--deny-tool T ...] [--allow-tool T ...]
+                        [--clear-denied-tools] [--env K=V ...] [--unset-env K ...] [--home DIR] [--json]
+    Change the policy, the tool's environment (values stay on the node) or
+    the home; it applies to the next launch or resume. The
+    --allow-workspace list replaces the old one (--allow-workspace= alone:
+    any workspace again); --deny-tool adds to the denied tools, --allow-tool
+    takes one off the list, --clear-denied-tools empties it.
+`,
+		flags: func(fs *flag.FlagSet) {
+			o.policy.define(fs, true)
+			fs.Var(&o.allowTools, "allow-tool", "claude: take this tool off the denied tools, repeatable")
+			fs.BoolVar(&o.clearDenied, "clear-denied-tools", false, "claude: empty the denied tools (before any --deny-tool)")
+			o.envEdit.define(fs)
+		},
+		check: func(c *call) error {
+			for _, t := range o.allowTools {
+				if slices.Contains(o.policy.denyTools, t) {
+					return usageError{fmt.Errorf("profile update: %s is given to both --deny-tool and --allow-tool", t)}
+				}
+			}
+			return nil
+		},
+		run: func(ctx context.Context, c *call) error {
+			ref, err := resolveProfile(ctx, c, c.arg)
+			if err != nil {
+				return err
+			}
+			var u apitypes.ProfileUpdate
+			if c.set["active"] {
+				u.Active = &o.policy.active
+			}
+			if c.set["requires-approval"] {
+				u.LaunchRequiresApproval = &o.policy.requiresApproval
+			}
+			if c.set["engine-hooks"] {
+				u.EngineHooks = &o.policy.engineHooks
+			}
+			if c.set["allow-workspace"] {
+				ws, err := o.policy.workspaceRefs(ctx, c)
+				if err != nil {
+					return err
+				}
+				u.AllowedWorkspaces = &ws
+			}
+			if c.set["deny-tool"] || c.set["allow-tool"] || c.set["clear-denied-tools"] {
+				cur, err := c.cl.Profile(ctx, ref)
+				if err != nil {
+					return err
+				}
+				denied := deniedTools(cur.DeniedTools, o.clearDenied, o.policy.denyTools, o.allowTools)
+				u.DeniedTools = &denied
+			}
+			o.envEdit.apply(&u, c.set)
+			if len(c.set) == 0 || (len(c.set) == 1 && c.json) {
+				return usageError{errors.New("profile update: give at least one flag to change (see olivares profile update --help)")}
+			}
+			p, err := c.cl.UpdateProfile(ctx, ref, u)
+			if err != nil {
+				return err
+			}
+			return c.emit(p, func() { printProfile(c.out, p) })
+		},
+	}
+}
+
+// deniedTools is the denied list after an update: cur, emptied first when
+// clear, with add appended and remove taken off, each tool once.
+func deniedTools(cur []string, clear bool, add, remove []string) []string {
+	out := []string{}
+	if !clear {
+		out = append(out, cur...)
+	}
+	for _, t := range add {
+		if !slices.Contains(out, t) {
+			out = append(out, t)
+		}
+	}
+	return slices.DeleteFunc(out, func(t string) bool { return slices.Contains(remove, t) })
+}
+
+// resolveProfile returns v when it is a profile ref, else the ref of the one
+// profile named exactly v.
+func resolveProfile(ctx context.Context, c *call, v string) (string, error) {
+	if strings.HasPrefix(v, profileRefPrefix) {
+		return v, nil
+	}
+	res, err := c.cl.Profiles(ctx)
+	if err != nil {
+		return "", fmt.Errorf("looking up profile %q: %w", v, err)
+	}
+	var refs []string
+	for _, p := range res.Items {
+		if p.Name == v {
+			refs = append(refs, p.Ref+" on "+p.NodeID)
+		}
+	}
+	return pickOne("profile", v, refs, "olivares profile list")
+}
+
+// Ref prefixes: a value without one is a name.
+const (
+	profileRefPrefix   = "prof_"
+	workspaceRefPrefix = "ws_"
+	secretRefPrefix    = "sec_"
+)
+
+// notFound is an unknown name: it exits 4, as an unknown ref does when the
+// API answers 404 (R-CLI-2).
+type notFound struct{ error }
+
+// pickOne returns the ref of the single match; each match is "REF on NODE".
+func pickOne(kind, name string, matches []string, listCmd string) (string, error) {
+	switch len(matches) {
+	case 0:
+		return "", notFound{fmt.Errorf("no %s is named %q; see %s", kind, name, listCmd)}
+	case 1:
+		ref, _, _ := strings.Cut(matches[0], " ")
+		return ref, nil
+	}
+	return "", fmt.Errorf("%d %ss are named %q (%s); pass the ref instead", len(matches), kind, name, strings.Join(matches, ", "))
+}
+
+func printProfile(out io.Writer, p apitypes.Profile) {
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "profile\t%s\n", p.Ref)
+	fmt.Fprintf(tw, "name\t%s\n", p.Name)
+	fmt.Fprintf(tw, "tool\t%s\n", p.Tool)
+	fmt.Fprintf(tw, "node\t%s\n", p.NodeID)
+	fmt.Fprintf(tw, "home\t%s\n", dash(p.Home))
+	fmt.Fprintf(tw, "env\t%s\n", dash(strings.Join(p.EnvKeys, ", ")))
+	fmt.Fprintf(tw, "active\t%v\n", p.Active)
+	fmt.Fprintf(tw, "requires approval\t%v\n", p.LaunchRequiresApproval)
+	allowed := strings.Join(p.AllowedWorkspaces, ", ")
+	if allowed == "" {
+		allowed = "any"
+	}
+	fmt.Fprintf(tw, "allowed workspaces\t%s\n", allowed)
+	if p.Tool == "claude" {
+		fmt.Fprintf(tw, "engine hooks\t%v\n", p.EngineHooks)
+		fmt.Fprintf(tw, "denied tools\t%s\n", dash(strings.Join(p.DeniedTools, ", ")))
+	}
+	fmt.Fprintf(tw, "created\t%s\n", stamp(p.CreatedAt))
+	tw.Flush()
+}
