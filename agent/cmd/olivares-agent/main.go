@@ -48,7 +48,7 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
+	if err := run(ctx, os.Args[1:], os.Stdout); err != nil && !errors.Is(err, errHelp) {
 		fmt.Fprintln(os.Stderr, "olivares-agent:", err)
 		var ue usageError
 		if errors.As(err, &ue) {
@@ -59,6 +59,10 @@ func main() {
 }
 
 type usageError struct{ error }
+
+// errHelp is what parse returns after printing a command's help: the
+// command runs nothing and the process exits 0 (R-CLI-3).
+var errHelp = errors.New("help shown")
 
 func defaultStateDir() string {
 	if d := os.Getenv("OLIVARES_AGENT_STATE_DIR"); d != "" {
@@ -74,11 +78,22 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	}
 	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
 	fs.SetOutput(out)
+	fs.Usage = func() {
+		fmt.Fprintln(out, "Usage:")
+		for _, l := range strings.Split(usage, "\n") {
+			if strings.HasPrefix(l, "  olivares-agent "+args[0]+" ") {
+				fmt.Fprintln(out, l)
+			}
+		}
+		fmt.Fprintln(out, "\nFlags:")
+		fs.PrintDefaults()
+	}
 	dir := fs.String("state-dir", defaultStateDir(), "state directory")
 	parse := func() error {
 		if err := fs.Parse(args[1:]); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
-				return nil
+				// The usage is printed; run nothing.
+				return errHelp
 			}
 			return usageError{err}
 		}

@@ -88,7 +88,7 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
+	if err := run(ctx, os.Args[1:], os.Stdout); err != nil && !errors.Is(err, errHelp) {
 		fmt.Fprintln(os.Stderr, "olivares-coordinator:", err)
 		var ue usageError
 		if errors.As(err, &ue) {
@@ -100,6 +100,23 @@ func main() {
 
 type usageError struct{ error }
 
+// errHelp is what parse returns after printing a command's help: the
+// command runs nothing and the process exits 0 (R-CLI-3).
+var errHelp = errors.New("help shown")
+
+// groupHelp is the usage of the commands of a group that takes a second word.
+func groupHelp(out io.Writer, group string) error {
+	fmt.Fprintln(out, "Usage:")
+	for _, l := range strings.Split(usage, "\n") {
+		if strings.HasPrefix(l, "  olivares-coordinator "+group+" ") {
+			fmt.Fprintln(out, l)
+		}
+	}
+	return errHelp
+}
+
+func isHelp(s string) bool { return s == "-h" || s == "-help" || s == "--help" || s == "help" }
+
 func run(ctx context.Context, args []string, out io.Writer) error {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		fmt.Fprint(out, usage)
@@ -110,6 +127,12 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return cmdDev(ctx, args[1:], out)
 	case "serve":
 		return cmdServe(ctx, args[1:], out)
+	case "ca", "token", "principal":
+		if len(args) >= 2 && isHelp(args[1]) {
+			return groupHelp(out, args[0])
+		}
+	}
+	switch args[0] {
 	case "ca":
 		if len(args) < 2 {
 			return usageError{errors.New("ca: want init, rotate or promote")}
@@ -147,13 +170,24 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 func newFlags(name string, out io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(out)
+	fs.Usage = func() {
+		fmt.Fprintln(out, "Usage:")
+		for _, l := range strings.Split(usage, "\n") {
+			if strings.HasPrefix(l, "  olivares-coordinator "+name+" ") || l == "  olivares-coordinator "+name {
+				fmt.Fprintln(out, l)
+			}
+		}
+		fmt.Fprintln(out, "\nFlags:")
+		fs.PrintDefaults()
+	}
 	return fs
 }
 
 func parse(fs *flag.FlagSet, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return nil
+			// The flag package printed the usage; run nothing.
+			return errHelp
 		}
 		return usageError{err}
 	}
