@@ -108,4 +108,3 @@ func filesUnder(t *testing.T, dir string) []string {
 	})
 	return found
 }
-

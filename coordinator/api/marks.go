@@ -146,7 +146,6 @@ func (s *Server) pinnedExtras(c echo.Context, q store.RunQuery, page []apitypes.
 	return out, nil
 }
 
-
 // auditEntry is an audit row by the caller about a run (R-AUD-3).
 func (s *Server) auditEntry(c echo.Context, event, runRef string) apitypes.AuditEntry {
 	cl := CallerOf(c)

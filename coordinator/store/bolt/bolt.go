@@ -497,7 +497,6 @@ func (s *Store) ListRuns(ctx context.Context, q store.RunQuery) ([]apitypes.Run,
 	return out, next, nil
 }
 
-
 // lastBelow positions c on the greatest key below bound, or on the greatest
 // key of prefix's range when bound is nil, and returns it (nil if there is
 // none; the caller checks the prefix).
