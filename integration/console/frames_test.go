@@ -27,18 +27,31 @@ import (
 const framesDir = "testdata/frames"
 
 // recordings are the runs whose frames are recorded: a driver, the inputs
-// sent one turn after another, and the profile's environment.
+// sent one turn after another, whether the real CLI runs (against the fake
+// model server, which answers with replies in order and then echoes), and
+// the replies. Record one again with -run 'TestRecordFrames/NAME'.
 var recordings = []struct {
 	name, tool string
 	inputs     []string
 	real       bool
+	replies    []fakemodel.Reply
 }{
-	{"claude-fakecli", "claude", []string{"hello", "stderr oops", "limit"}, false},
-	{"codex-fakecli", "codex", []string{"hello", "limit"}, false},
-	{"gemini-fakecli", "gemini", []string{"hello"}, false},
-	{"opencode-fakecli", "opencode", []string{"hello"}, false},
-	{"grok-fakecli", "grok", []string{"hello"}, false},
-	{"claude-real", "claude", []string{"hello", "again"}, true},
+	{"claude-fakecli", "claude", []string{"hello", "stderr oops", "limit"}, false, nil},
+	{"codex-fakecli", "codex", []string{"hello", "limit"}, false, nil},
+	{"gemini-fakecli", "gemini", []string{"hello"}, false, nil},
+	{"opencode-fakecli", "opencode", []string{"hello"}, false, nil},
+	{"grok-fakecli", "grok", []string{"hello"}, false, nil},
+	{"claude-real", "claude", []string{"hello", "again"}, true, nil},
+	// Tool calls: a command that succeeds, one that fails, then the
+	// model's answer after each result.
+	{"claude-real-tools", "claude", []string{"list the files", "read a missing file"}, true, []fakemodel.Reply{
+		fakemodel.Tool("Bash", `{"command":"printf 'one\\ntwo\\n'","description":"print two lines"}`), fakemodel.Text("Two lines: one and two."),
+		fakemodel.Tool("Read", `{"file_path":"/nonexistent/olivares-fixture.txt"}`), fakemodel.Text("That file does not exist."),
+	}},
+	{"codex-real-tools", "codex", []string{"list the files", "run a failing command"}, true, []fakemodel.Reply{
+		fakemodel.Tool("exec_command", `{"cmd":"printf 'one\\ntwo\\n'"}`), fakemodel.Text("Two lines: one and two."),
+		fakemodel.Tool("exec_command", `{"cmd":"ls /nonexistent/olivares-fixture"}`), fakemodel.Text("It does not exist."),
+	}},
 }
 
 // TestRecordFrames rewrites the fixtures (OLIVARES_RECORD_FRAMES=1).
@@ -50,18 +63,32 @@ func TestRecordFrames(t *testing.T) {
 		t.Run(rec.name, func(t *testing.T) {
 			o := integration.ProcOptions{}
 			var env map[string]string
-			if rec.real {
+			var openai *fakemodel.OpenAI
+			switch {
+			case rec.real && rec.tool == "claude":
 				bin := realcli.BinDir(t, rec.tool)
 				o.Path = bin + ":" + cliruntime.DefaultPath
 				fake := fakemodel.NewAnthropic()
 				defer fake.Close()
+				fake.Push(rec.replies...)
 				env = map[string]string{"ANTHROPIC_BASE_URL": fake.URL(), "ANTHROPIC_API_KEY": "test",
 					"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "CLAUDE_CODE_MAX_RETRIES": "0"}
-			} else if rec.tool == "gemini" {
+			case rec.real && rec.tool == "codex":
+				bin := realcli.BinDir(t, rec.tool)
+				o.Path = bin + ":" + cliruntime.DefaultPath
+				openai = fakemodel.NewOpenAI()
+				defer openai.Close()
+				openai.Push(rec.replies...)
+				env = map[string]string{"FAKE_OPENAI_KEY": "test"}
+			case rec.tool == "gemini":
 				env = map[string]string{"GEMINI_API_KEY": "test"}
 			}
 			f := setup(t, o)
-			r := f.launch(f.admin, f.profile(rec.tool, env), "")
+			p := f.profile(rec.tool, env)
+			if openai != nil {
+				writeCodexConfig(t, p.Home, openai)
+			}
+			r := f.launch(f.admin, p, "")
 			s := f.admin.Attach(r.RunRef, "from=0")
 			field := "text"
 			if rec.tool == "claude" {
@@ -87,6 +114,32 @@ func TestRecordFrames(t *testing.T) {
 				t.Fatal(err)
 			}
 		})
+	}
+}
+
+// writeCodexConfig gives a real Codex profile's home a config.toml whose
+// provider is the fake Responses API, with no retries and commands run
+// without approval (real-clis.md §2.4).
+func writeCodexConfig(t *testing.T, home string, fake *fakemodel.OpenAI) {
+	t.Helper()
+	config := `model = "fake-model"
+model_provider = "fake"
+approval_policy = "never"
+sandbox_mode = "danger-full-access"
+
+[model_providers.fake]
+name = "Fake local"
+base_url = "` + fake.BaseURL() + `"
+wire_api = "responses"
+env_key = "FAKE_OPENAI_KEY"
+request_max_retries = 0
+stream_max_retries = 0
+`
+	if err := os.MkdirAll(filepath.Join(home, ".codex"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(home, ".codex", "config.toml"), []byte(config), 0o600); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -25,10 +25,13 @@ func sessionAttach() *command {
 	return &command{
 		name: "session attach", arg: "run ref", noJSON: true, // a stream; --raw is its JSON
 		usage: `olivares session attach REF [--from N] [--raw]
-    Stream the run's output: stdout and pty frames to stdout, stderr frames
-    to stderr. Reconnects by itself at the next seq after a dropped stream;
-    exits after the run ends or when it is not live. --raw prints every
-    event as one JSON line {"event","id","data"} instead.
+    Show the run's conversation as it streams: what was sent (> ...), the
+    assistant's text, reasoning (~ ...), tool calls and their results in
+    short (→ and ✓/✗), errors and refusals (✗ ...) and turn boundaries
+    (── completed ...), the same for every tool; the tool's stderr goes to
+    stderr, each line marked "stderr│". Reconnects by itself at the next seq
+    after a dropped stream; exits after the run ends or when it is not live.
+    --raw prints every event as one JSON line {"event","id","data"} instead.
 `,
 		flags: func(fs *flag.FlagSet) {
 			fs.Uint64Var(&o.from, "from", 0, "first seq to stream (default: the oldest retained frame)")
@@ -36,6 +39,14 @@ func sessionAttach() *command {
 		},
 		run: func(ctx context.Context, c *call) error {
 			a := newAttacher(c.cl, c.arg, o.raw, c.out, c.err)
+			if !o.raw {
+				// The conversation is read in the run's tool's protocol.
+				r, err := c.cl.Run(ctx, c.arg)
+				if err != nil {
+					return err
+				}
+				a.rend = newRenderer(r.Driver, c.out, c.err, c.tty)
+			}
 			return a.run(ctx, o.from, c.set["from"])
 		},
 	}
@@ -51,13 +62,20 @@ type attacher struct {
 	raw    bool
 	stdout io.Writer
 	stderr io.Writer
+	// rend prints the conversation (not with raw); lastSeq is the seq of
+	// the last frame it was given.
+	rend    *renderer
+	lastSeq uint64
 	// wait pauses before a reconnect; it returns an error when ctx ends.
 	// Tests replace it so that they never sleep.
 	wait func(ctx context.Context, d time.Duration) error
 }
 
+// newAttacher returns an attacher that reads the output as text lines
+// (no tool's protocol) until rend is set to the run's tool's renderer.
 func newAttacher(cl *apiclient.Client, ref string, raw bool, stdout, stderr io.Writer) *attacher {
-	return &attacher{cl: cl, ref: ref, raw: raw, stdout: stdout, stderr: stderr}
+	return &attacher{cl: cl, ref: ref, raw: raw, stdout: stdout, stderr: stderr,
+		rend: newRenderer("", stdout, stderr, termOut{})}
 }
 
 // run attaches from seq from (when haveFrom, else from the oldest retained
@@ -73,6 +91,7 @@ func (a *attacher) run(ctx context.Context, from uint64, haveFrom bool) error {
 		return err
 	}
 	defer s.Close()
+	defer a.flush()
 	for {
 		ev, err := s.Next()
 		if ctx.Err() != nil || errors.Is(err, io.EOF) {
@@ -87,8 +106,18 @@ func (a *attacher) run(ctx context.Context, from uint64, haveFrom bool) error {
 	}
 }
 
+// flush prints what the conversation holds unfinished, before a line on
+// stderr that tells of the stream, or at its end.
+func (a *attacher) flush() {
+	if !a.raw {
+		a.rend.flush(a.lastSeq)
+		a.rend.endStderr()
+	}
+}
+
 // reconnecting says why the stream dropped and where it picks up.
 func (a *attacher) reconnecting(cause error, next uint64, have bool) {
+	a.flush()
 	if cause != nil {
 		fmt.Fprintf(a.stderr, "-- stream dropped: %s\n", explainText("session attach", cause))
 	}
@@ -117,6 +146,7 @@ func (a *attacher) handle(ev sse.Event) error {
 		if a.raw {
 			return a.printRaw(ev)
 		}
+		a.flush()
 		if l.ResumedFrom > l.RequestedFrom {
 			fmt.Fprintf(a.stderr, "-- lag: frames %d..%d were evicted; resuming at %d\n", l.RequestedFrom, l.ResumedFrom-1, l.ResumedFrom)
 		} else {
@@ -133,6 +163,7 @@ func (a *attacher) handle(ev sse.Event) error {
 		// A viewer dropped for being slow is not the run ending: the
 		// stream picks up where it was.
 		if e.Reason != "slow_viewer" {
+			a.flush()
 			fmt.Fprintln(a.stderr, "-- ended: "+endText(e))
 		}
 	case apitypes.SSENotice:
@@ -143,6 +174,7 @@ func (a *attacher) handle(ev sse.Event) error {
 		if a.raw {
 			return a.printRaw(ev)
 		}
+		a.flush()
 		fmt.Fprintf(a.stderr, "-- session is not live (state=%s)\n", n.State)
 	case apitypes.SSEOlivaresNotice:
 		var n struct{ Kind, Message string }
@@ -152,6 +184,7 @@ func (a *attacher) handle(ev sse.Event) error {
 		if a.raw {
 			return a.printRaw(ev)
 		}
+		a.flush()
 		if n.Message != "" {
 			fmt.Fprintf(a.stderr, "-- notice: %s: %s\n", n.Kind, n.Message)
 		} else {
@@ -175,25 +208,19 @@ func endText(e apitypes.End) string {
 	return s
 }
 
-// printOutput writes a frame's bytes: stderr frames to our stderr, stdout
-// and pty frames to our stdout.
+// printOutput adds a frame to the conversation, which prints what it
+// makes of it.
 func (a *attacher) printOutput(ev sse.Event, o apitypes.Output) error {
 	if a.raw {
 		return a.printRaw(ev)
 	}
-	data := []byte(o.Data)
 	if o.Encoding == "base64" {
-		var err error
-		if data, err = base64.StdEncoding.DecodeString(o.Data); err != nil {
+		if _, err := base64.StdEncoding.DecodeString(o.Data); err != nil {
 			return fmt.Errorf("bad output frame %d from the coordinator: %w", o.Seq, err)
 		}
 	}
-	w := a.stdout
-	if o.Stream == "stderr" {
-		w = a.stderr
-	}
-	_, err := w.Write(data)
-	return err
+	a.lastSeq = o.Seq
+	return a.rend.feed(o)
 }
 
 // printRaw writes the event as one JSON line on stdout (--raw).

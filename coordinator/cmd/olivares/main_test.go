@@ -198,7 +198,8 @@ func TestAttachEvents(t *testing.T) {
 				writeEvent(t, w, "notice", 5, apitypes.Notice{Kind: "not_live", State: "stopped"})
 				writeEvent(t, w, "output", 6, output(6, "stdout", "after the notice"))
 			},
-			stdout: "five",
+			// The line the notice cut short is printed whole before it.
+			stdout: "five\n",
 			stderr: "-- lag: frames 2..4 were evicted; resuming at 5\n-- session is not live (state=stopped)\n",
 		},
 		{
@@ -273,7 +274,7 @@ func TestAttachSlowViewerReconnects(t *testing.T) {
 	if err := a.run(t.Context(), 0, false); err != nil {
 		t.Fatal(err)
 	}
-	if stdout.String() != "a" || len(*waits) != 1 || !strings.Contains(stderr.String(), "-- reconnecting at seq 2\n") {
+	if stdout.String() != "a\n" || len(*waits) != 1 || !strings.Contains(stderr.String(), "-- reconnecting at seq 2\n") {
 		t.Errorf("stdout %q, stderr %q, %d waits", stdout, stderr, len(*waits))
 	}
 }
@@ -292,12 +293,12 @@ func (w *notifyWriter) Write(p []byte) (int, error) {
 func TestAttachInterrupted(t *testing.T) {
 	srv := fakeAPI(t, func(w http.ResponseWriter, r *http.Request) {
 		startStream(w)
-		writeEvent(t, w, "output", 1, output(1, "stdout", "a"))
+		writeEvent(t, w, "output", 1, output(1, "stdout", "a\n"))
 		<-r.Context().Done()
 	})
 	a, _, _, _ := testAttacher(t, srv, false)
 	nw := &notifyWriter{ch: make(chan struct{})}
-	a.stdout = nw
+	a.stdout, a.rend.out = nw, nw
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- a.run(ctx, 0, false) }()

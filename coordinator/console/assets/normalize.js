@@ -18,6 +18,8 @@
 // Stderr is not part of the conversation: feed returns it separately.
 //
 // The module touches no DOM, so the same code runs in the golden test.
+// shared/conversation is its Go twin (the CLI's session attach): a change
+// here is made there too, and both are checked against the same goldens.
 
 const INTERRUPTED = '[Request interrupted by user]';
 

@@ -1,0 +1,148 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/olivares-dev/olivares/shared/apitypes"
+)
+
+// framesDir holds the output frames recorded from real runs of every tool
+// (integration/console records them; the console's renderer reads them too).
+const framesDir = "../../../integration/console/testdata/frames"
+
+func readFrames(t *testing.T, file string) []apitypes.Output {
+	t.Helper()
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var frames []apitypes.Output
+	sc := bufio.NewScanner(bytes.NewReader(raw))
+	sc.Buffer(nil, 16<<20)
+	for sc.Scan() {
+		var o apitypes.Output
+		if err := json.Unmarshal(sc.Bytes(), &o); err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		frames = append(frames, o)
+	}
+	return frames
+}
+
+// render prints frames as session attach does, piped (no colour) or on a
+// colour terminal.
+func render(t *testing.T, tool string, frames []apitypes.Output, tty termOut) (stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	r := newRenderer(tool, &out, &errb, tty)
+	var last uint64
+	for _, o := range frames {
+		if err := r.feed(o); err != nil {
+			t.Fatal(err)
+		}
+		last = o.Seq
+	}
+	r.flush(last)
+	r.endStderr()
+	return out.String(), errb.String()
+}
+
+// R-CLI-7: session attach prints the conversation of every tool from its
+// recorded real frames, as testdata/attach/<fixture>.golden holds it
+// (OLIVARES_UPDATE_GOLDEN=1 rewrites them; review the diff).
+func TestAttachRendersTheConversation(t *testing.T) {
+	files, _ := filepath.Glob(filepath.Join(framesDir, "*.jsonl"))
+	tools := map[string]bool{}
+	for _, file := range files {
+		name := strings.TrimSuffix(filepath.Base(file), ".jsonl")
+		tool, _, _ := strings.Cut(name, "-")
+		tools[tool] = true
+		t.Run(name, func(t *testing.T) {
+			stdout, stderr := render(t, tool, readFrames(t, file), termOut{})
+			got := stdout + "--- stderr ---\n" + stderr
+			golden := filepath.Join("testdata", "attach", name+".golden")
+			if os.Getenv("OLIVARES_UPDATE_GOLDEN") == "1" {
+				os.MkdirAll(filepath.Dir(golden), 0o755)
+				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (OLIVARES_UPDATE_GOLDEN=1 writes it)", err)
+			}
+			if got != string(want) {
+				t.Errorf("attach of %s:\ngot:\n%s\nwant:\n%s", name, got, want)
+			}
+			if strings.Contains(got, `{"`) || strings.Contains(got, `"jsonrpc"`) {
+				t.Errorf("attach of %s prints raw protocol:\n%s", name, got)
+			}
+			if !strings.Contains(got, "── completed") {
+				t.Errorf("attach of %s shows no turn boundary:\n%s", name, got)
+			}
+			// On a colour terminal the same text is there, coloured.
+			colored, _ := render(t, tool, readFrames(t, file), termOut{color: true})
+			if !strings.Contains(colored, "\x1b[") || stripSGR(colored) != stdout {
+				t.Errorf("attach of %s on a terminal: colour missing or text changed:\n%q", name, colored)
+			}
+		})
+	}
+	for _, tool := range []string{"claude", "codex", "gemini", "opencode", "grok"} {
+		if !tools[tool] {
+			t.Errorf("no recorded frames of %s", tool)
+		}
+	}
+}
+
+func stripSGR(s string) string {
+	var b strings.Builder
+	for {
+		i := strings.Index(s, "\x1b[")
+		if i < 0 {
+			b.WriteString(s)
+			return b.String()
+		}
+		b.WriteString(s[:i])
+		j := strings.IndexByte(s[i:], 'm')
+		s = s[i+j+1:]
+	}
+}
+
+// Streaming: text printed as it grows, in place, and a tool call's result
+// printed once, after it.
+func TestRendererStreams(t *testing.T) {
+	var out, errb bytes.Buffer
+	r := newRenderer("gemini", &out, &errb, termOut{})
+	frame := func(seq uint64, stream, data string) {
+		r.feed(apitypes.Output{Seq: seq, Generation: 1, Stream: stream, Data: data})
+	}
+	upd := func(u string) string {
+		return `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":` + u + `}}` + "\n"
+	}
+	frame(1, "stdout", upd(`{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"Hel"}}`))
+	if got := out.String(); got != "Hel" {
+		t.Fatalf("after one chunk: %q, want %q", got, "Hel")
+	}
+	frame(2, "stdout", upd(`{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"lo\nthere"}}`))
+	frame(3, "stdout", upd(`{"sessionUpdate":"tool_call","toolCallId":"t1","title":"Shell","rawInput":{"command":"ls -la"},"status":"pending"}`))
+	frame(4, "stderr", "warn one\nwarn ")
+	frame(5, "stdout", upd(`{"sessionUpdate":"tool_call_update","toolCallId":"t1","status":"completed","content":[{"type":"content","content":{"type":"text","text":"a\nb\n"}}]}`))
+	frame(6, "stdout", upd(`{"sessionUpdate":"tool_call_update","toolCallId":"t1","status":"completed"}`))
+	frame(7, "stdout", `{"jsonrpc":"2.0","id":3,"result":{"stopReason":"refusal"}}`+"\n")
+	r.flush(7)
+	r.endStderr()
+	want := "Hello\nthere\n→ Shell  ls -la\n  ✓ Shell  2 lines: a\n✗ the model refused to answer\n── failed\n"
+	if out.String() != want {
+		t.Errorf("stdout:\n%s\nwant:\n%s", out.String(), want)
+	}
+	if want := "stderr│ warn one\nstderr│ warn \n"; errb.String() != want {
+		t.Errorf("stderr %q, want %q", errb.String(), want)
+	}
+}
