@@ -209,7 +209,7 @@ func (rd *Reader) Diff(ctx context.Context, ref string) (apitypes.Diff, error) {
 	if err != nil {
 		return apitypes.Diff{}, err
 	}
-	out := apitypes.Diff{Branch: d.Branch, Base: d.Base, Head: d.Head, Truncated: d.Truncated, Files: []apitypes.DiffEntry{}}
+	out := apitypes.Diff{Branch: d.Branch, Base: d.Base, Head: d.Head, Truncated: d.Truncated, Files: []apitypes.DiffEntry{}, Uncommitted: d.Uncommitted}
 	for _, f := range d.Files {
 		out.Files = append(out.Files, apitypes.DiffEntry{Path: f.Path, Status: f.Status, OldPath: f.OldPath})
 	}

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"os"
 	"path"
 	"strconv"
 	"strings"
@@ -107,6 +108,11 @@ type Diff struct {
 	Head      string       `json:"head"` // the branch tip
 	Files     []FileChange `json:"files"`
 	Truncated bool         `json:"truncated"`
+	// Uncommitted is how many allowed paths have changes in the worktree
+	// folder that are not committed on the branch (git status: staged,
+	// unstaged or untracked); nil when the folder is gone. The diff itself
+	// never reads them (R-DIFF-4, R-DIFF-9).
+	Uncommitted *int `json:"uncommitted,omitempty"`
 }
 
 // FileChange is one path the branch changed since Base.
@@ -205,6 +211,14 @@ func (r Repo) Diff(ctx context.Context, wt Worktree, o ReadOptions) (Diff, error
 	})
 	if err != nil {
 		return Diff{}, err
+	}
+	// R-DIFF-9: what the agent left uncommitted is counted, never read.
+	if fi, err := os.Stat(wt.Path); err == nil && fi.IsDir() {
+		n, _, err := r.uncommitted(ctx, wt, o.allowed)
+		if err != nil {
+			return Diff{}, err
+		}
+		d.Uncommitted = &n
 	}
 	return d, nil
 }

@@ -414,3 +414,40 @@ func TestDiffWorkspaceGone(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// R-DIFF-9 (issue 21, finding 5): what the agent left uncommitted in the
+// worktree is counted beside the committed diff, never read into it; only
+// allowed paths count, and a worktree folder that is gone counts nothing.
+func TestDiffCountsUncommitted(t *testing.T) {
+	t.Parallel()
+	r, wt, _ := runWith(t, map[string]string{"c.txt": "committed\n"})
+	d, err := r.Diff(tctx(t), wt, ReadOptions{})
+	if err != nil || d.Uncommitted == nil || *d.Uncommitted != 0 {
+		t.Fatalf("clean worktree: uncommitted %v, %v, want 0", d.Uncommitted, err)
+	}
+	writeFile(t, wt.Path, "c.txt", "edited, not committed\n")
+	writeFile(t, wt.Path, "untracked.txt", "x\n")
+	writeFile(t, wt.Path, "staged.txt", "x\n")
+	writeFile(t, wt.Path, "src/new.go", "package src\n")
+	gitT(t, wt.Path, "add", "staged.txt")
+	for _, tt := range []struct {
+		allowed []string
+		want    int
+	}{{nil, 4}, {[]string{"src"}, 1}, {[]string{"other"}, 0}} {
+		d, err := r.Diff(tctx(t), wt, ReadOptions{AllowedSubpaths: tt.allowed})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Uncommitted == nil || *d.Uncommitted != tt.want {
+			t.Errorf("allowed %q: uncommitted %v, want %d", tt.allowed, d.Uncommitted, tt.want)
+		}
+		if len(d.Files) > 1 {
+			t.Errorf("allowed %q: the uncommitted paths are listed: %+v", tt.allowed, d.Files)
+		}
+	}
+	gitT(t, r.Dir, "worktree", "remove", "--force", wt.Path)
+	d, err = r.Diff(tctx(t), wt, ReadOptions{})
+	if err != nil || d.Uncommitted != nil {
+		t.Fatalf("worktree folder gone: uncommitted %v, %v, want none", d.Uncommitted, err)
+	}
+}

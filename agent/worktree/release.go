@@ -118,7 +118,7 @@ func (r Repo) Release(ctx context.Context, wt Worktree, discard bool) (Outcome, 
 		reasons = append(reasons, refuse(ErrUnmergedWork, "branch %s has %d commit%s the workspace's current branch does not contain; merge %s, or repeat with discard_worktree:true to delete them", wt.Branch, n, plural(n), wt.Branch))
 	}
 	if !state.gone {
-		n, more, err := r.uncommitted(ctx, wt)
+		n, more, err := r.uncommitted(ctx, wt, nil)
 		if err != nil {
 			return Outcome{}, err
 		}
@@ -292,8 +292,8 @@ func (r Repo) unmergedCount(ctx context.Context, tip string) (int, error) {
 // counts when its checked-out commit differs from the recorded one; git
 // status is not run inside submodules (their own config could name a
 // filter), and git worktree remove refuses a worktree holding one unless
-// the release discards.
-func (r Repo) uncommitted(ctx context.Context, wt Worktree) (n int, more bool, err error) {
+// the release discards. With keep, only the paths it keeps count.
+func (r Repo) uncommitted(ctx context.Context, wt Worktree, keep func(path string) bool) (n int, more bool, err error) {
 	filters, err := r.neutralFilters(ctx, wt.Path)
 	if err != nil {
 		return 0, false, err
@@ -310,6 +310,9 @@ func (r Repo) uncommitted(ctx context.Context, wt Worktree) (n int, more bool, e
 			}
 			if len(rec) < 4 {
 				return errors.New("worktree: unexpected status record")
+			}
+			if keep != nil && !keep(strings.TrimSuffix(rec[3:], "/")) {
+				continue
 			}
 			n++
 			if n >= maxStatusEntries {

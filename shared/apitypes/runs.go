@@ -452,6 +452,10 @@ type Diff struct {
 	Head      string      `json:"head"`
 	Files     []DiffEntry `json:"files"`
 	Truncated bool        `json:"truncated"`
+	// Uncommitted is how many paths have changes in the run's worktree
+	// folder that are not committed on its branch (R-DIFF-9): the diff
+	// shows committed objects only. Absent when the folder is gone.
+	Uncommitted *int `json:"uncommitted,omitempty"`
 }
 
 // DiffEntry is one changed path (R-DIFF-8: status added, modified,

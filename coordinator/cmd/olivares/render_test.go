@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -145,4 +147,91 @@ func TestRendererStreams(t *testing.T) {
 	if want := "stderr│ warn one\nstderr│ warn \n"; errb.String() != want {
 		t.Errorf("stderr %q, want %q", errb.String(), want)
 	}
+}
+
+// R-DIFF-9 (finding 5): the list says how many paths are uncommitted, and
+// diff --file is a unified diff, coloured only on a terminal.
+func TestSessionDiff(t *testing.T) {
+	three, zero := 3, 0
+	uncommitted := &three
+	fakeAPI(t, func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/v1/m/sessions/runs/run_1/diff":
+			writeJSON(w, 200, apitypes.Diff{Branch: "olivares/run_1", Base: "b", Head: "h", Files: []apitypes.DiffEntry{}, Uncommitted: uncommitted})
+		case "/v1/m/sessions/runs/run_1/diff/file":
+			if got := r.URL.Query().Get("path"); got != "a.txt" {
+				t.Errorf("path %q", got)
+			}
+			writeJSON(w, 200, apitypes.FileDiff{Path: "a.txt", Original: "one\ntwo\nthree\n", Modified: "one\n2\nthree\nfour"})
+		default:
+			t.Errorf("unexpected %s", r.URL)
+		}
+	})
+	out, _, code := cli(t, "session", "diff", "run_1")
+	if code != 0 || !strings.Contains(out, "no committed change\n") || !strings.Contains(out, "3 paths in the worktree have uncommitted changes, not shown") {
+		t.Errorf("diff: exit %d\n%s", code, out)
+	}
+	uncommitted = &zero
+	if out, _, _ := cli(t, "session", "diff", "run_1"); strings.Contains(out, "uncommitted") {
+		t.Errorf("diff of a clean worktree speaks of uncommitted changes:\n%s", out)
+	}
+	out, _, code = cli(t, "session", "diff", "run_1", "--file", "a.txt")
+	want := "--- a/a.txt\n+++ b/a.txt\n@@ -1,3 +1,4 @@\n one\n-two\n+2\n three\n+four\n\\ No newline at end of file\n"
+	if code != 0 || out != want {
+		t.Errorf("diff --file: exit %d\n%s\nwant:\n%s", code, out, want)
+	}
+	var b bytes.Buffer
+	printFileDiff(&b, apitypes.FileDiff{Path: "a.txt", Original: "x\n", Modified: "y\n"}, termOut{color: true})
+	if !strings.Contains(b.String(), "\x1b[31m-x\x1b[0m") || !strings.Contains(b.String(), "\x1b[32m+y\x1b[0m") {
+		t.Errorf("diff --file on a terminal: %q", b.String())
+	}
+}
+
+func TestUnifiedDiff(t *testing.T) {
+	lines := func(n int, f func(i int) string) string {
+		var b strings.Builder
+		for i := range n {
+			b.WriteString(f(i) + "\n")
+		}
+		return b.String()
+	}
+	a := lines(20, func(i int) string { return fmt.Sprint("line ", i) })
+	b := lines(20, func(i int) string {
+		if i == 2 || i == 17 {
+			return "changed"
+		}
+		return fmt.Sprint("line ", i)
+	})
+	got := unifiedDiff("a", "b", a, b, 3)
+	want := "--- a\n+++ b\n@@ -1,6 +1,6 @@\n line 0\n line 1\n-line 2\n+changed\n line 3\n line 4\n line 5\n" +
+		"@@ -15,6 +15,6 @@\n line 14\n line 15\n line 16\n-line 17\n+changed\n line 18\n line 19\n"
+	if got != want {
+		t.Errorf("got:\n%s\nwant:\n%s", got, want)
+	}
+	if unifiedDiff("a", "b", a, a, 3) != "" {
+		t.Error("equal texts give a diff")
+	}
+	if got := unifiedDiff("a", "b", "", "new\n", 3); got != "--- a\n+++ b\n@@ -0,0 +1 @@\n+new\n" {
+		t.Errorf("added file: %q", got)
+	}
+	if got := unifiedDiff("a", "b", "old\n", "", 3); got != "--- a\n+++ b\n@@ -1 +0,0 @@\n-old\n" {
+		t.Errorf("deleted file: %q", got)
+	}
+}
+
+// FuzzUnifiedDiff: applying the diff's edit script to a gives b.
+func FuzzUnifiedDiff(f *testing.F) {
+	f.Add("a\nb\nc\n", "a\nc\nd\n")
+	f.Add("", "x")
+	f.Fuzz(func(t *testing.T, a, b string) {
+		var got strings.Builder
+		for _, op := range diffOps(splitLines(a), splitLines(b)) {
+			if op.kind != '-' {
+				got.WriteString(op.line)
+			}
+		}
+		if got.String() != b {
+			t.Fatalf("the edit script of %q to %q gives %q", a, b, got.String())
+		}
+	})
 }

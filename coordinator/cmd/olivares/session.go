@@ -368,6 +368,16 @@ func printDiff(out io.Writer, ref string, d apitypes.Diff) {
 	if d.Truncated {
 		fmt.Fprintf(out, "(more than %d paths: the list stops here)\n", len(d.Files))
 	}
+	// R-DIFF-9: agents often leave their edits uncommitted; the diff shows
+	// committed work only, so say what it leaves out.
+	if d.Uncommitted != nil && *d.Uncommitted > 0 {
+		n := *d.Uncommitted
+		s, have := "s", "have"
+		if n == 1 {
+			s, have = "", "has"
+		}
+		fmt.Fprintf(out, "%d path%s in the worktree %s uncommitted changes, not shown: the diff shows what branch %s committed (commit them in the worktree to see them here)\n", n, s, have, d.Branch)
+	}
 }
 
 func sessionMove() *command {
