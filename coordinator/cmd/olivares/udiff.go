@@ -64,9 +64,10 @@ func splitLines(s string) []string {
 	return ls
 }
 
-// maxDiffEdits bounds the edit distance searched for; beyond it the diff
-// is the whole of a replaced by the whole of b, still correct.
-const maxDiffEdits = 20000
+// maxDiffEdits bounds the edit distance searched for (the trace kept is
+// about its square); beyond it the diff is the whole of a replaced by the
+// whole of b, still correct.
+const maxDiffEdits = 2000
 
 // unifiedDiff is the unified diff of a and b with ctx lines of context,
 // "" when they are equal.
@@ -153,7 +154,8 @@ func diffOps(a, b []string) []diffOp {
 	var trace [][]int
 	found := false
 	for d := 0; d <= maxD && !found; d++ {
-		trace = append(trace, append([]int(nil), v...))
+		// Only the diagonals -d..d can be read back at step d.
+		trace = append(trace, append([]int(nil), v[off-d:off+d+1]...))
 		for k := -d; k <= d; k += 2 {
 			var x int
 			if k == -d || (k != d && v[off+k-1] < v[off+k+1]) {
@@ -187,15 +189,19 @@ func diffOps(a, b []string) []diffOp {
 	var rev []diffOp
 	x, y := n, m
 	for d := len(trace) - 1; d >= 0; d-- {
-		vd := trace[d]
+		td := trace[d]
+		vd := func(k int) int { return td[k+d] } // v at step d-1, diagonal k
 		k := x - y
 		var prevK int
-		if k == -d || (k != d && vd[off+k-1] < vd[off+k+1]) {
+		if k == -d || (k != d && vd(k-1) < vd(k+1)) {
 			prevK = k + 1
 		} else {
 			prevK = k - 1
 		}
-		prevX := vd[off+prevK]
+		prevX := 0
+		if d > 0 {
+			prevX = vd(prevK)
+		}
 		prevY := prevX - prevK
 		for x > prevX && y > prevY {
 			x--
