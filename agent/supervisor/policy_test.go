@@ -4,8 +4,10 @@ import (
 	"context"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
+	"github.com/olivares-dev/olivares/agent/cliruntime"
 	"github.com/olivares-dev/olivares/agent/registry"
 	"github.com/olivares-dev/olivares/agent/supervisor"
 	"github.com/olivares-dev/olivares/shared/apitypes"
@@ -34,6 +36,13 @@ func TestApprovalHoldsLaunchAndResume(t *testing.T) {
 	}
 	_, err = e.sup.Resume(ctx, "run_held1", nil, "")
 	wantErr(t, "resume of a held run", err, supervisor.ErrPendingApproval)
+	// Input to a held run says to approve it, not to resume it (issue 21).
+	err = e.sup.Input(ctx, "run_held1", cliruntime.Input{Text: "hi"})
+	wantErr(t, "input to a held run", err, supervisor.ErrPendingApproval)
+	if msg := err.Error(); !strings.Contains(msg, "approve it first") || strings.Contains(msg, "resume") {
+		t.Errorf("input to a held run: %q, want it to say to approve it", msg)
+	}
+	wantErr(t, "interrupt of a held run", e.sup.Interrupt(ctx, "run_held1"), supervisor.ErrPendingApproval)
 	// Held across an agent restart: not lost, not started.
 	e.shut()
 	e.open()

@@ -234,6 +234,11 @@ func (r *run) liveGen() (*generation, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.gen == nil {
+		if r.rec.PendingApproval {
+			// Held by its profile's policy: approving it, not resuming it,
+			// starts it.
+			return nil, refusal.New(ErrPendingApproval, "run %s waits for a person's approval and takes no input until then; approve it first", r.rec.RunRef)
+		}
 		state, _ := Derive(Facts{Started: r.rec.Generation > 0, StopRequested: r.rec.StopRequested,
 			ExitCode: r.rec.ExitCode, Signal: r.rec.Signal, FailReason: r.rec.FailReason})
 		return nil, refusal.New(ErrNotLive, "run %s is not live (state=%s); resume it first", r.rec.RunRef, state)

@@ -140,6 +140,12 @@ var terms = []term{
 	t(anyCmd, "", `grant it as_file`, "grant it as a file (--grant KIND:SECRET_REF:ENV:file)"),
 	t(anyCmd, "", `a grant as_file`, "a --grant KIND:SECRET_REF:ENV:file"),
 
+	// Lifecycle: what to do next is a command.
+	t(anyCmd, "", `^run (\S+) (waits for a person's approval.*); approve it first$`, "run $1 $2; approve it first: olivares session approve $1"),
+	t(anyCmd, "", `^run (\S+) (is not live .*); resume it first$`, "run $1 $2; resume it first: olivares session resume $1"),
+	t(anyCmd, "", `^run (\S+) is live(.*); stop it (before \w+)$`, "run $1 is live$2; stop it $3: olivares session stop $1"),
+	t(anyCmd, "", `^run (\S+) (is live and bound to thread \S+); stop it first$`, "run $1 $2; stop it first: olivares session stop $1"),
+
 	// Release.
 	t(anyCmd, "", `\bdiscard_worktree(?::\s*true)?`, "--discard-worktree"),
 

@@ -113,7 +113,12 @@ func TestExplainFlagTerms(t *testing.T) {
 		{"node list", "tenant_required", "the X-Olivares-Tenant header is missing or malformed; send the tenant id, e.g. X-Olivares-Tenant: default",
 			"the saved login names no valid tenant; log in again with olivares login ... --tenant T"},
 		// Other commands leave a message that names no field alone.
-		{"session stop", "not_live", "run run_1 is not live (state=stopped); resume it first", "run run_1 is not live (state=stopped); resume it first"},
+		{"session stop", "not_live", "run run_1 is not live (state=stopped); resume it first", "run run_1 is not live (state=stopped); resume it first: olivares session resume run_1"},
+		{"session input", "pending_approval", "run run_1 waits for a person's approval and takes no input until then; approve it first",
+			"run run_1 waits for a person's approval and takes no input until then; approve it first: olivares session approve run_1"},
+		{"session resume", "pending_approval", "run run_1 waits for a person's approval; approve it first", "run run_1 waits for a person's approval; approve it first: olivares session approve run_1"},
+		{"session cleanup", "run_live", "run run_1 is live (state=idle); stop it before cleanup", "run run_1 is live (state=idle); stop it before cleanup: olivares session stop run_1"},
+		{"session resume", "run_live", "run run_1 is live; stop it before resuming", "run run_1 is live; stop it before resuming: olivares session stop run_1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.cmd+"/"+tt.code, func(t *testing.T) {

@@ -1,0 +1,109 @@
+package main
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/olivares-dev/olivares/shared/apitypes"
+)
+
+// session list's filters go to the server as GET /runs query parameters
+// (R-LIST-7), names resolved; --name is matched here.
+func TestSessionListFilters(t *testing.T) {
+	fakeAPI(t, func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/v1/m/sessions/runs":
+			want := "driver=claude&node_id=n1&provider_profile_ref=prof_1&state=idle&workspace_ref=ws_1"
+			if got := r.URL.RawQuery; got != want {
+				t.Errorf("query %q, want %q", got, want)
+			}
+			writeJSON(w, 200, apitypes.RunList{Items: []apitypes.Run{
+				{RunRef: "run_1", State: "idle", Name: "Fix the parser"}, {RunRef: "run_2", State: "idle", Name: "docs"}}})
+		case "/v1/m/sessions/profiles":
+			writeJSON(w, 200, apitypes.ProfileList{Items: []apitypes.Profile{{Ref: "prof_1", Name: "work"}}})
+		case "/v1/m/sessions/workspaces":
+			writeJSON(w, 200, apitypes.WorkspaceList{Items: []apitypes.Workspace{{Ref: "ws_1", Name: "repo"}}})
+		case "/v1/nodes":
+			writeJSON(w, 200, apitypes.NodeList{Nodes: []apitypes.Node{{ID: "n1", Hostname: "box"}, {ID: "n2", Hostname: "other"}}})
+		default:
+			t.Errorf("unexpected %s", r.URL)
+		}
+	})
+	out, stderr, code := cli(t, "session", "list", "--profile", "work", "--workspace", "repo", "--node", "box", "--tool", "claude", "--state", "idle", "--name", "PARSER")
+	if code != 0 || !strings.Contains(out, "run_1") || strings.Contains(out, "run_2") {
+		t.Errorf("list: exit %d %s\n%s", code, stderr, out)
+	}
+	if strings.Contains(out, "\x1b[") {
+		t.Errorf("piped output is coloured: %q", out)
+	}
+}
+
+// session input --file sends a file's text, or standard input's, in the
+// field the session's tool takes.
+func TestSessionInputFile(t *testing.T) {
+	var bodies []map[string]any
+	driver := "claude"
+	fakeAPI(t, func(w http.ResponseWriter, r *http.Request) {
+		switch r.Method + " " + r.URL.Path {
+		case "GET /v1/m/sessions/runs/run_1":
+			writeJSON(w, 200, apitypes.Run{RunRef: "run_1", Driver: driver, State: "idle"})
+		case "POST /v1/m/sessions/runs/run_1/input":
+			raw, _ := io.ReadAll(r.Body)
+			var m map[string]any
+			json.Unmarshal(raw, &m)
+			bodies = append(bodies, m)
+			writeJSON(w, 202, apitypes.Accepted{})
+		default:
+			t.Errorf("unexpected %s %s", r.Method, r.URL)
+		}
+	})
+	file := filepath.Join(t.TempDir(), "prompt.md")
+	os.WriteFile(file, []byte("line one\nline two\n"), 0o600)
+	if _, stderr, code := cli(t, "session", "input", "run_1", "--file", file); code != 0 {
+		t.Fatalf("input --file: exit %d %s", code, stderr)
+	}
+	driver = "codex"
+	stdin = strings.NewReader("from stdin")
+	t.Cleanup(func() { stdin = os.Stdin })
+	if _, stderr, code := cli(t, "session", "input", "run_1", "--file", "-"); code != 0 {
+		t.Fatalf("input --file -: exit %d %s", code, stderr)
+	}
+	want := []map[string]any{{"message": "line one\nline two\n"}, {"text": "from stdin"}}
+	if len(bodies) != 2 || bodies[0]["message"] != want[0]["message"] || bodies[1]["text"] != want[1]["text"] {
+		t.Errorf("bodies %v, want %v", bodies, want)
+	}
+	if _, _, code := cli(t, "session", "input", "run_1", "--file", filepath.Join(t.TempDir(), "none")); code != 1 {
+		t.Errorf("input --file of a missing file: exit %d, want 1", code)
+	}
+}
+
+// audit list --since takes a duration back from now.
+func TestAuditSinceDuration(t *testing.T) {
+	var since string
+	fakeAPI(t, func(w http.ResponseWriter, r *http.Request) {
+		since = r.URL.Query().Get("since")
+		writeJSON(w, 200, apitypes.AuditList{Items: []apitypes.AuditEntry{}})
+	})
+	before := time.Now().Add(-2 * time.Hour).Add(-time.Second)
+	if _, stderr, code := cli(t, "audit", "list", "--since", "2h"); code != 0 {
+		t.Fatalf("audit list --since 2h: exit %d %s", code, stderr)
+	}
+	at, err := time.Parse(time.RFC3339, since)
+	if err != nil || at.Before(before) || at.After(time.Now().Add(-2*time.Hour).Add(time.Second)) {
+		t.Errorf("since=%q, want about 2h ago", since)
+	}
+	cli(t, "audit", "list", "--since", "3d")
+	if at, err := time.Parse(time.RFC3339, since); err != nil || time.Since(at) < 71*time.Hour {
+		t.Errorf("since=%q for 3d", since)
+	}
+	cli(t, "audit", "list", "--since", "2026-01-02T03:04:05Z")
+	if since != "2026-01-02T03:04:05Z" {
+		t.Errorf("since=%q, want the instant as given", since)
+	}
+}
