@@ -45,8 +45,8 @@ type renderer struct {
 type printed struct {
 	text   int    // bytes of Text printed (user)
 	seen   string // the Text printed (assistant, thinking)
-	shown  bool // the item's line (a tool call's call line) is printed
-	result bool // the tool call's result line is printed
+	shown  bool   // the item's line (a tool call's call line) is printed
+	result bool   // the tool call's result line is printed
 }
 
 func newRenderer(driver string, out, errOut io.Writer, tty termOut) *renderer {
