@@ -30,8 +30,11 @@ const usage = `olivares-agent: the Olivares node daemon.
 
 Usage:
   olivares-agent enroll --coordinator HOST:PORT --token T --ca-pin sha256:... [--state-dir DIR]
+  olivares-agent enroll --join FILE|- [--state-dir DIR]
       Make this node's key (it never leaves), check the coordinator against the
-      pin, then trade the join token and a CSR for a certificate.
+      pin, then trade the join token and a CSR for a certificate. --join reads
+      the coordinator, token and pin from the JSON of olivares-coordinator
+      token create --json (a file, or - for standard input).
   olivares-agent run [--config FILE] [--state-dir DIR] [--transport auto|quic|yamux]
       Dial the coordinator and serve it.
   olivares-agent status [--state-dir DIR] [--json]
@@ -107,8 +110,27 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		coord := fs.String("coordinator", "", "coordinator tunnel address HOST:PORT")
 		token := fs.String("token", "", "join token (from olivares-coordinator token create)")
 		pin := fs.String("ca-pin", "", "CA pin sha256:... (from token create)")
+		join := fs.String("join", "", "read --coordinator, --token and --ca-pin from token create --json output in this file (- for standard input)")
 		if err := parse(); err != nil {
 			return err
+		}
+		if *join != "" {
+			j, err := readJoin(*join, os.Stdin)
+			if err != nil {
+				return err
+			}
+			// A flag given as well wins over the file.
+			set := map[string]bool{}
+			fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+			if !set["coordinator"] {
+				*coord = j.Coordinator
+			}
+			if !set["token"] {
+				*token = j.Token
+			}
+			if !set["ca-pin"] {
+				*pin = j.CAPin
+			}
 		}
 		id, err := enroll.Enroll(ctx, enroll.Options{Coordinator: *coord, Token: *token, CAPin: *pin, StateDir: *dir})
 		if err != nil {
@@ -166,6 +188,35 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return nil
 	}
 	return usageError{fmt.Errorf("unknown command %q; see olivares-agent --help", args[0])}
+}
+
+// joinFile is what enroll --join reads: olivares-coordinator token create
+// --json.
+type joinFile struct {
+	Coordinator string `json:"coordinator"`
+	Token       string `json:"token"`
+	CAPin       string `json:"ca_pin"`
+}
+
+func readJoin(path string, stdin io.Reader) (joinFile, error) {
+	var raw []byte
+	var err error
+	if path == "-" {
+		raw, err = io.ReadAll(io.LimitReader(stdin, 1<<20))
+	} else {
+		raw, err = os.ReadFile(path)
+	}
+	if err != nil {
+		return joinFile{}, fmt.Errorf("enroll --join: %w", err)
+	}
+	var j joinFile
+	if err := json.Unmarshal(raw, &j); err != nil {
+		return joinFile{}, fmt.Errorf("enroll --join %s: not the JSON of olivares-coordinator token create --json: %w", path, err)
+	}
+	if j.Token == "" || j.CAPin == "" || j.Coordinator == "" {
+		return joinFile{}, fmt.Errorf("enroll --join %s: it lacks the token, the CA pin or the coordinator's address", path)
+	}
+	return j, nil
 }
 
 func printStatus(out io.Writer, st localapi.Status) {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -77,13 +78,76 @@ func sessionCommands() []*command {
 				}
 				return c.emit(r, func() { fmt.Fprintf(c.out, "%s %s, generation %d\n", r.RunRef, runState(r), r.Generation) })
 			}},
-		sessionDiff(), sessionMove(), sessionHandoff(), sessionAttach(),
+		sessionWait(), sessionDiff(), sessionMove(), sessionHandoff(), sessionAttach(),
+	}
+}
+
+type sessionWaitOpts struct {
+	states  listFlag
+	timeout time.Duration
+}
+
+// waitPoll is how often session wait reads the run.
+const waitPoll = 500 * time.Millisecond
+
+func sessionWait() *command {
+	var o sessionWaitOpts
+	return &command{
+		name: "session wait", arg: "run ref",
+		usage: `olivares session wait REF [--state S ...] [--timeout 2m] [--json]
+    Wait until the run is in one of the states (default idle: it waits for
+    input), as kubectl wait does; exits 1 at the timeout, and when the run
+    ends in another state (stopped, failed) first.
+`,
+		flags: func(fs *flag.FlagSet) {
+			fs.Var(&o.states, "state", "a state to wait for, repeatable (default idle)")
+			fs.DurationVar(&o.timeout, "timeout", 2*time.Minute, "give up after this long")
+		},
+		check: func(c *call) error {
+			for _, s := range o.states {
+				if !slices.Contains(apitypes.States, s) {
+					return usageError{fmt.Errorf("session wait: --state %q: use one of %s", s, strings.Join(apitypes.States, ", "))}
+				}
+			}
+			if o.timeout <= 0 {
+				return usageError{errors.New("session wait: --timeout must be positive")}
+			}
+			return nil
+		},
+		run: func(ctx context.Context, c *call) error {
+			want := []string(o.states)
+			if len(want) == 0 {
+				want = []string{apitypes.StateIdle}
+			}
+			ctx, cancel := context.WithTimeout(ctx, o.timeout)
+			defer cancel()
+			tick := time.NewTicker(waitPoll)
+			defer tick.Stop()
+			var r apitypes.Run
+			for {
+				var err error
+				if r, err = c.cl.Run(ctx, c.arg); err != nil && ctx.Err() == nil {
+					return err
+				}
+				switch {
+				case err == nil && slices.Contains(want, r.State):
+					return c.emit(r, func() { fmt.Fprintf(c.out, "%s %s\n", r.RunRef, runState(r)) })
+				case err == nil && !apitypes.Live(r.State) && r.State != apitypes.StatePendingApproval:
+					return fmt.Errorf("run %s is %s (%s), not %s", r.RunRef, r.State, exitLong(r), strings.Join(want, " or "))
+				}
+				select {
+				case <-ctx.Done():
+					return fmt.Errorf("run %s is still %s after %s, not %s", c.arg, dash(r.State), o.timeout, strings.Join(want, " or "))
+				case <-tick.C:
+				}
+			}
+		},
 	}
 }
 
 type sessionStartOpts struct {
 	profile, workspace, name, isolation, worktreeFrom string
-	worktree, noSetup                                 bool
+	worktree, noSetup, quiet                          bool
 	grants                                            grantFlag
 }
 
@@ -94,8 +158,8 @@ func sessionStart() *command {
 		usage: `olivares session start --profile REF|NAME [--workspace REF|NAME] [--name N]
                        [--isolation native|container|sandbox] [--worktree]
                        [--worktree-from REV] [--no-setup]
-                       [--grant KIND:SECRET:ENV[:file] ...] [--json]
-    Launch a run. A profile, workspace or secret not given by ref (prof_…,
+                       [--grant KIND:SECRET:ENV[:file] ...] [--quiet|--json]
+    Launch a run; --quiet prints only its ref (RUN=$(olivares session start ... -q)). A profile, workspace or secret not given by ref (prof_…,
     ws_…, sec_…) is looked up by its exact name. --grant hands a vault secret
     to the tool as ENV (or as a 0600 file whose path is in ENV); the run is
     tainted by its kind for good, which limits what can be read or handed on
@@ -109,6 +173,8 @@ func sessionStart() *command {
 			fs.BoolVar(&o.worktree, "worktree", false, "run in a new git worktree of the workspace")
 			fs.StringVar(&o.worktreeFrom, "worktree-from", "", "branch or commit the worktree starts from (with --worktree)")
 			fs.BoolVar(&o.noSetup, "no-setup", false, "skip the workspace setup command for this launch")
+			fs.BoolVar(&o.quiet, "quiet", false, "print only the run's ref")
+			fs.BoolVar(&o.quiet, "q", false, "short for --quiet")
 			fs.Var(&o.grants, "grant", "KIND:SECRET:ENV[:file]: hand a vault secret (ref or name) to the tool, repeatable (KIND: vault_secret, repository_credential, managed_credential or package_registry_token)")
 		},
 		check: func(c *call) error { return c.required("profile") },
@@ -137,6 +203,10 @@ func sessionStart() *command {
 			r, err := c.cl.Launch(ctx, req)
 			if err != nil {
 				return err
+			}
+			if o.quiet && !c.json {
+				fmt.Fprintln(c.out, r.RunRef)
+				return nil
 			}
 			return c.emit(r, func() { printRun(c.out, r) })
 		},
@@ -410,7 +480,7 @@ func sessionMove() *command {
 
 type sessionHandoffOpts struct {
 	profile, summaryFile, name string
-	preview                    bool
+	preview, quiet             bool
 }
 
 func sessionHandoff() *command {
@@ -420,16 +490,18 @@ func sessionHandoff() *command {
 		usage: `olivares session handoff REF --preview
     Print the summary a handoff would send (generated without a model), to
     review and edit into a file.
-olivares session handoff REF --profile REF|NAME [--summary-file F] [--name N] [--json]
+olivares session handoff REF --profile REF|NAME [--summary-file F] [--name N] [--quiet|--json]
     Stop the session, write its transcript under the target profile and start
     a new run there (any tool) whose first turn is the summary and the
-    transcript's path.
+    transcript's path. --quiet prints only the new run's ref.
 `,
 		flags: func(fs *flag.FlagSet) {
 			fs.StringVar(&o.profile, "profile", "", "the profile (ref or exact name, any tool) to continue in")
 			fs.BoolVar(&o.preview, "preview", false, "print the summary to review (and edit into a file) without handing off")
 			fs.StringVar(&o.summaryFile, "summary-file", "", "the reviewed summary to send instead of the generated one")
 			fs.StringVar(&o.name, "name", "", "the new run's name")
+			fs.BoolVar(&o.quiet, "quiet", false, "print only the new run's ref")
+			fs.BoolVar(&o.quiet, "q", false, "short for --quiet")
 		},
 		check: func(c *call) error {
 			if !o.preview {
@@ -468,6 +540,10 @@ olivares session handoff REF --profile REF|NAME [--summary-file F] [--name N] [-
 			res, err := c.cl.Handoff(ctx, arg, req)
 			if err != nil {
 				return err
+			}
+			if o.quiet && !c.json {
+				fmt.Fprintln(out, res.RunRef)
+				return nil
 			}
 			return c.emit(res, func() {
 				fmt.Fprintf(out, "%s handed off to %s (%s on %s): first turn %s\n", arg, res.RunRef, runState(res.Run), res.ProviderProfileRef, res.SummaryState)
