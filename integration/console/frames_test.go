@@ -86,7 +86,7 @@ func TestRecordFrames(t *testing.T) {
 			f := setup(t, o)
 			p := f.profile(rec.tool, env)
 			if openai != nil {
-				writeCodexConfig(t, p.Home, openai)
+				writeRecordingCodexConfig(t, p.Home, openai)
 			}
 			r := f.launch(f.admin, p, "")
 			s := f.admin.Attach(r.RunRef, "from=0")
@@ -117,10 +117,10 @@ func TestRecordFrames(t *testing.T) {
 	}
 }
 
-// writeCodexConfig gives a real Codex profile's home a config.toml whose
+// writeRecordingCodexConfig gives a real Codex profile's home a config.toml whose
 // provider is the fake Responses API, with no retries and commands run
 // without approval (real-clis.md §2.4).
-func writeCodexConfig(t *testing.T, home string, fake *fakemodel.OpenAI) {
+func writeRecordingCodexConfig(t *testing.T, home string, fake *fakemodel.OpenAI) {
 	t.Helper()
 	config := `model = "fake-model"
 model_provider = "fake"
