@@ -127,7 +127,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return cmdDev(ctx, args[1:], out)
 	case "serve":
 		return cmdServe(ctx, args[1:], out)
-	case "ca", "token", "principal":
+	case "ca", "token", "principal", "tenant":
 		if len(args) >= 2 && isHelp(args[1]) {
 			return groupHelp(out, args[0])
 		}
