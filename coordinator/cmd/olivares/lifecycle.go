@@ -22,11 +22,11 @@ import (
 // command line before its own dispatch.
 
 const lifecycleUsage = `  olivares principal list [--json]
-  olivares principal show ID [--json]    the principal and its credentials (admin)
+  olivares principal show ID|NAME [--json]    the principal and its credentials (admin)
   olivares principal create --name N --role viewer|operator|admin [--kind human|agent] [--json]
       A person or automation identity in this tenant, and its first token
       (shown once). Names are unique in a tenant.
-  olivares principal revoke ID [--json]
+  olivares principal revoke ID|NAME [--json]
       Remove the principal from this tenant; with no other tenant left, every
       token it holds stops working at once.
   olivares credential list [--principal ID] [--json]
@@ -40,7 +40,7 @@ const lifecycleUsage = `  olivares principal list [--json]
   olivares tenant list [--json]          the tenants you belong to and your role in each
   olivares profile delete REF|NAME       remove a profile no live run uses (its home stays)
   olivares workspace delete REF|NAME     remove a workspace no live run or unreleased worktree uses
-  olivares node forget ID [--json]
+  olivares node forget ID|HOST [--json]
       Remove a revoked node from the registry, with its profiles and workspaces.
 `
 
@@ -76,8 +76,12 @@ func lifeCommands() []*lifeCmd {
 				tw.Flush()
 			})
 		}},
-		{name: "principal show", arg: "principal id", run: func(ctx context.Context, c *lifeCall) error {
-			p, err := c.cl.Principal(ctx, c.arg)
+		{name: "principal show", arg: "principal id or name", run: func(ctx context.Context, c *lifeCall) error {
+			id, err := resolvePrincipal(ctx, c, c.arg)
+			if err != nil {
+				return err
+			}
+			p, err := c.cl.Principal(ctx, id)
 			if err != nil {
 				return err
 			}
@@ -103,8 +107,12 @@ func lifeCommands() []*lifeCmd {
 					res.Principal.ID, res.Principal.Kind, res.Principal.Role, c.creds.Tenant, res.CredentialID, res.Token)
 			})
 		}},
-		{name: "principal revoke", arg: "principal id", run: func(ctx context.Context, c *lifeCall) error {
-			res, err := c.cl.RevokePrincipal(ctx, c.arg)
+		{name: "principal revoke", arg: "principal id or name", run: func(ctx context.Context, c *lifeCall) error {
+			id, err := resolvePrincipal(ctx, c, c.arg)
+			if err != nil {
+				return err
+			}
+			res, err := c.cl.RevokePrincipal(ctx, id)
 			if err != nil {
 				return err
 			}
@@ -121,21 +129,32 @@ func lifeCommands() []*lifeCmd {
 		{name: "credential list", flags: func(fs *flag.FlagSet) {
 			fs.StringVar(&cl.principal, "principal", "", "only this principal's credentials")
 		}, run: func(ctx context.Context, c *lifeCall) error {
-			l, err := c.cl.Credentials(ctx, cl.principal)
+			id := cl.principal
+			if id != "" {
+				var err error
+				if id, err = resolvePrincipal(ctx, c, id); err != nil {
+					return err
+				}
+			}
+			l, err := c.cl.Credentials(ctx, id)
 			if err != nil {
 				return err
 			}
 			return c.emit(l, func() { printCredentials(c.out, l.Items) })
 		}},
 		{name: "credential create", flags: func(fs *flag.FlagSet) {
-			fs.StringVar(&cc.principal, "principal", "", "the principal's id (prn_...)")
+			fs.StringVar(&cc.principal, "principal", "", "the principal's id (prn_...) or name")
 			fs.StringVar(&cc.kind, "kind", "session", "session (shares the person's pins, snoozes and done marks) or api_token (its own)")
 			fs.StringVar(&cc.label, "label", "", "what the token is for")
 		}, run: func(ctx context.Context, c *lifeCall) error {
 			if cc.principal == "" {
 				return usageError{errors.New("credential create: --principal is required")}
 			}
-			res, err := c.cl.CreateCredential(ctx, cc.principal, apitypes.CredentialCreate{Kind: cc.kind, Label: cc.label})
+			id, err := resolvePrincipal(ctx, c, cc.principal)
+			if err != nil {
+				return err
+			}
+			res, err := c.cl.CreateCredential(ctx, id, apitypes.CredentialCreate{Kind: cc.kind, Label: cc.label})
 			if err != nil {
 				return err
 			}
@@ -199,8 +218,12 @@ func lifeCommands() []*lifeCmd {
 				fmt.Fprintf(c.out, "workspace %s deleted (the directory stays on the node)\n", ref)
 			})
 		}},
-		{name: "node forget", arg: "node id", run: func(ctx context.Context, c *lifeCall) error {
-			res, err := c.cl.ForgetNode(ctx, c.arg)
+		{name: "node forget", arg: "node id or host name", run: func(ctx context.Context, c *lifeCall) error {
+			id, err := resolveAnyNode(ctx, c, c.arg)
+			if err != nil {
+				return err
+			}
+			res, err := c.cl.ForgetNode(ctx, id)
 			if err != nil {
 				return err
 			}
@@ -323,3 +346,25 @@ func (p *profileEnvFlags) apply(u *apitypes.ProfileUpdate, set map[string]bool) 
 		u.Home = &p.home
 	}
 }
+
+// resolvePrincipal returns v when it is a principal id, else the id of the
+// principal of this tenant named v (names are unique in a tenant).
+func resolvePrincipal(ctx context.Context, c *call, v string) (string, error) {
+	if strings.HasPrefix(v, principalIDPrefix) {
+		return v, nil
+	}
+	l, err := c.cl.Principals(ctx)
+	if err != nil {
+		return "", fmt.Errorf("looking up principal %q: %w", v, err)
+	}
+	var ids []string
+	for _, p := range l.Items {
+		if p.Name == v {
+			ids = append(ids, p.ID)
+		}
+	}
+	return pickOne("principal", v, ids, "olivares principal list")
+}
+
+// principalIDPrefix starts every principal id.
+const principalIDPrefix = "prn_"

@@ -32,18 +32,22 @@ func nodeCommands() []*command {
 				tw.Flush()
 			})
 		}},
-		nodeShow("node show", "olivares node show ID [--json]\n", false),
-		nodeShow("node revoke", "olivares node revoke ID [--json]      cut the node off now and for good (admin)\n", true),
+		nodeShow("node show", "olivares node show ID|HOST [--json]\n", false),
+		nodeShow("node revoke", "olivares node revoke ID|HOST [--json]      cut the node off now and for good (admin)\n", true),
 	}
 }
 
 func nodeShow(name, usage string, revoke bool) *command {
-	return &command{name: name, arg: "node id", usage: usage, run: func(ctx context.Context, c *call) error {
+	return &command{name: name, arg: "node id or host name", usage: usage, run: func(ctx context.Context, c *call) error {
 		get := c.cl.Node
 		if revoke {
 			get = c.cl.RevokeNode
 		}
-		an, err := get(ctx, c.arg)
+		id, err := resolveAnyNode(ctx, c, c.arg)
+		if err != nil {
+			return err
+		}
+		an, err := get(ctx, id)
 		if err != nil {
 			return err
 		}
@@ -153,3 +157,31 @@ func resolveNode(ctx context.Context, c *call, v string) (string, error) {
 	}
 	return "", usageError{fmt.Errorf("%s: the tenant has %d nodes (%s); pass --node", c.cmd.name, len(live), strings.Join(live, ", "))}
 }
+
+// resolveAnyNode is the node v names, revoked ones included: v itself when
+// it starts like a node id, else the one node whose host name is v.
+func resolveAnyNode(ctx context.Context, c *call, v string) (string, error) {
+	if strings.HasPrefix(v, nodeIDPrefix) {
+		return v, nil
+	}
+	res, err := c.cl.Nodes(ctx)
+	if err != nil {
+		return "", fmt.Errorf("looking up node %q: %w", v, err)
+	}
+	var ids []string
+	for _, n := range res.Nodes {
+		if n.ID == v {
+			return n.ID, nil
+		}
+		if n.Hostname == v {
+			ids = append(ids, n.ID)
+		}
+	}
+	if len(ids) > 1 {
+		return "", fmt.Errorf("%d nodes have the host name %q (%s); pass the node id instead", len(ids), v, strings.Join(ids, ", "))
+	}
+	return pickOne("node", v, ids, "olivares node list")
+}
+
+// nodeIDPrefix starts every node id.
+const nodeIDPrefix = "node-"
