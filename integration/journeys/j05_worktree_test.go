@@ -150,6 +150,10 @@ func TestJ05WorktreeLifecycle(t *testing.T) {
 		if d.Branch != r.WorktreeBranch || len(d.Base) != 40 || len(d.Head) != 40 || len(d.Files) != 1 || d.Files[0].Path != "new.txt" || d.Files[0].Status != "added" || d.Truncated {
 			t.Fatalf("diff: %+v", d)
 		}
+		// R-DIFF-9: the uncommitted file is counted, not listed.
+		if d.Uncommitted == nil || *d.Uncommitted != 1 {
+			t.Fatalf("diff: uncommitted %v, want 1", d.Uncommitted)
+		}
 		var fd apitypes.FileDiff
 		f.viewer.Must(http.StatusOK, http.MethodGet, runURL(r.RunRef, "diff", "file")+"?path=new.txt", nil, &fd)
 		if fd.Original != "" || len(fd.Modified) != 64<<10 || !fd.ModifiedTruncated {
