@@ -170,6 +170,12 @@ var terms = []term{
 	t([]string{"agent workspace approve-setup", "agent workspace approve-project-config"}, "", `^sha256 must be`, "--sha256 must be"),
 	t([]string{"agent workspace setup"}, "", `^command is required`, "--command is required"),
 
+	// People and tokens.
+	t([]string{"credential create"}, "", `^credential kind "`, `--kind "`),
+	t([]string{"principal create"}, "", `^(kind|role) "`, `--$1 "`),
+	t([]string{"principal create"}, "", `^give the principal a name`, "give --name"),
+	t([]string{"credential create"}, "", `^a label is`, "--label is"),
+
 	// Marks.
 	t([]string{"session snooze"}, "", `^until `, "--until "),
 	t([]string{"session rename"}, "", `^name is required`, "--name is required"),

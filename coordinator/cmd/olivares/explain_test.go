@@ -119,6 +119,8 @@ func TestExplainFlagTerms(t *testing.T) {
 		{"session resume", "pending_approval", "run run_1 waits for a person's approval; approve it first", "run run_1 waits for a person's approval; approve it first: olivares session approve run_1"},
 		{"session cleanup", "run_live", "run run_1 is live (state=idle); stop it before cleanup", "run run_1 is live (state=idle); stop it before cleanup: olivares session stop run_1"},
 		{"session resume", "run_live", "run run_1 is live; stop it before resuming", "run run_1 is live; stop it before resuming: olivares session stop run_1"},
+		{"principal create", "bad_request", `role "boss": use viewer, operator or admin`, `--role "boss": use viewer, operator or admin`},
+		{"credential create", "bad_request", `credential kind "x": use session or api_token`, `--kind "x": use session or api_token`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.cmd+"/"+tt.code, func(t *testing.T) {
