@@ -8,6 +8,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -524,12 +525,56 @@ func TestHealthAndMetrics(t *testing.T) {
 			t.Fatalf("%s: %d", p, r.Status)
 		}
 	}
-	r := env.Do("GET", "/metrics", "", "")
+	// Issue 16: the public API does not answer /metrics; the metrics
+	// listener (loopback by default) does.
+	if r := env.Do("GET", "/metrics", "", ""); r.Status != http.StatusNotFound {
+		t.Fatalf("GET /metrics on the API: got %d, want 404: %s", r.Status, r.Body)
+	}
+	st, body := scrape(t, env.MetricsURL(), "")
+	if st != http.StatusOK {
+		t.Fatalf("scrape: got %d, want 200: %s", st, body)
+	}
 	for _, m := range []string{"olivares_nodes_connected 1", "olivares_tunnel_reconnects_total", "olivares_tunnel_open_streams", "olivares_tunnel_handshake_failures_total"} {
-		if !strings.Contains(string(r.Body), m) {
-			t.Errorf("metrics lack %q:\n%s", m, r.Body)
+		if !strings.Contains(body, m) {
+			t.Errorf("metrics lack %q:\n%s", m, body)
 		}
 	}
+	if st, _ := scrape(t, strings.TrimSuffix(env.MetricsURL(), "/metrics")+"/v1/nodes", ""); st != http.StatusNotFound {
+		t.Fatalf("the metrics listener serves /v1/nodes: got %d, want 404", st)
+	}
+}
+
+// With metrics.token_file, a scrape must send the token (issue 16).
+func TestMetricsToken(t *testing.T) {
+	t.Parallel()
+	tok := filepath.Join(t.TempDir(), "scrape-token")
+	if err := os.WriteFile(tok, []byte("s3cret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := NewEnv(t, Options{Configure: func(c *coordd.Config) { c.Metrics.TokenFile = tok }})
+	for _, tc := range []struct {
+		token string
+		want  int
+	}{{"", http.StatusUnauthorized}, {"wrong", http.StatusUnauthorized}, {"s3cret", http.StatusOK}} {
+		if st, body := scrape(t, env.MetricsURL(), tc.token); st != tc.want {
+			t.Errorf("scrape with token %q: got %d, want %d: %s", tc.token, st, tc.want, body)
+		}
+	}
+}
+
+func scrape(t *testing.T, url, token string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, url, nil)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
 }
 
 // Strict config: an unknown key is an error naming the file, the line and

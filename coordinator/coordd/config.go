@@ -31,7 +31,31 @@ type Config struct {
 		TLSKey  string `toml:"tls_key"`
 		// Plain serves plain HTTP. Only allowed on a loopback address (dev).
 		Plain bool `toml:"plain_http"`
+		// AttachBuffer is the bytes one attach viewer may have waiting
+		// between its tunnel stream and its connection; a viewer past it
+		// is dropped (its stream ends without end; it reconnects). When
+		// zero, 8 MiB; never below 8 MiB (two of the largest frames).
+		AttachBuffer int `toml:"attach_buffer"`
+		// SSEWriteTimeout bounds each write to an attach client; a client
+		// that takes no bytes for this long is dropped. When zero, 10s.
+		SSEWriteTimeout config.Duration `toml:"sse_write_timeout"`
+		// SSEKeepAlive is how long an idle attach stream waits before a
+		// ":" comment line. When zero, 15s.
+		SSEKeepAlive config.Duration `toml:"sse_keepalive"`
+		// MaxAttachesPerPrincipal caps the attach streams one principal
+		// has open (429 too_many_attaches past it). When zero, 128.
+		MaxAttachesPerPrincipal int `toml:"max_attaches_per_principal"`
 	} `toml:"api"`
+	Metrics struct {
+		// Listen is the address of the Prometheus /metrics listener, plain
+		// HTTP and unauthenticated, apart from the API. Default
+		// 127.0.0.1:7445 (loopback: only this host scrapes). "off" serves
+		// no metrics. A non-loopback address needs TokenFile.
+		Listen string `toml:"listen"`
+		// TokenFile, when set, holds a bearer token every scrape must
+		// send (Authorization: Bearer ...). When empty, none is asked.
+		TokenFile string `toml:"token_file"`
+	} `toml:"metrics"`
 	Tunnel struct {
 		// Listen is the tunnel address: TCP (yamux, enrollment) and UDP (QUIC)
 		// on the same port. Default 127.0.0.1:7444.
@@ -117,11 +141,18 @@ func (s *StoreConfig) CheckAndSetDefaults() error {
 	return nil
 }
 
+// DefaultMetricsListen is where serve answers /metrics by default.
+const DefaultMetricsListen = "127.0.0.1:7445"
+
+// MetricsOff as metrics.listen serves no metrics.
+const MetricsOff = "off"
+
 // DefaultConfig returns the defaults.
 func DefaultConfig() Config {
 	var c Config
 	c.API.Listen = "127.0.0.1:7443"
 	c.Tunnel.Listen = "127.0.0.1:7444"
+	c.Metrics.Listen = DefaultMetricsListen
 	c.Tunnel.Heartbeat.Duration = 5 * time.Second
 	c.PKI.NodeCertValidity.Duration = certs.DefaultNodeValidity
 	return c
@@ -152,6 +183,21 @@ func (c *Config) CheckAndSetDefaults() error {
 	}
 	if c.API.Plain && !IsLoopback(c.API.Listen) {
 		return fmt.Errorf("config: api.plain_http is refused on %s: plain HTTP is only served on a loopback address; configure TLS (api.tls_cert, api.tls_key) or leave them empty to use the coordinator's CA", c.API.Listen)
+	}
+	if c.API.AttachBuffer < 0 || c.API.MaxAttachesPerPrincipal < 0 || c.API.SSEWriteTimeout.Duration < 0 || c.API.SSEKeepAlive.Duration < 0 {
+		return errors.New("config: api.attach_buffer, api.max_attaches_per_principal, api.sse_write_timeout and api.sse_keepalive must not be negative (zero takes the default)")
+	}
+	switch {
+	case c.Metrics.Listen == "":
+		c.Metrics.Listen = DefaultMetricsListen
+	case c.Metrics.Listen == MetricsOff:
+	default:
+		if _, _, err := net.SplitHostPort(c.Metrics.Listen); err != nil {
+			return fmt.Errorf("config: metrics.listen %q: %w (or \"off\")", c.Metrics.Listen, err)
+		}
+		if !IsLoopback(c.Metrics.Listen) && c.Metrics.TokenFile == "" {
+			return fmt.Errorf("config: metrics.listen %s is not a loopback address: set metrics.token_file so that scrapes must authenticate, or listen on 127.0.0.1", c.Metrics.Listen)
+		}
 	}
 	if c.Tunnel.Heartbeat.Duration <= 0 {
 		return errors.New("config: tunnel.heartbeat must be positive")

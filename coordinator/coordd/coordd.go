@@ -64,16 +64,20 @@ type Coordinator struct {
 	// certs are the serving certificates, swapped whole by Reload.
 	certs certSet
 
-	apiLn  net.Listener
-	tcpLn  net.Listener
-	udp    net.PacketConn
-	admin  net.Listener
-	srv    *http.Server
-	cancel context.CancelFunc
-	ctx    context.Context
-	mu     sync.Mutex
-	wg     sync.WaitGroup
-	errs   chan error
+	apiLn net.Listener
+	// metricsLn serves /metrics apart from the API (nil: metrics off).
+	metricsLn    net.Listener
+	metricsToken string
+	msrv         *http.Server
+	tcpLn        net.Listener
+	udp          net.PacketConn
+	admin        net.Listener
+	srv          *http.Server
+	cancel       context.CancelFunc
+	ctx          context.Context
+	mu           sync.Mutex
+	wg           sync.WaitGroup
+	errs         chan error
 	// ready is read by /readyz handlers while Start and Close write it.
 	ready atomic.Bool
 	// requests counts the HTTP handlers (API and admin socket) that run, so
@@ -120,7 +124,22 @@ func New(cfg Config, logf func(string, ...any)) (*Coordinator, error) {
 		st.Close()
 		return nil, err
 	}
-	c.API = api.New(api.Options{Store: st, Fleet: c.Fleet, Version: Version, Ready: c.readyErr, Now: cfg.Now, Vault: v})
+	if cfg.Metrics.TokenFile != "" {
+		b, err := os.ReadFile(cfg.Metrics.TokenFile)
+		if err != nil {
+			st.Close()
+			return nil, fmt.Errorf("config: metrics.token_file: %w", err)
+		}
+		if c.metricsToken = strings.TrimSpace(string(b)); c.metricsToken == "" {
+			st.Close()
+			return nil, fmt.Errorf("config: metrics.token_file %s is empty", cfg.Metrics.TokenFile)
+		}
+	}
+	c.API = api.New(api.Options{Store: st, Fleet: c.Fleet, Version: Version, Ready: c.readyErr, Now: cfg.Now, Vault: v,
+		Attach: api.AttachOptions{
+			Buffer: cfg.API.AttachBuffer, WriteTimeout: cfg.API.SSEWriteTimeout.Duration,
+			KeepAlive: cfg.API.SSEKeepAlive.Duration, PerPrincipal: cfg.API.MaxAttachesPerPrincipal,
+		}})
 	co := console.Options{Store: st, API: c.API.Handler(), Now: cfg.Now}
 	if cfg.OIDC.Enabled() {
 		if co.SSO, err = sso.New(cfg.OIDC, st, v, cfg.Now); err != nil {
@@ -186,6 +205,13 @@ func (c *Coordinator) Start(ctx context.Context) error {
 		c.cancel()
 		return err
 	}
+	if c.cfg.Metrics.Listen != MetricsOff {
+		if c.metricsLn, err = net.Listen("tcp", c.cfg.Metrics.Listen); err != nil {
+			c.closeListeners()
+			c.cancel()
+			return fmt.Errorf("metrics listen %s: %w", c.cfg.Metrics.Listen, err)
+		}
+	}
 
 	tcp := tunnel.ListenTCP(c.tcpLn, tunnel.TCPListenerConfig{
 		TLS:              c.Fleet.TLSConfig(c.certs.tunnelCert),
@@ -223,6 +249,15 @@ func (c *Coordinator) Start(ctx context.Context) error {
 		return err
 	})
 	c.serve(func() error { return serveAdmin(c.httpCtx, c.admin, c) })
+	if c.metricsLn != nil {
+		c.msrv = &http.Server{Handler: c.API.MetricsHandler(c.metricsToken), ReadHeaderTimeout: 10 * time.Second}
+		c.serve(func() error {
+			if err := c.msrv.Serve(c.metricsLn); !errors.Is(err, http.ErrServerClosed) {
+				return err
+			}
+			return nil
+		})
+	}
 	c.ready.Store(true)
 	c.logf("coordinator: api on %s, tunnel on %s (quic %v)", c.APIURL(), c.TunnelAddr(), c.udp != nil)
 	return nil
@@ -271,7 +306,7 @@ func (c *Coordinator) serve(fn func() error) {
 func (c *Coordinator) Errors() <-chan error { return c.errs }
 
 func (c *Coordinator) closeListeners() {
-	for _, l := range []net.Listener{c.apiLn, c.tcpLn, c.admin} {
+	for _, l := range []net.Listener{c.apiLn, c.tcpLn, c.admin, c.metricsLn} {
 		if l != nil {
 			l.Close()
 		}
@@ -313,6 +348,9 @@ func (c *Coordinator) close() error {
 	if c.admin != nil {
 		c.admin.Close()
 	}
+	if c.msrv != nil {
+		c.msrv.Close()
+	}
 	c.httpCancel()
 	c.requests.wait()
 	// 2. The fleet: listeners, live tunnels, and every stream handler.
@@ -324,6 +362,14 @@ func (c *Coordinator) close() error {
 	c.wg.Wait()
 	// 3. The store, which nothing uses any more.
 	return c.Store.Close()
+}
+
+// MetricsURL is the URL of /metrics, "" when metrics are off.
+func (c *Coordinator) MetricsURL() string {
+	if c.metricsLn == nil {
+		return ""
+	}
+	return "http://" + c.metricsLn.Addr().String() + "/metrics"
 }
 
 // APIURL is the base URL of the public API.

@@ -56,6 +56,8 @@ type Info struct {
 	AdminPrincipal string `json:"admin_principal,omitempty"`
 	// PID is the dev process's.
 	PID int `json:"pid"`
+	// MetricsURL is the /metrics of the coordinator's metrics listener.
+	MetricsURL string `json:"metrics_url,omitempty"`
 }
 
 // Options of a dev run.
@@ -73,6 +75,9 @@ type Options struct {
 	Reenroll bool
 	// DisableQUIC leaves the UDP listener out.
 	DisableQUIC bool
+	// Metrics is the /metrics listener (loopback). When empty,
+	// 127.0.0.1:0, a free port (dev.json has the URL).
+	Metrics string
 	// Out gets progress and the usage text. When nil, os.Stdout.
 	Out io.Writer
 	// Logf gets daemon logs. When nil, written to Out.
@@ -142,6 +147,13 @@ func Run(ctx context.Context, o Options) error {
 	cfg.API.Plain = true
 	cfg.Tunnel.Listen = o.Tunnel
 	cfg.Tunnel.DisableQUIC = o.DisableQUIC
+	cfg.Metrics.Listen = o.Metrics
+	if cfg.Metrics.Listen == "" {
+		cfg.Metrics.Listen = "127.0.0.1:0"
+	}
+	if !coordd.IsLoopback(cfg.Metrics.Listen) {
+		return fmt.Errorf("dev: --metrics %s: dev mode listens on loopback only", cfg.Metrics.Listen)
+	}
 	c, err := coordd.New(cfg, o.Logf)
 	if err != nil {
 		return err
@@ -199,6 +211,7 @@ func Run(ctx context.Context, o Options) error {
 	info := Info{
 		APIURL: c.APIURL(), Tunnel: c.TunnelAddr(), AdminToken: token, Tenant: Tenant, NodeID: a.NodeID(),
 		AgentSocket: a.SocketPath(), CAFile: c.CAFile(), SigninURL: signin, AdminPrincipal: admin.ID, PID: os.Getpid(),
+		MetricsURL: c.MetricsURL(),
 	}
 	raw, _ := json.MarshalIndent(info, "", "  ")
 	if err := certs.WriteFileAtomic(filepath.Join(dir, DevFile), append(raw, '\n'), 0o600); err != nil {
@@ -219,6 +232,7 @@ Olivares dev mode is ready (node %s connected over %s).
               --state-dir %s mints another)
   API        %s
   tunnel     %s
+  metrics    %s
   tenant     %s
   admin token in %s
 
@@ -229,7 +243,7 @@ Try:
 %s  go run ./agent/cmd/olivares-agent status --state-dir %s
 
 Ctrl-C stops everything.
-`, a.NodeID(), c.Fleet.Link(a.NodeID()).Transport, signin, admin.ID, cfg.StateDir, info.APIURL, info.Tunnel, Tenant, filepath.Join(dir, DevFile),
+`, a.NodeID(), c.Fleet.Link(a.NodeID()).Transport, signin, admin.ID, cfg.StateDir, info.APIURL, info.Tunnel, info.MetricsURL, Tenant, filepath.Join(dir, DevFile),
 		filepath.Join(dir, DevFile), try, agentDir)
 	if o.Ready != nil {
 		o.Ready(info)

@@ -1,7 +1,7 @@
 // Command olivares-coordinator is the Olivares control plane: the public API,
 // the node tunnels, enrollment and the CA.
 //
-//	olivares-coordinator dev [--state-dir DIR] [--http 127.0.0.1:7443]
+//	olivares-coordinator dev [--state-dir DIR] [--http 127.0.0.1:7443] [--metrics 127.0.0.1:0]
 //	olivares-coordinator serve --config FILE [--state-dir DIR]
 //	olivares-coordinator ca init --dir DIR
 //	olivares-coordinator ca rotate|promote --dir DIR
@@ -40,7 +40,7 @@ import (
 const usage = `olivares-coordinator: the Olivares control plane.
 
 Usage:
-  olivares-coordinator dev [--state-dir DIR] [--http 127.0.0.1:7443] [--tunnel 127.0.0.1:7444] [--reenroll]
+  olivares-coordinator dev [--state-dir DIR] [--http 127.0.0.1:7443] [--tunnel 127.0.0.1:7444] [--metrics 127.0.0.1:0] [--reenroll]
       Everything on this host: CA, tenant "default", an admin, one local agent
       enrolled with a real join token over the real tunnel. Writes DIR/dev.json.
       Port 0 picks a free port (the tunnel's too) and keeps it across restarts
@@ -48,7 +48,9 @@ Usage:
       was revoked, and moves its profiles and workspace default to the new node.
       Started by go run, it stops when go run is killed.
   olivares-coordinator serve --config FILE [--state-dir DIR]
-      Production mode: TLS on the public API, tunnel listener for agents.
+      Production mode: TLS on the public API, tunnel listener for agents, and
+      Prometheus /metrics on its own listener ([metrics] listen, default
+      127.0.0.1:7445, loopback; "off" for none; token_file to ask a bearer token).
       SIGHUP reloads the API's certificate files and the CA (after ca promote)
       without dropping tunnels; SIGTERM drains requests, then stops.
   olivares-coordinator ca init --dir DIR        create (or show) the CA
@@ -203,6 +205,7 @@ func cmdDev(ctx context.Context, args []string, out io.Writer) error {
 	httpAddr := fs.String("http", "127.0.0.1:7443", "API address (loopback only; port 0 picks one, dev.json has it)")
 	tun := fs.String("tunnel", "127.0.0.1:7444", "tunnel address, TCP and UDP (loopback only; a free port when --http has port 0, dev.json has it)")
 	noQUIC := fs.Bool("no-quic", false, "leave out the QUIC listener (the agent falls back to yamux)")
+	metrics := fs.String("metrics", "127.0.0.1:0", "Prometheus /metrics address, apart from the API (loopback only; port 0 picks one, dev.json has it)")
 	reenroll := fs.Bool("reenroll", false, "when the local node was revoked: enroll this host again and move its profiles and workspace default to the new node")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -215,7 +218,7 @@ func cmdDev(ctx context.Context, args []string, out io.Writer) error {
 	if err := devmode.DieWithGoRun(); err != nil {
 		return err
 	}
-	return devmode.Run(ctx, devmode.Options{StateDir: *dir, HTTP: *httpAddr, Tunnel: tunnel, DisableQUIC: *noQUIC, Reenroll: *reenroll, Out: out})
+	return devmode.Run(ctx, devmode.Options{StateDir: *dir, HTTP: *httpAddr, Tunnel: tunnel, DisableQUIC: *noQUIC, Reenroll: *reenroll, Metrics: *metrics, Out: out})
 }
 
 // flagSet reports whether the command line set flag name.
@@ -248,6 +251,9 @@ func cmdServe(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(out, "olivares-coordinator: serving %s, tunnel %s, CA pin %s\n", c.APIURL(), c.TunnelAddr(), certs.Pin(c.Authority.Roots()[0]))
+	if u := c.MetricsURL(); u != "" {
+		fmt.Fprintf(out, "olivares-coordinator: metrics on %s\n", u)
+	}
 	// SIGHUP reloads the certificates (a renewed API certificate, a
 	// promoted CA root) without dropping a tunnel or a stream.
 	hup := make(chan os.Signal, 1)
