@@ -192,6 +192,10 @@ func (s *Stream) read() {
 	}
 }
 
+// Events is the stream's events, for a reader of its own; it is closed
+// once the stream has ended.
+func (s *Stream) Events() <-chan SSEEvent { return s.events }
+
 // Err is why the stream ended: nil at a clean end of the body.
 func (s *Stream) Err() error {
 	s.mu.Lock()

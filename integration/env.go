@@ -47,7 +47,7 @@ type Options struct {
 	// dir.
 	Postgres string
 	// Configure, when set, changes the coordinator's config before it
-	// starts (an [oidc] table, TLS files).
+	// starts (an [oidc] table, TLS files, attach limits, a metrics token).
 	Configure func(*coordd.Config)
 }
 
@@ -108,7 +108,7 @@ func NewEnv(t testing.TB, o ...Options) *Env {
 	// again then.
 	var err error
 	for range 5 {
-		cfg.API.Listen, cfg.Tunnel.Listen = freePort(t), freePort(t)
+		cfg.API.Listen, cfg.Tunnel.Listen, cfg.Metrics.Listen = freePort(t), freePort(t), freePort(t)
 		e.cfg = cfg
 		if err = e.tryStart(); err == nil {
 			break

@@ -9,6 +9,8 @@ package api
 
 import (
 	"context"
+	"crypto/subtle"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -53,12 +55,16 @@ type Options struct {
 	// Vault seals and opens the secrets runs are granted; nil refuses
 	// them.
 	Vault *vault.Vault
+	// Attach tunes the attach relay: buffers, deadlines, the cap per
+	// principal. Zero values take the defaults.
+	Attach AttachOptions
 }
 
 // Server is the API's handler.
 type Server struct {
-	o    Options
-	echo *echo.Echo
+	o        Options
+	echo     *echo.Echo
+	attaches attachSlots
 }
 
 // New builds the router.
@@ -69,11 +75,11 @@ func New(o Options) *Server {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	o.Attach.setDefaults()
 	s := &Server{o: o, echo: e}
 
 	e.GET("/healthz", func(c echo.Context) error { return c.JSON(http.StatusOK, map[string]string{"status": "ok"}) })
 	e.GET("/readyz", s.readyz)
-	e.GET("/metrics", s.metrics)
 
 	for _, r := range s.routes() {
 		e.Add(r.Method, r.Path, r.handler, s.authorize(r.Perm, noTenant[r.Path]), s.lookupFirst(r.Path))
@@ -334,7 +340,39 @@ func (s *Server) readyz(c echo.Context) error {
 	return c.JSON(http.StatusOK, map[string]string{"status": "ready"})
 }
 
-func (s *Server) metrics(c echo.Context) error {
+// MetricsHandler serves the Prometheus text of the fleet's metrics at
+// /metrics, and nothing else. It is served on its own listener, never on
+// the public API (issue 16: the API answers no unauthenticated route but
+// health). When token is not empty, a scrape must send it as a bearer
+// token.
+func (s *Server) MetricsHandler(token string) http.Handler {
+	want := []byte("Bearer " + token)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/metrics" {
+			writeError(w, apierr.NotFound("route", r.URL.Path))
+			return
+		}
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			writeError(w, apierr.New(http.StatusMethodNotAllowed, "method_not_allowed", "/metrics answers GET"))
+			return
+		}
+		if token != "" && subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
+			writeError(w, apierr.Unauthenticated())
+			return
+		}
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+		w.Write(s.metricsText())
+	})
+}
+
+func writeError(w http.ResponseWriter, e *apierr.Error) {
+	b, _ := json.Marshal(apierr.Body{Error: e})
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(e.Status)
+	w.Write(b)
+}
+
+func (s *Server) metricsText() []byte {
 	st := s.o.Fleet.Stats()
 	var b strings.Builder
 	gauge := func(name, help, typ string, v any) {
@@ -344,7 +382,7 @@ func (s *Server) metrics(c echo.Context) error {
 	gauge("olivares_tunnel_reconnects_total", "Tunnel sessions that replaced or followed an earlier one of the same node.", "counter", st.Reconnects)
 	gauge("olivares_tunnel_open_streams", "Streams open on all tunnels.", "gauge", st.OpenStreams)
 	gauge("olivares_tunnel_handshake_failures_total", "Refused tunnel and enrollment handshakes.", "counter", st.HandshakeFailures)
-	return c.Blob(http.StatusOK, "text/plain; version=0.0.4; charset=utf-8", []byte(b.String()))
+	return []byte(b.String())
 }
 
 // Node is the registry's view of a node (issue 2).

@@ -1,13 +1,10 @@
 package api
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"maps"
 	"net/http"
@@ -15,7 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
 
@@ -689,9 +685,11 @@ func (s *Server) approveRun(c echo.Context) error {
 
 // attach relays the run's output as SSE (R-ATT-1, R-ATT-4): the agent
 // streams binary frames over one tunnel stream (R-TR-10) and this turns
-// each into one event whose id is the seq. A tunnel loss or a coordinator
-// restart ends the stream without end (R-RC-8); the client reconnects with
-// from=last+1 (R-RC-1).
+// each into one event whose id is the seq (relay.go). A tunnel loss, a
+// coordinator restart or a drop for reading too slowly ends the stream
+// without end (R-RC-8); the client reconnects with from=last+1 (R-RC-1).
+// A principal has at most Options.Attach.PerPrincipal attaches open (429
+// too_many_attaches).
 func (s *Server) attach(c echo.Context) error {
 	ctx := c.Request().Context()
 	r, err := s.refRun(c)
@@ -713,6 +711,11 @@ func (s *Server) attach(c echo.Context) error {
 		}
 		from = n + 1
 	}
+	release, err := s.attaches.acquire(CallerOf(c).Principal.ID, s.o.Attach.PerPrincipal)
+	if err != nil {
+		return err
+	}
+	defer release()
 	octx, cancel := context.WithTimeout(ctx, callTimeout)
 	var reply proto.RunAttachReply
 	st, err := s.o.Fleet.Open(octx, r.NodeID, wire.Header{Op: proto.OpRunAttach, RunRef: r.RunRef}, proto.RunAttach{From: from}, &reply)
@@ -720,82 +723,35 @@ func (s *Server) attach(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	defer st.Close()
-	stop := context.AfterFunc(ctx, func() { st.Close() })
-	defer stop()
-
 	w := c.Response()
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	w.Flush()
-	br := bufio.NewReaderSize(st, 256<<10)
-	bw := bufio.NewWriterSize(w, 256<<10)
-	buf := make([]byte, 0, 64<<10+64)
-	var out []byte
-	for {
-		p, err := wire.ReadFrame(br, buf)
-		if err != nil {
-			bw.Flush()
-			w.Flush()
-			return nil
-		}
-		f, err := proto.ParseAttachFrame(p)
-		if err != nil {
-			bw.Flush()
-			w.Flush()
-			return nil
-		}
-		out = appendEvent(out[:0], f)
-		bw.Write(out)
-		final := f.Type == proto.AttachEnd || f.Type == proto.AttachNotice
-		// Flush once nothing more is waiting: bulk output goes in large
-		// writes, a lone echo goes at once.
-		if final || br.Buffered() == 0 {
-			if err := bw.Flush(); err != nil {
-				return nil
-			}
-			w.Flush()
-		}
-		if final {
-			return nil
-		}
+	sink := responseSink{w: w, rc: http.NewResponseController(w)}
+	sink.SetWriteDeadline(time.Now().Add(s.o.Attach.WriteTimeout))
+	if err := sink.Flush(); err != nil {
+		st.Close()
+		return nil
 	}
+	if end := relay(ctx, st, sink, s.o.Attach); end == relaySlow {
+		s.echo.Logger.Infof("api: attach %s: dropped a viewer of %s that read too slowly", r.RunRef, CallerOf(c).Principal.ID)
+	}
+	// The slot is free now, even while the server finishes the response.
+	release()
+	return nil
 }
 
-// appendEvent appends one SSE event for f (R-ATT-4).
-func appendEvent(b []byte, f proto.AttachFrame) []byte {
-	switch f.Type {
-	case proto.AttachOutput:
-		if f.Stream == proto.StreamNotice {
-			// R-ATT-4: the agent's notice at its seq, e.g. history_withheld.
-			b = fmt.Appendf(b, "id: %d\nevent: %s\ndata: ", f.Seq, apitypes.SSEOlivaresNotice)
-			b = append(b, f.Data...)
-			break
-		}
-		o := apitypes.Output{Seq: f.Seq, Generation: f.Generation, Stream: proto.StreamName(f.Stream), At: f.At}
-		if utf8.Valid(f.Data) {
-			o.Data, o.Encoding = string(f.Data), "utf8"
-		} else {
-			o.Data, o.Encoding = base64.StdEncoding.EncodeToString(f.Data), "base64"
-		}
-		j, _ := json.Marshal(o)
-		b = fmt.Appendf(b, "id: %d\nevent: %s\ndata: ", f.Seq, apitypes.SSEOutput)
-		b = append(b, j...)
-	case proto.AttachLag:
-		b = fmt.Appendf(b, "event: %s\ndata: ", apitypes.SSELag)
-		b = append(b, f.Data...)
-	case proto.AttachNotice:
-		b = fmt.Appendf(b, "event: %s\ndata: ", apitypes.SSENotice)
-		b = append(b, f.Data...)
-	case proto.AttachEnd:
-		b = fmt.Appendf(b, "event: %s\ndata: ", apitypes.SSEEnd)
-		b = append(b, f.Data...)
-	}
-	return append(b, '\n', '\n')
+// responseSink is an SSE response as the relay writes it.
+type responseSink struct {
+	w  *echo.Response
+	rc *http.ResponseController
 }
+
+func (s responseSink) Write(p []byte) (int, error)        { return s.w.Write(p) }
+func (s responseSink) SetWriteDeadline(t time.Time) error { return s.rc.SetWriteDeadline(t) }
+func (s responseSink) Flush() error                       { return s.rc.Flush() }
 
 // move re-attaches a stopped or failed Claude Code run to another profile
 // of the same tool on its node (R-MOVE-*). Nothing starts.
