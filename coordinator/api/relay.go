@@ -310,7 +310,6 @@ func relay(ctx context.Context, st io.ReadCloser, out sseSink, o AttachOptions) 
 		q.consume(used)
 		if fin {
 			if end == relaySlow {
-				r.buf = r.buf[:0]
 				r.dropped()
 				return end
 			}

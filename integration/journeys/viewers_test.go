@@ -1,13 +1,18 @@
 package journeys
 
 import (
+	"bufio"
+	"errors"
+	"io"
 	"encoding/json"
 	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/olivares-dev/olivares/coordinator/coordd"
 	"github.com/olivares-dev/olivares/integration"
 	"github.com/olivares-dev/olivares/shared/apitypes"
 )
@@ -73,33 +78,79 @@ func TestConcurrentViewers(t *testing.T) {
 	})
 }
 
-// A viewer that stops reading is dropped with end reason slow_viewer, and
-// never blocks the child: the flood's turn ends while the viewer reads
-// nothing (R-TR-10). Other viewers going on is TestConcurrentViewers'.
+// A viewer that stops reading is dropped and never blocks the child: the
+// flood's turn ends while the viewer reads nothing (R-TR-10). Its tunnel
+// stream is closed while its socket is still open (issue 18), and it gets
+// no end: end is the generation's exit only (R-RC-9, issue 16); the stream
+// just ends, so a client reconnects at last+1 (R-RC-8). Other viewers
+// going on is TestConcurrentViewers' and TestSlowViewersDoNotStallTheTunnel's.
 func TestSlowViewerDropped(t *testing.T) {
-	f := setup(t, "yamux", integration.ProcOptions{ViewerQueue: 64, RingMaxBytes: 64 << 20})
+	byTransport(t, func(t *testing.T, transport string) {
+		f := setup(t, transport, integration.ProcOptions{ViewerQueue: 64, RingMaxBytes: 64 << 20})
+		r := f.launch(f.profile("codex"))
+		f.operator.AwaitRun(r.RunRef, wait, "idle", func(r apitypes.Run) bool { return r.State == apitypes.StateIdle })
+		streams := func() int { return f.env.Fleet().Link(f.agent.ID).OpenStreams }
+		base := streams()
+		slow := f.viewer.AttachRaw(r.RunRef, "from=0")
+		integration.Await(t, wait, "the attach's tunnel stream", func() bool { return streams() > base })
+		// More than every buffer between the agent and the slow client holds
+		// (socket buffers, the coordinator's viewer queue, tunnel windows).
+		f.post(f.operator, http.StatusAccepted, r.RunRef, "input", integration.Text("flood 67108864"), nil)
+		f.operator.AwaitRun(r.RunRef, wait, "the flood's turn to end", func(r apitypes.Run) bool { return r.State == apitypes.StateIdle })
+		integration.Await(t, wait, "the slow viewer's tunnel stream to close", func() bool { return streams() <= base })
+		// Now the slow viewer reads: what was buffered, then the end of the
+		// stream, without an end event.
+		// The response ends cleanly, or, when the write deadline cut a
+		// write short, the connection closes: both tell a client to
+		// reconnect.
+		slow.SetDeadline(time.Now().Add(wait))
+		resp, err := http.ReadResponse(bufio.NewReader(slow), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(make([]byte, 1<<20), 4<<20)
+		outputs, dropped := 0, false
+		for sc.Scan() {
+			switch l := sc.Text(); {
+			case l == "event: "+apitypes.SSEEnd:
+				sc.Scan()
+				t.Fatalf("slow viewer got end %s", sc.Text())
+			case l == "event: "+apitypes.SSEOutput:
+				outputs++
+			case strings.HasPrefix(l, ": dropped"):
+				dropped = true
+			}
+		}
+		if err := sc.Err(); err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
+			t.Fatalf("slow viewer's stream did not end: %v (after %d outputs)", err, outputs)
+		}
+		t.Logf("%s: the slow viewer read %d outputs, drop comment %v", transport, outputs, dropped)
+		if got := f.operator.Run(r.RunRef); !apitypes.Live(got.State) {
+			t.Fatalf("run not live after the slow viewer: %+v", got)
+		}
+	})
+}
+
+// Attaches per principal are capped (issue 18): past the cap, 429
+// too_many_attaches with a sentence saying how many are open; another
+// principal is not affected, and a closed attach frees its slot.
+func TestAttachCapPerPrincipal(t *testing.T) {
+	f := setupEnv(t, "yamux", integration.Options{Configure: func(c *coordd.Config) { c.API.MaxAttachesPerPrincipal = 2 }}, integration.ProcOptions{})
 	r := f.launch(f.profile("codex"))
 	f.operator.AwaitRun(r.RunRef, wait, "idle", func(r apitypes.Run) bool { return r.State == apitypes.StateIdle })
-	// The two waits below: the flood's turn, then reading what was buffered.
-	slow := f.viewer.AttachIdle(r.RunRef, "from=0", 2*wait)
-	// More than every buffer between the agent and the slow client holds
-	// (socket buffers, tunnel windows), so its queue overflows.
-	f.post(f.operator, http.StatusAccepted, r.RunRef, "input", integration.Text("flood 67108864"), nil)
-	f.operator.AwaitRun(r.RunRef, wait, "the flood's turn to end", func(r apitypes.Run) bool { return r.State == apitypes.StateIdle })
-	// Now the slow viewer reads: what was buffered, then end.
-	for {
-		ev, err := slow.Next()
-		if err != nil {
-			t.Fatalf("slow viewer got no end: %v", err)
-		}
-		if ev.Type == apitypes.SSEEnd {
-			if !strings.Contains(string(ev.Data), "slow_viewer") {
-				t.Fatalf("slow viewer end %s", ev.Data)
-			}
-			break
-		}
+	a := f.viewer.Attach(r.RunRef, "from=0")
+	f.viewer.Attach(r.RunRef, "from=0")
+	resp := f.viewer.AttachStatus(r.RunRef, "")
+	if resp.Status != http.StatusTooManyRequests || resp.ErrorCode() != "too_many_attaches" {
+		t.Fatalf("third attach: got %d %s, want 429 too_many_attaches", resp.Status, resp.Body)
 	}
-	if got := f.operator.Run(r.RunRef); !apitypes.Live(got.State) {
-		t.Fatalf("run not live after the slow viewer: %+v", got)
+	if !strings.Contains(string(resp.Body), "2 attach streams open") {
+		t.Errorf("the 429 does not say how many are open: %s", resp.Body)
 	}
+	f.operator.Attach(r.RunRef, "from=0").Close()
+	a.Close()
+	integration.Await(t, wait, "the closed attach's slot", func() bool {
+		return f.viewer.AttachStatus(r.RunRef, "").Status == http.StatusOK
+	})
 }
