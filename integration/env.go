@@ -207,6 +207,21 @@ func (e *Env) RestartCoordinator() {
 	e.startCoordinator()
 }
 
+// CrashCoordinator stops the coordinator as kill -9 would look to its
+// agents (no QUIC goodbye) and starts it again on the same state dir and
+// ports.
+func (e *Env) CrashCoordinator() {
+	e.t.Helper()
+	e.mu.Lock()
+	c, cancel := e.Coord, e.cancel
+	e.mu.Unlock()
+	if err := c.Crash(); err != nil {
+		e.t.Fatal(err)
+	}
+	cancel()
+	e.startCoordinator()
+}
+
 func (e *Env) close() {
 	for _, a := range e.agents {
 		a.Stop()

@@ -616,3 +616,26 @@ func TestStrictConfig(t *testing.T) {
 	}
 	_ = json.Marshal
 }
+
+// After a coordinator dies without a goodbye (kill -9) and comes back,
+// agents notice at their next packet and redial, instead of after three
+// missed heartbeats (issue 16): yamux sees the TCP connection close, and
+// QUIC gets a stateless reset from the new process, which keeps the reset
+// key in its state dir. The heartbeat here is long (10 s) so that only
+// those signals, not the heartbeat deadline (3 × 10 s), can pass within
+// the deadline; the figure is logged, never asserted.
+func TestAgentsNoticeACrashedCoordinator(t *testing.T) {
+	t.Parallel()
+	for _, tr := range transports {
+		t.Run(tr, func(t *testing.T) {
+			t.Parallel()
+			env := NewEnv(t, Options{Heartbeat: 10 * time.Second})
+			a := env.StartAgent(AgentOptions{Transport: tr})
+			a.AwaitConnected(10 * time.Second)
+			start := time.Now()
+			env.CrashCoordinator()
+			a.AwaitConnected(25 * time.Second)
+			t.Logf("%s: the agent was back %v after the crash", tr, time.Since(start).Round(time.Millisecond))
+		})
+	}
+}

@@ -9,6 +9,7 @@ package coordd
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -69,15 +70,18 @@ type Coordinator struct {
 	metricsLn    net.Listener
 	metricsToken string
 	msrv         *http.Server
-	tcpLn        net.Listener
-	udp          net.PacketConn
-	admin        net.Listener
-	srv          *http.Server
-	cancel       context.CancelFunc
-	ctx          context.Context
-	mu           sync.Mutex
-	wg           sync.WaitGroup
-	errs         chan error
+	// resetKey is the QUIC stateless reset key, kept in the state dir so
+	// that a restarted coordinator resets its predecessor's connections.
+	resetKey [32]byte
+	tcpLn    net.Listener
+	udp      net.PacketConn
+	admin    net.Listener
+	srv      *http.Server
+	cancel   context.CancelFunc
+	ctx      context.Context
+	mu       sync.Mutex
+	wg       sync.WaitGroup
+	errs     chan error
 	// ready is read by /readyz handlers while Start and Close write it.
 	ready atomic.Bool
 	// requests counts the HTTP handlers (API and admin socket) that run, so
@@ -121,6 +125,10 @@ func New(cfg Config, logf func(string, ...any)) (*Coordinator, error) {
 	c.Fleet = fleet.New(fleet.Options{Store: st, Authority: a, Enroll: c.Enroll, Heartbeat: cfg.Tunnel.Heartbeat.Duration, Logf: logf})
 	v, err := vault.Open(cfg.StateDir)
 	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	if c.resetKey, err = loadResetKey(filepath.Join(cfg.StateDir, ResetKeyFile)); err != nil {
 		st.Close()
 		return nil, err
 	}
@@ -264,7 +272,7 @@ func (c *Coordinator) Start(ctx context.Context) error {
 }
 
 func (c *Coordinator) serveQUIC() error {
-	ql, err := tunnel.ListenQUIC(c.udp, c.Fleet.TLSConfig(c.certs.tunnelCert), c.Fleet.HandshakeFailed)
+	ql, err := tunnel.ListenQUIC(c.udp, c.Fleet.TLSConfig(c.certs.tunnelCert), c.Fleet.HandshakeFailed, tunnel.QUICListenOptions{StatelessResetKey: &c.resetKey})
 	if err != nil {
 		return err
 	}
@@ -318,6 +326,19 @@ func (c *Coordinator) closeListeners() {
 	c.mu.Unlock()
 }
 
+// Crash stops as a kill -9 would, as far as peers can tell: the UDP socket
+// is closed first, so no QUIC connection is told goodbye (no
+// CONNECTION_CLOSE), and TCP connections just close. Tests use it to
+// measure how fast agents notice a dead coordinator (issue 16).
+func (c *Coordinator) Crash() error {
+	c.mu.Lock()
+	if c.udp != nil {
+		c.udp.Close()
+	}
+	c.mu.Unlock()
+	return c.Close()
+}
+
 // ShutdownGrace is how long Close lets HTTP requests in flight finish
 // before it cancels them.
 const ShutdownGrace = 5 * time.Second
@@ -362,6 +383,29 @@ func (c *Coordinator) close() error {
 	c.wg.Wait()
 	// 3. The store, which nothing uses any more.
 	return c.Store.Close()
+}
+
+// ResetKeyFile holds the QUIC stateless reset key (32 random bytes, 0600).
+const ResetKeyFile = "quic-reset.key"
+
+// loadResetKey reads the key at path, creating it on first start.
+func loadResetKey(path string) ([32]byte, error) {
+	var k [32]byte
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		if _, err := rand.Read(k[:]); err != nil {
+			return k, err
+		}
+		return k, certs.WriteFileAtomic(path, k[:], 0o600)
+	}
+	if err != nil {
+		return k, err
+	}
+	if len(b) != len(k) {
+		return k, fmt.Errorf("%s: %d bytes, want %d (delete it and restart: a new key is made)", path, len(b), len(k))
+	}
+	copy(k[:], b)
+	return k, nil
 }
 
 // MetricsURL is the URL of /metrics, "" when metrics are off.

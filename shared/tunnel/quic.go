@@ -18,6 +18,23 @@ import (
 // aborts a handshake that has not completed after twice this.
 const quicHandshakeIdleTimeout = 2 * time.Second
 
+// QUIC flow-control windows. Bytes a stream's reader has not read yet
+// count against its stream's window and against the connection's: a
+// connection window of only a stream window or two let two viewers that
+// stopped reading stop every stream of a node's tunnel, heartbeats
+// included (issue 16). The connection window therefore holds
+// quicStuckStreams full stream windows from the start (no auto-tuning to
+// wait for), as yamux, which has stream windows only, always did. It is
+// a margin, not the cure: readers must drain their streams (the
+// coordinator's attach relay reads each one at once into a bounded queue).
+// Memory is spent only on bytes that actually wait.
+const (
+	quicStreamWindow     = 8 << 20
+	quicMaxStreamWindow  = 16 << 20
+	quicStuckStreams     = 8
+	quicConnectionWindow = quicStuckStreams * quicMaxStreamWindow
+)
+
 // quicConfig is tuned for bulk output: windows far above quic-go's 512 KiB
 // start, 15 s keepalive, 45 s idle timeout, MaxIncomingStream streams.
 func quicConfig() *quic.Config {
@@ -27,11 +44,23 @@ func quicConfig() *quic.Config {
 		KeepAlivePeriod:                KeepAlive,
 		MaxIncomingStreams:             MaxIncomingStream,
 		MaxIncomingUniStreams:          -1, // every call is a bidirectional stream
-		InitialStreamReceiveWindow:     8 << 20,
-		MaxStreamReceiveWindow:         16 << 20,
-		InitialConnectionReceiveWindow: 16 << 20,
-		MaxConnectionReceiveWindow:     64 << 20,
+		InitialStreamReceiveWindow:     quicStreamWindow,
+		MaxStreamReceiveWindow:         quicMaxStreamWindow,
+		InitialConnectionReceiveWindow: quicConnectionWindow,
+		MaxConnectionReceiveWindow:     quicConnectionWindow,
 	}
+}
+
+// QUICListenOptions are ListenQUIC's optional settings.
+type QUICListenOptions struct {
+	// StatelessResetKey lets the listener answer a packet of a connection
+	// it does not know — one of the process that had the port before a
+	// crash or kill -9 — with a stateless reset, so the peer drops that
+	// connection at its next packet (a heartbeat, at most one interval
+	// away) and redials, instead of waiting out its timeouts. The key must
+	// be the same across restarts (the coordinator keeps it in its state
+	// dir) and secret. When nil, no resets are sent.
+	StatelessResetKey *[32]byte
 }
 
 // ListenQUIC serves tunnel sessions over QUIC on pc. tlsConf must set
@@ -43,13 +72,19 @@ func quicConfig() *quic.Config {
 //
 // Close ends every session accepted from the listener; pc stays the
 // caller's to close.
-func ListenQUIC(pc net.PacketConn, tlsConf *tls.Config, onHandshakeError func(error)) (Listener, error) {
+func ListenQUIC(pc net.PacketConn, tlsConf *tls.Config, onHandshakeError func(error), opts ...QUICListenOptions) (Listener, error) {
 	tc, err := tunnelServerTLS(tlsConf)
 	if err != nil {
 		return nil, err
 	}
 	l := &quicListener{onHandshakeError: onHandshakeError}
 	l.tr = &quic.Transport{Conn: pc, ConnContext: l.connContext}
+	for _, o := range opts {
+		if o.StatelessResetKey != nil {
+			k := quic.StatelessResetKey(*o.StatelessResetKey)
+			l.tr.StatelessResetKey = &k
+		}
+	}
 	l.ln, err = l.tr.Listen(tc, quicConfig())
 	if err != nil {
 		return nil, fmt.Errorf("tunnel: quic listen on %s: %w", pc.LocalAddr(), err)

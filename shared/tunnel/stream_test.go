@@ -10,6 +10,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"sync/atomic"
 	"testing"
 
 	"github.com/quic-go/quic-go"
@@ -231,5 +232,76 @@ func TestWithoutTunnelALPNIsClosed(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestStuckStreamsDoNotStopOthers: streams whose reader has stopped, each
+// filled to its window, leave the session's other streams working. On
+// QUIC, unread bytes count against the connection's window too, so the
+// connection window must hold several full stream windows (issue 16: two
+// stuck attach streams used to stop a node's whole tunnel).
+func TestStuckStreamsDoNotStopOthers(t *testing.T) {
+	const stuck = 4
+	for _, tr := range tunneltest.Transports {
+		t.Run(tr, func(t *testing.T) {
+			ctx := testContext(t, 6*tunneltest.Timeout)
+			client, server := tunneltest.Pair(t, tr)
+			accepted := make(chan tunnel.Stream, stuck+1)
+			go func() {
+				for {
+					st, err := server.AcceptStream(ctx)
+					if err != nil {
+						return
+					}
+					accepted <- st
+				}
+			}()
+			for range stuck {
+				st, err := client.OpenStream(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { st.Close() })
+				if _, err := st.Write([]byte{0}); err != nil {
+					t.Fatal(err)
+				}
+				<-accepted // accepted and never read
+				// Write until the stream's window is full; the Write then
+				// blocks until the test ends.
+				var n atomic.Int64
+				go func() {
+					chunk := make([]byte, 64<<10)
+					for {
+						if _, err := st.Write(chunk); err != nil {
+							return
+						}
+						n.Add(int64(len(chunk)))
+					}
+				}()
+				tunneltest.Await(t, "a stuck stream to take its initial window", func() bool {
+					return n.Load() >= 4<<20
+				})
+			}
+			// A fresh stream still carries a megabyte both ways.
+			st, err := client.OpenStream(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			dl, _ := ctx.Deadline()
+			st.SetDeadline(dl)
+			payload := make([]byte, 1<<20)
+			go func() {
+				st.Write(payload)
+				st.CloseWrite()
+			}()
+			peer := <-accepted
+			defer peer.Close()
+			peer.SetDeadline(dl)
+			got, err := io.ReadAll(peer)
+			if err != nil || len(got) != len(payload) {
+				t.Fatalf("fresh stream: read %d bytes, %v; want %d", len(got), err, len(payload))
+			}
+		})
 	}
 }

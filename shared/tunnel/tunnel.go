@@ -38,6 +38,10 @@ const (
 )
 
 // Stream is one call: a request header, a reply header, then frames.
+//
+// A stream's reader must drain it promptly or Close it: on QUIC the bytes
+// it leaves unread hold the connection's flow-control window, which every
+// stream of the session shares (quic.go).
 type Stream interface {
 	io.Reader
 	io.Writer
