@@ -2,9 +2,9 @@ package journeys
 
 import (
 	"bufio"
+	"encoding/json"
 	"errors"
 	"io"
-	"encoding/json"
 	"net/http"
 	"strings"
 	"sync"
