@@ -3,6 +3,8 @@ package api
 import (
 	"encoding/json"
 	"net/http"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -78,6 +80,13 @@ func (s *Server) subAgent(c echo.Context) error {
 // sessions.run.messages, each once per reader, run and window (R-MSG-10,
 // R-MSG-17).
 func (s *Server) messages(c echo.Context) error {
+	// Unknown parameters are refused here, as on every other GET (issue
+	// 16); the node checks the values (R-MSG-16).
+	for k := range c.QueryParams() {
+		if !slices.Contains(messagesParams, k) {
+			return apierr.BadRequest("bad_query", "unknown query parameter %q; messages takes %s", k, strings.Join(messagesParams, ", "))
+		}
+	}
 	var out json.RawMessage
 	r, err := s.runCall(c, proto.OpRunMessages, proto.RunMessages{Query: c.Request().URL.RawQuery}, &out, callTimeout)
 	if err != nil {
@@ -93,6 +102,10 @@ func (s *Server) messages(c echo.Context) error {
 	}
 	return c.JSONBlob(http.StatusOK, out)
 }
+
+// messagesParams are the query parameters of GET /runs/{ref}/messages
+// (§2.21).
+var messagesParams = []string{"role", "q", "at", "order", "limit", "cursor", "id", "text"}
 
 func badQuery(k string) error {
 	return apierr.BadRequest("bad_query", "unknown query parameter %q", k)

@@ -450,6 +450,9 @@ func (s *Server) revokeNode(c echo.Context) error {
 	if _, err := s.nodeInTenant(ctx, CallerOf(c).Tenant, id); err != nil {
 		return err
 	}
+	if err := noBody(c); err != nil {
+		return err
+	}
 	before, _ := s.o.Store.GetNode(ctx, id)
 	n, err := s.o.Fleet.Revoke(ctx, id)
 	if err != nil {

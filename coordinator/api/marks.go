@@ -153,7 +153,10 @@ func (s *Server) auditEntry(c echo.Context, event, runRef string) apitypes.Audit
 		Target: apitypes.AuditTarget{RunRef: runRef}}
 }
 
-// noBody refuses a body with fields on the routes that take none (R-API-7).
+// noBody is R-API-7 for a route that takes no body: an empty body or {} is
+// accepted, anything else is 400 bad_body before any effect. Every route
+// without a body calls it (TestBodylessRoutes walks the route table);
+// cleanup alone accepts any body (R-CLN-2).
 func noBody(c echo.Context) error {
 	var none struct{}
 	return decodeStrict(c, maxJSONBody, &none)

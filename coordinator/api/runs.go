@@ -580,6 +580,9 @@ func (s *Server) input(c echo.Context) error {
 }
 
 func (s *Server) interrupt(c echo.Context) error {
+	if err := noBody(c); err != nil {
+		return err
+	}
 	var out apitypes.Accepted
 	if _, err := s.runCall(c, proto.OpRunInterrupt, nil, &out, callTimeout); err != nil {
 		return err
@@ -588,6 +591,9 @@ func (s *Server) interrupt(c echo.Context) error {
 }
 
 func (s *Server) stop(c echo.Context) error {
+	if err := noBody(c); err != nil {
+		return err
+	}
 	var out apitypes.Run
 	// The agent answers once the exit is observed: up to the grace and
 	// the SIGKILL after it.
@@ -603,6 +609,9 @@ func (s *Server) stop(c echo.Context) error {
 }
 
 func (s *Server) resume(c echo.Context) error {
+	if err := noBody(c); err != nil {
+		return err
+	}
 	out, err := s.startGeneration(c, proto.OpRunResume)
 	if err != nil {
 		return err

@@ -87,6 +87,9 @@ func (s *Server) deleteSecret(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := noBody(c); err != nil {
+		return err
+	}
 	if err := s.o.Store.DeleteSecret(ctx, sec.Ref); err != nil {
 		return err
 	}
