@@ -177,6 +177,7 @@ type Store interface {
 	Signer
 	Federator
 	Lifecycler
+	IdempotencyKeys
 
 	Close() error
 }
