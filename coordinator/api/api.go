@@ -65,6 +65,7 @@ type Server struct {
 	o        Options
 	echo     *echo.Echo
 	attaches attachSlots
+	idem     idemWaiters
 }
 
 // New builds the router.

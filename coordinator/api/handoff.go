@@ -22,7 +22,7 @@ const handoffTimeout = 5 * time.Minute
 func (s *Server) handoffRoutes() []Route {
 	return []Route{
 		{http.MethodGet, Base + "/runs/:ref/handoff", auth.PermRunRead, s.handoffPreview},
-		{http.MethodPost, Base + "/runs/:ref/handoff", auth.PermRunWrite, s.handoff},
+		{http.MethodPost, Base + "/runs/:ref/handoff", auth.PermRunWrite, s.idempotent(s.handoff)},
 	}
 }
 
@@ -70,7 +70,7 @@ func (s *Server) handoff(c echo.Context) error {
 	if p.NodeID != src.NodeID {
 		return apierr.New(http.StatusConflict, "profile_other_node", "profile %s is on node %s and run %s on node %s; the new run works in the same workspace, so it needs a profile of that node", p.Ref, p.NodeID, src.RunRef, src.NodeID)
 	}
-	params := proto.RunHandoff{NewRunRef: auth.NewID("run_"), Tenant: tenant, ProfileRef: p.Ref, Summary: req.Summary}
+	params := proto.RunHandoff{NewRunRef: newRunRef(c), Tenant: tenant, ProfileRef: p.Ref, Summary: req.Summary}
 	if src.WorkspaceRef != "" {
 		if params.Gate, err = s.gate(ctx, src.WorkspaceRef); err != nil {
 			return err

@@ -50,7 +50,7 @@ func (s *Server) runRoutes() []Route {
 		{http.MethodGet, Base + "/workspaces", auth.PermRunRead, s.listWorkspaces},
 		// Runs (R-AUTH-1).
 		{http.MethodGet, Base + "/runs", auth.PermRunRead, s.listRuns},
-		{http.MethodPost, Base + "/runs", auth.PermRunWrite, s.launch},
+		{http.MethodPost, Base + "/runs", auth.PermRunWrite, s.idempotent(s.launch)},
 		{http.MethodGet, Base + "/runs/:ref", auth.PermRunRead, s.getRun},
 		{http.MethodGet, Base + "/runs/:ref/events", auth.PermRunRead, s.runEvents},
 		{http.MethodGet, Base + "/runs/:ref/attach", auth.PermRunRead, s.attach},
@@ -401,7 +401,7 @@ func (s *Server) launch(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	ref := auth.NewID("run_")
+	ref := newRunRef(c)
 	var r apitypes.Run
 	err = s.call(ctx, node, wire.Header{Op: proto.OpRunLaunch, RunRef: ref}, proto.RunLaunch{
 		RunRef: ref, Tenant: tenant, ProfileRef: p.Ref, WorkspaceRef: req.WorkspaceRef,
