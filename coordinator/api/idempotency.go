@@ -2,8 +2,8 @@ package api
 
 import (
 	"bytes"
-	"crypto/sha256"
 	"context"
+	"crypto/sha256"
 	"encoding/hex"
 	"io"
 	"net/http"
