@@ -279,6 +279,42 @@ func TestAttachSlowViewerReconnects(t *testing.T) {
 	}
 }
 
+// Issue 16: a coordinator drops a slow viewer by closing its stream
+// without end (with a comment saying why), or answers 429 when too many
+// attaches are open; either way the CLI reconnects at last+1.
+func TestAttachDropAnd429Reconnect(t *testing.T) {
+	conn := 0
+	srv := fakeAPI(t, func(w http.ResponseWriter, r *http.Request) {
+		conn++
+		switch conn {
+		case 1:
+			startStream(w)
+			sse(t, w, "output", 1, output(1, "stdout", "a"))
+			fmt.Fprint(w, ": dropped: this viewer read too slowly; reconnect with from=last+1\n\n")
+		case 2:
+			writeErr(w, http.StatusTooManyRequests, "too_many_attaches", "you have 128 attach streams open")
+		default:
+			if got := r.URL.Query().Get("from"); got != "2" {
+				t.Errorf("from %q, want 2", got)
+			}
+			startStream(w)
+			sse(t, w, "notice", 1, apitypes.Notice{Kind: "not_live", State: "idle"})
+		}
+	})
+	a, stdout, stderr, waits := testAttacher(t, srv, false)
+	if err := a.run(t.Context(), 0, false); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"-- stream dropped: the coordinator dropped this viewer for reading too slowly\n", "(too_many_attaches)", "-- reconnecting at seq 2\n"} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("stderr %q lacks %q", stderr, want)
+		}
+	}
+	if stdout.String() != "a" || len(*waits) != 2 {
+		t.Errorf("stdout %q, %d waits; want \"a\", 2", stdout, len(*waits))
+	}
+}
+
 // notifyWriter reports its first write on a channel.
 type notifyWriter struct {
 	once sync.Once
