@@ -52,6 +52,39 @@ func TestStoreConfig(t *testing.T) {
 			}
 			if cfg.Store != tc.want {
 				t.Fatalf("got %+v, want %+v", cfg.Store, tc.want)
+	"strings"
+	"testing"
+)
+
+// The metrics listener and the attach limits are checked (issue 16, 18).
+func TestConfigMetricsAndAttach(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		set     func(*Config)
+		wantErr string
+		listen  string
+	}{
+		{"default loopback", func(c *Config) {}, "", DefaultMetricsListen},
+		{"empty is the default", func(c *Config) { c.Metrics.Listen = "" }, "", DefaultMetricsListen},
+		{"off", func(c *Config) { c.Metrics.Listen = MetricsOff }, "", MetricsOff},
+		{"public needs a token", func(c *Config) { c.Metrics.Listen = "0.0.0.0:9100" }, "metrics.token_file", ""},
+		{"public with a token", func(c *Config) { c.Metrics.Listen, c.Metrics.TokenFile = "0.0.0.0:9100", "/t" }, "", "0.0.0.0:9100"},
+		{"bad address", func(c *Config) { c.Metrics.Listen = "nowhere" }, "metrics.listen", ""},
+		{"negative buffer", func(c *Config) { c.API.AttachBuffer = -1 }, "api.attach_buffer", ""},
+		{"negative cap", func(c *Config) { c.API.MaxAttachesPerPrincipal = -1 }, "api.max_attaches_per_principal", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := DefaultConfig()
+			c.StateDir = t.TempDir()
+			tc.set(&c)
+			err := c.CheckAndSetDefaults()
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Fatalf("got %v, want no error", err)
+			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+				t.Fatalf("got %v, want an error naming %s", err, tc.wantErr)
+			case tc.wantErr == "" && c.Metrics.Listen != tc.listen:
+				t.Fatalf("metrics.listen: got %q, want %q", c.Metrics.Listen, tc.listen)
 			}
 		})
 	}
