@@ -234,7 +234,10 @@ type Notice struct {
 }
 
 // End is an end event's data: the generation exited and all its frames
-// were delivered (R-RC-9), or the viewer was dropped (Reason slow_viewer).
+// were delivered (R-RC-9). Between agent and coordinator, an End with
+// Reason slow_viewer also says the agent dropped the viewer; the
+// coordinator never passes that on as end: it closes the SSE stream, so the
+// client reconnects at last+1 (issue 16).
 type End struct {
 	Generation uint32 `json:"generation"`
 	ExitCode   *int   `json:"exit_code,omitempty"`
