@@ -122,7 +122,6 @@ func (s *Server) idempotent(h echo.HandlerFunc) echo.HandlerFunc {
 		}
 		wk := rec.Scope + "\x00" + key
 		for {
-			woken := s.idem.wait(wk)
 			stored, claimed, err := s.o.Store.ClaimIdempotencyKey(ctx, rec)
 			if err != nil {
 				return err
@@ -156,7 +155,9 @@ func (s *Server) idempotent(h echo.HandlerFunc) echo.HandlerFunc {
 				}
 				return s.runIdempotent(c, h, taken, wk)
 			}
-			// In flight: wait for its answer.
+			// In flight: wait for its answer (woken by this process, or
+			// polling for another replica's).
+			woken := s.idem.wait(wk)
 			t := time.NewTimer(idempotencyPoll)
 			select {
 			case <-woken:
