@@ -92,7 +92,14 @@ func TestSlowViewerDropped(t *testing.T) {
 		streams := func() int { return f.env.Fleet().Link(f.agent.ID).OpenStreams }
 		base := streams()
 		slow := f.viewer.AttachRaw(r.RunRef, "from=0")
-		integration.Await(t, wait, "the attach's tunnel stream", func() bool { return streams() > base })
+		// The answer's head comes once the tunnel stream is open; the
+		// body is left unread.
+		slow.SetDeadline(time.Now().Add(wait))
+		br := bufio.NewReader(slow)
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("slow attach: %v %v", resp, err)
+		}
 		// More than every buffer between the agent and the slow client holds
 		// (socket buffers, the coordinator's viewer queue, tunnel windows).
 		f.post(f.operator, http.StatusAccepted, r.RunRef, "input", integration.Text("flood 67108864"), nil)
@@ -104,10 +111,6 @@ func TestSlowViewerDropped(t *testing.T) {
 		// write short, the connection closes: both tell a client to
 		// reconnect.
 		slow.SetDeadline(time.Now().Add(wait))
-		resp, err := http.ReadResponse(bufio.NewReader(slow), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
 		sc := bufio.NewScanner(resp.Body)
 		sc.Buffer(make([]byte, 1<<20), 4<<20)
 		outputs, dropped := 0, false
