@@ -34,9 +34,10 @@ import (
 // Attach relay defaults (Options.Attach).
 const (
 	// DefaultAttachBuffer is what one viewer may have waiting between its
-	// tunnel stream and its client. It holds at least two of the largest
-	// frames (wire.MaxFrame).
-	DefaultAttachBuffer = 8 << 20
+	// tunnel stream and its client: a stream window's worth, what a viewer
+	// could lag before the relay drained its stream. It holds at least
+	// two of the largest frames (wire.MaxFrame).
+	DefaultAttachBuffer = 16 << 20
 	// DefaultSSEWriteTimeout bounds each flush to an SSE client.
 	DefaultSSEWriteTimeout = 10 * time.Second
 	// DefaultSSEKeepAlive is how long an idle SSE stream waits before a

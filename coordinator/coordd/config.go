@@ -34,7 +34,8 @@ type Config struct {
 		// AttachBuffer is the bytes one attach viewer may have waiting
 		// between its tunnel stream and its connection; a viewer past it
 		// is dropped (its stream ends without end; it reconnects). When
-		// zero, 8 MiB; never below 8 MiB (two of the largest frames).
+		// zero, 16 MiB (what a tunnel stream window held before); never
+		// below 8 MiB (two of the largest frames).
 		AttachBuffer int `toml:"attach_buffer"`
 		// SSEWriteTimeout bounds each write to an attach client; a client
 		// that takes no bytes for this long is dropped. When zero, 10s.
