@@ -525,8 +525,8 @@ func TestHealthAndMetrics(t *testing.T) {
 			t.Fatalf("%s: %d", p, r.Status)
 		}
 	}
-	// Issue 16: the public API does not answer /metrics; the metrics
-	// listener (loopback by default) does.
+	// R-API-9 (issue 16): the public API does not answer /metrics; the
+	// metrics listener (loopback by default) does.
 	if r := env.Do("GET", "/metrics", "", ""); r.Status != http.StatusNotFound {
 		t.Fatalf("GET /metrics on the API: got %d, want 404: %s", r.Status, r.Body)
 	}
@@ -617,8 +617,8 @@ func TestStrictConfig(t *testing.T) {
 	_ = json.Marshal
 }
 
-// After a coordinator dies without a goodbye (kill -9) and comes back,
-// agents notice at their next packet and redial, instead of after three
+// R-TUN-4: after a coordinator dies without a goodbye (kill -9) and comes
+// back, agents notice at their next packet and redial, instead of after three
 // missed heartbeats (issue 16): yamux sees the TCP connection close, and
 // QUIC gets a stateless reset from the new process, which keeps the reset
 // key in its state dir. The heartbeat here is long (10 s) so that only

@@ -80,12 +80,10 @@ func (s *Server) subAgent(c echo.Context) error {
 // sessions.run.messages, each once per reader, run and window (R-MSG-10,
 // R-MSG-17).
 func (s *Server) messages(c echo.Context) error {
-	// Unknown parameters are refused here, as on every other GET (issue
-	// 16); the node checks the values (R-MSG-16).
-	for k := range c.QueryParams() {
-		if !slices.Contains(messagesParams, k) {
-			return apierr.BadRequest("bad_query", "unknown query parameter %q; messages takes %s", k, strings.Join(messagesParams, ", "))
-		}
+	// Unknown parameters are refused here (R-API-10); the node checks the
+	// values (R-MSG-16).
+	if err := onlyParams(c, messagesParams...); err != nil {
+		return err
 	}
 	var out json.RawMessage
 	r, err := s.runCall(c, proto.OpRunMessages, proto.RunMessages{Query: c.Request().URL.RawQuery}, &out, callTimeout)
@@ -104,8 +102,18 @@ func (s *Server) messages(c echo.Context) error {
 }
 
 // messagesParams are the query parameters of GET /runs/{ref}/messages
-// (§2.21).
+// (R-MSG-16).
 var messagesParams = []string{"role", "q", "at", "order", "limit", "cursor", "id", "text"}
+
+// onlyParams refuses a query parameter not in known (R-API-10).
+func onlyParams(c echo.Context, known ...string) error {
+	for k := range c.QueryParams() {
+		if !slices.Contains(known, k) {
+			return apierr.BadRequest("bad_query", "unknown query parameter %q; this route takes %s", k, strings.Join(known, ", "))
+		}
+	}
+	return nil
+}
 
 func badQuery(k string) error {
 	return apierr.BadRequest("bad_query", "unknown query parameter %q", k)

@@ -94,9 +94,10 @@ func TestBodylessRoutes(t *testing.T) {
 	}
 }
 
-// Issue 16: GET /runs/{ref}/messages refuses an unknown query parameter
-// (400 bad_query) like every other GET, before it asks the node.
-func TestMessagesRefusesUnknownQuery(t *testing.T) {
+// R-API-10: GET /runs/{ref}/messages, /events and /attach refuse an unknown
+// query parameter (400 bad_query) like every other GET, before they ask the
+// node (issue 16).
+func TestRunReadsRefuseUnknownQuery(t *testing.T) {
 	s, st := newTestServer(t)
 	enrollNode(t, st, "node-1", "t1", `{}`)
 	op := principal(t, st, "op", map[string]string{"t1": store.RoleOperator})
@@ -106,10 +107,14 @@ func TestMessagesRefusesUnknownQuery(t *testing.T) {
 	for _, tc := range []struct {
 		q    string
 		want int
-	}{{"bogus=1", 400}, {"role=all&limt=5", 400}, {"role=all&limit=5&text=1", 503}, {"", 503}} {
-		rec := call(s, http.MethodGet, Base+"/runs/run_1/messages?"+tc.q, op, "t1")
+	}{
+		{"messages?bogus=1", 400}, {"messages?role=all&limt=5", 400}, {"messages?role=all&limit=5&text=1", 503}, {"messages", 503},
+		{"events?bogus=1", 400}, {"events?after=1&limit=5", 503},
+		{"attach?form=1", 400}, {"attach?from=1", 503},
+	} {
+		rec := call(s, http.MethodGet, Base+"/runs/run_1/"+tc.q, op, "t1")
 		if rec.Code != tc.want {
-			t.Errorf("messages?%s: got %d %s, want %d", tc.q, rec.Code, rec.Body, tc.want)
+			t.Errorf("%s: got %d %s, want %d", tc.q, rec.Code, rec.Body, tc.want)
 		}
 	}
 }

@@ -17,8 +17,8 @@ import (
 	"github.com/olivares-dev/olivares/shared/apierr"
 )
 
-// Idempotency-Key on the routes that start a run (POST /runs, §2.2; POST
-// /runs/{ref}/handoff, §2.18): a retry with the same key from the same
+// Idempotency-Key on the routes that start a run (POST /runs and POST
+// /runs/{ref}/handoff, R-CRT-7): a retry with the same key from the same
 // credential within 24 h gets the first answer (same status, same run)
 // instead of a second launch; the same key with another body is 422
 // idempotency_key_reused. The key, the body's hash and the run ref chosen

@@ -105,8 +105,8 @@ func TestRelayDeliversUntilEnd(t *testing.T) {
 	}
 }
 
-// Issue 16: a viewer whose client stops reading is dropped once its
-// queue is full. Its tunnel stream is closed at once — while the client's
+// R-ATT-7 (issue 16): a viewer whose client stops reading is dropped once
+// its queue is full. Its tunnel stream is closed at once — while the client's
 // write is still blocked — so it holds no tunnel window; the client gets no
 // end event (R-RC-9: end is the generation's exit only).
 func TestRelayDropsAViewerWhoseQueueFills(t *testing.T) {
@@ -183,7 +183,7 @@ func TestRelayWriteDeadlineDropsAStuckClient(t *testing.T) {
 	})
 }
 
-// Issue 18: an idle stream gets a ":" comment every KeepAlive.
+// R-ATT-9 (issue 18): an idle stream gets a ":" comment every KeepAlive.
 func TestRelayKeepAlive(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		st := newTestStream()

@@ -523,6 +523,9 @@ func (s *Server) runEvents(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := onlyParams(c, "after", "limit"); err != nil {
+		return err
+	}
 	p := proto.RunEvents{Limit: 100}
 	if v := c.QueryParam("after"); v != "" {
 		n, err := strconv.ParseUint(v, 10, 64)
@@ -706,6 +709,9 @@ func (s *Server) attach(c echo.Context) error {
 	ctx := c.Request().Context()
 	r, err := s.refRun(c)
 	if err != nil {
+		return err
+	}
+	if err := onlyParams(c, "from"); err != nil {
 		return err
 	}
 	var from uint64

@@ -83,8 +83,9 @@ func countFFFD(v any) int {
 	return n
 }
 
-// Issue 16: a run name or an input text that is not UTF-8 is refused with
-// 400 invalid_utf8 naming the byte, instead of being stored with U+FFFD.
+// R-API-12 (issue 16): a run name or an input text that is not UTF-8 is
+// refused with 400 invalid_utf8 naming the byte, instead of being stored
+// with U+FFFD.
 func TestInvalidUTF8IsRefused(t *testing.T) {
 	s, st := newTestServer(t)
 	enrollNode(t, st, "node-1", "t1", `{}`)

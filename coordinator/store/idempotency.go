@@ -6,8 +6,8 @@ import (
 )
 
 // IdempotencyRecord is the first answer to a POST sent with an
-// Idempotency-Key header (REQUIREMENTS §2.2, §2.18): a retry with the same
-// key from the same credential gets it back instead of a second launch.
+// Idempotency-Key header (R-CRT-7): a retry with the same key from the same
+// credential gets it back instead of a second launch.
 // Records live until ExpiresAt (24 h after the first request).
 type IdempotencyRecord struct {
 	// Scope says whose and which request: tenant, credential and route.

@@ -11,7 +11,7 @@ import (
 	"github.com/olivares-dev/olivares/shared/apitypes"
 )
 
-// Issue 16, §2.2: POST /runs with an Idempotency-Key. A retry with the same
+// Issue 16, R-CRT-7: POST /runs with an Idempotency-Key. A retry with the same
 // key from the same credential gets the first answer (status and run)
 // without a second launch, even after a coordinator restart; another body
 // with the same key is 422; concurrent duplicates launch once; another

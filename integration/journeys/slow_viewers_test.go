@@ -14,7 +14,8 @@ import (
 )
 
 // Two read-only viewers that stop reading (their sockets left open) must
-// not slow any other stream of the node's tunnel (issue 16, R-TR-10): a
+// not slow any other stream of the node's tunnel (issue 16, R-TR-10,
+// R-ATT-7, R-TUN-6): a
 // third, fast viewer gets every frame of the flood, node calls answer,
 // input is echoed, and the node's tunnel is never dropped (its heartbeats
 // go on). On QUIC the coordinator used to leave the stuck viewers' bytes

@@ -135,7 +135,7 @@ func TestSlowViewerDropped(t *testing.T) {
 	})
 }
 
-// Attaches per principal are capped (issue 18): past the cap, 429
+// R-ATT-10: attaches per principal are capped (issue 18): past the cap, 429
 // too_many_attaches with a sentence saying how many are open; another
 // principal is not affected, and a closed attach frees its slot.
 func TestAttachCapPerPrincipal(t *testing.T) {

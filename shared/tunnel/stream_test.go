@@ -235,8 +235,9 @@ func TestWithoutTunnelALPNIsClosed(t *testing.T) {
 	}
 }
 
-// TestStuckStreamsDoNotStopOthers: streams whose reader has stopped, each
-// filled to its window, leave the session's other streams working. On
+// TestStuckStreamsDoNotStopOthers (R-TUN-6): streams whose reader has
+// stopped, each filled to its window, leave the session's other streams
+// working. On
 // QUIC, unread bytes count against the connection's window too, so the
 // connection window must hold several full stream windows (issue 16: two
 // stuck attach streams used to stop a node's whole tunnel).

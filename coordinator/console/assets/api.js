@@ -132,7 +132,8 @@ export class Attach {
       try { e = (await resp.json()).error || {}; } catch { /* not JSON */ }
       const err = new ApiError(resp.status, e.code, e.message);
       if (resp.status === 401) session.onUnauthenticated(err);
-      if (resp.status >= 400 && resp.status < 500) {
+      // 429 too_many_attaches passes once a viewer closes: try again.
+      if (resp.status >= 400 && resp.status < 500 && resp.status !== 429) {
         this.finished = true;
         this.onState('refused', err);
       }
