@@ -31,7 +31,7 @@ var assets embed.FS
 type Options struct {
 	Store store.Store
 	// API serves everything the console does not: /v1/..., /healthz,
-	// /readyz, /metrics, and the ordinary 404.
+	// /readyz, and the ordinary 404 (/metrics has its own listener).
 	API http.Handler
 	// Now is the clock of sign-in links and sessions; when nil, time.Now.
 	Now func() time.Time
