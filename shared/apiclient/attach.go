@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/olivares-dev/olivares/shared/apitypes"
@@ -26,8 +27,10 @@ const (
 const maxErrorBody = 1 << 20
 
 // ErrSlowViewer is the cause a reconnecting stream reports after the
-// coordinator dropped it for reading too slowly (an end event with reason
-// slow_viewer): the run still lives, so it picks up where it was.
+// coordinator dropped it for reading too slowly: the stream ended without
+// end after a ": dropped" comment (or, from coordinators before issue 16,
+// an end event with reason slow_viewer). The run still lives, so it picks
+// up where it was.
 var ErrSlowViewer = errors.New("the coordinator dropped this viewer for reading too slowly")
 
 // AttachOptions shape an attach stream.
@@ -129,13 +132,15 @@ func sleep(ctx context.Context, d time.Duration) error {
 }
 
 // retryable reports whether another connection may fare better: no
-// answer, or a 5xx (the coordinator restarting, the node's tunnel down).
-// A 4xx will not change.
+// answer, a 5xx (the coordinator restarting, the node's tunnel down), or a
+// 429 (too many attaches open: one of ours may not be freed yet). Another
+// 4xx will not change.
 func retryable(err error) bool {
 	if errors.Is(err, ErrUnreachable) {
 		return true
 	}
-	return StatusOf(err) >= 500
+	st := StatusOf(err)
+	return st >= 500 || st == http.StatusTooManyRequests
 }
 
 // connect makes one connection and reads its response headers.
@@ -233,6 +238,7 @@ func (s *Stream) Next() (sse.Event, error) {
 		}
 		ev, err := s.rd.Next()
 		if err != nil {
+			lastComment := s.rd.LastComment()
 			s.closeConn()
 			switch {
 			case s.ctx.Err() != nil:
@@ -244,6 +250,8 @@ func (s *Stream) Next() (sse.Event, error) {
 				s.fail(io.EOF)
 			case !s.opts.Reconnect:
 				s.fail(fmt.Errorf("the attach stream of %s broke: %w", s.ref, err))
+			case errors.Is(err, io.EOF) && strings.HasPrefix(lastComment, "dropped"):
+				s.cause = ErrSlowViewer
 			case errors.Is(err, io.EOF):
 				s.cause = nil
 			default:

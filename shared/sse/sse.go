@@ -71,6 +71,7 @@ type Reader struct {
 	prevType string // the last dispatched type, reused to spare an allocation
 	retry    time.Duration
 	hasRetry bool
+	comment  string // the text of the last comment line
 }
 
 // NewReader returns a Reader of r with DefaultMaxEvent as its limit.
@@ -90,6 +91,11 @@ func NewReaderSize(r io.Reader, max int) *Reader {
 // dispatched event, or a later blank line after an id field, set. A client
 // reconnecting sends it as Last-Event-ID.
 func (r *Reader) LastEventID() string { return r.lastID }
+
+// LastComment is the text of the stream's last comment line (after the
+// colon and one space), "" before any. The coordinator says why it drops a
+// viewer in one (": dropped: ...") before it ends the stream.
+func (r *Reader) LastComment() string { return r.comment }
 
 // Retry is the reconnection time the stream last asked for with a retry
 // field, and whether it asked at all.
@@ -144,7 +150,9 @@ func (r *Reader) next() (Event, error) {
 			return Event{Type: typ, ID: r.lastID, Data: data}, nil
 		}
 		if line[0] == ':' {
-			continue // a comment, e.g. a keep-alive
+			// A comment: a keep-alive, or a word to the person reading.
+			r.comment = string(bytes.TrimPrefix(line[1:], []byte(" ")))
+			continue
 		}
 		field, value := line, []byte(nil)
 		if i := bytes.IndexByte(line, ':'); i >= 0 {

@@ -327,3 +327,24 @@ func BenchmarkReader(b *testing.B) {
 		}
 	}
 }
+
+// LastComment keeps the last comment line's text: the coordinator says why
+// it drops a viewer in one before it ends the stream (R-ATT-7).
+func TestLastComment(t *testing.T) {
+	r := NewReader(strings.NewReader(":\n\nid: 1\ndata: x\n\n: dropped: this viewer read too slowly\n\n"))
+	if got := r.LastComment(); got != "" {
+		t.Fatalf("before any line: got %q, want \"\"", got)
+	}
+	if _, err := r.Next(); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.LastComment(); got != "" {
+		t.Fatalf("after a keep-alive: got %q, want \"\"", got)
+	}
+	if _, err := r.Next(); err != io.EOF {
+		t.Fatalf("got %v, want EOF", err)
+	}
+	if got, want := r.LastComment(), "dropped: this viewer read too slowly"; got != want {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+}

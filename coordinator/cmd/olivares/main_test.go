@@ -289,7 +289,7 @@ func TestAttachDropAnd429Reconnect(t *testing.T) {
 		switch conn {
 		case 1:
 			startStream(w)
-			sse(t, w, "output", 1, output(1, "stdout", "a"))
+			writeEvent(t, w, "output", 1, output(1, "stdout", "a"))
 			fmt.Fprint(w, ": dropped: this viewer read too slowly; reconnect with from=last+1\n\n")
 		case 2:
 			writeErr(w, http.StatusTooManyRequests, "too_many_attaches", "you have 128 attach streams open")
@@ -298,7 +298,7 @@ func TestAttachDropAnd429Reconnect(t *testing.T) {
 				t.Errorf("from %q, want 2", got)
 			}
 			startStream(w)
-			sse(t, w, "notice", 1, apitypes.Notice{Kind: "not_live", State: "idle"})
+			writeEvent(t, w, "notice", 1, apitypes.Notice{Kind: "not_live", State: "idle"})
 		}
 	})
 	a, stdout, stderr, waits := testAttacher(t, srv, false)
