@@ -43,6 +43,20 @@ func (c *Client) Call(method, path string, body any) Response {
 	return c.env.call(c.API(), method, path, body, nil)
 }
 
+// Send is Call with extra request headers, and an error instead of a
+// failed test (for other goroutines).
+func (c *Client) Send(method, path string, body any, hdr map[string]string) (Response, error) {
+	h := http.Header{}
+	for k, v := range hdr {
+		h.Set(k, v)
+	}
+	r, err := c.API().Do(context.Background(), method, path, body, h)
+	if err != nil {
+		return Response{}, err
+	}
+	return Response{Status: r.Status, Header: r.Header, Body: r.Body}, nil
+}
+
 // Must calls and fails the test unless the status is want; it decodes the
 // body into out when out is not nil.
 func (c *Client) Must(want int, method, path string, body, out any) Response {

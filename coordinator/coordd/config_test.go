@@ -52,11 +52,28 @@ func TestStoreConfig(t *testing.T) {
 			}
 			if cfg.Store != tc.want {
 				t.Fatalf("got %+v, want %+v", cfg.Store, tc.want)
-	"strings"
-	"testing"
-)
+			}
+		})
+	}
+}
 
-// The metrics listener and the attach limits are checked (issue 16, 18).
+// The example config in the repository decodes strictly and passes the
+// checks, so the README never points at a config that does not start.
+func TestExampleConfig(t *testing.T) {
+	cfg, err := Load("coordinator.example.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.CheckAndSetDefaults(); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Store.Driver != DriverPostgres || cfg.Store.MaxConns != 10 || cfg.Tunnel.Hosts[0] != "coordinator.example.com" {
+		t.Fatalf("example config: %+v", cfg)
+	}
+}
+
+// R-API-9, R-ATT-7, R-ATT-10: the metrics listener and the attach limits
+// are checked (issue 16, 18).
 func TestConfigMetricsAndAttach(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -87,20 +104,5 @@ func TestConfigMetricsAndAttach(t *testing.T) {
 				t.Fatalf("metrics.listen: got %q, want %q", c.Metrics.Listen, tc.listen)
 			}
 		})
-	}
-}
-
-// The example config in the repository decodes strictly and passes the
-// checks, so the README never points at a config that does not start.
-func TestExampleConfig(t *testing.T) {
-	cfg, err := Load("coordinator.example.toml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cfg.CheckAndSetDefaults(); err != nil {
-		t.Fatal(err)
-	}
-	if cfg.Store.Driver != DriverPostgres || cfg.Store.MaxConns != 10 || cfg.Tunnel.Hosts[0] != "coordinator.example.com" {
-		t.Fatalf("example config: %+v", cfg)
 	}
 }

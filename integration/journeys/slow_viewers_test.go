@@ -1,15 +1,15 @@
 package journeys
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"sync"
-	"sync/atomic"
 	"testing"
 
 	"github.com/olivares-dev/olivares/integration"
+	"github.com/olivares-dev/olivares/shared/apiclient"
 	"github.com/olivares-dev/olivares/shared/apitypes"
 )
 
@@ -28,72 +28,60 @@ func TestSlowViewersDoNotStallTheTunnel(t *testing.T) {
 		r := f.launch(f.profile("codex"))
 		f.operator.AwaitRun(r.RunRef, wait, "idle", func(r apitypes.Run) bool { return r.State == apitypes.StateIdle })
 
-		var slow []net.Conn
+		// Two viewers that read nothing after the answer's head (their
+		// tunnel streams are open).
 		for range 2 {
-			slow = append(slow, f.viewer.AttachRaw(r.RunRef, "from=0"))
+			f.viewer.AttachIdle(r.RunRef, "from=0", 10*wait)
 		}
 		// The fast viewer reads everything, as fast as it comes, and, like
 		// any SSE client, reconnects at last+1 if it is dropped (on a
-		// loaded machine under -race even a fast reader can fall 8 MiB
+		// loaded machine under -race even a fast reader can fall a queue
 		// behind; the reconnects are logged).
 		var (
 			mu         sync.Mutex
 			seqs       []uint64
 			bad        error
 			reconnects int
-			stop       atomic.Bool
-			cur        *integration.Stream
 		)
-		fast := func(q string) *integration.Stream {
-			s, err := f.viewer.TryAttach(r.RunRef, q)
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				bad = err
-				return nil
-			}
-			cur = s
-			return s
+		ctx, cancel := context.WithCancel(context.Background())
+		fast, err := f.viewer.API().Attach(ctx, r.RunRef, apiclient.AttachOptions{HaveFrom: true, Reconnect: true,
+			OnReconnect: func(error, uint64, bool) {
+				mu.Lock()
+				reconnects++
+				mu.Unlock()
+			}})
+		if err != nil {
+			t.Fatal(err)
 		}
-		first := fast("from=0")
 		fastDone := make(chan struct{})
 		go func() {
 			defer close(fastDone)
-			s := first
-			for s != nil {
-				for ev := range s.Events() {
-					mu.Lock()
-					if ev.Name != apitypes.SSEOutput {
-						if bad == nil {
-							bad = &eventError{ev}
-						}
-					} else {
-						var o apitypes.Output
-						json.Unmarshal(ev.Data, &o)
-						seqs = append(seqs, o.Seq)
-					}
-					mu.Unlock()
-				}
-				if stop.Load() {
-					return
-				}
+			for {
+				ev, err := fast.Next()
 				mu.Lock()
-				reconnects++
-				next := uint64(0)
-				if len(seqs) > 0 {
-					next = seqs[len(seqs)-1] + 1
+				switch {
+				case err != nil:
+					if ctx.Err() == nil && bad == nil {
+						bad = err
+					}
+				case ev.Type != apitypes.SSEOutput:
+					if bad == nil {
+						bad = fmt.Errorf("unexpected event %s %s", ev.Type, ev.Data)
+					}
+				default:
+					var o apitypes.Output
+					json.Unmarshal(ev.Data, &o)
+					seqs = append(seqs, o.Seq)
 				}
 				mu.Unlock()
-				s = fast(fmt.Sprintf("from=%d", next))
+				if err != nil {
+					return
+				}
 			}
 		}()
 		defer func() {
-			stop.Store(true)
-			mu.Lock()
-			if cur != nil {
-				cur.Close()
-			}
-			mu.Unlock()
+			cancel()
+			fast.Close()
 			<-fastDone
 		}()
 
@@ -140,12 +128,5 @@ func TestSlowViewersDoNotStallTheTunnel(t *testing.T) {
 			t.Fatalf("reconnects: got %d, want 0", st.Reconnects)
 		}
 		t.Logf("%s: %d frames to the fast viewer (%d reconnects), %d node calls during the flood", transport, len(seqs), reconnects, calls)
-		for _, c := range slow {
-			c.Close()
-		}
 	})
 }
-
-type eventError struct{ ev integration.SSEEvent }
-
-func (e *eventError) Error() string { return "unexpected event " + e.ev.Name + " " + string(e.ev.Data) }

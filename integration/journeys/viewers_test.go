@@ -1,7 +1,7 @@
 package journeys
 
 import (
-	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -10,10 +10,10 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/olivares-dev/olivares/coordinator/coordd"
 	"github.com/olivares-dev/olivares/integration"
+	"github.com/olivares-dev/olivares/shared/apiclient"
 	"github.com/olivares-dev/olivares/shared/apitypes"
 )
 
@@ -81,9 +81,10 @@ func TestConcurrentViewers(t *testing.T) {
 // A viewer that stops reading is dropped and never blocks the child: the
 // flood's turn ends while the viewer reads nothing (R-TR-10). Its tunnel
 // stream is closed while its socket is still open (issue 18), and it gets
-// no end: end is the generation's exit only (R-RC-9, issue 16); the stream
-// just ends, so a client reconnects at last+1 (R-RC-8). Other viewers
-// going on is TestConcurrentViewers' and TestSlowViewersDoNotStallTheTunnel's.
+// no end: end is the generation's exit only (R-RC-9, R-ATT-7, issue 16);
+// the stream just ends, so a client reconnects at last+1 (R-RC-8). Other
+// viewers going on is TestConcurrentViewers' and
+// TestSlowViewersDoNotStallTheTunnel's.
 func TestSlowViewerDropped(t *testing.T) {
 	byTransport(t, func(t *testing.T, transport string) {
 		f := setup(t, transport, integration.ProcOptions{ViewerQueue: 64, RingMaxBytes: 64 << 20})
@@ -91,44 +92,33 @@ func TestSlowViewerDropped(t *testing.T) {
 		f.operator.AwaitRun(r.RunRef, wait, "idle", func(r apitypes.Run) bool { return r.State == apitypes.StateIdle })
 		streams := func() int { return f.env.Fleet().Link(f.agent.ID).OpenStreams }
 		base := streams()
-		slow := f.viewer.AttachRaw(r.RunRef, "from=0")
-		// The answer's head comes once the tunnel stream is open; the
-		// body is left unread.
-		slow.SetDeadline(time.Now().Add(wait))
-		br := bufio.NewReader(slow)
-		resp, err := http.ReadResponse(br, nil)
-		if err != nil || resp.StatusCode != http.StatusOK {
-			t.Fatalf("slow attach: %v %v", resp, err)
-		}
+		// AttachIdle returns once the answer's head came, so the tunnel
+		// stream is open; the body is left unread. The waits below: the
+		// flood's turn, the stream's close, then reading what was buffered.
+		slow := f.viewer.AttachIdle(r.RunRef, "from=0", 3*wait)
 		// More than every buffer between the agent and the slow client holds
 		// (socket buffers, the coordinator's viewer queue, tunnel windows).
 		f.post(f.operator, http.StatusAccepted, r.RunRef, "input", integration.Text("flood 67108864"), nil)
 		f.operator.AwaitRun(r.RunRef, wait, "the flood's turn to end", func(r apitypes.Run) bool { return r.State == apitypes.StateIdle })
 		integration.Await(t, wait, "the slow viewer's tunnel stream to close", func() bool { return streams() <= base })
 		// Now the slow viewer reads: what was buffered, then the end of the
-		// stream, without an end event.
-		// The response ends cleanly, or, when the write deadline cut a
-		// write short, the connection closes: both tell a client to
-		// reconnect.
-		slow.SetDeadline(time.Now().Add(wait))
-		sc := bufio.NewScanner(resp.Body)
-		sc.Buffer(make([]byte, 1<<20), 4<<20)
-		outputs, dropped := 0, false
-		for sc.Scan() {
-			switch l := sc.Text(); {
-			case l == "event: "+apitypes.SSEEnd:
-				sc.Scan()
-				t.Fatalf("slow viewer got end %s", sc.Text())
-			case l == "event: "+apitypes.SSEOutput:
-				outputs++
-			case strings.HasPrefix(l, ": dropped"):
-				dropped = true
+		// stream (cleanly, or cut when the write deadline broke the
+		// connection: both tell a client to reconnect), never an end event.
+		outputs := 0
+		for {
+			ev, err := slow.Next()
+			if errors.Is(err, io.EOF) || (err != nil && strings.Contains(err.Error(), "broke")) {
+				break
 			}
+			if err != nil {
+				t.Fatalf("slow viewer's stream did not end: %v (after %d outputs)", err, outputs)
+			}
+			if ev.Type == apitypes.SSEEnd {
+				t.Fatalf("slow viewer got end %s", ev.Data)
+			}
+			outputs++
 		}
-		if err := sc.Err(); err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
-			t.Fatalf("slow viewer's stream did not end: %v (after %d outputs)", err, outputs)
-		}
-		t.Logf("%s: the slow viewer read %d outputs, drop comment %v", transport, outputs, dropped)
+		t.Logf("%s: the slow viewer read %d events before its stream ended", transport, outputs)
 		if got := f.operator.Run(r.RunRef); !apitypes.Live(got.State) {
 			t.Fatalf("run not live after the slow viewer: %+v", got)
 		}
@@ -144,16 +134,21 @@ func TestAttachCapPerPrincipal(t *testing.T) {
 	f.operator.AwaitRun(r.RunRef, wait, "idle", func(r apitypes.Run) bool { return r.State == apitypes.StateIdle })
 	a := f.viewer.Attach(r.RunRef, "from=0")
 	f.viewer.Attach(r.RunRef, "from=0")
-	resp := f.viewer.AttachStatus(r.RunRef, "")
-	if resp.Status != http.StatusTooManyRequests || resp.ErrorCode() != "too_many_attaches" {
-		t.Fatalf("third attach: got %d %s, want 429 too_many_attaches", resp.Status, resp.Body)
+	attach := func() error {
+		s, err := f.viewer.API().Attach(context.Background(), r.RunRef, apiclient.AttachOptions{})
+		if err == nil {
+			s.Close()
+		}
+		return err
 	}
-	if !strings.Contains(string(resp.Body), "2 attach streams open") {
-		t.Errorf("the 429 does not say how many are open: %s", resp.Body)
+	err := attach()
+	if apiclient.StatusOf(err) != http.StatusTooManyRequests || apiclient.CodeOf(err) != "too_many_attaches" {
+		t.Fatalf("third attach: got %v, want 429 too_many_attaches", err)
+	}
+	if !strings.Contains(err.Error(), "2 attach streams open") {
+		t.Errorf("the 429 does not say how many are open: %v", err)
 	}
 	f.operator.Attach(r.RunRef, "from=0").Close()
 	a.Close()
-	integration.Await(t, wait, "the closed attach's slot", func() bool {
-		return f.viewer.AttachStatus(r.RunRef, "").Status == http.StatusOK
-	})
+	integration.Await(t, wait, "the closed attach's slot", func() bool { return attach() == nil })
 }
