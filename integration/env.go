@@ -241,6 +241,9 @@ func (e *Env) Fleet() *fleet.Fleet {
 	return e.Coord.Fleet
 }
 
+// MetricsURL is the coordinator's /metrics URL on its metrics listener.
+func (e *Env) MetricsURL() string { return e.Coord.MetricsURL() }
+
 // APIURL is the API base URL.
 func (e *Env) APIURL() string { return e.Coord.APIURL() }
 
