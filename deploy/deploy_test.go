@@ -194,7 +194,7 @@ func TestServeExampleConfigReloadsOnSIGHUP(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.StateDir = filepath.Join(dir, "state")
-	cfg.API.Listen, cfg.Tunnel.Listen = freeAddr(t), freeAddr(t)
+	cfg.API.Listen, cfg.Tunnel.Listen, cfg.Metrics.Listen = freeAddr(t), freeAddr(t), freeAddr(t)
 	cfg.Tunnel.Hosts = []string{"127.0.0.1"}
 	cfg.API.TLSCert, cfg.API.TLSKey = filepath.Join(dir, "api.pem"), filepath.Join(dir, "api.key")
 	cfg.OIDC.ClientSecretFile = filepath.Join(dir, "oidc-secret")
