@@ -383,6 +383,9 @@ func (s *Server) forgetNode(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := noBody(c); err != nil {
+		return err
+	}
 	if n.RevokedAt.IsZero() {
 		return apierr.New(http.StatusConflict, "node_not_revoked", "node %s is not revoked; revoke it first (olivares node revoke %s), then forget it", id, id)
 	}
