@@ -260,6 +260,12 @@ Ctrl-C stops everything.
 			return err
 		case err := <-agentDone:
 			agentDone <- err
+			if ctx.Err() != nil {
+				// Ctrl-C stops the agent too: select may see its end
+				// before the context's.
+				step("stopping")
+				return nil
+			}
 			if err == nil {
 				err = errors.New("agent stopped")
 			}
