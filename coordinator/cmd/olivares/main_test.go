@@ -310,8 +310,8 @@ func TestAttachDropAnd429Reconnect(t *testing.T) {
 			t.Errorf("stderr %q lacks %q", stderr, want)
 		}
 	}
-	if stdout.String() != "a" || len(*waits) != 2 {
-		t.Errorf("stdout %q, %d waits; want \"a\", 2", stdout, len(*waits))
+	if stdout.String() != "a\n" || len(*waits) != 2 {
+		t.Errorf("stdout %q, %d waits; want \"a\\n\", 2", stdout, len(*waits))
 	}
 }
 
