@@ -1,0 +1,389 @@
+// Package contract checks HTTP traffic against the API document,
+// openapi.yaml at the repository root, in tests: every request a test sends
+// and every response it gets (status, headers, body, and each SSE event as
+// the test reads it) is validated with kin-openapi's openapi3filter, and a
+// mismatch fails the test that produced it with the method, the path, the
+// status and the validator's words.
+//
+// Only tests import contract. Validation never runs on the production
+// request path: the coordinator serves the document and nothing else of it.
+//
+// A request the document calls invalid is not itself a failure: tests probe
+// refusals (a missing tenant header, limit=201, an unknown field). It is a
+// failure when the server accepts it (answers below 400), because then the
+// document and the server disagree about what is valid.
+package contract
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+	"github.com/getkin/kin-openapi/routers/gorillamux"
+
+	olivares "github.com/olivares-dev/olivares"
+)
+
+// T is where a mismatch is reported: a *testing.T, or anything with its
+// Errorf.
+type T interface {
+	Errorf(format string, args ...any)
+}
+
+// Checker validates exchanges against one document.
+type Checker struct {
+	doc    *openapi3.T
+	router routers.Router
+	// events holds each operation's SSE events (x-sse-events): event
+	// name → data schema.
+	events map[*openapi3.Operation]map[string]*openapi3.Schema
+}
+
+// Operation extensions the checker reads.
+const (
+	// ExtSSEEvents names the SSE events of a text/event-stream response
+	// and their data schemas: {event: {$ref: '#/components/schemas/X'}}.
+	ExtSSEEvents = "x-sse-events"
+	// ExtAnyBody marks an operation that accepts any request body, JSON or
+	// not (POST /runs/{ref}/cleanup, R-CLN-2): OpenAPI cannot say so.
+	ExtAnyBody = "x-olivares-any-body"
+	// ExtPermission names the permission an operation needs.
+	ExtPermission = "x-olivares-permission"
+)
+
+var (
+	loadOnce sync.Once
+	loaded   *Checker
+	loadErr  error
+)
+
+// Load returns the checker of the embedded openapi.yaml, loaded and
+// validated once per test binary.
+func Load() (*Checker, error) {
+	loadOnce.Do(func() { loaded, loadErr = New(olivares.OpenAPIYAML) })
+	return loaded, loadErr
+}
+
+// Must is Load for tests: a document that does not load fails the test.
+func Must(t interface {
+	Helper()
+	Fatalf(string, ...any)
+}) *Checker {
+	t.Helper()
+	c, err := Load()
+	if err != nil {
+		t.Fatalf("contract: openapi.yaml: %v", err)
+	}
+	return c
+}
+
+// New loads and validates a document and builds its router.
+func New(yamlDoc []byte) (*Checker, error) {
+	l := openapi3.NewLoader()
+	doc, err := l.LoadFromData(yamlDoc)
+	if err != nil {
+		return nil, err
+	}
+	if err := doc.Validate(l.Context); err != nil {
+		return nil, err
+	}
+	router, err := gorillamux.NewRouter(doc)
+	if err != nil {
+		return nil, err
+	}
+	c := &Checker{doc: doc, router: router, events: map[*openapi3.Operation]map[string]*openapi3.Schema{}}
+	for path, item := range doc.Paths.Map() {
+		for method, op := range item.Operations() {
+			raw, ok := op.Extensions[ExtSSEEvents]
+			if !ok {
+				continue
+			}
+			evs, err := c.sseEvents(raw)
+			if err != nil {
+				return nil, fmt.Errorf("%s %s: %s: %w", method, path, ExtSSEEvents, err)
+			}
+			c.events[op] = evs
+		}
+	}
+	return c, nil
+}
+
+// Doc is the loaded document.
+func (c *Checker) Doc() *openapi3.T { return c.doc }
+
+// sseEvents reads an x-sse-events extension: {name: {$ref: "#/components/schemas/X"}}.
+func (c *Checker) sseEvents(raw any) (map[string]*openapi3.Schema, error) {
+	m, ok := raw.(map[string]any)
+	if !ok || len(m) == 0 {
+		return nil, errors.New("want a map of event name to {$ref}")
+	}
+	out := map[string]*openapi3.Schema{}
+	for name, v := range m {
+		ref, _ := v.(map[string]any)["$ref"].(string)
+		key, ok := strings.CutPrefix(ref, "#/components/schemas/")
+		if !ok {
+			return nil, fmt.Errorf("event %q: want {$ref: '#/components/schemas/...'}", name)
+		}
+		s := c.doc.Components.Schemas[key]
+		if s == nil || s.Value == nil {
+			return nil, fmt.Errorf("event %q: no schema %q", name, key)
+		}
+		out[name] = s.Value
+	}
+	return out, nil
+}
+
+// options are the validator's options: every status must be documented,
+// a body on an operation without one is refused, and a bearer token must
+// be present where the operation needs one.
+func options() *openapi3filter.Options {
+	o := &openapi3filter.Options{
+		IncludeResponseStatus:             true,
+		RejectWhenRequestBodyNotSpecified: true,
+		MultiError:                        true,
+		AuthenticationFunc:                bearer,
+	}
+	o.WithCustomSchemaErrorFunc(func(e *openapi3.SchemaError) string {
+		return "at /" + strings.Join(e.JSONPointer(), "/") + ": " + e.Reason
+	})
+	return o
+}
+
+// bearer is the document's one security scheme: Authorization: Bearer
+// <token>. Whether the token is known is the server's business (401).
+func bearer(_ context.Context, in *openapi3filter.AuthenticationInput) error {
+	h := in.RequestValidationInput.Request.Header.Get("Authorization")
+	if tok, ok := strings.CutPrefix(h, "Bearer "); !ok || tok == "" {
+		return in.NewError(errors.New("no Authorization: Bearer <token> header"))
+	}
+	return nil
+}
+
+// exchange is one request on its way: what the document says about it.
+type exchange struct {
+	c      *Checker
+	method string
+	path   string
+	// route is nil for a path or method the document does not have.
+	route   *routers.Route
+	routeEr error
+	in      *openapi3filter.RequestValidationInput
+	// reqErr says why the document calls the request invalid.
+	reqErr error
+}
+
+// begin finds the request's operation and validates the request. body is
+// the request's body, already read.
+func (c *Checker) begin(req *http.Request, body []byte) *exchange {
+	ex := &exchange{c: c, method: req.Method, path: req.URL.Path}
+	vreq := req.Clone(context.Background())
+	vreq.Body = io.NopCloser(bytes.NewReader(body))
+	if len(body) == 0 {
+		vreq.Body = http.NoBody
+	}
+	route, params, err := c.router.FindRoute(vreq)
+	if err != nil {
+		ex.routeEr = err
+		return ex
+	}
+	ex.route = route
+	opts := options()
+	if anyBody, _ := route.Operation.Extensions[ExtAnyBody].(bool); anyBody {
+		// The operation takes any bytes, JSON or not: nothing to check.
+		opts.ExcludeRequestBody = true
+	}
+	ex.in = &openapi3filter.RequestValidationInput{Request: vreq, PathParams: params, Route: route, Options: opts}
+	var errs []string
+	if err := openapi3filter.ValidateRequest(context.Background(), ex.in); err != nil {
+		errs = append(errs, err.Error())
+	}
+	// A query parameter the operation does not declare is invalid too: a
+	// server that accepts it has a parameter the document lacks.
+	for k := range req.URL.Query() {
+		if route.Operation.Parameters.GetByInAndName(openapi3.ParameterInQuery, k) == nil &&
+			route.PathItem.Parameters.GetByInAndName(openapi3.ParameterInQuery, k) == nil {
+			errs = append(errs, fmt.Sprintf("query parameter %q is not in the document", k))
+		}
+	}
+	if len(errs) > 0 {
+		slices.Sort(errs)
+		ex.reqErr = errors.New(strings.Join(errs, "; "))
+	}
+	return ex
+}
+
+// label names the exchange in a report.
+func (ex *exchange) label(status int) string {
+	return fmt.Sprintf("contract: %s %s: status %d", ex.method, ex.path, status)
+}
+
+// checkHead checks what is known once the response's status and headers
+// are: the status is documented (or, off the document's paths, the
+// router's own 404/405), the request was refused if the document calls it
+// invalid, and the documented headers.
+func (ex *exchange) checkHead(status int, h http.Header) []string {
+	if ex.route == nil {
+		if status != http.StatusNotFound && status != http.StatusMethodNotAllowed {
+			return []string{fmt.Sprintf("%s: the document has no such operation (%v), yet the server answered it", ex.label(status), ex.routeEr)}
+		}
+		return nil
+	}
+	var out []string
+	if ex.reqErr != nil && status < 400 {
+		out = append(out, fmt.Sprintf("%s: the server accepted a request the document calls invalid: %v", ex.label(status), ex.reqErr))
+	}
+	rin := ex.responseInput(status, h)
+	rin.Options.ExcludeResponseBody = true
+	if err := openapi3filter.ValidateResponse(context.Background(), rin); err != nil {
+		out = append(out, fmt.Sprintf("%s: %v", ex.label(status), err))
+	}
+	return out
+}
+
+func (ex *exchange) responseInput(status int, h http.Header) *openapi3filter.ResponseValidationInput {
+	return &openapi3filter.ResponseValidationInput{RequestValidationInput: ex.in, Status: status, Header: h, Options: options()}
+}
+
+// checkBody checks a whole (non-stream) response body against its
+// status's documented content.
+func (ex *exchange) checkBody(status int, h http.Header, body []byte) []string {
+	if ex.route == nil {
+		if status != http.StatusNotFound && status != http.StatusMethodNotAllowed {
+			return nil // checkHead reported it
+		}
+		// Off the document: the router's own answer, an R-API-4 body.
+		var e struct {
+			Error *struct {
+				Code    string `json:"code"`
+				Message string `json:"message"`
+			} `json:"error"`
+		}
+		want := map[int]string{http.StatusNotFound: "not_found", http.StatusMethodNotAllowed: "method_not_allowed"}[status]
+		if ex.method == http.MethodHead {
+			return nil
+		}
+		if json.Unmarshal(body, &e) != nil || e.Error == nil || e.Error.Code != want || e.Error.Message == "" {
+			return []string{fmt.Sprintf("%s: the router's answer is not {\"error\":{\"code\":%q,...}}: %.200s", ex.label(status), want, body)}
+		}
+		return nil
+	}
+	resp := ex.route.Operation.Responses.Status(status)
+	if resp == nil || resp.Value == nil {
+		return nil // checkHead reported it
+	}
+	if len(resp.Value.Content) == 0 {
+		if len(body) > 0 && ex.method != http.MethodHead {
+			return []string{fmt.Sprintf("%s: the document gives this status no body, yet it has one: %.200s", ex.label(status), body)}
+		}
+		return nil
+	}
+	rin := ex.responseInput(status, h)
+	rin.SetBodyBytes(body)
+	if err := openapi3filter.ValidateResponse(context.Background(), rin); err != nil {
+		if msg := codeMismatch(resp.Value, body); msg != "" {
+			return []string{fmt.Sprintf("%s: %s", ex.label(status), msg)}
+		}
+		return []string{fmt.Sprintf("%s: %v", ex.label(status), err)}
+	}
+	return nil
+}
+
+// codeMismatch names the problem when an error body's code is not among
+// those the document lists for its status: the validator's own words
+// ("doesn't match all schemas from allOf") do not say which code.
+func codeMismatch(resp *openapi3.Response, body []byte) string {
+	var e struct {
+		Error struct {
+			Code string `json:"code"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(body, &e) != nil || e.Error.Code == "" {
+		return ""
+	}
+	codes := ErrorCodes(resp)
+	if codes == nil || slices.Contains(codes, e.Error.Code) {
+		return ""
+	}
+	return fmt.Sprintf("error code %q is not one the document lists for this status (%s)", e.Error.Code, strings.Join(codes, ", "))
+}
+
+// ErrorCodes are the codes an error response's schema allows: the enum of
+// error.code in the branches of its allOf; nil when it has none.
+func ErrorCodes(resp *openapi3.Response) []string {
+	mt := resp.Content.Get("application/json")
+	if mt == nil || mt.Schema == nil || mt.Schema.Value == nil {
+		return nil
+	}
+	var out []string
+	for _, s := range append([]*openapi3.SchemaRef{mt.Schema}, mt.Schema.Value.AllOf...) {
+		if s.Value == nil {
+			continue
+		}
+		e := s.Value.Properties["error"]
+		if e == nil || e.Value == nil {
+			continue
+		}
+		c := e.Value.Properties["code"]
+		if c == nil || c.Value == nil {
+			continue
+		}
+		for _, v := range c.Value.Enum {
+			if str, ok := v.(string); ok {
+				out = append(out, str)
+			}
+		}
+	}
+	return out
+}
+
+// stream reports whether the response is an SSE stream.
+func stream(h http.Header) bool {
+	mt, _, _ := mime.ParseMediaType(h.Get("Content-Type"))
+	return mt == "text/event-stream"
+}
+
+// checkEvent checks one SSE event of the exchange's stream.
+func (ex *exchange) checkEvent(status int, ev Event) []string {
+	if ex.route == nil {
+		return nil
+	}
+	evs := ex.c.events[ex.route.Operation]
+	if evs == nil {
+		return []string{fmt.Sprintf("%s: an SSE event %q on an operation without %s", ex.label(status), ev.Name, ExtSSEEvents)}
+	}
+	s, ok := evs[ev.Name]
+	if !ok {
+		return []string{fmt.Sprintf("%s: SSE event %q is not in the document (%s)", ex.label(status), ev.Name, strings.Join(sortedKeys(evs), ", "))}
+	}
+	var v any
+	if err := json.Unmarshal(ev.Data, &v); err != nil {
+		return []string{fmt.Sprintf("%s: SSE event %q: data is not JSON: %.200s", ex.label(status), ev.Name, ev.Data)}
+	}
+	if err := s.VisitJSON(v, openapi3.MultiErrors(), openapi3.VisitAsResponse(),
+		openapi3.SetSchemaErrorMessageCustomizer(func(e *openapi3.SchemaError) string {
+			return "at /" + strings.Join(e.JSONPointer(), "/") + ": " + e.Reason
+		})); err != nil {
+		return []string{fmt.Sprintf("%s: SSE event %q: data does not match its schema: %v: %.300s", ex.label(status), ev.Name, err, ev.Data)}
+	}
+	return nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}

@@ -1,0 +1,138 @@
+package contract
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"sync"
+)
+
+// Handler wraps h, a server under test (the coordinator's handler, or a
+// test's fake of it), so that every request it serves and every response
+// it writes is checked against the document; each mismatch is reported to
+// t. An SSE response's events are checked as they are written.
+func Handler(t T, h http.Handler) http.Handler {
+	c, err := Load()
+	if err != nil {
+		t.Errorf("contract: openapi.yaml: %v", err)
+		return h
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(r.Body)
+		r.Body.Close()
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		ex := c.begin(r, body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		rec := &recorder{w: w, ex: ex, report: func(m string) { t.Errorf("%s", m) }}
+		h.ServeHTTP(rec, r)
+		rec.finish()
+	})
+}
+
+// recorder passes a response through while keeping what the check needs.
+type recorder struct {
+	w      http.ResponseWriter
+	ex     *exchange
+	report func(string)
+
+	mu      sync.Mutex
+	status  int
+	header  http.Header
+	body    bytes.Buffer
+	sse     *sseSplitter
+	wrote   bool
+	checked bool
+}
+
+func (r *recorder) Header() http.Header { return r.w.Header() }
+
+func (r *recorder) WriteHeader(status int) {
+	r.mu.Lock()
+	if !r.wrote {
+		r.head(status)
+	}
+	r.mu.Unlock()
+	r.w.WriteHeader(status)
+}
+
+// head records the status and checks the head; the caller holds mu.
+func (r *recorder) head(status int) {
+	r.wrote, r.status, r.header = true, status, r.w.Header().Clone()
+	for _, msg := range r.ex.checkHead(status, r.header) {
+		r.report(msg)
+	}
+	if stream(r.header) {
+		r.sse = &sseSplitter{}
+	}
+}
+
+func (r *recorder) Write(p []byte) (int, error) {
+	r.mu.Lock()
+	if !r.wrote {
+		r.head(http.StatusOK)
+	}
+	if r.sse != nil {
+		for _, ev := range r.sse.feed(p) {
+			for _, msg := range r.ex.checkEvent(r.status, ev) {
+				r.report(msg)
+			}
+		}
+	} else {
+		r.body.Write(p)
+	}
+	r.mu.Unlock()
+	return r.w.Write(p)
+}
+
+func (r *recorder) Flush() {
+	if f, ok := r.w.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the writer underneath.
+func (r *recorder) Unwrap() http.ResponseWriter { return r.w }
+
+// finish checks the body once the handler returned.
+func (r *recorder) finish() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.wrote {
+		r.head(http.StatusOK)
+	}
+	if r.sse != nil || r.checked {
+		return
+	}
+	r.checked = true
+	for _, msg := range r.ex.checkBody(r.status, r.header, r.body.Bytes()) {
+		r.report(msg)
+	}
+}
+
+// Proxy serves a reverse proxy to target (a base URL) on a loopback port,
+// checking every exchange through it like Handler does, and returns its
+// base URL; it stops when cleanup runs. It is for clients a test cannot
+// hand a transport, such as the olivares binary run as a subprocess.
+func Proxy(t interface {
+	T
+	Cleanup(func())
+}, target string) string {
+	u, err := url.Parse(target)
+	if err != nil {
+		t.Errorf("contract: proxy target %q: %v", target, err)
+		return target
+	}
+	rp := &httputil.ReverseProxy{
+		Rewrite:       func(r *httputil.ProxyRequest) { r.SetURL(u); r.Out.Host = r.In.Host },
+		FlushInterval: -1, // SSE events go through as they come
+	}
+	srv := httptest.NewServer(Handler(t, rp))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}

@@ -1,0 +1,168 @@
+package olivares_test
+
+import (
+	"encoding/json"
+	"reflect"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/getkin/kin-openapi/openapi3"
+
+	olivares "github.com/olivares-dev/olivares"
+	"github.com/olivares-dev/olivares/integration/contract"
+)
+
+// The document loads and validates with kin-openapi's own loader, as YAML
+// and as the JSON the coordinator serves (issue 17).
+func TestDocumentIsValid(t *testing.T) {
+	l := openapi3.NewLoader()
+	doc, err := l.LoadFromData(olivares.OpenAPIYAML)
+	if err != nil {
+		t.Fatalf("openapi.yaml does not load: %v", err)
+	}
+	if err := doc.Validate(l.Context); err != nil {
+		t.Fatalf("openapi.yaml is not valid OpenAPI: %v", err)
+	}
+	if doc.OpenAPI != "3.0.3" {
+		t.Errorf("openapi %q, want 3.0.3 (kin-openapi validates 3.0 fully)", doc.OpenAPI)
+	}
+	j, err := olivares.OpenAPIJSON()
+	if err != nil {
+		t.Fatalf("openapi.yaml does not convert to JSON: %v", err)
+	}
+	fromJSON, err := openapi3.NewLoader().LoadFromData(j)
+	if err != nil {
+		t.Fatalf("the JSON form does not load: %v", err)
+	}
+	a, _ := json.Marshal(doc)
+	b, _ := json.Marshal(fromJSON)
+	if string(a) != string(b) {
+		t.Error("the JSON form is not the same document as the YAML")
+	}
+	if _, err := contract.New(olivares.OpenAPIYAML); err != nil {
+		t.Fatalf("the checker refuses it: %v", err)
+	}
+}
+
+// YAMLToJSON refuses what would make two readers see two documents, and
+// keeps the document's key order.
+func TestYAMLToJSON(t *testing.T) {
+	tests := []struct {
+		name, in, want string
+	}{
+		{"order kept", "b: 1\na: [x, 2, true, null]\n", `{"b":1,"a":["x",2,true,null]}`},
+		{"quoted numbers stay strings", "'200': {d: '2'}\n", `{"200":{"d":"2"}}`},
+		{"block text", "d: |\n  two\n  lines\n", `{"d":"two\nlines\n"}`},
+		{"an anchor", "a: &x 1\nb: *x\n", ""},
+		{"a merge key", "a: {k: 1}\nb:\n  <<: {k: 2}\n", ""},
+		{"a duplicate key", "a: 1\na: 2\n", ""},
+		{"a timestamp tag", "a: !!timestamp 2001-12-14\n", ""},
+		{"two documents", "a: 1\n---\nb: 2\n", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := olivares.YAMLToJSON([]byte(tt.in))
+			if tt.want == "" {
+				if err == nil {
+					t.Fatalf("got %s, want an error", got)
+				}
+				return
+			}
+			if err != nil || string(got) != tt.want {
+				t.Fatalf("got %s, %v, want %s", got, err, tt.want)
+			}
+		})
+	}
+}
+
+var ruleID = regexp.MustCompile(`\bR-[A-Z]+(-[A-Z]+)*-[0-9]+`)
+
+// Every operation is written so that a client can be built from the
+// document alone: an id, a summary, a description citing the rules it
+// implements (Community routes), its permission, and for every error
+// status the codes it can answer with; an authenticated operation takes
+// the tenant header and documents the authorizer's answers (R-API-3).
+func TestEveryOperationIsDocumented(t *testing.T) {
+	doc := contract.Must(t).Doc()
+	ids := map[string]string{}
+	for path, item := range doc.Paths.Map() {
+		for method, op := range item.Operations() {
+			name := method + " " + path
+			if op.OperationID == "" || op.Summary == "" || len(op.Tags) == 0 {
+				t.Errorf("%s: operationId, summary and tags are required", name)
+			}
+			if other, ok := ids[op.OperationID]; ok {
+				t.Errorf("%s: operationId %q is also %s's", name, op.OperationID, other)
+			}
+			ids[op.OperationID] = name
+			if strings.HasPrefix(path, "/v1/m/sessions/") && !ruleID.MatchString(op.Description) {
+				t.Errorf("%s: the description cites no rule (R-...)", name)
+			}
+			if p, _ := op.Extensions[contract.ExtPermission].(string); p == "" {
+				t.Errorf("%s: no %s", name, contract.ExtPermission)
+			}
+			public := op.Security != nil && len(*op.Security) == 0
+			for status, resp := range op.Responses.Map() {
+				code, err := strconv.Atoi(status)
+				if err != nil {
+					t.Errorf("%s: response %q: give every status its own number", name, status)
+					continue
+				}
+				if code < 400 {
+					continue
+				}
+				if len(contract.ErrorCodes(resp.Value)) == 0 && !(status == "422" && path == "/v1/m/sessions/catalog/codex/threads/{host}/{thread}/turns") {
+					t.Errorf("%s %s: an error response must list its codes (allOf Error + an enum of error.code)", name, status)
+				}
+			}
+			if public {
+				continue
+			}
+			if op.Parameters.GetByInAndName("header", "X-Olivares-Tenant") == nil {
+				t.Errorf("%s: no X-Olivares-Tenant parameter", name)
+			}
+			for status, code := range map[string]string{"400": "tenant_required", "401": "unauthenticated", "403": "tenant_forbidden"} {
+				r := op.Responses.Value(status)
+				if r == nil || !slices.Contains(contract.ErrorCodes(r.Value), code) {
+					t.Errorf("%s: %s does not list %s", name, status, code)
+				}
+			}
+			if op.Responses.Value("500") == nil {
+				t.Errorf("%s: no 500", name)
+			}
+		}
+	}
+}
+
+// A handoff answers the run object and two fields more (R-HOF-12): its
+// schema repeats Run's, since additionalProperties: false cannot be
+// combined with allOf. The two must not drift.
+func TestHandoffResponseIsARun(t *testing.T) {
+	doc := contract.Must(t).Doc()
+	run := doc.Components.Schemas["Run"].Value
+	ho := doc.Components.Schemas["HandoffResponse"].Value
+	for name, p := range run.Properties {
+		q := ho.Properties[name]
+		if q == nil {
+			t.Errorf("HandoffResponse lacks %s", name)
+			continue
+		}
+		a, _ := json.Marshal(p)
+		b, _ := json.Marshal(q)
+		if string(a) != string(b) {
+			t.Errorf("%s: HandoffResponse has %s, Run %s", name, b, a)
+		}
+	}
+	for name := range ho.Properties {
+		if run.Properties[name] == nil && name != "summary_state" && name != "first_turn" {
+			t.Errorf("HandoffResponse has %s, which Run has not", name)
+		}
+	}
+	want := append(slices.Clone(run.Required), "summary_state")
+	if got := ho.Required; !reflect.DeepEqual(slices.Sorted(slices.Values(got)), slices.Sorted(slices.Values(want))) {
+		t.Errorf("HandoffResponse requires %v, want %v", got, want)
+	}
+}
