@@ -22,6 +22,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	olivares "github.com/olivares-dev/olivares"
 	"github.com/olivares-dev/olivares/coordinator/auth"
 	"github.com/olivares-dev/olivares/coordinator/fleet"
 	"github.com/olivares-dev/olivares/coordinator/store"
@@ -81,6 +82,16 @@ func New(o Options) *Server {
 
 	e.GET("/healthz", func(c echo.Context) error { return c.JSON(http.StatusOK, map[string]string{"status": "ok"}) })
 	e.GET("/readyz", s.readyz)
+	// The API document, unauthenticated: the bytes committed in the
+	// repository, and their JSON form converted once here.
+	docJSON, err := olivares.OpenAPIJSON()
+	if err != nil {
+		// The embedded document is fixed at build time and a test converts
+		// it: this is a broken build, not a runtime condition.
+		panic("api: openapi.yaml does not convert to JSON: " + err.Error())
+	}
+	e.GET("/v1/openapi.yaml", func(c echo.Context) error { return c.Blob(http.StatusOK, "application/yaml", olivares.OpenAPIYAML) })
+	e.GET("/v1/openapi.json", func(c echo.Context) error { return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, docJSON) })
 
 	for _, r := range s.routes() {
 		e.Add(r.Method, r.Path, r.handler, s.authorize(r.Perm, noTenant[r.Path]), s.lookupFirst(r.Path))

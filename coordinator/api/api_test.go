@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/olivares-dev/olivares/coordinator/fleet"
 	"github.com/olivares-dev/olivares/coordinator/store"
 	"github.com/olivares-dev/olivares/coordinator/store/bolt"
+	"github.com/olivares-dev/olivares/integration/contract"
 )
 
 func newTestServer(t *testing.T) (*Server, store.Store) {
@@ -24,7 +26,24 @@ func newTestServer(t *testing.T) (*Server, store.Store) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	return New(Options{Store: st, Fleet: fleet.New(fleet.Options{Store: st})}), st
+	s := New(Options{Store: st, Fleet: fleet.New(fleet.Options{Store: st})})
+	// Every request these tests send and every answer they get is checked
+	// against openapi.yaml (issue 17).
+	checked.Store(s, contract.Handler(t, s.Handler()))
+	t.Cleanup(func() { checked.Delete(s) })
+	return s, st
+}
+
+// checked holds each test server's handler wrapped by the contract check.
+var checked sync.Map
+
+// handler is s's handler as the tests call it: checked against the
+// document when newTestServer built s.
+func handler(s *Server) http.Handler {
+	if h, ok := checked.Load(s); ok {
+		return h.(http.Handler)
+	}
+	return s.Handler()
 }
 
 func principal(t *testing.T, st store.Store, id string, roles map[string]string) string {
@@ -46,7 +65,7 @@ func call(s *Server, method, path, token, tenant string) *httptest.ResponseRecor
 		req.Header.Set(HeaderTenant, tenant)
 	}
 	rec := httptest.NewRecorder()
-	s.Handler().ServeHTTP(rec, req)
+	handler(s).ServeHTTP(rec, req)
 	return rec
 }
 

@@ -45,7 +45,7 @@ func callBody(s *Server, method, path, token, tenant, body string) *httptest.Res
 	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set(HeaderTenant, tenant)
 	rec := httptest.NewRecorder()
-	s.Handler().ServeHTTP(rec, req)
+	handler(s).ServeHTTP(rec, req)
 	return rec
 }
 
