@@ -206,7 +206,7 @@ func errorHandler(err error, c echo.Context) {
 	switch {
 	case errors.As(err, &ae):
 	case errors.As(err, &we):
-		ae = &apierr.Error{Status: we.Status, Code: we.Code, Message: we.Message}
+		ae = nodeError(we)
 	case errors.As(err, &he):
 		ae = &apierr.Error{Status: he.Code, Code: strings.ReplaceAll(strings.ToLower(http.StatusText(he.Code)), " ", "_"), Message: strings.ToLower(http.StatusText(he.Code))}
 		if he.Code == http.StatusNotFound {
@@ -224,6 +224,17 @@ func errorHandler(err error, c echo.Context) {
 		return
 	}
 	c.JSON(ae.Status, apierr.Body{Error: ae})
+}
+
+// nodeError is an agent's error as the API answers it: passed through
+// unchanged (status, code, message), except the "unknown op" of an agent
+// older than this coordinator, which is not a missing resource (404) but a
+// node to upgrade.
+func nodeError(we *wire.Error) *apierr.Error {
+	if we.Code == "unknown_op" {
+		return apierr.New(http.StatusBadGateway, "agent_outdated", "the node's olivares-agent is older than this coordinator and does not know this call; upgrade it")
+	}
+	return &apierr.Error{Status: we.Status, Code: we.Code, Message: we.Message}
 }
 
 // Caller is the authenticated principal of a request, in a tenant, with
@@ -339,7 +350,7 @@ func (s *Server) whoami(c echo.Context) error {
 	cl := CallerOf(c)
 	return c.JSON(http.StatusOK, apitypes.Whoami{
 		PrincipalID: cl.Principal.ID, Name: cl.Principal.Name, Kind: cl.Principal.Kind,
-		Tenant: cl.Tenant, Role: cl.Role, Permissions: auth.RolePermissions(cl.Role),
+		Tenant: cl.Tenant, Role: cl.Role, Permissions: append([]string{}, auth.RolePermissions(cl.Role)...),
 	})
 }
 

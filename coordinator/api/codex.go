@@ -180,7 +180,8 @@ func (s *Server) codexHostPage(ctx context.Context, n store.Node, p proto.CodexT
 			if we.Status == http.StatusBadRequest {
 				return apitypes.CodexHost{}, we
 			}
-			return fail(we.Code, we.Message), nil
+			ae := nodeError(we)
+			return fail(ae.Code, ae.Message), nil
 		}
 		if ctx.Err() != nil {
 			return fail("host_timeout", "the host did not answer within "+codexHostTimeout.String()), nil
