@@ -25,6 +25,7 @@ import (
 	"github.com/olivares-dev/olivares/coordinator/coordd"
 	"github.com/olivares-dev/olivares/coordinator/fleet"
 	"github.com/olivares-dev/olivares/coordinator/store"
+	"github.com/olivares-dev/olivares/integration/contract"
 	"github.com/olivares-dev/olivares/shared/apiclient"
 	"github.com/olivares-dev/olivares/shared/sse"
 )
@@ -49,6 +50,10 @@ type Options struct {
 	// Configure, when set, changes the coordinator's config before it
 	// starts (an [oidc] table, TLS files, attach limits, a metrics token).
 	Configure func(*coordd.Config)
+	// Unchecked sends the harness's API traffic without the check against
+	// openapi.yaml: for the benchmarks only, where the check would be timed
+	// with what they measure.
+	Unchecked bool
 }
 
 // Env is one coordinator and its agents.
@@ -71,6 +76,8 @@ type Env struct {
 	// not nil) sees every SSE event an attach reads: see HTTPClient.
 	http       *http.Client
 	checkEvent func(*http.Request, sse.Event) error
+	// checked is CheckedURL's proxy, once asked for.
+	checked string
 }
 
 // NewEnv starts a coordinator on 127.0.0.1 with plain HTTP for the API.
@@ -85,10 +92,15 @@ func NewEnv(t testing.TB, o ...Options) *Env {
 	}
 	dir := shortTempDir(t)
 	e := &Env{t: t, Dir: dir, opts: opts}
-	// The one place where the harness's API traffic goes out: a transport
-	// that checks each request and answer against the API document plugs
-	// in here, and an SSE event check beside it.
-	e.http = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+	// The one place where the harness's API traffic goes out: every
+	// request and answer, and each SSE event as an attach reads it, is
+	// checked against openapi.yaml (integration/contract), except for the
+	// benchmarks, whose timings the check would be part of.
+	var rt http.RoundTripper = http.DefaultTransport.(*http.Transport).Clone()
+	if !opts.Unchecked {
+		rt = contract.Transport(t, rt)
+	}
+	e.http = &http.Client{Transport: rt}
 	cfg := coordd.DefaultConfig()
 	cfg.StateDir = filepath.Join(dir, "coord")
 	cfg.API.Plain = true
@@ -246,6 +258,19 @@ func (e *Env) MetricsURL() string { return e.Coord.MetricsURL() }
 
 // APIURL is the API base URL.
 func (e *Env) APIURL() string { return e.Coord.APIURL() }
+
+// CheckedURL is the API behind a proxy that checks every exchange against
+// openapi.yaml (issue 17), for clients the test runs as a process of their
+// own (the olivares binary); one proxy per env, across coordinator
+// restarts (same address).
+func (e *Env) CheckedURL() string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.checked == "" {
+		e.checked = contract.Proxy(e.t, e.Coord.APIURL())
+	}
+	return e.checked
+}
 
 // TunnelAddr is what agents dial.
 func (e *Env) TunnelAddr() string { return e.Coord.TunnelAddr() }

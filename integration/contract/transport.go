@@ -81,3 +81,11 @@ func (e errReader) Read([]byte) (int, error) {
 	}
 	return 0, e.err
 }
+
+// CloseIdleConnections closes the idle connections of the transport
+// underneath, so that http.Client.CloseIdleConnections still works.
+func (tr *transport) CloseIdleConnections() {
+	if c, ok := tr.next.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+}

@@ -63,7 +63,7 @@ func newCX(t *testing.T, transport string) *cxFixture {
 // no saved login; it returns stdout and the exit code.
 func (f *cxFixture) cli(args ...string) (string, int) {
 	f.t.Helper()
-	cmd := exec.Command(filepath.Join(integration.Binaries(f.t), "olivares"), append(args, "--url", f.env.APIURL(), "--token", f.operator.Token)...)
+	cmd := exec.Command(filepath.Join(integration.Binaries(f.t), "olivares"), append(args, "--url", f.env.CheckedURL(), "--token", f.operator.Token)...)
 	cmd.Env = []string{"PATH=" + cliruntime.DefaultPath, "HOME=" + f.t.TempDir(), "OLIVARES_CONFIG_DIR=" + f.t.TempDir()}
 	var out bytes.Buffer
 	cmd.Stdout = &out

@@ -454,7 +454,7 @@ func TestAuditVerifyDetectsTampering(t *testing.T) {
 		}
 		return string(out), code
 	}
-	if out, code := cli("login", "--url", f.env.APIURL(), "--token", f.env.AdminToken, "--tenant", integration.Tenant); code != 0 {
+	if out, code := cli("login", "--url", f.env.CheckedURL(), "--token", f.env.AdminToken, "--tenant", integration.Tenant); code != 0 {
 		t.Fatalf("login: %d %s", code, out)
 	}
 	out, code := cli("audit", "verify", "--json")
