@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/olivares-dev/olivares/integration/contract"
 	"github.com/olivares-dev/olivares/shared/apiclient"
 	"github.com/olivares-dev/olivares/shared/apitypes"
 )
@@ -17,6 +18,9 @@ import (
 const (
 	threadA = "01a23643-8a79-7b72-93b2-655098698f6d"
 	nodeA   = "node-aaaa"
+	// supervisedCaps are the capabilities of a node that opted in to Codex
+	// supervision, as its agent reports them.
+	supervisedCaps = `{"pty":true,"worktree_dir_configured":false,"clis":[],"codex_supervision":{"transport":"stdio","home_scope":"user"}}`
 )
 
 // TestCodexUsageErrors is R-CX-CLI-5..7 and R-CX-CLI-10: usage errors exit
@@ -55,7 +59,7 @@ func TestCodexSessions(t *testing.T) {
 	title := "Fix the parser"
 	cat := apitypes.CodexCatalog{Hosts: []apitypes.CodexHost{
 		{Host: nodeA, Hostname: "box-a", Rows: []apitypes.CodexThread{{ThreadID: threadA, Title: &title, Cwd: "/w", State: "notLoaded",
-			ActiveFlags: []string{}, UpdatedAt: time.Unix(1796206800, 0).UTC()}}, NextCursor: "c1"},
+			ActiveFlags: []string{}, Source: "cli", UpdatedAt: time.Unix(1796206800, 0).UTC()}}, NextCursor: "c1"},
 		{Host: "node-bbbb", Hostname: "box-b", Rows: []apitypes.CodexThread{}, Error: &apitypes.CodexHostError{Code: "node_unreachable", Message: "the node has no live tunnel"}},
 	}}
 	fakeAPI(t, func(w http.ResponseWriter, r *http.Request) {
@@ -98,9 +102,9 @@ func TestCodexContinueArchive(t *testing.T) {
 	var mu sync.Mutex
 	var seen []string
 	supervised := []apitypes.Node{
-		{ID: nodeA, Connected: true, Capabilities: json.RawMessage(`{"codex_supervision":{"transport":"stdio","home_scope":"user"}}`)},
-		{ID: "node-plain", Connected: true, Capabilities: json.RawMessage(`{"pty":true}`)},
-		{ID: "node-down", Connected: false, Capabilities: json.RawMessage(`{"codex_supervision":{}}`)},
+		{ID: nodeA, Connected: true, Capabilities: json.RawMessage(supervisedCaps)},
+		{ID: "node-plain", Connected: true, Capabilities: json.RawMessage(`{"pty":true,"worktree_dir_configured":false,"clis":[]}`)},
+		{ID: "node-down", Connected: false, Capabilities: json.RawMessage(supervisedCaps)},
 	}
 	nodes := supervised
 	fakeAPI(t, func(w http.ResponseWriter, r *http.Request) {
@@ -138,7 +142,7 @@ func TestCodexContinueArchive(t *testing.T) {
 	if _, stderr, code := cli(t, "codex", "continue", "01a23643-0000-7000-8000-000000000000", "--host", nodeA); code != 1 || !strings.Contains(stderr, "thread_active") {
 		t.Errorf("a 409: exit %d %q, want 1", code, stderr)
 	}
-	nodes = append(nodes, apitypes.Node{ID: "node-other", Connected: true, Capabilities: json.RawMessage(`{"codex_supervision":{}}`)})
+	nodes = append(nodes, apitypes.Node{ID: "node-other", Connected: true, Capabilities: json.RawMessage(supervisedCaps)})
 	if _, stderr, code := cli(t, "codex", "continue", threadA); code != 2 || !strings.Contains(stderr, "--host") {
 		t.Errorf("two supervised hosts and no --host: exit %d %q, want 2", code, stderr)
 	}
@@ -151,10 +155,10 @@ func TestCodexFlagsOverride(t *testing.T) {
 		t.Errorf("the saved login's server was called: %s", r.URL)
 	})
 	var auth string
-	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	other := httptest.NewServer(contract.Handler(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		auth = r.Header.Get("Authorization")
 		writeJSON(w, 200, apitypes.CodexCatalog{Hosts: []apitypes.CodexHost{}})
-	}))
+	})))
 	defer other.Close()
 	if _, stderr, code := cli(t, "codex", "sessions", "--url", other.URL, "--token", "olv_other", "--timeout", "5000"); code != 0 {
 		t.Fatalf("exit %d %s", code, stderr)

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/olivares-dev/olivares/integration/contract"
 	"github.com/olivares-dev/olivares/shared/apitypes"
 )
 
@@ -26,8 +27,23 @@ const (
 )
 
 // fakeAPI serves h behind a check of the headers every command must send,
-// and logs the CLI in to it.
+// and logs the CLI in to it. The fake and the CLI are both checked against
+// openapi.yaml: what the CLI sends, and what the fake answers in the API's
+// place (issue 17).
 func fakeAPI(t *testing.T, h http.HandlerFunc) *httptest.Server {
+	t.Helper()
+	return serveFake(t, contract.Handler(t, h))
+}
+
+// fakeAPIOffContract is fakeAPI for a fake that answers what no route
+// answers, on purpose (statuses and codes a client must map whatever they
+// are).
+func fakeAPIOffContract(t *testing.T, h http.HandlerFunc) *httptest.Server {
+	t.Helper()
+	return serveFake(t, h)
+}
+
+func serveFake(t *testing.T, h http.Handler) *httptest.Server {
 	t.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if got := r.Header.Get("Authorization"); got != "Bearer "+testToken {
@@ -36,7 +52,7 @@ func fakeAPI(t *testing.T, h http.HandlerFunc) *httptest.Server {
 		if got := r.Header.Get("X-Olivares-Tenant"); got != testTenant {
 			t.Errorf("%s %s: X-Olivares-Tenant %q, want %q", r.Method, r.URL, got, testTenant)
 		}
-		h(w, r)
+		h.ServeHTTP(w, r)
 	}))
 	t.Cleanup(srv.Close)
 	dir := t.TempDir()
@@ -61,7 +77,7 @@ func cli(t *testing.T, args ...string) (stdout, stderr string, code int) {
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(v)
+	json.NewEncoder(w).Encode(complete(v))
 }
 
 func writeErr(w http.ResponseWriter, status int, code, msg string) {
@@ -85,6 +101,7 @@ func output(seq uint64, stream, text string) apitypes.Output {
 
 func startStream(w http.ResponseWriter) {
 	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
 	w.(http.Flusher).Flush()
 }
@@ -371,7 +388,9 @@ func TestExitCodes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(http.StatusText(tt.status), func(t *testing.T) {
-			fakeAPI(t, func(w http.ResponseWriter, r *http.Request) {
+			// Every status on one route, with a made-up code: off the
+			// document on purpose.
+			fakeAPIOffContract(t, func(w http.ResponseWriter, r *http.Request) {
 				if tt.status == http.StatusOK {
 					writeJSON(w, 200, apitypes.Run{RunRef: "run_1", State: "running"})
 					return
@@ -505,21 +524,28 @@ func TestSessionInputBodies(t *testing.T) {
 		}
 		raw, _ := io.ReadAll(r.Body)
 		bodies = append(bodies, string(raw))
+		if string(raw) == `{"text":""}` {
+			// The server's answer to an empty text (R-IN-2).
+			writeErr(w, 400, "invalid_input", `"text" is empty`)
+			return
+		}
 		writeJSON(w, 202, apitypes.Accepted{Accepted: true})
 	})
 	for _, tt := range []struct {
 		args []string
 		want string
+		exit int
 	}{
-		{[]string{"--text", "hello"}, `{"text":"hello"}`},
-		{[]string{"--text", ""}, `{"text":""}`},
-		{[]string{"--message", `say "hi"`}, `{"message":"say \"hi\""}`},
-		{[]string{"--line", `{"type": "user", "message": {"role": "user"}}`}, `{"line":{"type":"user","message":{"role":"user"}}}`},
+		{[]string{"--text", "hello"}, `{"text":"hello"}`, 0},
+		// The CLI sends what it is given; the server judges it.
+		{[]string{"--text", ""}, `{"text":""}`, 1},
+		{[]string{"--message", `say "hi"`}, `{"message":"say \"hi\""}`, 0},
+		{[]string{"--line", `{"type": "user", "message": {"role": "user"}}`}, `{"line":{"type":"user","message":{"role":"user"}}}`, 0},
 	} {
 		bodies = nil
 		out, stderr, code := cli(t, append([]string{"session", "input", "run_1"}, tt.args...)...)
-		if code != 0 || out != "input accepted\n" {
-			t.Errorf("%q: exit %d, out %q, stderr %q", tt.args, code, out, stderr)
+		if code != tt.exit || (tt.exit == 0 && out != "input accepted\n") {
+			t.Errorf("%q: exit %d, out %q, stderr %q, want exit %d", tt.args, code, out, stderr, tt.exit)
 		}
 		if len(bodies) != 1 || bodies[0] != tt.want {
 			t.Errorf("%q: body %q, want %q", tt.args, bodies, tt.want)
@@ -606,7 +632,7 @@ func TestProfileAndWorkspaceAdd(t *testing.T) {
 			if want := `{"node_id":"n1","path":"src/repo","name":"repo"}`; string(raw) != want {
 				t.Errorf("workspace body %s, want %s", raw, want)
 			}
-			writeErr(w, 400, "path_not_absolute", "path must be absolute")
+			writeErr(w, 400, "bad_path", "path must be absolute")
 		default:
 			t.Errorf("unexpected %s %s", r.Method, r.URL)
 		}
@@ -617,7 +643,7 @@ func TestProfileAndWorkspaceAdd(t *testing.T) {
 	}
 	// --node may be left out when the tenant has one node (R-CLI-5).
 	_, stderr, code = cli(t, "workspace", "add", "--path", "src/repo", "--name", "repo")
-	if code != 1 || stderr != "olivares: path must be absolute (path_not_absolute)\n" {
+	if code != 1 || stderr != "olivares: path must be absolute (bad_path)\n" {
 		t.Errorf("workspace add: exit %d, stderr %q", code, stderr)
 	}
 }
