@@ -345,7 +345,7 @@ func runsHeader(sb *strings.Builder, what string) {
 // idle codex run.
 func newRunStreams(t testing.TB) []*runStream {
 	t.Helper()
-	env := integration.NewEnv(t)
+	env := integration.NewEnv(t, integration.Options{Unchecked: true}) // the contract check would be timed too
 	var streams []*runStream
 	for _, tr := range []string{tunnel.TransportQUIC, tunnel.TransportYamux} {
 		// A bound far above one flood: a viewer that the agent drops as
@@ -747,7 +747,7 @@ func runsScaleReport(t *testing.T) {
 		}
 		count = n
 	}
-	env := integration.NewEnv(t)
+	env := integration.NewEnv(t, integration.Options{Unchecked: true}) // the contract check would be timed too
 	n := newRunNode(t, env, integration.ProcOptions{Transport: tunnel.TransportQUIC})
 	pid := n.agent.Pid()
 	before, err := procStatus(pid, memFields...)

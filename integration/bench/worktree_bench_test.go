@@ -44,7 +44,7 @@ func TestWorktreeReport(t *testing.T) {
 	if os.Getenv("OLIVARES_BENCH") != "1" {
 		t.Skip("set OLIVARES_BENCH=1 (or run scripts/bench) to measure worktree launches")
 	}
-	env := integration.NewEnv(t)
+	env := integration.NewEnv(t, integration.Options{Unchecked: true}) // the contract check would be timed too
 	a := env.StartAgentProcess(integration.ProcOptions{Transport: "quic"})
 	a.AwaitConnected(30 * time.Second)
 	repo := t.TempDir()
