@@ -154,10 +154,25 @@ func options() *openapi3filter.Options {
 		MultiError:                        true,
 		AuthenticationFunc:                bearer,
 	}
-	o.WithCustomSchemaErrorFunc(func(e *openapi3.SchemaError) string {
-		return "at /" + strings.Join(e.JSONPointer(), "/") + ": " + e.Reason
-	})
+	o.WithCustomSchemaErrorFunc(schemaError)
 	return o
+}
+
+// schemaError words a schema mismatch: where and why, and for a
+// combinator (allOf, oneOf) the mismatch inside it, which the validator's
+// own words leave out.
+func schemaError(e *openapi3.SchemaError) string {
+	reason := e.Reason
+	if reason == "" && e.SchemaField == "not" && e.Schema != nil && e.Schema.Not != nil && e.Schema.Not.Value != nil {
+		b, _ := json.Marshal(e.Schema.Not.Value)
+		reason = "matches " + string(b) + ", which it must not"
+	}
+	msg := "at /" + strings.Join(e.JSONPointer(), "/") + ": " + reason
+	var inner *openapi3.SchemaError
+	if e.Origin != nil && errors.As(e.Origin, &inner) {
+		msg += " (" + schemaError(inner) + ")"
+	}
+	return msg
 }
 
 // bearer is the document's one security scheme: Authorization: Bearer
@@ -371,9 +386,7 @@ func (ex *exchange) checkEvent(status int, ev Event) []string {
 		return []string{fmt.Sprintf("%s: SSE event %q: data is not JSON: %.200s", ex.label(status), ev.Name, ev.Data)}
 	}
 	if err := s.VisitJSON(v, openapi3.MultiErrors(), openapi3.VisitAsResponse(),
-		openapi3.SetSchemaErrorMessageCustomizer(func(e *openapi3.SchemaError) string {
-			return "at /" + strings.Join(e.JSONPointer(), "/") + ": " + e.Reason
-		})); err != nil {
+		openapi3.SetSchemaErrorMessageCustomizer(schemaError)); err != nil {
 		return []string{fmt.Sprintf("%s: SSE event %q: data does not match its schema: %v: %.300s", ex.label(status), ev.Name, err, ev.Data)}
 	}
 	return nil

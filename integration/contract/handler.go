@@ -35,33 +35,35 @@ func Handler(t T, h http.Handler) http.Handler {
 	})
 }
 
-// recorder passes a response through while keeping what the check needs.
+// recorder keeps what the check needs. A stream (SSE) goes through as it
+// is written, each event checked first; any other response is held until
+// the handler returns and checked before the client gets a byte of it, so
+// that a report always comes before the test can go on (or end).
 type recorder struct {
 	w      http.ResponseWriter
 	ex     *exchange
 	report func(string)
 
-	mu      sync.Mutex
-	status  int
-	header  http.Header
-	body    bytes.Buffer
-	sse     *sseSplitter
-	wrote   bool
-	checked bool
+	mu     sync.Mutex
+	status int
+	header http.Header
+	body   bytes.Buffer
+	sse    *sseSplitter
+	wrote  bool
 }
 
 func (r *recorder) Header() http.Header { return r.w.Header() }
 
 func (r *recorder) WriteHeader(status int) {
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	if !r.wrote {
 		r.head(status)
 	}
-	r.mu.Unlock()
-	r.w.WriteHeader(status)
 }
 
-// head records the status and checks the head; the caller holds mu.
+// head records the status and checks the head; a stream's goes out at
+// once. The caller holds mu.
 func (r *recorder) head(status int) {
 	r.wrote, r.status, r.header = true, status, r.w.Header().Clone()
 	for _, msg := range r.ex.checkHead(status, r.header) {
@@ -69,28 +71,33 @@ func (r *recorder) head(status int) {
 	}
 	if stream(r.header) {
 		r.sse = &sseSplitter{}
+		r.w.WriteHeader(status)
 	}
 }
 
 func (r *recorder) Write(p []byte) (int, error) {
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	if !r.wrote {
 		r.head(http.StatusOK)
 	}
-	if r.sse != nil {
-		for _, ev := range r.sse.feed(p) {
-			for _, msg := range r.ex.checkEvent(r.status, ev) {
-				r.report(msg)
-			}
-		}
-	} else {
-		r.body.Write(p)
+	if r.sse == nil {
+		return r.body.Write(p)
 	}
-	r.mu.Unlock()
+	for _, ev := range r.sse.feed(p) {
+		for _, msg := range r.ex.checkEvent(r.status, ev) {
+			r.report(msg)
+		}
+	}
 	return r.w.Write(p)
 }
 
 func (r *recorder) Flush() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.sse == nil {
+		return // held until the handler returns
+	}
 	if f, ok := r.w.(http.Flusher); ok {
 		f.Flush()
 	}
@@ -99,20 +106,21 @@ func (r *recorder) Flush() {
 // Unwrap lets http.ResponseController reach the writer underneath.
 func (r *recorder) Unwrap() http.ResponseWriter { return r.w }
 
-// finish checks the body once the handler returned.
+// finish checks a held response once the handler returned, then sends it.
 func (r *recorder) finish() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if !r.wrote {
 		r.head(http.StatusOK)
 	}
-	if r.sse != nil || r.checked {
+	if r.sse != nil {
 		return
 	}
-	r.checked = true
 	for _, msg := range r.ex.checkBody(r.status, r.header, r.body.Bytes()) {
 		r.report(msg)
 	}
+	r.w.WriteHeader(r.status)
+	r.w.Write(r.body.Bytes())
 }
 
 // Proxy serves a reverse proxy to target (a base URL) on a loopback port,

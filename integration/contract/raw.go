@@ -40,13 +40,7 @@ func WriteRaw(t T, conn net.Conn, req *http.Request) (net.Conn, error) {
 	go func() {
 		defer rc.wg.Done()
 		defer io.Copy(io.Discard, pr) // never leave the test's reads blocked
-		report := func(m string) {
-			rc.mu.Lock()
-			defer rc.mu.Unlock()
-			if !rc.closed {
-				t.Errorf("%s", m)
-			}
-		}
+		report := func(m string) { t.Errorf("%s", m) }
 		resp, err := http.ReadResponse(bufio.NewReader(pr), req)
 		if err != nil {
 			return
@@ -74,9 +68,6 @@ type rawConn struct {
 	net.Conn
 	pw *io.PipeWriter
 	wg sync.WaitGroup
-
-	mu     sync.Mutex
-	closed bool
 }
 
 func (c *rawConn) Read(p []byte) (int, error) {
@@ -90,11 +81,9 @@ func (c *rawConn) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// Close closes the connection; nothing is reported after it.
+// Close closes the connection and returns once the checker has checked
+// what the test read: nothing is reported after it.
 func (c *rawConn) Close() error {
-	c.mu.Lock()
-	c.closed = true
-	c.mu.Unlock()
 	err := c.Conn.Close()
 	c.pw.Close()
 	c.wg.Wait()
