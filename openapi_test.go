@@ -121,10 +121,14 @@ func TestEveryOperationIsDocumented(t *testing.T) {
 			if public {
 				continue
 			}
-			if op.Parameters.GetByInAndName("header", "X-Olivares-Tenant") == nil {
-				t.Errorf("%s: no X-Olivares-Tenant parameter", name)
+			checks := map[string]string{"401": "unauthenticated"}
+			// The routes a caller reaches before picking a tenant have no
+			// tenant header (coordinator/api's TestDocumentedPermissions
+			// holds the list to the route table's).
+			if op.Parameters.GetByInAndName("header", "X-Olivares-Tenant") != nil {
+				checks["400"], checks["403"] = "tenant_required", "tenant_forbidden"
 			}
-			for status, code := range map[string]string{"400": "tenant_required", "401": "unauthenticated", "403": "tenant_forbidden"} {
+			for status, code := range checks {
 				r := op.Responses.Value(status)
 				if r == nil || !slices.Contains(contract.ErrorCodes(r.Value), code) {
 					t.Errorf("%s: %s does not list %s", name, status, code)

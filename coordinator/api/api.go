@@ -340,7 +340,7 @@ func (s *Server) tenants(c echo.Context) error {
 func TenantsOf(p store.Principal) apitypes.Tenants {
 	out := apitypes.Tenants{PrincipalID: p.ID, Name: p.Name, Kind: p.Kind, Items: []apitypes.TenantRole{}}
 	for id, role := range p.Roles {
-		out.Items = append(out.Items, apitypes.TenantRole{ID: id, Role: role, Permissions: auth.RolePermissions(role)})
+		out.Items = append(out.Items, apitypes.TenantRole{ID: id, Role: role, Permissions: append([]string{}, auth.RolePermissions(role)...)})
 	}
 	slices.SortFunc(out.Items, func(a, b apitypes.TenantRole) int { return strings.Compare(a.ID, b.ID) })
 	return out

@@ -152,7 +152,7 @@ func options() *openapi3filter.Options {
 		IncludeResponseStatus:             true,
 		RejectWhenRequestBodyNotSpecified: true,
 		MultiError:                        true,
-		AuthenticationFunc:                bearer,
+		AuthenticationFunc:                authenticate,
 	}
 	o.WithCustomSchemaErrorFunc(schemaError)
 	return o
@@ -175,12 +175,24 @@ func schemaError(e *openapi3.SchemaError) string {
 	return msg
 }
 
-// bearer is the document's one security scheme: Authorization: Bearer
-// <token>. Whether the token is known is the server's business (401).
-func bearer(_ context.Context, in *openapi3filter.AuthenticationInput) error {
-	h := in.RequestValidationInput.Request.Header.Get("Authorization")
-	if tok, ok := strings.CutPrefix(h, "Bearer "); !ok || tok == "" {
-		return in.NewError(errors.New("no Authorization: Bearer <token> header"))
+// authenticate checks that the request carries the credential of one of
+// the document's security schemes: Authorization: Bearer <token>, or the
+// console's session cookie when no Authorization header is sent. Whether
+// the credential is known is the server's business (401).
+func authenticate(_ context.Context, in *openapi3filter.AuthenticationInput) error {
+	r := in.RequestValidationInput.Request
+	h := r.Header.Get("Authorization")
+	switch s := in.SecurityScheme; {
+	case s.Type == "http" && s.Scheme == "bearer":
+		if tok, ok := strings.CutPrefix(h, "Bearer "); !ok || tok == "" {
+			return in.NewError(errors.New("no Authorization: Bearer <token> header"))
+		}
+	case s.Type == "apiKey" && s.In == "cookie":
+		if ck, err := r.Cookie(s.Name); err != nil || ck.Value == "" || h != "" {
+			return in.NewError(fmt.Errorf("no %s cookie (without an Authorization header)", s.Name))
+		}
+	default:
+		return in.NewError(fmt.Errorf("security scheme %q is not one the checker knows", in.SecuritySchemeName))
 	}
 	return nil
 }
@@ -196,12 +208,21 @@ type exchange struct {
 	in      *openapi3filter.RequestValidationInput
 	// reqErr says why the document calls the request invalid.
 	reqErr error
+	// outside: the path is not the API's (the console's pages); nothing
+	// of the exchange is checked.
+	outside bool
 }
 
 // begin finds the request's operation and validates the request. body is
 // the request's body, already read.
 func (c *Checker) begin(req *http.Request, body []byte) *exchange {
 	ex := &exchange{c: c, method: req.Method, path: req.URL.Path}
+	if !strings.HasPrefix(ex.path, "/v1/") && c.doc.Paths.Find(ex.path) == nil {
+		// The console's pages and assets share the listener; they are not
+		// API operations and the document does not describe them.
+		ex.outside = true
+		return ex
+	}
 	vreq := req.Clone(context.Background())
 	vreq.Body = io.NopCloser(bytes.NewReader(body))
 	if len(body) == 0 {
@@ -248,6 +269,9 @@ func (ex *exchange) label(status int) string {
 // router's own 404/405), the request was refused if the document calls it
 // invalid, and the documented headers.
 func (ex *exchange) checkHead(status int, h http.Header) []string {
+	if ex.outside {
+		return nil
+	}
 	if ex.route == nil {
 		if status != http.StatusNotFound && status != http.StatusMethodNotAllowed {
 			return []string{fmt.Sprintf("%s: the document has no such operation (%v), yet the server answered it", ex.label(status), ex.routeEr)}
@@ -273,6 +297,9 @@ func (ex *exchange) responseInput(status int, h http.Header) *openapi3filter.Res
 // checkBody checks a whole (non-stream) response body against its
 // status's documented content.
 func (ex *exchange) checkBody(status int, h http.Header, body []byte) []string {
+	if ex.outside {
+		return nil
+	}
 	if ex.route == nil {
 		if status != http.StatusNotFound && status != http.StatusMethodNotAllowed {
 			return nil // checkHead reported it
@@ -370,7 +397,7 @@ func stream(h http.Header) bool {
 
 // checkEvent checks one SSE event of the exchange's stream.
 func (ex *exchange) checkEvent(status int, ev Event) []string {
-	if ex.route == nil {
+	if ex.outside || ex.route == nil {
 		return nil
 	}
 	evs := ex.c.events[ex.route.Operation]
