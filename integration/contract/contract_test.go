@@ -130,7 +130,7 @@ var exchangeCases = []exchangeCase{
 	{name: "a console page is outside the document", method: "GET", path: "/runs/run_1",
 		resp: fake{200, "text/html; charset=utf-8", "<!doctype html>"}},
 	{name: "the session cookie instead of a token", method: "POST", path: pinPath,
-		hdr: map[string]string{"Cookie": "olivares_session=olv_x", "X-Olivares-Tenant": "acme"},
+		hdr:  map[string]string{"Cookie": "olivares_session=olv_x", "X-Olivares-Tenant": "acme"},
 		resp: fake{200, "application/json", okPin}},
 	{name: "a cross-site refusal of a write", method: "POST", path: pinPath, hdr: authed(),
 		resp: fake{403, "application/json", fmt.Sprintf(errBody, "cross_site_refused")}},
