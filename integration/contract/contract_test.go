@@ -49,6 +49,9 @@ func (f fake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if f.ctype != "" {
 		w.Header().Set("Content-Type", f.ctype)
 	}
+	if r.Method == http.MethodOptions {
+		w.Header().Set("Allow", "OPTIONS, POST")
+	}
 	if strings.HasPrefix(f.ctype, "text/event-stream") {
 		w.Header().Set("Cache-Control", "no-cache")
 	}
@@ -142,6 +145,8 @@ var exchangeCases = []exchangeCase{
 	{name: "path off the document answered", method: "GET", path: "/v1/m/session-cockpit/x",
 		resp: fake{200, "application/json", `{}`},
 		want: []string{`no such operation`}},
+	{name: "the router's OPTIONS answer", method: "OPTIONS", path: runPath + "/stop",
+		resp: fake{204, "", ""}},
 	{name: "method off the document, router's 405", method: "PATCH", path: "/v1/nodes",
 		resp: fake{405, "application/json", fmt.Sprintf(errBody, "method_not_allowed")}},
 	{name: "documented SSE", method: "GET", path: runPath + "/attach", hdr: authed(),

@@ -29,7 +29,14 @@ func Handler(t T, h http.Handler) http.Handler {
 		}
 		ex := c.begin(r, body)
 		r.Body = io.NopCloser(bytes.NewReader(body))
-		rec := &recorder{w: w, ex: ex, report: func(m string) { t.Errorf("%s", m) }}
+		ctx := r.Context()
+		rec := &recorder{w: w, ex: ex, report: func(m string) {
+			// A client that went away reads nothing: what the server
+			// answers it (a cancelled stream, a proxy's 502) is no one's.
+			if ctx.Err() == nil {
+				t.Errorf("%s", m)
+			}
+		}}
 		h.ServeHTTP(rec, r)
 		rec.finish()
 	})
@@ -139,8 +146,23 @@ func Proxy(t interface {
 	rp := &httputil.ReverseProxy{
 		Rewrite:       func(r *httputil.ProxyRequest) { r.SetURL(u); r.Out.Host = r.In.Host },
 		FlushInterval: -1, // SSE events go through as they come
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			// The proxy's own 502 (the server went away under a request)
+			// is not the API's answer.
+			if rec, ok := w.(*recorder); ok {
+				rec.mu.Lock()
+				rec.ex.outside = true
+				rec.mu.Unlock()
+			}
+			w.WriteHeader(http.StatusBadGateway)
+		},
 	}
 	srv := httptest.NewServer(Handler(t, rp))
-	t.Cleanup(srv.Close)
+	t.Cleanup(func() {
+		// A stream a client left open (a browser's attach) would hold
+		// Close forever: cut every connection first.
+		srv.CloseClientConnections()
+		srv.Close()
+	})
 	return srv.URL
 }
