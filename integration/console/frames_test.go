@@ -153,7 +153,7 @@ func TestNormalizeGolden(t *testing.T) {
 	}
 	env := integration.NewEnv(t)
 	tab := browser.New(t)
-	tab.Navigate(env.APIURL() + "/signin")
+	tab.Navigate(env.CheckedURL() + "/signin")
 	for _, file := range files {
 		name := strings.TrimSuffix(filepath.Base(file), ".jsonl")
 		t.Run(name, func(t *testing.T) {

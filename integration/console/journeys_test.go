@@ -63,7 +63,7 @@ func TestViewerSeesNoWriteButtons(t *testing.T) {
 	r := f.launch(f.admin, f.profile("codex", nil), "shared run")
 	_, viewerTok := f.principal("vera", store.RoleViewer)
 	tab := browser.New(t)
-	tab.Navigate(f.env.APIURL() + "/signin")
+	tab.Navigate(f.env.CheckedURL() + "/signin")
 	tab.Type("#token", viewerTok+"\r")
 	tab.Await("the list with the run", fmt.Sprintf(`!!document.querySelector('[data-ref=%s] .title')`, js(r.RunRef)), wait)
 	for _, sel := range []string{"#launch", ".act-rename", ".act-archive"} {
@@ -197,7 +197,7 @@ func TestRestartMidStream(t *testing.T) {
 	r := f.launch(f.admin, p, "ticks")
 	f.admin.AwaitRun(r.RunRef, wait, "idle", func(r apitypes.Run) bool { return r.State == apitypes.StateIdle })
 	tab := f.signIn()
-	tab.Navigate(f.env.APIURL() + "/runs/" + r.RunRef)
+	tab.Navigate(f.env.CheckedURL() + "/runs/" + r.RunRef)
 	tab.Await("the run view", `!!document.querySelector('#input') && !document.querySelector('#input').disabled`, wait)
 	tab.Type("#input", "slow\r")
 	tab.Await("ticks streaming", hasItem("assistant", "tick3 "), wait)
@@ -226,7 +226,7 @@ func TestCrossOriginPostRefused(t *testing.T) {
 	r := f.launch(f.admin, f.profile("codex", nil), "target")
 	f.admin.AwaitRun(r.RunRef, wait, "idle", func(r apitypes.Run) bool { return r.State == apitypes.StateIdle })
 	tab := f.signIn()
-	api := f.env.APIURL()
+	api := f.env.CheckedURL()
 	evil := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		w.Header().Set("Content-Type", "text/html")
 		fmt.Fprintf(w, `<!doctype html><body>
@@ -258,12 +258,12 @@ func TestPhoneWidth(t *testing.T) {
 	r := f.launch(f.admin, f.profile("claude", nil), "a rather long session name that has to wrap on a phone screen")
 	tab := f.signIn()
 	tab.Viewport(390, 844)
-	tab.Navigate(f.env.APIURL() + "/")
+	tab.Navigate(f.env.CheckedURL() + "/")
 	tab.Await("the list", `document.querySelectorAll('.row').length === 1`, wait)
 	if w := browser.Eval[int](tab, `document.documentElement.scrollWidth`); w > 390 {
 		t.Fatalf("the list is %d px wide at 390", w)
 	}
-	tab.Navigate(f.env.APIURL() + "/runs/" + r.RunRef)
+	tab.Navigate(f.env.CheckedURL() + "/runs/" + r.RunRef)
 	tab.Await("the run view", `!!document.querySelector('#input')`, wait)
 	if w := browser.Eval[int](tab, `document.documentElement.scrollWidth`); w > 390 {
 		t.Fatalf("the run view is %d px wide at 390", w)

@@ -80,7 +80,7 @@ func (f *fixture) launch(c *integration.Client, p apitypes.Profile, name string)
 // olivares-coordinator signin-link do.
 func (f *fixture) link(id string) string {
 	f.t.Helper()
-	u, _, err := f.env.Coord.SigninLink(context.Background(), id, 0, "")
+	u, _, err := f.env.Coord.SigninLink(context.Background(), id, 0, f.env.CheckedURL())
 	if err != nil {
 		f.t.Fatal(err)
 	}

@@ -58,7 +58,7 @@ func TestRealClaudeFromTheBrowser(t *testing.T) {
 func TestTimeline100k(t *testing.T) {
 	env := integration.NewEnv(t)
 	tab := browser.New(t)
-	tab.Navigate(env.APIURL() + "/signin")
+	tab.Navigate(env.CheckedURL() + "/signin")
 	tab.Exec(`import('/assets/run.js').then(m => {
   const el = document.createElement('div');
   el.style.height = '600px'; el.style.display = 'flex';
@@ -97,7 +97,7 @@ func TestConsoleReport(t *testing.T) {
 	tab := f.signIn()
 	first := browser.Eval[[]float64](tab, `(() => { const n = performance.getEntriesByType('navigation')[0]; const rs = performance.getEntriesByType('resource');
   return [n.transferSize, n.encodedBodySize, rs.reduce((a, e) => a + e.transferSize, 0), rs.reduce((a, e) => a + e.encodedBodySize, 0), rs.length]; })()`)
-	tab.Navigate(f.env.APIURL() + "/runs/" + r.RunRef)
+	tab.Navigate(f.env.CheckedURL() + "/runs/" + r.RunRef)
 	tab.Await("the run view", `!!document.querySelector('#input') && !document.querySelector('#input').disabled`, wait)
 	tab.Exec(`window.olivaresPerf.samples.length = 0`)
 	const turns = 60

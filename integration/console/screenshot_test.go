@@ -25,7 +25,7 @@ func TestScreenshot(t *testing.T) {
 	tab := f.signIn()
 	tab.Viewport(1200, 800)
 	tab.Click(`[data-ref="` + r.RunRef + `"] .act-pin`)
-	tab.Navigate(f.env.APIURL() + "/runs/" + r.RunRef)
+	tab.Navigate(f.env.CheckedURL() + "/runs/" + r.RunRef)
 	tab.Await("the run view", `!!document.querySelector('#input') && !document.querySelector('#input').disabled`, wait)
 	tab.Type("#input", "hello, what does this repository do?\r")
 	tab.Await("the reply", hasItem("assistant", "pong: hello"), wait)
@@ -39,7 +39,7 @@ func TestScreenshot(t *testing.T) {
 	if err := os.WriteFile(dir+"/console.png", tab.Screenshot(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	tab.Navigate(f.env.APIURL() + "/")
+	tab.Navigate(f.env.CheckedURL() + "/")
 	tab.Await("the list", `document.querySelectorAll('.row').length === 3`, wait)
 	if err := os.WriteFile(dir+"/console-list.png", tab.Screenshot(), 0o644); err != nil {
 		t.Fatal(err)
