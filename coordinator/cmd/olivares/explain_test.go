@@ -176,7 +176,9 @@ func TestAPIErrorsPrintedInFlagTerms(t *testing.T) {
 		"/v1/m/sessions/runs": {http.StatusConflict, "setup_not_approved", `setup command "make" of workspace ws_1 is not approved; review it and run olivares agent workspace approve-setup ws_1 --sha256 abc (or launch with no_setup to skip it once)`,
 			"(or start with --no-setup to skip it once) (setup_not_approved)", 5, []string{"session", "start", "--profile", "prof_1", "--worktree"}, "no_setup"},
 	}
-	fakeAPI(t, func(w http.ResponseWriter, r *http.Request) {
+	// The messages answer quotes a rule ID, as an older coordinator's did:
+	// off the document on purpose, to show the CLI drops it.
+	fakeAPIOffContract(t, func(w http.ResponseWriter, r *http.Request) {
 		a, ok := answers[r.URL.Path]
 		if !ok {
 			t.Errorf("unexpected %s %s", r.Method, r.URL)
