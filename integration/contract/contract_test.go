@@ -1,10 +1,8 @@
 package contract
 
 import (
-	"bufio"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -236,37 +234,6 @@ func TestHandler(t *testing.T) {
 			if string(b) != tt.resp.body {
 				t.Errorf("the client read %q, want %q", b, tt.resp.body)
 			}
-			tt.check(t, rec.all())
-		})
-	}
-}
-
-// A raw connection reports the same mismatches as the test reads it.
-func TestWriteRaw(t *testing.T) {
-	for _, tt := range exchangeCases {
-		t.Run(tt.name, func(t *testing.T) {
-			srv := httptest.NewServer(tt.resp)
-			defer srv.Close()
-			conn, err := net.Dial("tcp", srv.Listener.Addr().String())
-			if err != nil {
-				t.Fatal(err)
-			}
-			rec := &reports{}
-			req := tt.request(t, srv.URL)
-			req.Close = true // the server closes, so the test reads to the end
-			rc, err := WriteRaw(rec, conn, req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			resp, err := http.ReadResponse(bufio.NewReader(rc), req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			io.Copy(io.Discard, resp.Body)
-			io.Copy(io.Discard, rc)
-			// The end of the connection ended the checker; wait for it.
-			rc.(*rawConn).wg.Wait()
-			rc.Close()
 			tt.check(t, rec.all())
 		})
 	}

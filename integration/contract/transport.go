@@ -22,9 +22,6 @@ func Transport(t T, next http.RoundTripper) http.RoundTripper {
 	return &transport{t: t, c: c, next: next}
 }
 
-// Client is an http.Client whose transport is Transport(t, nil).
-func Client(t T) *http.Client { return &http.Client{Transport: Transport(t, nil)} }
-
 type transport struct {
 	t    T
 	c    *Checker
