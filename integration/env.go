@@ -99,6 +99,7 @@ func NewEnv(t testing.TB, o ...Options) *Env {
 	var rt http.RoundTripper = http.DefaultTransport.(*http.Transport).Clone()
 	if !opts.Unchecked {
 		rt = contract.Transport(t, rt)
+		e.checkEvent = contract.EventCheck(t)
 	}
 	e.http = &http.Client{Transport: rt}
 	cfg := coordd.DefaultConfig()

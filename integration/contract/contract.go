@@ -1,9 +1,14 @@
 // Package contract checks HTTP traffic against the API document,
 // openapi.yaml at the repository root, in tests: every request a test sends
 // and every response it gets (status, headers, body, and each SSE event as
-// the test reads it) is validated with kin-openapi's openapi3filter, and a
-// mismatch fails the test that produced it with the method, the path, the
-// status and the validator's words.
+// it is read, with shared/sse) is validated with kin-openapi's
+// openapi3filter, and a mismatch fails the test that produced it with the
+// method, the path, the status and the validator's words.
+//
+// Three ways in: Transport for a test's client (with EventCheck for the
+// events shared/apiclient reads), Handler around a server under test or a
+// test's fake of it, and Proxy in front of a server for clients that run
+// as processes of their own (the olivares binary, a browser).
 //
 // Only tests import contract. Validation never runs on the production
 // request path: the coordinator serves the document and nothing else of it.
@@ -33,6 +38,7 @@ import (
 	"github.com/getkin/kin-openapi/routers/gorillamux"
 
 	olivares "github.com/olivares-dev/olivares"
+	"github.com/olivares-dev/olivares/shared/sse"
 )
 
 // T is where a mismatch is reported: a *testing.T, or anything with its
@@ -402,25 +408,25 @@ func stream(h http.Header) bool {
 }
 
 // checkEvent checks one SSE event of the exchange's stream.
-func (ex *exchange) checkEvent(status int, ev Event) []string {
+func (ex *exchange) checkEvent(status int, ev sse.Event) []string {
 	if ex.outside || ex.route == nil {
 		return nil
 	}
 	evs := ex.c.events[ex.route.Operation]
 	if evs == nil {
-		return []string{fmt.Sprintf("%s: an SSE event %q on an operation without %s", ex.label(status), ev.Name, ExtSSEEvents)}
+		return []string{fmt.Sprintf("%s: an SSE event %q on an operation without %s", ex.label(status), ev.Type, ExtSSEEvents)}
 	}
-	s, ok := evs[ev.Name]
+	s, ok := evs[ev.Type]
 	if !ok {
-		return []string{fmt.Sprintf("%s: SSE event %q is not in the document (%s)", ex.label(status), ev.Name, strings.Join(sortedKeys(evs), ", "))}
+		return []string{fmt.Sprintf("%s: SSE event %q is not in the document (%s)", ex.label(status), ev.Type, strings.Join(sortedKeys(evs), ", "))}
 	}
 	var v any
 	if err := json.Unmarshal(ev.Data, &v); err != nil {
-		return []string{fmt.Sprintf("%s: SSE event %q: data is not JSON: %.200s", ex.label(status), ev.Name, ev.Data)}
+		return []string{fmt.Sprintf("%s: SSE event %q: data is not JSON: %.200s", ex.label(status), ev.Type, ev.Data)}
 	}
 	if err := s.VisitJSON(v, openapi3.MultiErrors(), openapi3.VisitAsResponse(),
 		openapi3.SetSchemaErrorMessageCustomizer(schemaError)); err != nil {
-		return []string{fmt.Sprintf("%s: SSE event %q: data does not match its schema: %v: %.300s", ex.label(status), ev.Name, err, ev.Data)}
+		return []string{fmt.Sprintf("%s: SSE event %q: data does not match its schema: %v: %.300s", ex.label(status), ev.Type, err, ev.Data)}
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package contract
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"net/http"
@@ -8,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/olivares-dev/olivares/shared/sse"
 )
 
 // reports is a T that keeps what it is told.
@@ -204,12 +207,26 @@ func TestTransport(t *testing.T) {
 			srv := httptest.NewServer(tt.resp)
 			defer srv.Close()
 			rec := &reports{}
-			resp, err := (&http.Client{Transport: Transport(rec, nil)}).Do(tt.request(t, srv.URL))
+			req := tt.request(t, srv.URL)
+			resp, err := (&http.Client{Transport: Transport(rec, nil)}).Do(req)
 			if err != nil {
 				t.Fatal(err)
 			}
 			b, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
+			if stream(resp.Header) {
+				// The events, as shared/apiclient reads them and hands each
+				// to EventCheck.
+				check := EventCheck(rec)
+				rd := sse.NewReader(bytes.NewReader(b))
+				for {
+					ev, err := rd.Next()
+					if err != nil {
+						break
+					}
+					check(req, ev)
+				}
+			}
 			if string(b) != tt.resp.body {
 				t.Errorf("the caller read %q, want the server's %q", b, tt.resp.body)
 			}
@@ -235,60 +252,6 @@ func TestHandler(t *testing.T) {
 				t.Errorf("the client read %q, want %q", b, tt.resp.body)
 			}
 			tt.check(t, rec.all())
-		})
-	}
-}
-
-// After Close, a stream reports nothing more: the test that read it may
-// be over.
-func TestSSEQuietAfterClose(t *testing.T) {
-	rec := &reports{}
-	pr, pw := io.Pipe()
-	b := &sseBody{rc: pr, report: func(m string) { rec.Errorf("%s", m) }, check: func(Event) []string { return []string{"bad"} }}
-	go func() {
-		pw.Write([]byte("data: 1\n\n"))
-		pw.Close()
-	}()
-	buf := make([]byte, 64)
-	b.Read(buf)
-	if got := len(rec.all()); got != 1 {
-		t.Fatalf("got %d reports before close, want 1", got)
-	}
-	b.Close()
-	pr2, pw2 := io.Pipe()
-	b.rc = pr2
-	go func() { pw2.Write([]byte("data: 2\n\n")); pw2.Close() }()
-	b.Read(buf)
-	if got := len(rec.all()); got != 1 {
-		t.Fatalf("got %d reports, want none after close", got)
-	}
-}
-
-func TestSSESplitter(t *testing.T) {
-	tests := []struct {
-		name, in string
-		want     []Event
-	}{
-		{"one event", "event: output\nid: 1\ndata: {}\n\n", []Event{{"output", "1", []byte("{}")}}},
-		{"no space after the colon", "event:end\ndata:x\n\n", []Event{{"end", "", []byte("x")}}},
-		{"only one space dropped", "data:  x\n\n", []Event{{"message", "", []byte(" x")}}},
-		{"multi-line data", "data: a\ndata: b\n\n", []Event{{"message", "", []byte("a\nb")}}},
-		{"CR line ends", "data: a\r\rdata: b\r\n\r\n", []Event{{"message", "", []byte("a")}, {"message", "", []byte("b")}}},
-		{"comment and retry", ": hi\nretry: 10\ndata: a\n\n", []Event{{"message", "", []byte("a")}}},
-		{"no data, no event", "event: lag\n\ndata: a\n\n", []Event{{"message", "", []byte("a")}}},
-		{"id persists", "id: 3\ndata: a\n\ndata: b\n\n", []Event{{"message", "3", []byte("a")}, {"message", "3", []byte("b")}}},
-		{"unfinished event", "data: a\n\ndata: b\n", []Event{{"message", "", []byte("a")}}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var s sseSplitter
-			var got []Event
-			for i := range len(tt.in) { // a byte at a time: every split point
-				got = append(got, s.feed([]byte{tt.in[i]})...)
-			}
-			if fmt.Sprintf("%q", got) != fmt.Sprintf("%q", tt.want) {
-				t.Errorf("got %q, want %q", got, tt.want)
-			}
 		})
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"sync"
+
+	"github.com/olivares-dev/olivares/shared/sse"
 )
 
 // Handler wraps h, a server under test (the coordinator's handler, or a
@@ -43,7 +45,8 @@ func Handler(t T, h http.Handler) http.Handler {
 }
 
 // recorder keeps what the check needs. A stream (SSE) goes through as it
-// is written, each event checked first; any other response is held until
+// is written, each event read by shared/sse and checked; any other
+// response is held until
 // the handler returns and checked before the client gets a byte of it, so
 // that a report always comes before the test can go on (or end).
 type recorder struct {
@@ -55,7 +58,7 @@ type recorder struct {
 	status int
 	header http.Header
 	body   bytes.Buffer
-	sse    *sseSplitter
+	sse    *eventTap
 	wrote  bool
 }
 
@@ -77,7 +80,7 @@ func (r *recorder) head(status int) {
 		r.report(msg)
 	}
 	if stream(r.header) {
-		r.sse = &sseSplitter{}
+		r.sse = newEventTap(func(ev sse.Event) []string { return r.ex.checkEvent(status, ev) }, r.report)
 		r.w.WriteHeader(status)
 	}
 }
@@ -91,11 +94,7 @@ func (r *recorder) Write(p []byte) (int, error) {
 	if r.sse == nil {
 		return r.body.Write(p)
 	}
-	for _, ev := range r.sse.feed(p) {
-		for _, msg := range r.ex.checkEvent(r.status, ev) {
-			r.report(msg)
-		}
-	}
+	r.sse.write(p) // checked as shared/sse reads it; finish waits for the last
 	return r.w.Write(p)
 }
 
@@ -121,6 +120,7 @@ func (r *recorder) finish() {
 		r.head(http.StatusOK)
 	}
 	if r.sse != nil {
+		r.sse.close()
 		return
 	}
 	for _, msg := range r.ex.checkBody(r.status, r.header, r.body.Bytes()) {

@@ -1,125 +1,73 @@
 package contract
 
 import (
-	"bytes"
+	"fmt"
 	"io"
+	"net/http"
 	"sync"
+
+	"github.com/olivares-dev/olivares/shared/sse"
 )
 
-// Event is one dispatched server-sent event.
-type Event struct {
-	Name string // "message" when the stream names none
-	ID   string
-	Data []byte
+// EventCheck returns the check of one SSE event that a client reads (the
+// harness hands it to shared/apiclient as Config.CheckEvent, which calls
+// it for every event before the caller sees it): the event's name must be
+// one the document lists for the request's operation (x-sse-events) and
+// its data must match that event's schema. A mismatch is reported to t and
+// returned, which ends the stream.
+func EventCheck(t T) func(*http.Request, sse.Event) error {
+	c, err := Load()
+	if err != nil {
+		t.Errorf("contract: openapi.yaml: %v", err)
+		return nil
+	}
+	return func(req *http.Request, ev sse.Event) error {
+		ex := c.begin(req, nil)
+		msgs := ex.checkEvent(http.StatusOK, ev)
+		for _, m := range msgs {
+			t.Errorf("%s", m)
+		}
+		if len(msgs) > 0 {
+			return fmt.Errorf("%s", msgs[0])
+		}
+		return nil
+	}
 }
 
-// sseSplitter turns the bytes of a text/event-stream, fed as they arrive,
-// into events by the WHATWG rules the validator needs: lines end in CRLF,
-// LF or CR; a line starting with ':' is a comment; "field: value" loses one
-// space after the colon; data lines join with LF; an empty line dispatches
-// an event that has data, and an event without data is dropped.
-type sseSplitter struct {
-	line    []byte
-	lastCR  bool
-	name    string
-	id      string
-	data    []byte
-	hasData bool
+// eventTap reads the events of a stream a server writes, with shared/sse,
+// and checks each: Write hands it the bytes, close waits until every
+// complete event was checked.
+type eventTap struct {
+	pw   *io.PipeWriter
+	done sync.WaitGroup
 }
 
-// feed consumes p and returns the events it completed.
-func (s *sseSplitter) feed(p []byte) []Event {
-	var out []Event
-	for _, b := range p {
-		if s.lastCR {
-			s.lastCR = false
-			if b == '\n' {
-				continue // the LF of a CRLF
+func newEventTap(check func(sse.Event) []string, report func(string)) *eventTap {
+	pr, pw := io.Pipe()
+	tap := &eventTap{pw: pw}
+	tap.done.Add(1)
+	go func() {
+		defer tap.done.Done()
+		defer io.Copy(io.Discard, pr) // never leave a writer blocked
+		rd := sse.NewReader(pr)
+		for {
+			ev, err := rd.Next()
+			if err != nil {
+				return
+			}
+			for _, m := range check(ev) {
+				report(m)
 			}
 		}
-		switch b {
-		case '\r':
-			s.lastCR = true
-			fallthrough
-		case '\n':
-			if ev, ok := s.endLine(); ok {
-				out = append(out, ev)
-			}
-		default:
-			s.line = append(s.line, b)
-		}
-	}
-	return out
+	}()
+	return tap
 }
 
-func (s *sseSplitter) endLine() (Event, bool) {
-	line := s.line
-	s.line = s.line[:0]
-	if len(line) == 0 {
-		if !s.hasData {
-			s.name = ""
-			return Event{}, false
-		}
-		ev := Event{Name: s.name, ID: s.id, Data: bytes.Clone(s.data)}
-		if ev.Name == "" {
-			ev.Name = "message"
-		}
-		s.name, s.data, s.hasData = "", s.data[:0], false
-		return ev, true
-	}
-	if line[0] == ':' {
-		return Event{}, false
-	}
-	field, value, _ := bytes.Cut(line, []byte(":"))
-	value = bytes.TrimPrefix(value, []byte(" "))
-	switch string(field) {
-	case "event":
-		s.name = string(value)
-	case "data":
-		if s.hasData {
-			s.data = append(s.data, '\n')
-		}
-		s.data = append(s.data, value...)
-		s.hasData = true
-	case "id":
-		if bytes.IndexByte(value, 0) < 0 {
-			s.id = string(value)
-		}
-	}
-	return Event{}, false
-}
+// write hands p to the reader; it returns once p was read.
+func (t *eventTap) write(p []byte) { t.pw.Write(p) }
 
-// sseBody validates the events of a stream as its reader reads them, and
-// reports nothing once it is closed (the test may be over by then).
-type sseBody struct {
-	rc     io.ReadCloser
-	split  sseSplitter
-	check  func(Event) []string
-	report func(string)
-
-	mu     sync.Mutex
-	closed bool
-}
-
-func (b *sseBody) Read(p []byte) (int, error) {
-	n, err := b.rc.Read(p)
-	if n > 0 {
-		b.mu.Lock()
-		if !b.closed {
-			for _, ev := range b.split.feed(p[:n]) {
-				for _, msg := range b.check(ev) {
-					b.report(msg)
-				}
-			}
-		}
-		b.mu.Unlock()
-	}
-	return n, err
-}
-
-func (b *sseBody) Close() error {
-	b.mu.Lock()
-	b.closed = true
-	b.mu.Unlock()
-	return b.rc.Close()
+// close ends the stream and waits for the last events' checks.
+func (t *eventTap) close() {
+	t.pw.Close()
+	t.done.Wait()
 }

@@ -8,8 +8,9 @@ import (
 
 // Transport wraps next (http.DefaultTransport when nil) so that every
 // request it sends and every response it receives is checked against the
-// document; each mismatch is reported to t. An SSE response's events are
-// checked as the caller reads the body.
+// document; each mismatch is reported to t. An SSE response's status and
+// headers are checked here, its events by EventCheck as the client reads
+// them.
 func Transport(t T, next http.RoundTripper) http.RoundTripper {
 	if next == nil {
 		next = http.DefaultTransport
@@ -54,9 +55,7 @@ func (tr *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	status := resp.StatusCode
 	if stream(resp.Header) {
-		resp.Body = &sseBody{rc: resp.Body, report: func(m string) { tr.t.Errorf("%s", m) },
-			check: func(ev Event) []string { return ex.checkEvent(status, ev) }}
-		return resp, nil
+		return resp, nil // the events: EventCheck
 	}
 	b, rerr := io.ReadAll(resp.Body)
 	resp.Body.Close()
