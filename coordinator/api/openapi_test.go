@@ -40,9 +40,10 @@ func documented(t *testing.T) []string {
 }
 
 // consoleRoutes are the documented operations coordinator/console serves
-// in front of this router (it sets and clears the session cookie); its own
-// test checks that it does.
-var consoleRoutes = []string{"POST /v1/signin", "POST /v1/signout"}
+// in front of this router (they set and clear the session cookie, and
+// single sign-on's); its own test checks that it does.
+var consoleRoutes = []string{"POST /v1/signin", "POST /v1/signout",
+	"GET /v1/sso", "GET /v1/sso/login", "GET /v1/sso/callback", "POST /v1/sso/start", "POST /v1/sso/complete"}
 
 // The route table and openapi.yaml hold the same operations, both ways
 // (issue 17): a route added without its documentation, or a documented
