@@ -25,6 +25,7 @@ import (
 	"github.com/olivares-dev/olivares/certs"
 	"github.com/olivares-dev/olivares/coordinator/coordd"
 	"github.com/olivares-dev/olivares/integration"
+	"github.com/olivares-dev/olivares/integration/contract"
 	"github.com/olivares-dev/olivares/shared/tunnel"
 )
 
@@ -254,7 +255,7 @@ func TestServeExampleConfigReloadsOnSIGHUP(t *testing.T) {
 	// A connection opened before the reload, kept alive across it.
 	pool := x509.NewCertPool()
 	pool.AddCert(ca.Roots()[0])
-	keep := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}, MaxConnsPerHost: 1}}
+	keep := &http.Client{Transport: contract.Transport(t, &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}, MaxConnsPerHost: 1})}
 	get := func() *http.Response {
 		t.Helper()
 		resp, err := keep.Get("https://" + cfg.API.Listen + "/healthz")

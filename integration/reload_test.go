@@ -17,6 +17,7 @@ import (
 
 	"github.com/olivares-dev/olivares/certs"
 	"github.com/olivares-dev/olivares/coordinator/coordd"
+	"github.com/olivares-dev/olivares/integration/contract"
 	"github.com/olivares-dev/olivares/shared/apitypes"
 	"github.com/olivares-dev/olivares/shared/tunnel"
 )
@@ -63,7 +64,7 @@ func TestReloadKeepsTunnelsAndStreams(t *testing.T) {
 			}})
 			pool := x509.NewCertPool()
 			pool.AddCert(ca.Roots()[0])
-			hc := &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+			hc := &http.Client{Timeout: 60 * time.Second, Transport: contract.Transport(t, &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}})}
 			call := func(method, path string, body, out any) {
 				t.Helper()
 				var rd io.Reader
@@ -104,7 +105,7 @@ func TestReloadKeepsTunnelsAndStreams(t *testing.T) {
 			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, env.APIURL()+"/v1/m/sessions/runs/"+run.RunRef+"/attach?from=0", nil)
 			req.Header.Set("Authorization", "Bearer "+env.AdminToken)
 			req.Header.Set("X-Olivares-Tenant", Tenant)
-			sc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+			sc := &http.Client{Transport: contract.Transport(t, &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}})}
 			resp, err := sc.Do(req)
 			if err != nil || resp.StatusCode != http.StatusOK {
 				t.Fatalf("attach: %v %v", resp, err)
