@@ -123,7 +123,7 @@ func (f *fixture) cli(args ...string) (string, int) {
 	}
 	if f.cliDir == "" {
 		f.cliDir = f.t.TempDir()
-		if out, code := run("login", "--url", f.env.APIURL(), "--token", f.env.AdminToken, "--tenant", integration.Tenant); code != 0 {
+		if out, code := run("login", "--url", f.env.CheckedURL(), "--token", f.env.AdminToken, "--tenant", integration.Tenant); code != 0 {
 			f.t.Fatalf("olivares login: exit %d %s", code, out)
 		}
 	}
