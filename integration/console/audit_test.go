@@ -40,6 +40,12 @@ func TestAuditChainJSAgreesWithGo(t *testing.T) {
 			Event: apitypes.AuditRunDeleted, Target: apitypes.AuditTarget{RunRef: "run_\u2029b"}, Detail: json.RawMessage(`null`)},
 		{At: t0.Add(90 * time.Minute), Tenant: "t1", Actor: apitypes.AuditActor{CredentialID: "cred_4\b\f", Kind: apitypes.ActorHuman},
 			Event: "sessions.run.messages", Target: apitypes.AuditTarget{RunRef: "run_c", WorkspaceRef: "ws_d"}, Detail: json.RawMessage(`{"window":"15m","reads":[]}`)},
+		// Every target field of the security actions (R-AUD-6).
+		{At: t0.Add(91 * time.Minute), Tenant: "t1", Actor: apitypes.AuditActor{CredentialID: "admin-socket", Kind: apitypes.ActorOperator},
+			Event: apitypes.AuditProfileDeleted, Target: apitypes.AuditTarget{RunRef: "run_e", WorkspaceRef: "ws_f", ProfileRef: "prof_g", NodeID: "node-h",
+				PrincipalID: "prn_i", CredentialID: "cred_j", SecretRef: "sec_k", Tenant: "t1"}, Detail: json.RawMessage(`{"tool":"codex"}`)},
+		{At: t0.Add(92 * time.Minute), Tenant: "t1", Actor: apitypes.AuditActor{CredentialID: "node-h", Kind: apitypes.ActorNode},
+			Event: apitypes.AuditNodeEnrolled, Target: apitypes.AuditTarget{NodeID: "node-h", Tenant: "t1"}},
 	}
 	var chain []apitypes.AuditEntry
 	prev := apitypes.AuditEntry{}
@@ -100,6 +106,7 @@ func TestAuditChainJSAgreesWithGo(t *testing.T) {
 	}{
 		{"whole", func(es []apitypes.AuditEntry) []apitypes.AuditEntry { return es }},
 		{"a target changed", func(es []apitypes.AuditEntry) []apitypes.AuditEntry { es[2].Target.RunRef = "run_forged"; return es }},
+		{"a node target changed", func(es []apitypes.AuditEntry) []apitypes.AuditEntry { es[4].Target.NodeID = "node-forged"; return es }},
 		{"a detail changed", func(es []apitypes.AuditEntry) []apitypes.AuditEntry {
 			es[1].Detail = json.RawMessage(`{"sha256":"forged"}`)
 			return es
@@ -171,11 +178,20 @@ func TestFleetRevokeAndAuditVerify(t *testing.T) {
 	}
 
 	// The audit ledger.
+	// The seeds' four rows and the security actions of R-AUD-6 (the
+	// tenant, the admin, the nodes' joins and enrolments, the
+	// registrations, the launches, the revocation).
+	var ledger apitypes.AuditList
+	f.admin.Must(http.StatusOK, http.MethodGet, "/v1/audit?limit=500", nil, &ledger)
+	archived := slices.IndexFunc(ledger.Items, func(e apitypes.AuditEntry) bool { return e.Event == apitypes.AuditRunArchived })
+	if ledger.Next != "" || archived < 0 {
+		t.Fatalf("the ledger: %d rows, next %q, archived at %d", len(ledger.Items), ledger.Next, archived)
+	}
 	f.open(tab, "/audit")
-	tab.Await("the entries", `document.querySelectorAll('#audit-rows tr[data-seq]').length === 4`, wait)
+	tab.Await("the entries", fmt.Sprintf(`document.querySelectorAll('#audit-rows tr[data-seq]').length === %d`, len(ledger.Items)), wait)
 	selectValue(tab, "#audit-event", apitypes.AuditRunArchived)
 	tab.Click("#audit-filter")
-	tab.Await("the filtered entries", `document.querySelectorAll('#audit-rows tr[data-seq]').length === 1 && document.querySelector('#audit-rows tr[data-seq]').dataset.seq === '4'`, wait)
+	tab.Await("the filtered entries", fmt.Sprintf(`document.querySelectorAll('#audit-rows tr[data-seq]').length === 1 && document.querySelector('#audit-rows tr[data-seq]').dataset.seq === '%d'`, ledger.Items[archived].Seq), wait)
 	tab.Click("#audit-verify")
 	tab.Await("the chain verified in the browser", `!!document.querySelector('#audit-ok')`, wait)
 	var all apitypes.AuditList

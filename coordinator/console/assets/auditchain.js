@@ -147,9 +147,12 @@ export function canonical(e) {
   let actor = `{"credential_id":${goString(a.credential_id || '')}`;
   if (a.principal_id) actor += `,"principal_id":${goString(a.principal_id)}`;
   actor += `,"kind":${goString(a.kind || '')}}`;
+  // apitypes.AuditTarget's fields in declaration order, each omitted when
+  // empty (omitempty).
   const tp = [];
-  if (t.run_ref) tp.push(`"run_ref":${goString(t.run_ref)}`);
-  if (t.workspace_ref) tp.push(`"workspace_ref":${goString(t.workspace_ref)}`);
+  for (const k of ['run_ref', 'workspace_ref', 'profile_ref', 'node_id', 'principal_id', 'credential_id', 'secret_ref', 'tenant']) {
+    if (t[k]) tp.push(`"${k}":${goString(t[k])}`);
+  }
   return `{"seq":${e.seq},"at":${goString(goTime(e.at))},"tenant":${goString(e.tenant)},"actor":${actor},"event":${goString(e.event)},` +
     `"target":{${tp.join(',')}},"detail":${detail},"prev":${goString(e.prev || '')}}`;
 }
