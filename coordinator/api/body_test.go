@@ -48,10 +48,10 @@ var bodyless = map[string]bool{
 func TestBodylessRoutes(t *testing.T) {
 	s, st := newTestServer(t)
 	ctx := context.Background()
-	enrollNode(t, st, "node-1", "t1", `{"codex_supervision":{"transport":"stdio","home_scope":"user"}}`)
+	enrollNode(t, st, "node-1", "t1", `{"pty":true,"worktree_dir_configured":false,"clis":[],"codex_supervision":{"transport":"stdio","home_scope":"user"}}`)
 	admin := principal(t, st, "adm", map[string]string{"t1": store.RoleAdmin})
 	now := time.Now().UTC()
-	if _, err := st.PutRun(ctx, apitypes.Run{RunRef: "run_1", Tenant: "t1", NodeID: "node-1", State: apitypes.StateIdle, CreatedAt: now}); err != nil {
+	if _, err := st.PutRun(ctx, apitypes.Run{RunRef: "run_1", Tenant: "t1", NodeID: "node-1", State: apitypes.StateIdle, Driver: "codex", Isolation: apitypes.IsolationNative, CreatedAt: now}); err != nil {
 		t.Fatal(err)
 	}
 	if err := st.CreateWorkspace(ctx, apitypes.Workspace{Ref: "ws_1", Tenant: "t1", NodeID: "node-1", Name: "w", Path: "/w"}); err != nil {
@@ -113,7 +113,7 @@ func TestRunReadsRefuseUnknownQuery(t *testing.T) {
 	s, st := newTestServer(t)
 	enrollNode(t, st, "node-1", "t1", `{}`)
 	op := principal(t, st, "op", map[string]string{"t1": store.RoleOperator})
-	if _, err := st.PutRun(context.Background(), apitypes.Run{RunRef: "run_1", Tenant: "t1", NodeID: "node-1", State: apitypes.StateIdle}); err != nil {
+	if _, err := st.PutRun(context.Background(), apitypes.Run{RunRef: "run_1", Tenant: "t1", NodeID: "node-1", State: apitypes.StateIdle, Driver: "codex", Isolation: apitypes.IsolationNative}); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {

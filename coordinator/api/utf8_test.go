@@ -90,7 +90,7 @@ func TestInvalidUTF8IsRefused(t *testing.T) {
 	s, st := newTestServer(t)
 	enrollNode(t, st, "node-1", "t1", `{}`)
 	op := principal(t, st, "op", map[string]string{"t1": store.RoleOperator})
-	if _, err := st.PutRun(context.Background(), apitypes.Run{RunRef: "run_1", Tenant: "t1", NodeID: "node-1", State: apitypes.StateIdle}); err != nil {
+	if _, err := st.PutRun(context.Background(), apitypes.Run{RunRef: "run_1", Tenant: "t1", NodeID: "node-1", State: apitypes.StateIdle, Driver: "codex", Isolation: apitypes.IsolationNative}); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
