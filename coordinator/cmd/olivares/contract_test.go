@@ -7,10 +7,10 @@ import (
 )
 
 // The fakes of these tests stand in for the coordinator and are checked
-// against openapi.yaml like it is (fakeAPI). complete fills the fields the
+// against openapi.yaml like it is (fakeAPI). answered fills the fields the
 // coordinator always sends and a test leaves zero, so that each fake states
 // only what its test is about and still answers a whole object.
-func complete(v any) any {
+func answered(v any) any {
 	switch x := v.(type) {
 	case apitypes.Run:
 		return completeRun(x)

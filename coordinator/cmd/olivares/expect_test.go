@@ -58,7 +58,7 @@ func TestSessionInputFile(t *testing.T) {
 			var m map[string]any
 			json.Unmarshal(raw, &m)
 			bodies = append(bodies, m)
-			writeJSON(w, 202, apitypes.Accepted{})
+			writeJSON(w, 202, apitypes.Accepted{Accepted: true})
 		default:
 			t.Errorf("unexpected %s %s", r.Method, r.URL)
 		}

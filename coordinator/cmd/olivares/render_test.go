@@ -157,7 +157,7 @@ func TestSessionDiff(t *testing.T) {
 	fakeAPI(t, func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/v1/m/sessions/runs/run_1/diff":
-			writeJSON(w, 200, apitypes.Diff{Branch: "olivares/run_1", Base: "b", Head: "h", Files: []apitypes.DiffEntry{}, Uncommitted: uncommitted})
+			writeJSON(w, 200, apitypes.Diff{Branch: "olivares/run_1", Base: strings.Repeat("b", 40), Head: strings.Repeat("c", 40), Files: []apitypes.DiffEntry{}, Uncommitted: uncommitted})
 		case "/v1/m/sessions/runs/run_1/diff/file":
 			if got := r.URL.Query().Get("path"); got != "a.txt" {
 				t.Errorf("path %q", got)
