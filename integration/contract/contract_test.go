@@ -55,6 +55,7 @@ func (f fake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if strings.HasPrefix(f.ctype, "text/event-stream") {
 		w.Header().Set("Cache-Control", "no-cache")
+		w.Header().Set("X-Accel-Buffering", "no")
 	}
 	w.WriteHeader(f.status)
 	io.WriteString(w, f.body)
@@ -131,6 +132,11 @@ var exchangeCases = []exchangeCase{
 		body: `{"name":"x","colour":"red"}`, resp: fake{400, "application/json", fmt.Sprintf(errBody, "bad_body")}},
 	{name: "body on a bodyless operation accepted", method: "POST", path: runPath + "/stop", hdr: authed("Content-Type", "application/json"),
 		body: `{"now":true}`, resp: fake{400, "application/json", fmt.Sprintf(errBody, "tenant_required")}},
+	{name: "{} on a bodyless operation, without Content-Type", method: "POST", path: pinPath, hdr: authed(),
+		body: `{}`, resp: fake{200, "application/json", okPin}},
+	{name: "a field on a bodyless operation accepted, without Content-Type", method: "POST", path: pinPath, hdr: authed(),
+		body: `{"now":true}`, resp: fake{200, "application/json", okPin},
+		want: []string{`accepted a request the document calls invalid`}},
 	{name: "a console page is outside the document", method: "GET", path: "/runs/run_1",
 		resp: fake{200, "text/html; charset=utf-8", "<!doctype html>"}},
 	{name: "the session cookie instead of a token", method: "POST", path: pinPath,
