@@ -108,7 +108,7 @@ func (r *Runner) Start(ctx context.Context, s sessions.Spec) (sessions.Process, 
 		inR: inR, outW: outW, errW: errW,
 		done: make(chan struct{}), sig: make(chan syscall.Signal, 4),
 	}
-	pr := &peer{store: r.store, p: p, tick: tick, cancel: make(chan struct{}, 1)}
+	pr := &peer{store: r.store, p: p, tick: tick, cancel: make(chan struct{}, 1), cancelled: map[int]bool{}}
 	go pr.run()
 	return p, nil
 }
@@ -219,8 +219,46 @@ type peer struct {
 	tick   time.Duration
 	conv   string
 	turns  int
-	cancel chan struct{} // one pending cancel
-	open   atomic.Int64  // prompts received whose turn has not ended
+	cancel chan struct{} // wakes a running turn to look at cancelled
+
+	// mu guards the turn bookkeeping the stdin reader and the turn loop
+	// share: a cancel belongs to one turn, by number, so it can never be
+	// taken by a turn that ended before it came or left for the next one.
+	mu        sync.Mutex
+	read      int          // prompts read from stdin
+	done      int          // turns ended
+	cancelled map[int]bool // turn number -> a cancel is pending for it
+}
+
+// cancelOldest marks the running turn, or else the next queued one, as
+// cancelled, as the real CLIs do; a cancel with no turn at all is dropped.
+func (pr *peer) cancelOldest() {
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
+	if pr.done < pr.read {
+		pr.cancelled[pr.done+1] = true
+		select {
+		case pr.cancel <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// isCancelled reports whether turn n has a cancel pending.
+func (pr *peer) isCancelled(n int) bool {
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
+	return pr.cancelled[n]
+}
+
+// end writes turn n's last event and marks it ended in one step, so a
+// cancel read after this counts for the next turn.
+func (pr *peer) end(n int, e event) bool {
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
+	delete(pr.cancelled, n)
+	pr.done = n
+	return pr.emit(e)
 }
 
 func (pr *peer) emit(e event) bool { return pr.p.write(line(e), false) }
@@ -245,15 +283,12 @@ func (pr *peer) run() {
 				said = true
 				hello <- r
 			case r.Op == "prompt":
-				pr.open.Add(1)
+				pr.mu.Lock()
+				pr.read++
+				pr.mu.Unlock()
 				prompts <- r.Text
-			case r.Op == "cancel" && pr.open.Load() > 0:
-				// For the running turn, or the next queued one; a cancel
-				// that finds no turn at all is dropped.
-				select {
-				case pr.cancel <- struct{}{}:
-				default:
-				}
+			case r.Op == "cancel":
+				pr.cancelOldest()
 			}
 		}
 		if !said {
@@ -287,16 +322,10 @@ func (pr *peer) run() {
 
 // turn runs one prompt; false when the fake has exited.
 func (pr *peer) turn(text string) bool {
-	defer func() {
-		// A cancel that came in during this turn was for this turn.
-		select {
-		case <-pr.cancel:
-		default:
-		}
-		pr.open.Add(-1)
-	}()
 	pr.turns++
-	id := turnName(pr.turns)
+	n := pr.turns
+	id := turnName(n)
+	cancelled := func() bool { return pr.end(n, event{Ev: "turn_ended", Turn: id, Status: "cancelled"}) }
 	earlier, _ := pr.store.history(pr.conv)
 	pr.store.add(pr.conv, text)
 	if !pr.emit(event{Ev: "turn_started", Turn: id}) {
@@ -328,10 +357,10 @@ func (pr *peer) turn(text string) bool {
 	case "slow":
 		t := time.NewTicker(pr.tick)
 		defer t.Stop()
-		for i := 0; i < 6000; i++ { // at most a minute at the default pace
+		for i := 0; i < 6000 && !pr.isCancelled(n); i++ { // at most a minute at the default pace
 			select {
 			case <-pr.cancel:
-				return pr.emit(event{Ev: "turn_ended", Turn: id, Status: "cancelled"})
+				// Woken: the loop's condition says whether it is this turn's.
 			case <-pr.p.done:
 				return false
 			case <-t.C:
@@ -341,10 +370,8 @@ func (pr *peer) turn(text string) bool {
 			}
 		}
 	}
-	select {
-	case <-pr.cancel:
-		return pr.emit(event{Ev: "turn_ended", Turn: id, Status: "cancelled"})
-	default:
+	if pr.isCancelled(n) {
+		return cancelled()
 	}
-	return pr.emit(event{Ev: "delta", Turn: id, Text: reply}) && pr.emit(event{Ev: "turn_ended", Turn: id, Status: "completed"})
+	return pr.emit(event{Ev: "delta", Turn: id, Text: reply}) && pr.end(n, event{Ev: "turn_ended", Turn: id, Status: "completed"})
 }
