@@ -89,7 +89,34 @@ func (a *Agent) runHandlers() map[string]link.Handler {
 		proto.OpHandoff:         a.handoffOp,
 		proto.OpRunDiffFile:     a.diffFileOp,
 		proto.OpRunDelete:       a.deleteOp,
+		proto.OpRunRequests:     a.requestsOp,
+		proto.OpRunAnswer:       a.answerOp,
 	}
+}
+
+func (a *Agent) requestsOp(ctx context.Context, h wire.Header, s tunnel.Stream) {
+	items, err := a.sup.Requests(h.RunRef)
+	if err != nil {
+		respond(s, nil, err)
+		return
+	}
+	respond(s, apitypes.RequestList{Items: items}, nil)
+}
+
+// answerOp settles a request (R-REQ-2). The answer is written to the tool
+// and committed before the reply.
+func (a *Agent) answerOp(ctx context.Context, h wire.Header, s tunnel.Stream) {
+	var p proto.RunAnswer
+	if err := params(h, &p); err != nil {
+		respond(s, nil, err)
+		return
+	}
+	v, err := a.sup.Answer(h.RunRef, p.ID, p.By, p.RequestAnswer)
+	if err != nil {
+		respond(s, nil, err)
+		return
+	}
+	respond(s, v, nil)
 }
 
 // respond answers the call, the error mapped to its wire status.
@@ -132,7 +159,8 @@ func (a *Agent) profileUpdateOp(ctx context.Context, h wire.Header, s tunnel.Str
 	}
 	prof, err := a.reg.UpdateProfile(p.Ref, p.Tenant, registry.ProfileUpdate{Active: p.Active,
 		LaunchRequiresApproval: p.LaunchRequiresApproval, AllowedWorkspaces: p.AllowedWorkspaces, EngineHooks: p.EngineHooks,
-		DeniedTools: p.DeniedTools, Env: p.Env, UnsetEnv: p.UnsetEnv, Home: p.Home})
+		DeniedTools: p.DeniedTools, Env: p.Env, UnsetEnv: p.UnsetEnv, Home: p.Home,
+		Approvals: p.Approvals, ApprovalRules: p.ApprovalRules, AskTimeout: p.AskTimeout})
 	if err == nil {
 		prof.NodeID = a.id.NodeID
 	}
@@ -607,7 +635,8 @@ func (p *pusher) session(ctx context.Context, open func(context.Context) (tunnel
 func registryProfile(p proto.ProfileCreate) registry.ProfileParams {
 	return registry.ProfileParams{Ref: p.Ref, Tenant: p.Tenant, Tool: p.Tool, Name: p.Name, Home: p.Home, Env: p.Env,
 		Policy: registry.ProfilePolicy{Inactive: p.Inactive, LaunchRequiresApproval: p.LaunchRequiresApproval,
-			AllowedWorkspaces: p.AllowedWorkspaces, EngineHooks: p.EngineHooks, DeniedTools: p.DeniedTools}}
+			AllowedWorkspaces: p.AllowedWorkspaces, EngineHooks: p.EngineHooks, DeniedTools: p.DeniedTools,
+			Approvals: p.Approvals, ApprovalRules: p.ApprovalRules, AskTimeout: p.AskTimeout}}
 }
 
 func supervisorLaunch(p proto.RunLaunch) supervisor.LaunchParams {

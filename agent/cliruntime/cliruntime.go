@@ -149,6 +149,31 @@ const (
 	// request, a control_response error, a non-retried error notification,
 	// a request olivares refused to answer).
 	EventError EventKind = "error"
+	// EventRequest: the tool asks a person and waits (Request is set); the
+	// answer goes back through Session.Answer (R-REQ-1).
+	EventRequest EventKind = "request"
+	// EventRequestWithdrawn: the tool no longer waits on request RequestID
+	// (its turn was interrupted, or it resolved the request itself).
+	EventRequestWithdrawn EventKind = "request_withdrawn"
+	// EventDenied: the tool refused a tool use on its own, without asking
+	// (Denial is set; R-REQ-9).
+	EventDenied EventKind = "denied"
+	// EventRetrying: the tool lost its model provider and retries on its
+	// own (Codex "Reconnecting... 2/5"); Error says what it reports.
+	EventRetrying EventKind = "retrying"
+)
+
+// Error kinds a driver puts in Event.ErrorKind, for the run's last_error
+// (R-LERR-1). An empty ErrorKind on a failed turn is ErrorTurnFailed.
+const (
+	ErrorAuth        = "auth"         // the provider refused the credentials (401, 403)
+	ErrorProvider    = "provider"     // the provider failed (5xx, overloaded, bad answer)
+	ErrorConnection  = "connection"   // the provider could not be reached
+	ErrorRateLimit   = "rate_limit"   // a usage or rate limit (the run's limit says more)
+	ErrorTurnFailed  = "turn_failed"  // the turn failed for another reason
+	ErrorTool        = "tool"         // the tool reported an error outside a turn's end
+	ErrorRetrying    = "reconnecting" // the tool retries on its own and has not recovered yet
+	ErrorInterrupted = "interrupted"  // a turn a person interrupted: not an error of the run
 )
 
 // LimitKind is the kind of a limit (R-LIM-2).
@@ -178,6 +203,14 @@ type Event struct {
 	Reason         string    `json:"reason,omitempty"`
 	Error          string    `json:"error,omitempty"`
 	Limit          *Limit    `json:"limit,omitempty"`
+	// ErrorKind classifies Error on a failed turn or an EventError (the
+	// Error* constants); "" when the driver cannot tell.
+	ErrorKind string `json:"error_kind,omitempty"`
+	// Request is set on EventRequest, RequestID on EventRequestWithdrawn,
+	// Denial on EventDenied.
+	Request   *Request `json:"request,omitempty"`
+	RequestID string   `json:"request_id,omitempty"`
+	Denial    *Denial  `json:"denial,omitempty"`
 	// Raw is a copy of the stdout line the event came from; nil for events
 	// a Session makes itself (an ACP turn start).
 	Raw json.RawMessage `json:"raw,omitempty"`
@@ -246,4 +279,9 @@ type Session interface {
 	// TurnActive reports whether an input has been accepted whose turn has
 	// not ended (running or queued).
 	TurnActive() bool
+	// Answer answers the open request id (from an EventRequest) in the
+	// shape the tool expects: ErrNoSuchRequest when none is open with that
+	// id, ErrBadAnswer when a.OptionID is not one of its options. The
+	// request is closed once answered.
+	Answer(id string, a Answer) (Step, error)
 }

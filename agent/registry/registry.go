@@ -68,6 +68,12 @@ type Profile struct {
 	EngineHooks bool `json:"engine_hooks,omitempty"`
 	// DeniedTools: what the engine's hook refuses (R-ED-4).
 	DeniedTools []string `json:"denied_tools,omitempty"`
+	// Approvals, ApprovalRules and AskTimeoutSeconds are the approval
+	// policy of the tool's requests (approvals.go, R-REQ-10..12); ""
+	// Approvals is a profile from before them, which denies.
+	Approvals         string                  `json:"approvals,omitempty"`
+	ApprovalRules     []apitypes.ApprovalRule `json:"approval_rules,omitempty"`
+	AskTimeoutSeconds int64                   `json:"ask_timeout_s,omitempty"`
 }
 
 // Workspace is a registered directory and its file rules.
@@ -133,6 +139,11 @@ type ProfilePolicy struct {
 	AllowedWorkspaces      []string
 	EngineHooks            bool
 	DeniedTools            []string
+	// Approvals ("" for DefaultApprovals), ApprovalRules and AskTimeout
+	// ("" for DefaultAskTimeout) as the API gives them (R-REQ-10..12).
+	Approvals     string
+	ApprovalRules []apitypes.ApprovalRule
+	AskTimeout    string
 }
 
 func (pp ProfilePolicy) check(tool string) error {
@@ -171,6 +182,13 @@ func (g *Registry) CreateProfile(p ProfileParams) (apitypes.Profile, error) {
 	if err := p.Policy.check(p.Tool); err != nil {
 		return apitypes.Profile{}, err
 	}
+	if p.Policy.Approvals == "" {
+		p.Policy.Approvals = DefaultApprovals
+	}
+	askTimeout, err := checkApprovals(p.Policy.Approvals, p.Policy.ApprovalRules, p.Policy.AskTimeout)
+	if err != nil {
+		return apitypes.Profile{}, err
+	}
 	home := p.Home
 	if home == "" {
 		if g.o.ProfilesDir == "" {
@@ -202,8 +220,9 @@ func (g *Registry) CreateProfile(p ProfileParams) (apitypes.Profile, error) {
 	}
 	rec := Profile{Ref: p.Ref, Tenant: p.Tenant, Tool: p.Tool, Name: p.Name, Home: home, Env: p.Env, CreatedAt: time.Now().UTC(),
 		Inactive: p.Policy.Inactive, LaunchRequiresApproval: p.Policy.LaunchRequiresApproval,
-		AllowedWorkspaces: p.Policy.AllowedWorkspaces, EngineHooks: p.Policy.EngineHooks, DeniedTools: p.Policy.DeniedTools}
-	err := g.o.DB.Update(func(tx *bbolt.Tx) error {
+		AllowedWorkspaces: p.Policy.AllowedWorkspaces, EngineHooks: p.Policy.EngineHooks, DeniedTools: p.Policy.DeniedTools,
+		Approvals: p.Policy.Approvals, ApprovalRules: p.Policy.ApprovalRules, AskTimeoutSeconds: int64(askTimeout / time.Second)}
+	err = g.o.DB.Update(func(tx *bbolt.Tx) error {
 		if tx.Bucket(bucketProfiles).Get([]byte(p.Ref)) != nil {
 			return refusal.New(ErrExists, "profile %q exists", p.Ref)
 		}
@@ -220,6 +239,8 @@ func (p Profile) View() apitypes.Profile {
 	v := apitypes.Profile{Ref: p.Ref, Tenant: p.Tenant, Tool: p.Tool, Name: p.Name, Home: p.Home, CreatedAt: p.CreatedAt,
 		Active: !p.Inactive, LaunchRequiresApproval: p.LaunchRequiresApproval, AllowedWorkspaces: p.AllowedWorkspaces,
 		EngineHooks: p.EngineHooks, DeniedTools: p.DeniedTools}
+	ap := p.ApprovalPolicy()
+	v.Approvals, v.ApprovalRules, v.AskTimeout = ap.Default, ap.Rules, ap.AskTimeout.String()
 	for k := range p.Env {
 		v.EnvKeys = append(v.EnvKeys, k)
 	}
@@ -361,7 +382,10 @@ type ProfileUpdate struct {
 	UnsetEnv []string
 	// Home moves the profile to another absolute directory, created 0700
 	// with the tool's config home when missing.
-	Home *string
+	Home          *string
+	Approvals     *string
+	ApprovalRules *[]apitypes.ApprovalRule
+	AskTimeout    *string
 }
 
 // UpdateProfile changes the policy of a profile of tenant. It applies to
@@ -413,6 +437,22 @@ func (g *Registry) UpdateProfile(ref, tenant string, u ProfileUpdate) (apitypes.
 		if err := pol.check(p.Tool); err != nil {
 			return err
 		}
+		ap := p.ApprovalPolicy()
+		def, rules, timeout := ap.Default, ap.Rules, ap.AskTimeout.String()
+		if u.Approvals != nil {
+			def = *u.Approvals
+		}
+		if u.ApprovalRules != nil {
+			rules = slices.Clone(*u.ApprovalRules)
+		}
+		if u.AskTimeout != nil {
+			timeout = *u.AskTimeout
+		}
+		d, err := checkApprovals(def, rules, timeout)
+		if err != nil {
+			return err
+		}
+		p.Approvals, p.ApprovalRules, p.AskTimeoutSeconds = def, rules, int64(d/time.Second)
 		p.Inactive, p.LaunchRequiresApproval, p.AllowedWorkspaces, p.EngineHooks = pol.Inactive, pol.LaunchRequiresApproval, pol.AllowedWorkspaces, pol.EngineHooks
 		p.DeniedTools = pol.DeniedTools
 		if len(u.Env) > 0 || len(u.UnsetEnv) > 0 || u.Home != nil {

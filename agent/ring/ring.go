@@ -23,6 +23,10 @@ const (
 	// place in the output, e.g. that a replayed history was withheld
 	// (R-HW-3, R-HW-4). Its data is a JSON object.
 	Notice Stream = 4
+	// Request is not the child's output either: a request the tool asked
+	// a person, or its settlement, at its place in the output (R-REQ-4).
+	// Its data is the request's JSON (apitypes.RunRequest).
+	Request Stream = 5
 )
 
 // String returns the wire name used by attach (R-ATT-4).
@@ -36,11 +40,13 @@ func (s Stream) String() string {
 		return "pty"
 	case Notice:
 		return "notice"
+	case Request:
+		return "request"
 	}
 	return fmt.Sprintf("stream(%d)", uint8(s))
 }
 
-func (s Stream) valid() bool { return s >= Stdout && s <= Notice }
+func (s Stream) valid() bool { return s >= Stdout && s <= Request }
 
 // Frame is one chunk of output. Seq is strictly increasing per run across
 // generations and agent restarts, never reused once a viewer could see it

@@ -56,6 +56,21 @@ var (
 	ErrMoveUnsupported = errors.New("supervisor: move unsupported")
 )
 
+// Requests (R-REQ-2): the answer to a tool's request.
+var (
+	// ErrRequestNotFound: the run has no request with that id.
+	ErrRequestNotFound = errors.New("supervisor: request not found")
+	// ErrBadAnswer: the decision, option or text does not fit the
+	// request.
+	ErrBadAnswer = errors.New("supervisor: bad answer")
+	// ErrRequestSettled: someone (or a rule, or the timeout) answered
+	// first; the sentence names who.
+	ErrRequestSettled = errors.New("supervisor: request settled")
+	// ErrRequestExpired: the process that asked is gone, or the tool no
+	// longer waits on the request.
+	ErrRequestExpired = errors.New("supervisor: request expired")
+)
+
 // State and guards: the run is not in a state that allows it.
 var (
 	// ErrNotLive: the run has no live process.

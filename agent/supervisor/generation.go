@@ -13,6 +13,7 @@ import (
 	"github.com/olivares-dev/olivares/agent/cliruntime"
 	"github.com/olivares-dev/olivares/agent/ledger"
 	"github.com/olivares-dev/olivares/agent/refusal"
+	"github.com/olivares-dev/olivares/agent/registry"
 	"github.com/olivares-dev/olivares/agent/ring"
 	"github.com/olivares-dev/olivares/agent/sessions"
 	"github.com/olivares-dev/olivares/shared/apitypes"
@@ -36,6 +37,11 @@ type generation struct {
 	// turnSeen is closed and replaced (under mu) at every turn start or
 	// end the tool acknowledged, for a waiter of the first turn (R-HOF-19).
 	turnSeen chan struct{}
+	// policy is the profile's approval policy as this process started
+	// with it (R-PROF-4: a change applies from the next start); tool
+	// names the tool in what the run shows ("claude").
+	policy registry.Approvals
+	tool   string
 
 	mu          sync.Mutex // guards the fields below and the order of writes
 	queue       [][]byte   // lines for stdin, in call order
@@ -108,6 +114,7 @@ func (r *run) start(ctx context.Context, d cliruntime.Driver, spec cliruntime.La
 	tainted := len(r.rec.Taint) > 0 || len(grants) > 0
 	r.mu.Unlock()
 	g := &generation{r: r, n: n, proc: proc, sess: d.NewSession(spec), resume: resume, cleanup: cleanup, withhold: resume && tainted,
+		policy: s.approvals(r), tool: string(d.Kind()),
 		wake: make(chan struct{}, 1), handshake: make(chan struct{}), refused: make(chan struct{}), turnSeen: make(chan struct{}),
 		ended: make(chan struct{})}
 	first := g.sess.Start()
@@ -448,17 +455,30 @@ func (g *generation) events(evs []cliruntime.Event) {
 			r.touch()
 		case cliruntime.EventTurnEnded:
 			g.sawTurn()
-			if !e.IsError {
-				// R-LIM-8: the next successful turn clears limit.
+			if e.IsError {
+				if g.lastError(e) {
+					continue
+				}
+			} else {
+				// R-LIM-8: the next successful turn clears limit;
+				// R-LERR-2: and last_error.
 				r.mu.Lock()
-				had := r.rec.Limit != nil
+				had := r.rec.Limit != nil || r.rec.LastError != nil
 				r.mu.Unlock()
 				if had {
-					r.updateAsync(ledger.Event{}, func(rec *record) { rec.Limit = nil })
+					r.updateAsync(ledger.Event{}, func(rec *record) { rec.Limit, rec.LastError = nil, nil })
 					continue
 				}
 			}
 			r.touch()
+		case cliruntime.EventError, cliruntime.EventRetrying:
+			g.lastError(e)
+		case cliruntime.EventRequest:
+			g.request(e.Request)
+		case cliruntime.EventRequestWithdrawn:
+			r.withdrawn(g, e.RequestID)
+		case cliruntime.EventDenied:
+			g.denied(e.Denial, apitypes.ByTool)
 		case cliruntime.EventLimit:
 			if e.Limit == nil {
 				continue
@@ -517,6 +537,9 @@ func (g *generation) wait(readers *sync.WaitGroup) {
 		r.mu.Unlock()
 		return
 	}
+	// R-REQ-8: the requests this process asked expire with it, in the
+	// output before its end.
+	r.expireGeneration(g.n, reasonGone)
 	r.ring.Flush()
 	r.flushInputs(false)
 	g.mu.Lock()

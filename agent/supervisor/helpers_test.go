@@ -288,7 +288,7 @@ type tail struct {
 
 	mu     sync.Mutex
 	frames []ring.Frame
-	texts  [ring.PTY + 1]bytes.Buffer // by stream
+	texts  [ring.Request + 1]bytes.Buffer // by stream
 	end    *ring.End
 	err    error
 	wake   chan struct{}

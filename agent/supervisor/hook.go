@@ -9,6 +9,8 @@ import (
 	"github.com/olivares-dev/olivares/agent/cliruntime"
 	"github.com/olivares-dev/olivares/agent/ledger"
 	"github.com/olivares-dev/olivares/agent/refusal"
+	"github.com/olivares-dev/olivares/agent/registry"
+	"github.com/olivares-dev/olivares/shared/apitypes"
 	"github.com/olivares-dev/olivares/shared/claudehook"
 )
 
@@ -47,6 +49,11 @@ func (s *Supervisor) ClaudeHook(ctx context.Context, ref string, input []byte) (
 		Event     string `json:"hook_event_name"`
 		SessionID string `json:"session_id"`
 		Tool      string `json:"tool_name"`
+		ToolUseID string `json:"tool_use_id"`
+		Input     struct {
+			Command  string `json:"command"`
+			FilePath string `json:"file_path"`
+		} `json:"tool_input"`
 	}
 	if err := json.Unmarshal(input, &in); err != nil || in.Tool == "" {
 		return HookDecision{}, refusal.New(ErrBadHookInput, "the hook input is not a PreToolUse event with a tool_name")
@@ -66,13 +73,35 @@ func (s *Supervisor) ClaudeHook(ctx context.Context, ref string, input []byte) (
 	if err != nil {
 		return HookDecision{}, err
 	}
-	d := HookDecision{Decision: "allow"}
+	// The same policy as the process's requests (R-HOOK-5): a rule of the
+	// profile decides here; with none, Claude Code's own permission rules
+	// go on and ask Olivares (a request) where they would ask a person. So
+	// the ledger never says "allow" for a use the tool then refuses.
+	d := HookDecision{Decision: claudehook.Pass}
+	subj := registry.Subject{Tool: in.Tool, Kind: apitypes.RequestPermission}
+	switch in.Tool {
+	case "Bash":
+		subj.Kind, subj.Command = apitypes.RequestCommand, in.Input.Command
+	case "Edit", "MultiEdit", "Write", "NotebookEdit":
+		subj.Kind = apitypes.RequestFileChange
+		if in.Input.FilePath != "" {
+			subj.Paths = []string{in.Input.FilePath}
+		}
+	}
+	if action, rule := g.policy.Decide(subj); rule > 0 {
+		d = HookDecision{Decision: action, Reason: fmt.Sprintf("approval rule %d of the Olivares profile %s", rule, rec.ProfileRef)}
+	}
 	if ok && (slices.Contains(prof.DeniedTools, in.Tool) || slices.Contains(prof.DeniedTools, "*")) {
-		d = HookDecision{Decision: "deny", Reason: fmt.Sprintf("the Olivares profile %s does not allow the %s tool", prof.Ref, in.Tool)}
+		d = HookDecision{Decision: claudehook.Deny, Reason: fmt.Sprintf("the Olivares profile %s does not allow the %s tool", prof.Ref, in.Tool)}
 	}
 	detail, _ := json.Marshal(map[string]string{"tool": in.Tool, "decision": d.Decision})
 	if _, err := s.o.Ledger.Append(ref, ledger.Event{Kind: KindToolUse, Generation: g.n, Detail: detail}); err != nil {
 		return HookDecision{}, err
+	}
+	if d.Decision == claudehook.Deny {
+		// Every refusal is on the run (R-REQ-9): as a request the policy
+		// settled, which the tool's permission_denials then match.
+		g.denied(&cliruntime.Denial{Tool: in.Tool, ToolUseID: in.ToolUseID, Command: cliruntime.Clip(in.Input.Command), Message: d.Reason}, apitypes.ByPolicy)
 	}
 	return d, nil
 }

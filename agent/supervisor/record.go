@@ -49,6 +49,9 @@ type record struct {
 	FailReason    string `json:"fail_reason,omitempty"`
 
 	Limit *apitypes.Limit `json:"limit,omitempty"`
+	// LastError is the tool's last failure the driver observed, cleared
+	// by the next turn that ends well (R-LERR-1).
+	LastError *apitypes.LastError `json:"last_error,omitempty"`
 	// Window is Claude Code's last window report (its result frame's
 	// modelUsage), kept across a stop and cleared by a new launch
 	// (R-ACT-7).
@@ -95,7 +98,7 @@ func getJSON(tx *bbolt.Tx, bucket []byte, key string, v any) (bool, error) {
 
 func createBuckets(db *bbolt.DB) error {
 	return db.Update(func(tx *bbolt.Tx) error {
-		for _, b := range [][]byte{bucketRuns, bucketMoves} {
+		for _, b := range [][]byte{bucketRuns, bucketMoves, bucketRequests} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}

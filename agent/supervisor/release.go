@@ -71,6 +71,9 @@ func (s *Supervisor) Delete(ctx context.Context, ref string) error {
 	// The record goes first: a crash before the ring and ledger are gone
 	// leaves orphans that Open sweeps, never a record without its evidence.
 	if err := s.o.DB.Update(func(tx *bbolt.Tx) error {
+		if err := deleteRequestsTx(tx, ref); err != nil {
+			return err
+		}
 		return tx.Bucket(bucketRuns).Delete([]byte(ref))
 	}); err != nil {
 		return err

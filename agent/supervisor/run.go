@@ -40,6 +40,13 @@ type run struct {
 	// (window report, task progress, plans).
 	live *transcript.Live
 
+	// reqs are the run's requests, pending and recently settled, in the
+	// order asked (requests.go); reqDirty and reqDrop are the changes the
+	// next commit writes. Under mu.
+	reqs     []*reqEntry
+	reqDirty map[string]bool
+	reqDrop  []string
+
 	inputs     int // accepted inputs not yet in the ledger
 	inputsBusy bool
 	// inputsMu serialises the ledger writes of input counts, so that a
@@ -92,6 +99,11 @@ func (r *run) save(also func(*bbolt.Tx) error) error {
 	evs := r.unsaved
 	r.unsaved, r.dirty = nil, false
 	b, err := json.Marshal(r.rec)
+	var puts map[string][]byte
+	var dels []string
+	if err == nil {
+		puts, dels, err = r.reqWritesLocked()
+	}
 	r.mu.Unlock()
 	if err != nil {
 		return err
@@ -111,12 +123,16 @@ func (r *run) save(also func(*bbolt.Tx) error) error {
 				return err
 			}
 		}
+		if err := writeRequestsTx(tx, r.ref, puts, dels); err != nil {
+			return err
+		}
 		return tx.Bucket(bucketRuns).Put([]byte(r.ref), b)
 	})
 	if err != nil {
 		r.mu.Lock()
 		r.unsaved = append(evs, r.unsaved...)
 		r.dirty = true
+		r.requeueReqWritesLocked(puts, dels)
 		r.mu.Unlock()
 	}
 	return err
@@ -257,6 +273,7 @@ func (r *run) current() (record, bool) {
 func (r *run) snapshot() apitypes.Run {
 	r.mu.Lock()
 	rec, g := r.rec, r.gen
+	pending := r.pendingLocked()
 	r.mu.Unlock()
 	f := Facts{
 		Released:        rec.Released,
@@ -278,7 +295,7 @@ func (r *run) snapshot() apitypes.Run {
 		Driver: rec.Driver, Generation: rec.Generation, Isolation: rec.Isolation,
 		ProviderProfileRef: rec.ProfileRef, WorkspaceRef: rec.WorkspaceRef, WorkspacePath: rec.WorkspacePath, WorktreeBranch: rec.WorktreeBranch,
 		TemplateRef: rec.TemplateRef, ConversationID: rec.ConversationID, Limit: rec.Limit, Taint: rec.Taint, HandoffOf: rec.HandoffOf,
-		CreatedAt: rec.CreatedAt, Rev: rec.Rev,
+		CreatedAt: rec.CreatedAt, Rev: rec.Rev, PendingRequests: pending, LastError: rec.LastError,
 	}
 	if rec.Ended {
 		v.ExitCode, v.Signal = rec.ExitCode, rec.Signal

@@ -109,9 +109,12 @@ func (*sinkSession) Encode(in cliruntime.Input) (cliruntime.Step, error) {
 	return cliruntime.Step{Write: [][]byte{[]byte(in.Text + "\n")}}, nil
 }
 func (*sinkSession) Interrupt() (cliruntime.Step, bool) { return cliruntime.Step{}, false }
-func (*sinkSession) Observe([]byte) cliruntime.Step     { return cliruntime.Step{} }
-func (*sinkSession) ConversationID() string             { return "" }
-func (*sinkSession) TurnActive() bool                   { return false }
+func (*sinkSession) Answer(string, cliruntime.Answer) (cliruntime.Step, error) {
+	return cliruntime.Step{}, cliruntime.ErrNoSuchRequest
+}
+func (*sinkSession) Observe([]byte) cliruntime.Step { return cliruntime.Step{} }
+func (*sinkSession) ConversationID() string         { return "" }
+func (*sinkSession) TurnActive() bool               { return false }
 
 // TestStdinQueueCappedInBytes (issue 18): a child that stops reading its
 // input costs the agent at most MaxStdinQueue bytes; the input past it is

@@ -96,6 +96,9 @@ type Options struct {
 	// inTx, when set (tests), runs inside every record commit's
 	// transaction with the run's ref: a place to stall the disk.
 	inTx func(runRef string)
+	// after, when set (tests), is the ask timeout's clock instead of
+	// time.AfterFunc: it calls fn after d and returns a stop function.
+	after func(d time.Duration, fn func()) (stop func() bool)
 }
 
 // DefaultMaxStdinQueue is MaxStdinQueue's default: four inputs of the
@@ -151,6 +154,10 @@ func Open(o Options) (*Supervisor, error) {
 	if err != nil {
 		return nil, err
 	}
+	reqs, err := loadRequests(o.DB)
+	if err != nil {
+		return nil, err
+	}
 	for _, rec := range recs {
 		rg, err := o.Ring.Ring(rec.RunRef)
 		if err != nil {
@@ -159,8 +166,16 @@ func Open(o Options) (*Supervisor, error) {
 		r := newRun(s, rg, rec)
 		s.runs[rec.RunRef] = r
 		s.lastRev = max(s.lastRev, rec.Rev)
+		// R-REQ-8: a request whose process died with the agent expires;
+		// its settlement goes into the output before the ring's end.
+		expired := r.restoreRequests(reqs[rec.RunRef])
 		if rec.PendingApproval {
 			// Held for a person: no process was ever spawned for it.
+			if expired {
+				if err := r.save(nil); err != nil {
+					return nil, err
+				}
+			}
 			continue
 		}
 		// A run still at generation 0 was being launched: the agent died
@@ -174,6 +189,11 @@ func Open(o Options) (*Supervisor, error) {
 			// The end was recorded but the agent died before the ring's
 			// End committed.
 			if err := rg.End(endReason(rec)); err != nil {
+				return nil, err
+			}
+		}
+		if expired {
+			if err := r.save(nil); err != nil {
 				return nil, err
 			}
 		}

@@ -62,6 +62,10 @@ func (s *Server) runRoutes() []Route {
 		// workspace administration.
 		{http.MethodPost, Base + "/runs/:ref/approve", auth.PermWorkspaceAdmin, s.approveRun},
 		{http.MethodPost, Base + "/runs/:ref/move", auth.PermRunWrite, s.move},
+		// People in the loop (R-REQ-2): the tool's requests and their
+		// answers.
+		{http.MethodGet, Base + "/runs/:ref/requests", auth.PermRunRead, s.listRequests},
+		{http.MethodPost, Base + "/runs/:ref/requests/:id", auth.PermRunWrite, s.answerRequest},
 	}
 }
 
@@ -125,7 +129,8 @@ func (s *Server) CreateProfileAs(ctx context.Context, tenant string, req apitype
 	err := s.call(ctx, req.NodeID, wire.Header{Op: proto.OpProfileCreate},
 		proto.ProfileCreate{Ref: ref, Tenant: tenant, Tool: req.Tool, Name: req.Name, Home: req.Home, Env: req.Env,
 			Inactive: req.Active != nil && !*req.Active, LaunchRequiresApproval: req.LaunchRequiresApproval,
-			AllowedWorkspaces: req.AllowedWorkspaces, EngineHooks: req.EngineHooks, DeniedTools: req.DeniedTools}, &p)
+			AllowedWorkspaces: req.AllowedWorkspaces, EngineHooks: req.EngineHooks, DeniedTools: req.DeniedTools,
+			Approvals: req.Approvals, ApprovalRules: req.ApprovalRules, AskTimeout: req.AskTimeout}, &p)
 	if err != nil {
 		return apitypes.Profile{}, err
 	}

@@ -3,6 +3,7 @@ package api
 import (
 	"encoding/base64"
 	"encoding/binary"
+	"encoding/json"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -170,6 +171,22 @@ func appendOutputJSON(b []byte, f proto.AttachFrame) []byte {
 func appendEvent(b []byte, f proto.AttachFrame) []byte {
 	switch f.Type {
 	case proto.AttachOutput:
+		if f.Stream == proto.StreamRequest {
+			// R-REQ-4: a request or its settlement, at its seq, as an
+			// event of its own.
+			ev := apitypes.SSERequestSettled
+			var st struct {
+				State string `json:"state"`
+			}
+			if json.Unmarshal(f.Data, &st) == nil && st.State == apitypes.RequestPending {
+				ev = apitypes.SSERequest
+			}
+			b = append(b, "id: "...)
+			b = strconv.AppendUint(b, f.Seq, 10)
+			b = append(b, "\nevent: "+ev+"\ndata: "...)
+			b = append(b, f.Data...)
+			return append(b, '\n', '\n')
+		}
 		if f.Stream == proto.StreamNotice {
 			// R-ATT-4: the agent's notice at its seq, e.g. history_withheld.
 			b = append(b, "id: "...)

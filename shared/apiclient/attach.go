@@ -283,7 +283,7 @@ func (s *Stream) Next() (sse.Event, error) {
 // reconnecting stream already returned.
 func (s *Stream) track(ev sse.Event) (skip bool, err error) {
 	switch ev.Type {
-	case apitypes.SSEOutput, apitypes.SSEOlivaresNotice:
+	case apitypes.SSEOutput, apitypes.SSEOlivaresNotice, apitypes.SSERequest, apitypes.SSERequestSettled:
 		// Frames of the ring: their id is their seq (R-ATT-4).
 		seq, perr := strconv.ParseUint(ev.ID, 10, 64)
 		if perr != nil {

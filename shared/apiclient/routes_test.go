@@ -73,6 +73,11 @@ func TestEveryRoute(t *testing.T) {
 		func() error { return c.DeleteProfile(ctx, "prof_1") },
 		func() error { return c.DeleteWorkspace(ctx, "ws_1") },
 		func() error { return c.Healthz(ctx) },
+		func() error { _, err := c.Requests(ctx, ref); return err },
+		func() error {
+			_, err := c.AnswerRequest(ctx, ref, "req_0123456789abcdef", apitypes.RequestAnswer{Decision: "allow"})
+			return err
+		},
 		func() error { return c.Readyz(ctx) },
 		func() error { _, err := c.Metrics(ctx); return err },
 		func() error { _, err := c.CreateProfile(ctx, apitypes.ProfileCreate{}); return err },

@@ -118,6 +118,20 @@ func (c *Client) Move(ctx context.Context, ref, profileRef string) (apitypes.Run
 	return c.runCall(ctx, http.MethodPost, ref, "move", apitypes.MoveRequest{ProviderProfileRef: profileRef})
 }
 
+// Requests is GET /runs/{ref}/requests: the tool's pending requests and
+// the last settled ones.
+func (c *Client) Requests(ctx context.Context, ref string) (apitypes.RequestList, error) {
+	var out apitypes.RequestList
+	return out, c.get(ctx, RunPath(ref, "requests"), nil, &out)
+}
+
+// AnswerRequest is POST /runs/{ref}/requests/{id}: the first valid answer
+// settles the request (409 request_settled names who answered first).
+func (c *Client) AnswerRequest(ctx context.Context, ref, id string, a apitypes.RequestAnswer) (apitypes.RunRequest, error) {
+	var out apitypes.RunRequest
+	return out, c.call(ctx, http.MethodPost, RunPath(ref, "requests", id), a, &out)
+}
+
 func (c *Client) runCall(ctx context.Context, method, ref, action string, body any) (apitypes.Run, error) {
 	var r apitypes.Run
 	path := RunPath(ref)

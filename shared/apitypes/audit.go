@@ -24,6 +24,7 @@ const (
 	AuditRunArchived           = "sessions.run.archived"
 	AuditRunUnarchived         = "sessions.run.unarchived"
 	AuditRunDeleted            = "sessions.run.deleted"
+	AuditRunRequestAnswered    = "sessions.run.request.answered"
 	AuditRunHandoffPreview     = "sessions.run.handoff_preview"
 	AuditRunMessages           = "sessions.run.messages"
 	AuditRunMessagesText       = "sessions.run.messages.text"

@@ -87,6 +87,12 @@ type Run struct {
 	Limit     *Limit `json:"limit,omitempty"`
 	// Taint is the grant kinds the run was ever given (R-CRED-1, R-CRED-5).
 	Taint []string `json:"taint,omitempty"`
+	// PendingRequests counts the tool's requests waiting for a person
+	// (R-REQ-3).
+	PendingRequests int `json:"pending_requests"`
+	// LastError is the tool's last failure the driver observed, cleared
+	// by the next turn that ends well (R-LERR-1).
+	LastError *LastError `json:"last_error,omitempty"`
 	// CodexBinding is set on a Codex supervision run (R-CX-CONT-*); while
 	// it is model-locked the run refuses deletion (R-CX-LOCK-1).
 	CodexBinding *CodexBinding `json:"codex_binding,omitempty"`
@@ -209,6 +215,10 @@ const (
 	SSEEnd            = "end"
 	SSENotice         = "notice"
 	SSEOlivaresNotice = "olivares_notice"
+	// SSERequest and SSERequestSettled carry a RunRequest when the tool
+	// asks and when its request is settled or expires (R-REQ-4).
+	SSERequest        = "request"
+	SSERequestSettled = "request_settled"
 )
 
 // Output is an output event's data (R-ATT-4).
@@ -267,6 +277,31 @@ type Profile struct {
 	// DeniedTools (with EngineHooks): tool names the engine's hook refuses
 	// ("*" refuses every tool).
 	DeniedTools []string `json:"denied_tools,omitempty"`
+	// Approvals is what happens to a tool's request that no rule decides:
+	// "ask" (a person answers), "deny" or "allow" (R-REQ-10).
+	Approvals     string         `json:"approvals"`
+	ApprovalRules []ApprovalRule `json:"approval_rules,omitempty"`
+	// AskTimeout is how long a request waits for a person before it is
+	// denied, as a duration ("10m") (R-REQ-12).
+	AskTimeout string `json:"ask_timeout"`
+}
+
+// Approval policies of a profile (R-REQ-10).
+const (
+	ApprovalsAsk   = "ask"
+	ApprovalsDeny  = "deny"
+	ApprovalsAllow = "allow"
+)
+
+// ApprovalRule is one rule of a profile's approval policy (R-REQ-11):
+// when the request's tool (or kind) and the pattern on its command or
+// paths match, Action (allow, deny or ask) settles it. Empty Tool, Kind
+// and Pattern match every request.
+type ApprovalRule struct {
+	Tool    string `json:"tool,omitempty"`
+	Kind    string `json:"kind,omitempty"`
+	Pattern string `json:"pattern,omitempty"`
+	Action  string `json:"action"`
 }
 
 // ProfileCreate is POST /profiles.
@@ -281,6 +316,10 @@ type ProfileCreate struct {
 	AllowedWorkspaces      []string          `json:"allowed_workspaces,omitempty"`
 	EngineHooks            bool              `json:"engine_hooks,omitempty"`
 	DeniedTools            []string          `json:"denied_tools,omitempty"`
+	// Approvals defaults to "ask" and AskTimeout to "10m" (R-REQ-10).
+	Approvals     string         `json:"approvals,omitempty"`
+	ApprovalRules []ApprovalRule `json:"approval_rules,omitempty"`
+	AskTimeout    string         `json:"ask_timeout,omitempty"`
 }
 
 // ProfileUpdate is PATCH /profiles/{ref}: the fields given change.
@@ -290,6 +329,10 @@ type ProfileUpdate struct {
 	AllowedWorkspaces      *[]string `json:"allowed_workspaces,omitempty"`
 	EngineHooks            *bool     `json:"engine_hooks,omitempty"`
 	DeniedTools            *[]string `json:"denied_tools,omitempty"`
+	// The approval policy of the tool's requests (R-REQ-10..12).
+	Approvals     *string         `json:"approvals,omitempty"`
+	ApprovalRules *[]ApprovalRule `json:"approval_rules,omitempty"`
+	AskTimeout    *string         `json:"ask_timeout,omitempty"`
 	// Env sets these variables (added or replaced); the values go to the
 	// node and stay there (R-PROF-2). UnsetEnv removes variables by name.
 	// A name may not be in both.
@@ -314,6 +357,9 @@ func (u ProfileUpdate) Fields() []string {
 	add(u.AllowedWorkspaces != nil, "allowed_workspaces")
 	add(u.EngineHooks != nil, "engine_hooks")
 	add(u.DeniedTools != nil, "denied_tools")
+	add(u.Approvals != nil, "approvals")
+	add(u.ApprovalRules != nil, "approval_rules")
+	add(u.AskTimeout != nil, "ask_timeout")
 	add(len(u.Env) > 0, "env")
 	add(len(u.UnsetEnv) > 0, "unset_env")
 	add(u.Home != nil, "home")

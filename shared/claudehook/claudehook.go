@@ -39,9 +39,21 @@ type Request struct {
 
 // Decision is the agent's answer.
 type Decision struct {
-	Decision string `json:"decision"` // allow | deny
+	// Decision is allow, deny or ask (the profile's policy decided: Claude
+	// Code is told so), or pass (no rule decided: Claude Code's own
+	// permission rules go on, and ask Olivares where they would ask a
+	// person).
+	Decision string `json:"decision"`
 	Reason   string `json:"reason,omitempty"`
 }
+
+// The decisions.
+const (
+	Allow = "allow"
+	Deny  = "deny"
+	Ask   = "ask"
+	Pass  = "pass"
+)
 
 // maxInput bounds what is read from Claude Code.
 const maxInput = 1 << 20
@@ -70,12 +82,15 @@ func Main(stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string)
 		fmt.Fprintf(stderr, "olivares claude-hook: the Olivares agent did not answer (%v). The tool use is blocked.\n", err)
 		return 2
 	}
-	if d.Decision == "allow" {
-		// Claude Code's own permission rules decide, as without the hook.
+	switch d.Decision {
+	case Allow, Deny, Ask:
+	default:
+		// No rule decided: Claude Code's own permission rules go on, as
+		// without the hook.
 		return 0
 	}
 	out, _ := json.Marshal(map[string]any{"hookSpecificOutput": map[string]any{
-		"hookEventName": "PreToolUse", "permissionDecision": "deny", "permissionDecisionReason": d.Reason,
+		"hookEventName": "PreToolUse", "permissionDecision": d.Decision, "permissionDecisionReason": d.Reason,
 	}})
 	fmt.Fprintln(stdout, string(out))
 	return 0

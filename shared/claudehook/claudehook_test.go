@@ -13,8 +13,8 @@ import (
 )
 
 // The hook fails closed (exit 2) without its environment or its agent, and
-// turns the agent's deny into Claude Code's hook output; an allow prints
-// nothing, so Claude Code's own permission rules decide.
+// turns the agent's allow or deny into Claude Code's hook output; a pass
+// prints nothing, so Claude Code's own permission rules decide.
 func TestHookCommand(t *testing.T) {
 	sock := filepath.Join(t.TempDir(), "a.sock")
 	ln, err := localsock.Listen(sock)
@@ -29,7 +29,11 @@ func TestHookCommand(t *testing.T) {
 			localsock.WriteJSON(w, 200, Decision{Decision: "deny", Reason: "not Bash"})
 			return
 		}
-		localsock.WriteJSON(w, 200, Decision{Decision: "allow"})
+		if got.RunRef == "run_allow" {
+			localsock.WriteJSON(w, 200, Decision{Decision: Allow, Reason: "rule 1"})
+			return
+		}
+		localsock.WriteJSON(w, 200, Decision{Decision: Pass})
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -50,7 +54,8 @@ func TestHookCommand(t *testing.T) {
 		{"no environment", env("", ""), input, 2, "", "is not set"},
 		{"no agent", env("run_x", filepath.Join(t.TempDir(), "none.sock")), input, 2, "", "did not answer"},
 		{"not JSON", env("run_x", sock), "tool", 2, "", "not one JSON object"},
-		{"allow", env("run_allow", sock), input, 0, "", ""},
+		{"allow", env("run_allow", sock), input, 0, `"permissionDecision":"allow"`, ""},
+		{"pass", env("run_pass", sock), input, 0, "", ""},
 		{"deny", env("run_deny", sock), input, 0, `"permissionDecision":"deny"`, ""},
 	}
 	for _, tc := range cases {

@@ -37,6 +37,8 @@ const (
 	OpRunMessages     = "run.messages"        // RunMessages → apitypes.MessagesPage or MessageRead
 	OpHandoff         = "run.handoff"         // RunHandoff → apitypes.HandoffResponse
 	OpRunDiffFile     = "run.diff_file"       // RunDiffFile → apitypes.FileDiff
+	OpRunRequests     = "run.requests"        // → apitypes.RequestList
+	OpRunAnswer       = "run.answer"          // RunAnswer → apitypes.RunRequest (settled)
 
 	// OpProjectConfig scans a workspace's repository-carried agent
 	// configuration (R-PCS-10).
@@ -62,6 +64,10 @@ type ProfileCreate struct {
 	AllowedWorkspaces      []string `json:"allowed_workspaces,omitempty"`
 	EngineHooks            bool     `json:"engine_hooks,omitempty"`
 	DeniedTools            []string `json:"denied_tools,omitempty"`
+	// The approval policy (R-REQ-10..12); the agent fills the defaults.
+	Approvals     string                  `json:"approvals,omitempty"`
+	ApprovalRules []apitypes.ApprovalRule `json:"approval_rules,omitempty"`
+	AskTimeout    string                  `json:"ask_timeout,omitempty"`
 }
 
 // ProfileUpdate asks the agent to change a profile's policy.
@@ -150,6 +156,14 @@ type RunHandoff struct {
 	Gate
 }
 
+// RunAnswer is a person's answer to one of a run's requests (R-REQ-2): By
+// is their principal id, which the request keeps.
+type RunAnswer struct {
+	ID string `json:"id"`
+	By string `json:"by"`
+	apitypes.RequestAnswer
+}
+
 // RunSubAgent names the sub-agent of GET /runs/{ref}/activity/agents/{agent}.
 type RunSubAgent struct {
 	Agent string `json:"agent"`
@@ -218,11 +232,15 @@ const (
 const outputHeader = 1 + 8 + 4 + 1 + 8
 
 // Stream tags of AttachOutput (R-TR-9), as the ring numbers them.
-var streamNames = [...]string{1: "stdout", 2: "stderr", 3: "pty", 4: "notice"}
+var streamNames = [...]string{1: "stdout", 2: "stderr", 3: "pty", 4: "notice", 5: "request"}
 
 // StreamNotice is the stream number of the agent's own notices in the
 // output (an olivares_notice event, R-HW-3).
 const StreamNotice byte = 4
+
+// StreamRequest is the stream number of a run's requests and their
+// settlements in the output (R-REQ-4): data is an apitypes.RunRequest.
+const StreamRequest byte = 5
 
 // StreamName returns the tag of a stream number, "" when unknown.
 func StreamName(s byte) string {

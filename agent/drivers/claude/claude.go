@@ -24,8 +24,12 @@ import (
 const Name = "claude"
 
 // baseArgs is the operate form (real-clis.md §1.1): stream-json output needs
-// --verbose, or Claude exits 1.
-var baseArgs = []string{"--print", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose"}
+// --verbose, or Claude exits 1. --permission-prompt-tool stdio makes Claude
+// Code ask the host (a can_use_tool control request on stdout) instead of
+// refusing every use its permission rules do not allow (R-REQ-5; measured
+// on 2.1.328).
+var baseArgs = []string{"--print", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose",
+	"--permission-prompt-tool", "stdio"}
 
 // resumeNotFound starts the error Claude Code gives for --resume of an id it
 // has no transcript for (real-clis.md §1.4).
@@ -97,11 +101,12 @@ func (Driver) CheckInput(in cliruntime.Input) error { return cliruntime.CheckStr
 
 // NewSession returns the protocol state of one claude process.
 func (Driver) NewSession(spec cliruntime.LaunchSpec) cliruntime.Session {
-	return &session{resumeID: spec.ConversationID}
+	return &session{resumeID: spec.ConversationID, cwd: spec.Workdir, open: map[string]*openRequest{}, answered: map[string]bool{}}
 }
 
 type session struct {
 	resumeID string // asked for at resume; "" for a launch
+	cwd      string // the workdir, the cwd of the commands Claude asks to run
 
 	mu sync.Mutex
 	// conv is the session_id confirmed by system/init.
@@ -116,6 +121,13 @@ type session struct {
 	resetsAt *time.Time
 	// dead: the resume was refused; the process takes no more input.
 	dead bool
+	// open are the can_use_tool requests waiting for an answer, by
+	// request_id (requests.go).
+	open map[string]*openRequest
+	// answered are the tool_use_ids of the uses this session answered or
+	// already reported refused: a permission_denials entry for one of them
+	// is no new refusal. Cleared at each result.
+	answered map[string]bool
 }
 
 func (s *session) Start() cliruntime.Step { return cliruntime.Step{} }
@@ -202,6 +214,18 @@ type frame struct {
 
 	// control_response
 	Response json.RawMessage `json:"response"`
+
+	// control_request (requests.go)
+	RequestID json.RawMessage `json:"request_id"`
+	Request   json.RawMessage `json:"request"`
+
+	// system/permission_denied
+	ToolName  json.RawMessage `json:"tool_name"`
+	ToolUseID json.RawMessage `json:"tool_use_id"`
+	Message   json.RawMessage `json:"message"`
+
+	// result
+	PermissionDenials json.RawMessage `json:"permission_denials"`
 }
 
 func str(raw json.RawMessage) string {
@@ -213,7 +237,7 @@ func str(raw json.RawMessage) string {
 // observed are the frame types the driver reads; the others (assistant,
 // user and stream_event frames, most of a busy turn's lines) are passed over
 // after a scan for their type, without a decode or a copy.
-var observed = map[string]bool{"system": true, "result": true, "rate_limit_event": true, "control_response": true}
+var observed = map[string]bool{"system": true, "result": true, "rate_limit_event": true, "control_response": true, "control_request": true}
 
 func (s *session) Observe(line []byte) cliruntime.Step {
 	if t, esc, ok := jsonscan.String(line, "type"); ok && !esc && !observed[string(t)] {
@@ -238,9 +262,14 @@ func (s *session) observeFrame(f *frame, raw json.RawMessage) cliruntime.Step {
 	defer s.mu.Unlock()
 	switch f.Type {
 	case "system":
-		if str(f.Subtype) == "init" {
+		switch str(f.Subtype) {
+		case "init":
 			return s.initLocked(str(f.SessionID), raw)
+		case "permission_denied":
+			return s.permissionDeniedLocked(f, raw)
 		}
+	case "control_request":
+		return s.controlRequestLocked(f, raw)
 	case "result":
 		return s.resultLocked(f, raw)
 	case "rate_limit_event":
@@ -313,14 +342,17 @@ func (s *session) resultLocked(f *frame, raw json.RawMessage) cliruntime.Step {
 			evs = append(evs, cliruntime.Event{Kind: cliruntime.EventLimit, ConversationID: s.conv, Limit: lim, Raw: raw})
 		}
 	}
+	evs = append(evs, s.denialsLocked(f.PermissionDenials, raw)...)
 	ev := cliruntime.Event{Kind: cliruntime.EventTurnEnded, ConversationID: s.conv, IsError: isErr, Reason: str(f.TerminalReason), Raw: raw}
 	if isErr {
 		ev.Error = strings.Join(errs, "; ")
 		if ev.Error == "" {
 			ev.Error = str(f.Result)
 		}
+		ev.ErrorKind = errorKind(f)
 	}
 	evs = append(evs, ev)
+	clear(s.answered)
 	// queued_turn_count says how many user messages still wait; without it,
 	// one turn ended.
 	var queued int
@@ -331,6 +363,29 @@ func (s *session) resultLocked(f *frame, raw json.RawMessage) cliruntime.Step {
 	}
 	s.resetsAt = nil
 	return cliruntime.Step{Events: evs}
+}
+
+// errorKind classifies a failed turn's result for the run's last_error
+// (R-LERR-1): the API status Claude Code reports (real-clis.md §1.10), a
+// connection failure, or an interrupt (terminal_reason aborted_*).
+func errorKind(f *frame) string {
+	var status int
+	_ = json.Unmarshal(f.APIErrorStatus, &status)
+	switch reason := str(f.TerminalReason); {
+	case strings.HasPrefix(reason, "aborted"):
+		return cliruntime.ErrorInterrupted
+	case status == 401 || status == 403:
+		return cliruntime.ErrorAuth
+	case status == 429:
+		return cliruntime.ErrorRateLimit
+	case status >= 500:
+		return cliruntime.ErrorProvider
+	case str(f.APIError) == "connection_failed":
+		return cliruntime.ErrorConnection
+	case status != 0 || reason == "api_error":
+		return cliruntime.ErrorProvider
+	}
+	return cliruntime.ErrorTurnFailed
 }
 
 // limitLocked is R-LIM-5: api_error usage_limit_reached → usage, an HTTP 429

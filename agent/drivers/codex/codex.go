@@ -11,7 +11,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
-	"strconv"
 	"sync"
 	"time"
 
@@ -101,6 +100,12 @@ type session struct {
 	retry    bool // resend the interrupt at turn/started
 	retried  bool // the one retry of this turn was spent
 	windows  rateWindows
+
+	// open are Codex's requests waiting for an answer, by JSON-RPC id;
+	// items the file-change items whose diff an approval shows
+	// (requests.go).
+	open  map[string]*codexRequest
+	items map[string]fileItem
 }
 
 func (s *session) requestLocked(method string, params any) []byte {
@@ -231,7 +236,8 @@ func (s *session) TurnActive() bool {
 // observed are the notifications the driver reads; every other
 // notification (the deltas, most of a busy turn's lines) is passed over
 // after a Peek, without a decode or a copy.
-var observed = map[string]bool{"turn/started": true, "turn/completed": true, "account/rateLimits/updated": true, "error": true}
+var observed = map[string]bool{"turn/started": true, "turn/completed": true, "account/rateLimits/updated": true, "error": true,
+	"item/started": true, "serverRequest/resolved": true}
 
 func (s *session) Observe(line []byte) cliruntime.Step {
 	h, ok := jsonrpc.Peek(line)
@@ -418,23 +424,28 @@ func (s *session) notificationLocked(m jsonrpc.Message, raw json.RawMessage) cli
 		return s.turnCompletedLocked(&n, raw)
 	case "account/rateLimits/updated":
 		s.windows.update(m.Params)
+	case "item/started":
+		s.rememberItemLocked(m.Params)
+	case "serverRequest/resolved":
+		return s.resolvedLocked(m.Params, raw)
 	case "error":
 		// Every failure is an error notification, then turn/completed
 		// "failed" (real-clis.md §2.5); a retried one is progress, not a fact.
-		var p struct {
+		var e struct {
 			WillRetry bool `json:"willRetry"`
+			Error     struct {
+				Message        string          `json:"message"`
+				CodexErrorInfo json.RawMessage `json:"codexErrorInfo"`
+			} `json:"error"`
+			TurnID string `json:"turnId"`
 		}
-		_ = json.Unmarshal(m.Params, &p)
-		if !p.WillRetry {
-			var e struct {
-				Error struct {
-					Message string `json:"message"`
-				} `json:"error"`
-				TurnID string `json:"turnId"`
-			}
-			_ = json.Unmarshal(m.Params, &e)
-			return step(cliruntime.Event{Kind: cliruntime.EventError, ConversationID: s.thread, TurnID: e.TurnID, Error: e.Error.Message, Raw: raw})
+		_ = json.Unmarshal(m.Params, &e)
+		if e.WillRetry {
+			// "Reconnecting... 2/5": not a fact yet, but a run that
+			// never recovers must say why (R-LERR-1).
+			return step(cliruntime.Event{Kind: cliruntime.EventRetrying, ConversationID: s.thread, TurnID: e.TurnID, ErrorKind: cliruntime.ErrorRetrying, Error: e.Error.Message, Raw: raw})
 		}
+		return step(cliruntime.Event{Kind: cliruntime.EventError, ConversationID: s.thread, TurnID: e.TurnID, ErrorKind: errorKind(e.Error.CodexErrorInfo), Error: e.Error.Message, Raw: raw})
 	}
 	return cliruntime.Step{}
 }
@@ -443,8 +454,14 @@ func (s *session) turnCompletedLocked(n *turnNotification, raw json.RawMessage) 
 	t := n.Turn
 	var evs []cliruntime.Event
 	ev := cliruntime.Event{Kind: cliruntime.EventTurnEnded, ConversationID: s.thread, TurnID: t.ID, Reason: t.Status, IsError: t.Status != "completed", Raw: raw}
+	if t.Status == "interrupted" {
+		ev.ErrorKind = cliruntime.ErrorInterrupted
+	}
 	if t.Error != nil {
 		ev.Error = t.Error.Message
+		if ev.ErrorKind == "" {
+			ev.ErrorKind = errorKind(t.Error.CodexErrorInfo)
+		}
 		if lim := s.limitLocked(t.Error.CodexErrorInfo); lim != nil {
 			evs = append(evs, cliruntime.Event{Kind: cliruntime.EventLimit, ConversationID: s.thread, TurnID: t.ID, Limit: lim, Raw: raw})
 		}
@@ -453,6 +470,45 @@ func (s *session) turnCompletedLocked(n *turnNotification, raw json.RawMessage) 
 	s.turn = ""
 	s.interrupt, s.retry = false, false
 	return merge(cliruntime.Step{Events: evs}, s.flushLocked())
+}
+
+// errorKind classifies a turn's codexErrorInfo for the run's last_error
+// (R-LERR-1): a string ("usageLimitExceeded", "serverOverloaded", …) or an
+// object such as {"httpConnectionFailed":{"httpStatusCode":401}}
+// (real-clis.md §2.5).
+func errorKind(info json.RawMessage) string {
+	var name string
+	var status int
+	if json.Unmarshal(info, &name) != nil {
+		var obj map[string]struct {
+			HTTPStatusCode *int `json:"httpStatusCode"`
+		}
+		if json.Unmarshal(info, &obj) != nil {
+			return cliruntime.ErrorTurnFailed
+		}
+		for k, v := range obj {
+			name = k
+			if v.HTTPStatusCode != nil {
+				status = *v.HTTPStatusCode
+			}
+		}
+	}
+	switch {
+	case status == 401 || status == 403 || name == "unauthorized":
+		return cliruntime.ErrorAuth
+	case status == 429 || name == "usageLimitExceeded" || name == "rateLimitExceeded" || name == "responseTooManyFailedAttempts":
+		return cliruntime.ErrorRateLimit
+	case name == "httpConnectionFailed" || name == "responseStreamConnectionFailed" || name == "responseStreamDisconnected":
+		if status >= 500 {
+			return cliruntime.ErrorProvider
+		}
+		return cliruntime.ErrorConnection
+	case name == "serverOverloaded" || name == "internalServerError" || status >= 500:
+		return cliruntime.ErrorProvider
+	case name == "":
+		return cliruntime.ErrorTurnFailed
+	}
+	return cliruntime.ErrorTurnFailed
 }
 
 // limitLocked is R-LIM-6: usageLimitExceeded → usage, rateLimitExceeded →
@@ -472,22 +528,6 @@ func (s *session) limitLocked(info json.RawMessage) *cliruntime.Limit {
 		return nil
 	}
 	return &cliruntime.Limit{Kind: kind, ResetsAt: s.windows.resetsAt()}
-}
-
-// serverRequestLocked answers a request Codex sends us (approvals, user
-// input, tool calls; Appendix A lists ten). The driver grants nothing: it
-// answers "method not found", which Codex takes as a refusal, and reports it
-// so that a person sees why the turn stalled. A profile that wants tools to
-// run sets approval_policy = "never" in its config.toml.
-func (s *session) serverRequestLocked(m jsonrpc.Message, raw json.RawMessage) cliruntime.Step {
-	reply := jsonrpc.Line(jsonrpc.Response{JSONRPC: "2.0", ID: m.ID, Error: &jsonrpc.Error{
-		Code:    jsonrpc.MethodNotFound,
-		Message: "olivares does not answer " + strconv.Quote(m.Method),
-	}})
-	return cliruntime.Step{
-		Write:  [][]byte{reply},
-		Events: []cliruntime.Event{{Kind: cliruntime.EventError, ConversationID: s.thread, Error: "codex asked " + strconv.Quote(m.Method) + "; olivares refused", Raw: raw}},
-	}
 }
 
 func step(ev ...cliruntime.Event) cliruntime.Step { return cliruntime.Step{Events: ev} }

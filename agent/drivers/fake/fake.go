@@ -40,6 +40,8 @@ const Program = "fake-cli"
 //	{"op":"hello","resume":"<id>"}       continue a stored one
 //	{"op":"prompt","text":"…"}           one turn (the peer queues them)
 //	{"op":"cancel"}                      cancel the running turn
+//	{"op":"answer","id":"q1","decision":"allow"|"deny","text":"…"}
+//	                                     answer the peer's question q1
 //
 // From the peer:
 //
@@ -48,11 +50,14 @@ const Program = "fake-cli"
 //	{"ev":"turn_started","turn":"t1"}
 //	{"ev":"delta","turn":"t1","text":"…"}
 //	{"ev":"turn_ended","turn":"t1","status":"completed"|"cancelled"}
+//	{"ev":"ask","id":"q1","text":"<command>"}     the turn waits for an answer
 type (
 	request struct {
-		Op     string `json:"op"`
-		Resume string `json:"resume,omitempty"`
-		Text   string `json:"text,omitempty"`
+		Op       string `json:"op"`
+		Resume   string `json:"resume,omitempty"`
+		Text     string `json:"text,omitempty"`
+		ID       string `json:"id,omitempty"`
+		Decision string `json:"decision,omitempty"`
 	}
 	event struct {
 		Ev           string `json:"ev"`
@@ -61,6 +66,7 @@ type (
 		Text         string `json:"text,omitempty"`
 		Status       string `json:"status,omitempty"`
 		Error        string `json:"error,omitempty"`
+		ID           string `json:"id,omitempty"`
 	}
 )
 
@@ -102,11 +108,13 @@ func (Driver) Resume(spec cliruntime.LaunchSpec) (cliruntime.Command, error) {
 func (Driver) CheckInput(in cliruntime.Input) error { return cliruntime.CheckTextInput(in) }
 
 func (Driver) NewSession(spec cliruntime.LaunchSpec) cliruntime.Session {
-	return &session{resumeID: spec.ConversationID}
+	return &session{resumeID: spec.ConversationID, cwd: spec.Workdir, open: map[string]cliruntime.Request{}}
 }
 
 type session struct {
 	resumeID string
+	cwd      string
+	open     map[string]cliruntime.Request // the peer's questions waiting for an answer
 
 	mu    sync.Mutex
 	conv  string
@@ -185,6 +193,18 @@ func (s *session) Observe(l []byte) cliruntime.Step {
 		ev.Kind, ev.ConversationID, ev.Error = cliruntime.EventConversationUnavailable, e.Conversation, e.Error
 	case "turn_started":
 		ev.Kind = cliruntime.EventTurnStarted
+	case "ask":
+		if e.ID == "" {
+			return cliruntime.Step{}
+		}
+		req := cliruntime.Request{ID: e.ID, Kind: cliruntime.RequestCommand, Tool: "shell", Title: "Run " + e.Text,
+			Command: e.Text, Cwd: s.cwd, Options: []cliruntime.Option{
+				{ID: cliruntime.OptionAllowOnce, Label: "Allow once", Decision: cliruntime.DecisionAllow},
+				{ID: cliruntime.OptionAllowSession, Label: "Allow for this session", Decision: cliruntime.DecisionAllow, Session: true},
+				{ID: cliruntime.OptionDeny, Label: "Deny", Decision: cliruntime.DecisionDeny},
+			}}
+		s.open[e.ID] = req
+		ev.Kind, ev.Request = cliruntime.EventRequest, &req
 	case "turn_ended":
 		if s.ended < s.sent {
 			s.ended++
@@ -194,6 +214,22 @@ func (s *session) Observe(l []byte) cliruntime.Step {
 		return cliruntime.Step{}
 	}
 	return cliruntime.Step{Events: []cliruntime.Event{ev}}
+}
+
+// Answer writes the answer to the peer's question id.
+func (s *session) Answer(id string, a cliruntime.Answer) (cliruntime.Step, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	req, ok := s.open[id]
+	if !ok {
+		return cliruntime.Step{}, cliruntime.ErrNoSuchRequest
+	}
+	opt, ok := req.Option(a.OptionID)
+	if !ok {
+		return cliruntime.Step{}, cliruntime.ErrBadAnswer
+	}
+	delete(s.open, id)
+	return cliruntime.Step{Write: [][]byte{line(request{Op: "answer", ID: id, Decision: string(opt.Decision), Text: a.Message})}}, nil
 }
 
 // turnName numbers turns within one process.

@@ -108,7 +108,8 @@ func (r *Runner) Start(ctx context.Context, s sessions.Spec) (sessions.Process, 
 		inR: inR, outW: outW, errW: errW,
 		done: make(chan struct{}), sig: make(chan syscall.Signal, 4),
 	}
-	pr := &peer{store: r.store, p: p, tick: tick, cancel: make(chan struct{}, 1), cancelled: map[int]bool{}}
+	pr := &peer{store: r.store, p: p, tick: tick, cancel: make(chan struct{}, 1), cancelled: map[int]bool{},
+		answers: make(chan request, 16)}
 	go pr.run()
 	return p, nil
 }
@@ -228,6 +229,9 @@ type peer struct {
 	read      int          // prompts read from stdin
 	done      int          // turns ended
 	cancelled map[int]bool // turn number -> a cancel is pending for it
+
+	answers chan request // answers to the peer's questions ("ask")
+	asked   int
 }
 
 // cancelOldest marks the running turn, or else the next queued one, as
@@ -289,6 +293,11 @@ func (pr *peer) run() {
 				prompts <- r.Text
 			case r.Op == "cancel":
 				pr.cancelOldest()
+			case r.Op == "answer":
+				select {
+				case pr.answers <- r:
+				default:
+				}
 			}
 		}
 		if !said {
@@ -354,6 +363,34 @@ func (pr *peer) turn(text string) bool {
 			n -= k
 		}
 		reply = "flooded " + rest + " bytes"
+	case "ask":
+		// The turn asks to run rest and waits for the answer, a cancel or
+		// the end of the process.
+		pr.asked++
+		q := "q" + strconv.Itoa(pr.asked)
+		if !pr.emit(event{Ev: "ask", ID: q, Text: rest}) {
+			return false
+		}
+	wait:
+		for !pr.isCancelled(n) {
+			select {
+			case <-pr.cancel:
+				// Woken: the loop's condition says whether it is this turn's.
+			case <-pr.p.done:
+				return false
+			case a := <-pr.answers:
+				if a.ID != q {
+					continue
+				}
+				reply = "denied: " + rest
+				if a.Decision == "allow" {
+					reply = "ran: " + rest
+				} else if a.Text != "" {
+					reply += " (" + a.Text + ")"
+				}
+				break wait
+			}
+		}
 	case "slow":
 		t := time.NewTicker(pr.tick)
 		defer t.Stop()

@@ -65,6 +65,10 @@ func parseClaudeFlags(args []string) (claudeFlags, error) {
 			f.sessionID, err = value()
 		case "--setting-sources", "--model":
 			_, err = value()
+		case "--permission-prompt-tool":
+			// The real one takes "stdio" or an MCP tool's name; the peer
+			// asks nothing, so it only checks the value is there.
+			_, err = value()
 		default:
 			err = fmt.Errorf("error: unknown option '%s'", a)
 		}

@@ -108,6 +108,10 @@ type session struct {
 	queue     []string
 	prompt    int64 // id of the session/prompt in flight, 0 when none
 	interrupt bool  // interrupt asked for before the prompt went out
+
+	// open are the agent's session/request_permission requests waiting
+	// for an answer, by JSON-RPC id (requests.go).
+	open map[string]*acpRequest
 }
 
 func (s *session) requestLocked(method string, params any) []byte {
@@ -218,7 +222,9 @@ func (s *session) Interrupt() (cliruntime.Step, bool) {
 	defer s.mu.Unlock()
 	switch {
 	case s.prompt != 0:
-		return cliruntime.Step{Write: [][]byte{s.cancelLocked()}}, true
+		// ACP: the client answers the turn's open permission requests
+		// with "cancelled" when it cancels the turn.
+		return merge(s.cancelOpenLocked(), cliruntime.Step{Write: [][]byte{s.cancelLocked()}}), true
 	case len(s.queue) > 0 && !s.dead:
 		s.interrupt = true
 		return cliruntime.Step{}, true
@@ -469,51 +475,6 @@ func (s *session) notificationLocked(m jsonrpc.Message, raw func() json.RawMessa
 	}
 	s.replaying = false
 	return merge(step(cliruntime.Event{Kind: cliruntime.EventReplayEnded, ConversationID: s.resumeID, Raw: raw()}), s.flushLocked())
-}
-
-type permissionOption struct {
-	OptionID string `json:"optionId"`
-	Kind     string `json:"kind"`
-}
-
-// agentRequestLocked answers what the agent asks the client. Permission
-// requests are refused with the agent's own reject option (nobody is there
-// to grant one; a profile that wants tools to run configures the agent to
-// approve them itself). Everything else (file system, terminal, vendor
-// extensions) is not offered: "method not found".
-func (s *session) agentRequestLocked(m jsonrpc.Message, raw json.RawMessage) cliruntime.Step {
-	var resp jsonrpc.Response
-	resp.JSONRPC, resp.ID = "2.0", m.ID
-	what := "olivares refused"
-	if m.Method == "session/request_permission" {
-		var p struct {
-			Options []permissionOption `json:"options"`
-		}
-		_ = json.Unmarshal(m.Params, &p)
-		resp.Result = map[string]any{"outcome": map[string]string{"outcome": "cancelled"}}
-		for _, want := range []string{"reject_once", "reject_always"} {
-			if id := optionOf(p.Options, want); id != "" {
-				resp.Result = map[string]any{"outcome": map[string]string{"outcome": "selected", "optionId": id}}
-				break
-			}
-		}
-		what = "olivares rejected it"
-	} else {
-		resp.Error = &jsonrpc.Error{Code: jsonrpc.MethodNotFound, Message: "olivares does not answer " + strconv.Quote(m.Method)}
-	}
-	return cliruntime.Step{
-		Write:  [][]byte{jsonrpc.Line(resp)},
-		Events: []cliruntime.Event{{Kind: cliruntime.EventError, ConversationID: s.sessionID, Error: s.name + " asked " + strconv.Quote(m.Method) + "; " + what, Raw: raw}},
-	}
-}
-
-func optionOf(opts []permissionOption, kind string) string {
-	for _, o := range opts {
-		if o.Kind == kind && o.OptionID != "" {
-			return o.OptionID
-		}
-	}
-	return ""
 }
 
 func step(ev ...cliruntime.Event) cliruntime.Step { return cliruntime.Step{Events: ev} }
