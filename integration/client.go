@@ -255,7 +255,7 @@ func (s *Stream) UntilOutput(sub string, d time.Duration) []apitypes.Output {
 }
 
 // UntilStream reads until an output on stream ("" any) whose data
-// contains sub.
+// contains sub, passing over request events.
 func (s *Stream) UntilStream(stream, sub string, d time.Duration) []apitypes.Output {
 	s.t.Helper()
 	var outs []apitypes.Output
@@ -264,6 +264,9 @@ func (s *Stream) UntilStream(stream, sub string, d time.Duration) []apitypes.Out
 		ev, ok := s.Next(time.Until(deadline))
 		if !ok {
 			s.t.Fatalf("stream ended before output %q: %v", sub, s.Err())
+		}
+		if ev.Name == apitypes.SSERequest || ev.Name == apitypes.SSERequestSettled {
+			continue // the tool's requests come between its output (R-REQ-4)
 		}
 		if ev.Name != apitypes.SSEOutput {
 			s.t.Fatalf("event %s %s before output %q", ev.Name, ev.Data, sub)
