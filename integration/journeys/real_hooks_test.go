@@ -31,11 +31,19 @@ func TestRealClaudeEngineHooks(t *testing.T) {
 	env := map[string]string{"ANTHROPIC_BASE_URL": fake.URL(), "ANTHROPIC_API_KEY": "test",
 		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "CLAUDE_CODE_MAX_RETRIES": "0"}
 	marker := filepath.Join(t.TempDir(), "bash-ran")
-	for _, hooks := range []bool{true, false} {
+	// hooks on with Bash denied: the hook refuses it (R-HOOK-3) and the run
+	// shows the refusal, settled by policy (R-REQ-9). hooks on without a
+	// denial: no rule decides, so the hook passes (never "allow"), Claude
+	// Code asks, and a person denies (R-HOOK-5). hooks off: the same
+	// request, and the project's settings are loaded.
+	for _, tc := range []struct {
+		name         string
+		hooks, denyB bool
+	}{{"on", true, true}, {"on-ask", true, false}, {"off", false, false}} {
 		var p apitypes.Profile
-		req := apitypes.ProfileCreate{NodeID: f.agent.ID, Tool: "claude", Name: "hooks-" + map[bool]string{true: "on", false: "off"}[hooks],
-			Home: filepath.Join(t.TempDir(), "home"), Env: env, EngineHooks: hooks}
-		if hooks {
+		req := apitypes.ProfileCreate{NodeID: f.agent.ID, Tool: "claude", Name: "hooks-" + tc.name,
+			Home: filepath.Join(t.TempDir(), "home"), Env: env, EngineHooks: tc.hooks}
+		if tc.denyB {
 			req.DeniedTools = []string{"Bash"}
 		}
 		f.admin.Must(http.StatusCreated, http.MethodPost, "/v1/m/sessions/profiles", req, &p)
@@ -44,6 +52,10 @@ func TestRealClaudeEngineHooks(t *testing.T) {
 		r := f.launch(p)
 		s := f.viewer.Attach(r.RunRef, "")
 		f.post(f.operator, http.StatusAccepted, r.RunRef, "input", integration.Message("run the command"), nil)
+		if !tc.denyB {
+			asked := untilRequestEvent(t, s, apitypes.SSERequest)
+			f.post(f.operator, http.StatusOK, r.RunRef, "requests/"+asked.ID, apitypes.RequestAnswer{Decision: "deny"}, nil)
+		}
 		s.UntilOutput(`"result":"done"`, wait)
 		ctx, cancel := context.WithTimeout(context.Background(), wait)
 		reqs, err := fake.Await(ctx, fakemodel.MessagesPath, n+2)
@@ -60,24 +72,43 @@ func TestRealClaudeEngineHooks(t *testing.T) {
 				toolUses = append(toolUses, d)
 			}
 		}
-		_, ranErr := os.Stat(marker)
-		if hooks {
-			if model == "claude-from-the-project" {
-				t.Fatal("with the engine's hooks the project's settings were loaded (R-PCS-15)")
+		if _, err := os.Stat(marker); err == nil {
+			t.Fatalf("%s: the denied Bash command ran", tc.name)
+		}
+		var denials []apitypes.RunRequest
+		for _, q := range f.requestsOf(f.viewer, r.RunRef) {
+			if q.Decision == apitypes.DecisionDeny && q.Tool == "Bash" {
+				denials = append(denials, q)
 			}
+		}
+		switch {
+		case tc.denyB:
 			if len(toolUses) != 1 || toolUses[0]["tool"] != "Bash" || toolUses[0]["decision"] != "deny" {
-				t.Fatalf("tool_use events: %v, want one Bash deny", toolUses)
+				t.Fatalf("%s: tool_use events: %v, want one Bash deny", tc.name, toolUses)
 			}
-			if ranErr == nil {
-				t.Fatal("the denied Bash command ran")
+			if len(denials) != 1 || denials[0].By != apitypes.ByPolicy {
+				t.Fatalf("%s: requests %+v, want one Bash refusal by policy", tc.name, denials)
 			}
-		} else {
-			if model != "claude-from-the-project" {
-				t.Fatalf("without the engine's hooks the request model is %q, want the project's", model)
+		case tc.hooks:
+			if len(toolUses) != 1 || toolUses[0]["decision"] != "pass" {
+				t.Fatalf("%s: tool_use events: %v, want one pass, never an allow for a refused use", tc.name, toolUses)
 			}
+			if len(denials) != 1 || denials[0].By == apitypes.ByPolicy || denials[0].By == apitypes.ByTool {
+				t.Fatalf("%s: requests %+v, want one Bash request a person denied", tc.name, denials)
+			}
+		default:
 			if len(toolUses) != 0 {
-				t.Fatalf("tool_use events without the engine's hooks: %v", toolUses)
+				t.Fatalf("without the engine's hooks: tool_use events %v", toolUses)
 			}
+			if len(denials) != 1 {
+				t.Fatalf("%s: requests %+v, want one Bash request a person denied", tc.name, denials)
+			}
+		}
+		if tc.hooks && model == "claude-from-the-project" {
+			t.Fatal("with the engine's hooks the project's settings were loaded (R-PCS-15)")
+		}
+		if !tc.hooks && model != "claude-from-the-project" {
+			t.Fatalf("without the engine's hooks the request model is %q, want the project's", model)
 		}
 		f.post(f.operator, http.StatusOK, r.RunRef, "stop", nil, nil)
 	}
