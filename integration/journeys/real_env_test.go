@@ -38,13 +38,21 @@ func (f *fixture) realClaudeProfile(fake *fakemodel.Anthropic) apitypes.Profile 
 // (real-clis.md §2.4).
 func (f *fixture) realCodexProfile(t *testing.T, fake *fakemodel.OpenAI) apitypes.Profile {
 	t.Helper()
+	return f.realCodexProfileWith(t, fake, apitypes.ProfileCreate{Name: "codex-real"}, "never")
+}
+
+// realCodexProfileWith is realCodexProfile with Codex's approval_policy
+// ("on-request": Codex asks before it leaves its read-only sandbox) and
+// the profile's own fields (a name, the approval policy).
+func (f *fixture) realCodexProfileWith(t *testing.T, fake *fakemodel.OpenAI, pc apitypes.ProfileCreate, approval string) apitypes.Profile {
+	t.Helper()
 	var p apitypes.Profile
-	f.admin.Must(http.StatusCreated, http.MethodPost, "/v1/m/sessions/profiles", apitypes.ProfileCreate{
-		NodeID: f.agent.ID, Tool: "codex", Name: "codex-real", Home: filepath.Join(t.TempDir(), "home"),
-		Env: map[string]string{"FAKE_OPENAI_KEY": "test"}}, &p)
+	pc.NodeID, pc.Tool, pc.Home = f.agent.ID, "codex", filepath.Join(t.TempDir(), "home")
+	pc.Env = map[string]string{"FAKE_OPENAI_KEY": "test"}
+	f.admin.Must(http.StatusCreated, http.MethodPost, "/v1/m/sessions/profiles", pc, &p)
 	config := `model = "fake-model"
 model_provider = "fake"
-approval_policy = "never"
+approval_policy = "` + approval + `"
 sandbox_mode = "read-only"
 
 [model_providers.fake]

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"slices"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -273,5 +274,125 @@ func TestRealClaudeRequests(t *testing.T) {
 	resp := f.operator.Call(http.MethodPost, "/v1/m/sessions/runs/"+r.RunRef+"/requests/"+pending.ID, apitypes.RequestAnswer{Decision: "allow"})
 	if resp.Status != http.StatusConflict || !strings.Contains(string(resp.Body), "request_expired") {
 		t.Fatalf("answering the expired request: %d %s, want 409 request_expired", resp.Status, resp.Body)
+	}
+}
+
+// escalated is a Codex exec_command that asks to leave the read-only
+// sandbox: with approval_policy on-request Codex 0.169.0 sends
+// item/commandExecution/requestApproval for it (measured).
+func escalated(cmd string) fakemodel.Reply {
+	b, _ := json.Marshal(map[string]string{"cmd": cmd, "sandbox_permissions": "require_escalated", "justification": "write the probe"})
+	return fakemodel.Tool("exec_command", string(b))
+}
+
+// patch is a Codex apply_patch through exec_command, which Codex asks
+// about as item/fileChange/requestApproval (measured on 0.169.0).
+func patch(body string) fakemodel.Reply {
+	b, _ := json.Marshal(map[string]string{"cmd": "apply_patch <<'EOF'\n*** Begin Patch\n" + body + "*** End Patch\nEOF\n"})
+	return fakemodel.Tool("exec_command", string(b))
+}
+
+// codexOutputs are the function call outputs the fake model received in
+// its last request.
+func codexOutputs(fake *fakemodel.OpenAI) []string {
+	var out []string
+	reqs := fake.ModelRequests()
+	if len(reqs) == 0 {
+		return nil
+	}
+	for _, m := range reqs[len(reqs)-1].History {
+		out = append(out, m.Outputs...)
+	}
+	return out
+}
+
+// People in the loop with the real Codex (0.169.0, approval_policy
+// on-request, read-only sandbox) through the coordinator: Codex's command
+// approval is a request (the command as the model wrote it, its cwd and
+// reason) with Codex's own decisions; allow runs it and the model gets its
+// output; a file change shows its files and diff and deny leaves no file;
+// a rule denies rm without a person; the ask timeout denies (R-REQ-6).
+func TestRealCodexRequests(t *testing.T) {
+	bin := realBin(t, "codex")
+	fake := fakemodel.NewOpenAI()
+	defer fake.Close()
+	f := setup(t, "yamux", integration.ProcOptions{Path: bin + ":" + cliruntime.DefaultPath})
+	p := f.realCodexProfileWith(t, fake, apitypes.ProfileCreate{Name: "codex-asks",
+		ApprovalRules: []apitypes.ApprovalRule{{Kind: apitypes.RequestCommand, Pattern: "rm *", Action: apitypes.ApprovalsDeny}}}, "on-request")
+	r := f.launch(p)
+	f.operator.AwaitRun(r.RunRef, wait, "the handshake", func(r apitypes.Run) bool { return r.State == apitypes.StateIdle })
+	s := f.viewer.Attach(r.RunRef, "from=0")
+
+	// A command: allowed, run, its output to the model.
+	fake.Push(escalated("echo allowed > probe.txt && echo wrote-probe"), fakemodel.Text("done-allow"))
+	f.post(f.operator, http.StatusAccepted, r.RunRef, "input", integration.Text("write the probe"), nil)
+	asked := untilRequestEvent(t, s, apitypes.SSERequest)
+	if asked.Kind != apitypes.RequestCommand || asked.Detail.Command != "echo allowed > probe.txt && echo wrote-probe" || asked.Detail.Cwd == "" ||
+		asked.Detail.Question != "write the probe" {
+		t.Fatalf("the command request: %+v", asked)
+	}
+	var ids []string
+	for _, o := range asked.Options {
+		ids = append(ids, o.ID+":"+o.Decision)
+	}
+	if !slices.Contains(ids, "accept:allow") || !slices.Contains(ids, "decline:deny") {
+		t.Fatalf("options %v, want Codex's accept and decline", ids)
+	}
+	f.post(f.operator, http.StatusOK, r.RunRef, "requests/"+asked.ID, apitypes.RequestAnswer{Decision: "allow"}, nil)
+	s.UntilOutput("done-allow", wait)
+	if b, err := os.ReadFile(filepath.Join(f.wsDir, "probe.txt")); err != nil || string(b) != "allowed\n" {
+		t.Fatalf("probe.txt: %q %v", b, err)
+	}
+	if outs := codexOutputs(fake); len(outs) == 0 || !strings.Contains(strings.Join(outs, "|"), "wrote-probe") {
+		t.Fatalf("the model got %q, want the command's output", outs)
+	}
+
+	// A file change: its files and diff; denied, no file, the model told.
+	fake.Push(patch("*** Add File: added.txt\n+hello\n"), fakemodel.Text("done-patch"))
+	f.post(f.operator, http.StatusAccepted, r.RunRef, "input", integration.Text("add a file"), nil)
+	change := untilRequestEvent(t, s, apitypes.SSERequest)
+	if change.Kind != apitypes.RequestFileChange || len(change.Detail.Files) != 1 || !strings.HasSuffix(change.Detail.Files[0], "added.txt") ||
+		!strings.Contains(change.Detail.Diff, "hello") {
+		t.Fatalf("the file-change request: %+v", change)
+	}
+	f.post(f.operator, http.StatusOK, r.RunRef, "requests/"+change.ID, apitypes.RequestAnswer{Decision: "deny"}, nil)
+	s.UntilOutput("done-patch", wait)
+	if _, err := os.Stat(filepath.Join(f.wsDir, "added.txt")); err == nil {
+		t.Fatal("the denied patch was applied")
+	}
+	if outs := codexOutputs(fake); !strings.Contains(strings.Join(outs, "|"), "rejected") {
+		t.Fatalf("the model got %q, want the rejection", outs)
+	}
+
+	// A rule denies rm on the agent; nobody is asked.
+	fake.Push(escalated("rm -f probe.txt"), fakemodel.Text("done-rm"))
+	f.post(f.operator, http.StatusAccepted, r.RunRef, "input", integration.Text("remove it"), nil)
+	s.UntilOutput("done-rm", wait)
+	if _, err := os.Stat(filepath.Join(f.wsDir, "probe.txt")); err != nil {
+		t.Fatal("the rm a rule denied ran")
+	}
+	var rm apitypes.RunRequest
+	for _, q := range f.requestsOf(f.viewer, r.RunRef) {
+		if q.Detail.Command == "rm -f probe.txt" {
+			rm = q
+		}
+	}
+	if rm.By != apitypes.ByPolicy || rm.Decision != apitypes.DecisionDeny {
+		t.Fatalf("rm: %+v, want denied by policy", rm)
+	}
+
+	// The ask timeout denies.
+	f.admin.Must(http.StatusOK, http.MethodPatch, "/v1/m/sessions/profiles/"+p.Ref, map[string]any{"ask_timeout": "1s"}, nil)
+	f.post(f.operator, http.StatusOK, r.RunRef, "stop", nil, nil)
+	s = f.resumeAttach(r.RunRef)
+	fake.Push(escalated("echo late > late.txt"), fakemodel.Text("done-late"))
+	f.post(f.operator, http.StatusAccepted, r.RunRef, "input", integration.Text("late"), nil)
+	late := untilRequestEvent(t, s, apitypes.SSERequest)
+	if got := untilRequestEvent(t, s, apitypes.SSERequestSettled); got.ID != late.ID || got.By != apitypes.ByTimeout {
+		t.Fatalf("after the ask timeout: %+v", got)
+	}
+	s.UntilOutput("done-late", wait)
+	if _, err := os.Stat(filepath.Join(f.wsDir, "late.txt")); err == nil {
+		t.Fatal("the command nobody answered ran")
 	}
 }
