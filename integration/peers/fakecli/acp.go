@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -99,6 +100,10 @@ type acpAgent struct {
 	mu          sync.Mutex
 	initialized bool
 	sessions    map[string]*acpSession // loaded in this process
+	// asked are the agent's requests to the client waiting for their
+	// response, by id ("ask").
+	asked  map[string]chan json.RawMessage
+	nextID int
 }
 
 // serveACP reads requests from stdin until EOF, which ends the agent with
@@ -147,7 +152,19 @@ func (a *acpAgent) message(line []byte) {
 	}
 	notification := m.ID == nil || string(m.ID) == "null"
 	if m.Method == "" {
-		return // a response to one of our requests
+		// A response to one of our requests.
+		var r struct {
+			Result json.RawMessage `json:"result"`
+		}
+		_ = json.Unmarshal(line, &r)
+		a.mu.Lock()
+		ch := a.asked[string(m.ID)]
+		delete(a.asked, string(m.ID))
+		a.mu.Unlock()
+		if ch != nil {
+			ch <- r.Result
+		}
+		return
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -318,6 +335,13 @@ func (a *acpAgent) runPrompt(s *acpSession, id json.RawMessage, text string, ear
 		a.p.ignoreTerm.Store(true)
 	case "history":
 		reply = historyReply(earlier)
+	case "ask":
+		stop, answer := a.ask(s, sp.arg, cancel)
+		if stop != "" {
+			finish(stop, "")
+			return
+		}
+		reply = answer
 	case "flood":
 		pieces = floodPieces(sp.n)
 		reply = fmt.Sprintf("flooded %d bytes", sp.n)
@@ -349,6 +373,53 @@ func (a *acpAgent) runPrompt(s *acpSession, id json.RawMessage, text string, ear
 		chunk(piece)
 	}
 	finish("end_turn", reply)
+}
+
+// ask sends session/request_permission for running cmd, with the options
+// Gemini CLI offers, and waits for the client's outcome (or a cancel of
+// the turn, stop "cancelled").
+func (a *acpAgent) ask(s *acpSession, cmd string, cancel chan struct{}) (stop, reply string) {
+	a.mu.Lock()
+	a.nextID++
+	id := strconv.Itoa(a.nextID)
+	ch := make(chan json.RawMessage, 1)
+	if a.asked == nil {
+		a.asked = map[string]chan json.RawMessage{}
+	}
+	a.asked[id] = ch
+	a.mu.Unlock()
+	a.p.emit(map[string]any{"jsonrpc": "2.0", "id": json.RawMessage(id), "method": "session/request_permission", "params": map[string]any{
+		"sessionId": s.id,
+		"toolCall": map[string]any{"toolCallId": "call-" + id, "title": cmd, "kind": "execute", "status": "pending",
+			"rawInput": map[string]any{"command": cmd}},
+		"options": []map[string]string{
+			{"optionId": "proceed_once", "name": "Allow", "kind": "allow_once"},
+			{"optionId": "proceed_always", "name": "Allow always", "kind": "allow_always"},
+			{"optionId": "cancel", "name": "Reject", "kind": "reject_once"},
+		},
+	}})
+	var res json.RawMessage
+	select {
+	case res = <-ch:
+	case <-cancel:
+		// ACP: the client answers the open request "cancelled" too.
+		select {
+		case <-ch:
+		case <-time.After(5 * time.Second):
+		}
+		return "cancelled", ""
+	}
+	var r struct {
+		Outcome struct {
+			Outcome  string `json:"outcome"`
+			OptionID string `json:"optionId"`
+		} `json:"outcome"`
+	}
+	_ = json.Unmarshal(res, &r)
+	if r.Outcome.Outcome == "selected" && strings.HasPrefix(r.Outcome.OptionID, "proceed") {
+		return "", "ran: " + cmd + " (" + r.Outcome.OptionID + ")"
+	}
+	return "", "denied: " + cmd + " (" + r.Outcome.Outcome + " " + r.Outcome.OptionID + ")"
 }
 
 // textUpdate is the plain ACP update of a message.

@@ -214,6 +214,12 @@ func parseSpecial(text string) special {
 		if rest == "" || rest == "ambiguous" {
 			return special{kind: word, arg: rest}
 		}
+	case "ask":
+		// ACP: ask session/request_permission to run rest, and answer
+		// with what the client chose.
+		if rest != "" {
+			return special{kind: word, arg: rest}
+		}
 	}
 	return special{}
 }
