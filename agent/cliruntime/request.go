@@ -1,6 +1,7 @@
 package cliruntime
 
 import (
+	"encoding/json"
 	"errors"
 	"unicode/utf8"
 )
@@ -71,13 +72,13 @@ type Request struct {
 	// (the diff when the tool gives one). Question: a question or
 	// elicitation. Input: the tool's own arguments, for what the fields
 	// above do not say.
-	Command  string   `json:"command,omitempty"`
-	Cwd      string   `json:"cwd,omitempty"`
-	Files    []string `json:"files,omitempty"`
-	Diff     string   `json:"diff,omitempty"`
-	Question string   `json:"question,omitempty"`
-	Input    []byte   `json:"input,omitempty"`
-	Options  []Option `json:"options"`
+	Command  string          `json:"command,omitempty"`
+	Cwd      string          `json:"cwd,omitempty"`
+	Files    []string        `json:"files,omitempty"`
+	Diff     string          `json:"diff,omitempty"`
+	Question string          `json:"question,omitempty"`
+	Input    json.RawMessage `json:"input,omitempty"`
+	Options  []Option        `json:"options"`
 	// Text: the request takes a free-text answer.
 	Text bool `json:"text,omitempty"`
 	// ToolUseID is the tool's id of the tool use the request is about,

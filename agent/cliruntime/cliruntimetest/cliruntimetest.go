@@ -71,6 +71,8 @@ var sentinels = []struct {
 	{"ErrInvalidInput", cliruntime.ErrInvalidInput},
 	{"ErrInputQueueFull", cliruntime.ErrInputQueueFull},
 	{"ErrHandshakeFailed", cliruntime.ErrHandshakeFailed},
+	{"ErrNoSuchRequest", cliruntime.ErrNoSuchRequest},
+	{"ErrBadAnswer", cliruntime.ErrBadAnswer},
 }
 
 // ErrorName is the name of the cliruntime sentinel err wraps, or its text.
@@ -183,6 +185,17 @@ func runScript(t *testing.T, d cliruntime.Driver, input []string) string {
 			fmt.Fprintf(&out, "active %t\n", active)
 		case "state":
 			fmt.Fprintf(&out, "conversation %q turn_active %t\n", s.ConversationID(), s.TurnActive())
+		case "answer":
+			// answer <request id> <option id> [message]
+			f := strings.SplitN(arg, " ", 3)
+			a := cliruntime.Answer{}
+			if len(f) > 1 {
+				a.OptionID = f[1]
+			}
+			if len(f) > 2 {
+				a.Message, a.Text = f[2], f[2]
+			}
+			st, err = s.Answer(f[0], a)
 		default:
 			t.Fatalf("line %d: unknown directive %q", i+1, verb)
 		}
@@ -346,6 +359,33 @@ func FuzzObserve(f *testing.F, d cliruntime.Driver, resumeID string, seedGlob st
 				st, _ := s.Interrupt()
 				steps = append(steps, st)
 				_, _ = s.ConversationID(), s.TurnActive()
+			}
+			// Every request reported is well formed and takes each of its
+			// options once (R-REQ-1); a bogus option or a second answer
+			// is refused.
+			for _, st := range append([]cliruntime.Step(nil), steps...) {
+				for _, ev := range st.Events {
+					if ev.Kind != cliruntime.EventRequest {
+						continue
+					}
+					r := ev.Request
+					if r == nil || r.ID == "" || r.Kind == "" || len(r.Options) == 0 {
+						t.Fatalf("a malformed request: %+v", r)
+					}
+					if _, err := s.Answer(r.ID, cliruntime.Answer{OptionID: "\x00bogus"}); err == nil {
+						t.Fatalf("request %s took a bogus option", r.ID)
+					}
+					o := r.Options[len(r.Options)-1]
+					if o.ID == "" || (o.Decision != cliruntime.DecisionAllow && o.Decision != cliruntime.DecisionDeny && o.Decision != cliruntime.DecisionAnswer) {
+						t.Fatalf("request %s: a malformed option %+v", r.ID, o)
+					}
+					if st, err := s.Answer(r.ID, cliruntime.Answer{OptionID: o.ID, Text: "{}", Message: "no"}); err == nil {
+						steps = append(steps, st)
+						if _, err := s.Answer(r.ID, cliruntime.Answer{OptionID: o.ID}); err == nil {
+							t.Fatalf("request %s was answered twice", r.ID)
+						}
+					}
+				}
 			}
 			for _, st := range steps {
 				for _, w := range st.Write {

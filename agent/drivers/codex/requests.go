@@ -63,6 +63,9 @@ func (s *session) rememberItemLocked(params json.RawMessage) {
 			ID      string `json:"id"`
 			Changes []struct {
 				Path string `json:"path"`
+				Kind struct {
+					Type string `json:"type"`
+				} `json:"kind"`
 				Diff string `json:"diff"`
 			} `json:"changes"`
 		} `json:"item"`
@@ -80,9 +83,24 @@ func (s *session) rememberItemLocked(params json.RawMessage) {
 	var diff strings.Builder
 	for _, c := range p.Item.Changes {
 		it.files = append(it.files, c.Path)
-		fmt.Fprintf(&diff, "--- %s\n+++ %s\n%s", c.Path, c.Path, c.Diff)
-		if !strings.HasSuffix(c.Diff, "\n") && c.Diff != "" {
-			diff.WriteByte('\n')
+		fmt.Fprintf(&diff, "--- %s\n+++ %s\n", c.Path, c.Path)
+		// An add or a delete carries the file's content (measured on
+		// 0.169.0), an update a unified diff.
+		prefix := ""
+		switch c.Kind.Type {
+		case "add":
+			prefix = "+"
+		case "delete":
+			prefix = "-"
+		}
+		for _, l := range strings.SplitAfter(c.Diff, "\n") {
+			if l == "" {
+				continue
+			}
+			diff.WriteString(prefix + l)
+			if !strings.HasSuffix(l, "\n") {
+				diff.WriteByte('\n')
+			}
 		}
 	}
 	it.diff = cliruntime.Clip(diff.String())
