@@ -546,8 +546,10 @@ func pickOption(e *reqEntry, a settlement) (apitypes.RequestOption, error) {
 	default:
 		return apitypes.RequestOption{}, refusal.New(ErrBadAnswer, "decision %q: use allow, deny or answer", a.decision)
 	}
-	if a.text != "" && !e.Detail.Text && a.decision != apitypes.DecisionAnswer {
-		return apitypes.RequestOption{}, refusal.New(ErrBadAnswer, "request %s takes no text; answer it with allow or deny", e.ID)
+	if a.text != "" && a.decision == apitypes.DecisionAllow {
+		// Text is a question's answer, or the reason of a deny the tool
+		// is told; an allow carries none.
+		return apitypes.RequestOption{}, refusal.New(ErrBadAnswer, "request %s: an allow takes no text; give text with answer or deny", e.ID)
 	}
 	if a.optionID != "" {
 		for _, o := range e.Options {

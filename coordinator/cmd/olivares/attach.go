@@ -29,9 +29,14 @@ func sessionAttach() *command {
     assistant's text, reasoning (~ ...), tool calls and their results in
     short (→ and ✓/✗), errors and refusals (✗ ...) and turn boundaries
     (── completed ...), the same for every tool; the tool's stderr goes to
-    stderr, each line marked "stderr│". Reconnects by itself at the next seq
-    after a dropped stream; exits after the run ends or when it is not live.
-    --raw prints every event as one JSON line {"event","id","data"} instead.
+    stderr, each line marked "stderr│". A request of the tool (to run a
+    command, change files, a question) shows where it was asked (? ...),
+    with what it asks, its options and the command that answers it, and its
+    settlement when someone or something answers it. Reconnects by itself
+    at the next seq after a dropped stream; exits after the run ends or when
+    it is not live. --raw prints every event as one JSON line
+    {"event","id","data"} instead, and each request's answer command on
+    stderr.
 `,
 		flags: func(fs *flag.FlagSet) {
 			fs.Uint64Var(&o.from, "from", 0, "first seq to stream (default: the oldest retained frame)")
@@ -176,6 +181,27 @@ func (a *attacher) handle(ev sse.Event) error {
 		}
 		a.flush()
 		fmt.Fprintf(a.stderr, "-- session is not live (state=%s)\n", n.State)
+	case apitypes.SSERequest, apitypes.SSERequestSettled:
+		var r apitypes.RunRequest
+		if err := json.Unmarshal(ev.Data, &r); err != nil {
+			return bad(err)
+		}
+		// R-REQ-4, R-REQ-14: each request at its place in the
+		// conversation, with the command that answers it.
+		if a.raw {
+			// stdout stays one JSON event a line; the answer goes to stderr.
+			if err := a.printRaw(ev); err != nil {
+				return err
+			}
+			if r.State == apitypes.RequestPending {
+				fmt.Fprintf(a.stderr, "-- request %s (%s, %s): %s; answer: %s\n", r.ID, r.Kind, dash(r.Tool), r.Title, answerHint(a.ref, r))
+			} else {
+				fmt.Fprintf(a.stderr, "-- %s\n", settledLine(r))
+			}
+			return nil
+		}
+		a.flush()
+		a.rend.request(a.ref, r)
 	case apitypes.SSEOlivaresNotice:
 		var n struct{ Kind, Message string }
 		if err := json.Unmarshal(ev.Data, &n); err != nil {

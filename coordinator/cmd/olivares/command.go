@@ -23,8 +23,11 @@ import (
 type command struct {
 	// name is the words that select it: "session start", "agent workspace setup".
 	name string
-	// arg names the one positional argument ("run ref"), "" for none.
+	// arg names the positional argument ("run ref"), "" for none.
 	arg string
+	// nargs is how many positional arguments arg names when more than one
+	// ("run ref and request id": 2).
+	nargs int
 	// usage is the synopsis and help in the text of olivares --help, each
 	// line starting with "olivares ".
 	usage string
@@ -48,7 +51,7 @@ type command struct {
 type call struct {
 	cmd   *command
 	pos   []string
-	arg   string // pos[0] when the command takes one argument
+	arg   string // pos[0] when the command takes one or more arguments
 	set   map[string]bool
 	json  bool
 	in    io.Reader
@@ -289,12 +292,14 @@ func dispatch(ctx context.Context, tab []*command, args []string, in io.Reader, 
 	}
 	fs.Visit(func(f *flag.Flag) { c.set[f.Name] = true })
 	switch {
-	case cmd.arg != "" && len(c.pos) != 1:
+	case cmd.nargs > 1 && len(c.pos) != cmd.nargs:
+		return usageError{fmt.Errorf("%s: want a %s", cmd.name, cmd.arg)}
+	case cmd.nargs <= 1 && cmd.arg != "" && len(c.pos) != 1:
 		return usageError{fmt.Errorf("%s: want exactly one %s", cmd.name, cmd.arg)}
 	case cmd.arg == "" && len(c.pos) > 0:
 		return usageError{fmt.Errorf("%s takes no argument", cmd.name)}
 	}
-	if len(c.pos) == 1 {
+	if len(c.pos) > 0 {
 		c.arg = c.pos[0]
 	}
 	if cmd.check != nil {

@@ -93,6 +93,12 @@ func completeProfile(p apitypes.Profile) apitypes.Profile {
 	if p.CreatedAt.IsZero() {
 		p.CreatedAt = fakeCreated
 	}
+	if p.Approvals == "" {
+		p.Approvals = apitypes.ApprovalsAsk
+	}
+	if p.AskTimeout == "" {
+		p.AskTimeout = "10m0s"
+	}
 	return p
 }
 

@@ -104,6 +104,7 @@ var (
 	startCmd    = []string{"session start"}
 	handoffCmd  = []string{"session handoff"}
 	profileCmds = []string{"profile add", "profile update"}
+	answerCmd   = []string{"session answer"}
 	codexCmds   = []string{"codex sessions", "codex continue", "codex archive", "codex"}
 )
 
@@ -160,6 +161,17 @@ var terms = []term{
 	t(profileCmds, "", `^profile home `, "--home "),
 	t(profileCmds, "", `give the profile a home`, "give the profile a --home"),
 	t(profileCmds, "", `^environment name `, "--env name "),
+	// The approval policy (R-REQ-10..12).
+	t(profileCmds, "bad_policy", `^approvals "`, `--approvals "`),
+	t(profileCmds, "bad_policy", `^approval rule (\d+)`, "--approval-rule $1"),
+	t(profileCmds, "bad_policy", `^(\d+) approval rules`, "$1 --approval-rule flags"),
+	t(profileCmds, "bad_policy", `set approvals to allow instead`, "use --approvals allow instead"),
+	t(profileCmds, "bad_policy", `^ask_timeout "`, `--ask-timeout "`),
+
+	// Answers to a tool's requests (R-REQ-2).
+	t(answerCmd, "bad_answer", `an allow takes no text; give text with answer or deny`, "an allow takes no --text; give --text with --deny or to answer a question"),
+	t(answerCmd, "bad_answer", `give the answer as text, or pick an option`, "give the answer with --text, or pick an option with --option"),
+	t(answerCmd, "bad_answer", `^the text is over`, "--text is over"),
 
 	// Workspaces.
 	t(anyCmd, "", `\bmax_read_bytes\b`, "--max-read-bytes"),

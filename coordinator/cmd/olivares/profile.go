@@ -47,10 +47,13 @@ func profileCommands() []*command {
 	}, profileUpdate()}
 }
 
-// policyOpts are a profile's policy flags (R-MOVE-3, Q-53, R-PCS-15).
+// policyOpts are a profile's policy flags (R-MOVE-3, Q-53, R-PCS-15,
+// R-REQ-10..12).
 type policyOpts struct {
 	active, requiresApproval, engineHooks bool
 	allowWorkspaces, denyTools            listFlag
+	approvals, askTimeout                 string
+	rules                                 ruleFlag
 }
 
 func (o *policyOpts) define(fs *flag.FlagSet, update bool) {
@@ -64,6 +67,65 @@ func (o *policyOpts) define(fs *flag.FlagSet, update bool) {
 		fs.Var(&o.allowWorkspaces, "allow-workspace", "workspace (ref or name) the profile may run in, repeatable (default: any)")
 		fs.Var(&o.denyTools, "deny-tool", "claude, with --engine-hooks: a tool the engine's hook refuses (Bash, Write, ... or *), repeatable")
 	}
+	fs.StringVar(&o.approvals, "approvals", "", "what answers the tool's requests that no rule decides: ask (a person; the default), deny or allow")
+	rules := "ACTION:TOOL_OR_KIND:PATTERN, a rule tried in order (ACTION allow, deny or ask; a tool such as Bash, or a kind: command, file_change, permission, question, elicitation, or * for any; * in the pattern matches anything), repeatable, e.g. allow:Bash:git status"
+	if update {
+		rules += "; the rules given replace the old ones, and --approval-rule= alone removes them all"
+	}
+	fs.Var(&o.rules, "approval-rule", rules)
+	fs.StringVar(&o.askTimeout, "ask-timeout", "", "how long a request waits for a person before it is denied, 1s to 24h, like 10m (the default)")
+}
+
+// ruleFlag collects repeated --approval-rule ACTION:TOOL_OR_KIND:PATTERN;
+// an empty value adds nothing, so --approval-rule= alone is no rule.
+type ruleFlag []apitypes.ApprovalRule
+
+func (r *ruleFlag) String() string {
+	var s []string
+	for _, x := range *r {
+		s = append(s, ruleText(x))
+	}
+	return strings.Join(s, ",")
+}
+
+// ruleText is a rule as --approval-rule takes it: ACTION:TOOL_OR_KIND:PATTERN.
+func ruleText(r apitypes.ApprovalRule) string {
+	what := "*"
+	switch {
+	case r.Tool != "" && r.Kind != "":
+		what = r.Tool + " (" + r.Kind + ")"
+	case r.Tool != "":
+		what = r.Tool
+	case r.Kind != "":
+		what = r.Kind
+	}
+	return r.Action + ":" + what + ":" + r.Pattern
+}
+
+func (r *ruleFlag) Set(s string) error {
+	if s == "" {
+		return nil
+	}
+	action, rest, ok := strings.Cut(s, ":")
+	if !ok {
+		return fmt.Errorf("want ACTION:TOOL_OR_KIND:PATTERN, like allow:Bash:git status, got %q", s)
+	}
+	switch action {
+	case "allow", "deny", "ask":
+	default:
+		return fmt.Errorf("%q: the action is allow, deny or ask, not %q", s, action)
+	}
+	what, pattern, _ := strings.Cut(rest, ":")
+	rule := apitypes.ApprovalRule{Action: action, Pattern: pattern}
+	switch what {
+	case apitypes.RequestCommand, apitypes.RequestFileChange, apitypes.RequestPermission, apitypes.RequestQuestion, apitypes.RequestElicitation:
+		rule.Kind = what
+	case "", "*":
+	default:
+		rule.Tool = what
+	}
+	*r = append(*r, rule)
+	return nil
 }
 
 // workspaceRefs resolves each --allow-workspace value to a ref; empty
@@ -102,7 +164,10 @@ func profileAdd() *command {
     stay on the node; only their names are shown again.
     Policy: [--active=false] [--requires-approval] [--allow-workspace WS ...]
     [--engine-hooks [--deny-tool T ...]] (claude: the engine's PreToolUse hook
-    sees every tool use and refuses the denied ones; no settings file loaded).
+    sees every tool use and refuses the denied ones; no settings file loaded)
+    [--approvals ask|deny|allow] [--approval-rule ACTION:TOOL_OR_KIND:PATTERN ...]
+    [--ask-timeout D]: what answers the tool's requests to run a command,
+    change files or use a tool (see profile update --help).
 `,
 		flags: func(fs *flag.FlagSet) {
 			fs.StringVar(&o.node, "node", "", "node (id or host name) the profile lives on (default: the tenant's only node)")
@@ -124,7 +189,7 @@ func profileAdd() *command {
 			}
 			req := apitypes.ProfileCreate{NodeID: node, Tool: o.tool, Name: o.name, Home: o.home, Env: o.env,
 				LaunchRequiresApproval: o.policy.requiresApproval, AllowedWorkspaces: ws, EngineHooks: o.policy.engineHooks,
-				DeniedTools: o.policy.denyTools}
+				DeniedTools: o.policy.denyTools, Approvals: o.policy.approvals, ApprovalRules: o.policy.rules, AskTimeout: o.policy.askTimeout}
 			if c.set["active"] {
 				req.Active = &o.policy.active
 			}
@@ -150,12 +215,22 @@ func profileUpdate() *command {
 		name: "profile update", arg: "profile ref or name",
 		usage: `olivares profile update REF|NAME [--active=BOOL] [--requires-approval=BOOL] [--engine-hooks=BOOL]
                         [--allow-workspace WS ...] [--deny-tool T ...] [--allow-tool T ...]
-                        [--clear-denied-tools] [--env K=V ...] [--unset-env K ...] [--home DIR] [--json]
+                        [--clear-denied-tools] [--env K=V ...] [--unset-env K ...] [--home DIR]
+                        [--approvals ask|deny|allow] [--approval-rule ACTION:TOOL_OR_KIND:PATTERN ...]
+                        [--ask-timeout D] [--json]
     Change the policy, the tool's environment (values stay on the node) or
     the home; it applies to the next launch or resume. The
     --allow-workspace list replaces the old one (--allow-workspace= alone:
     any workspace again); --deny-tool adds to the denied tools, --allow-tool
     takes one off the list, --clear-denied-tools empties it.
+    --approvals says what answers the tool's requests (to run a command,
+    change files, ...) that no rule decides: a person (ask, the default), or
+    deny, or allow. The --approval-rule list replaces the old one
+    (--approval-rule= alone: no rule); rules are tried in order, e.g.
+    --approval-rule 'allow:Bash:git status' --approval-rule 'deny:command:rm *';
+    an allow never covers a command chained with ; & | or a redirection its
+    pattern does not show. A request nobody answers is denied after
+    --ask-timeout (10m by default).
 `,
 		flags: func(fs *flag.FlagSet) {
 			o.policy.define(fs, true)
@@ -200,6 +275,19 @@ func profileUpdate() *command {
 				}
 				denied := deniedTools(cur.DeniedTools, o.clearDenied, o.policy.denyTools, o.allowTools)
 				u.DeniedTools = &denied
+			}
+			if c.set["approvals"] {
+				u.Approvals = &o.policy.approvals
+			}
+			if c.set["approval-rule"] {
+				rs := []apitypes.ApprovalRule(o.policy.rules)
+				if rs == nil {
+					rs = []apitypes.ApprovalRule{}
+				}
+				u.ApprovalRules = &rs
+			}
+			if c.set["ask-timeout"] {
+				u.AskTimeout = &o.policy.askTimeout
 			}
 			o.envEdit.apply(&u, c.set)
 			if len(c.set) == 0 || (len(c.set) == 1 && c.json) {
@@ -289,6 +377,11 @@ func printProfile(out io.Writer, p apitypes.Profile) {
 	if p.Tool == "claude" {
 		fmt.Fprintf(tw, "engine hooks\t%v\n", p.EngineHooks)
 		fmt.Fprintf(tw, "denied tools\t%s\n", dash(strings.Join(p.DeniedTools, ", ")))
+	}
+	fmt.Fprintf(tw, "approvals\t%s, ask timeout %s\n", dash(p.Approvals), dash(p.AskTimeout))
+	for i, r := range p.ApprovalRules {
+		// As --approval-rule takes it.
+		fmt.Fprintf(tw, "approval rule %d\t%s\n", i+1, ruleText(r))
 	}
 	fmt.Fprintf(tw, "created\t%s\n", stamp(p.CreatedAt))
 	tw.Flush()

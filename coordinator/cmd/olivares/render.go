@@ -23,6 +23,7 @@ import (
 //	✗ error: ...                the tool's errors and refusals
 //	· a session fact or warning
 //	── completed · 0.4 s · $0.0001   a turn boundary
+//	? req_… asks (command, Bash): …  a request of the tool, how to answer it
 //
 // Stderr frames go to stderr, each line marked "stderr│ ".
 type renderer struct {
@@ -159,6 +160,31 @@ func (r *renderer) print(changed []int) {
 			}
 		}
 	}
+}
+
+// request prints a request of the tool where it was asked (R-REQ-4): what
+// it asks and the commands that answer it, or how it was settled.
+//
+//	? req_… asks (command, Bash): Run make
+//	    command: make
+//	    answer:  olivares session answer RUN req_…   (allow once) …
+//	? request req_…: allow by prn_alice: Run make
+func (r *renderer) request(ref string, req apitypes.RunRequest) {
+	if req.State == apitypes.RequestPending {
+		for i, l := range requestLines(ref, req) {
+			if i == 0 {
+				r.line(r.tty.paint(sgrYellow, "? "+l))
+			} else {
+				r.line("  " + l)
+			}
+		}
+		return
+	}
+	code := sgrDim
+	if req.Decision != apitypes.DecisionAllow && req.Decision != apitypes.DecisionAnswer {
+		code = sgrYellow
+	}
+	r.line(r.tty.paint(code, "? "+settledLine(req)))
 }
 
 // printText prints what an assistant or thinking item gained since it was

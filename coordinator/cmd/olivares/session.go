@@ -79,6 +79,7 @@ func sessionCommands() []*command {
 				return c.emit(r, func() { fmt.Fprintf(c.out, "%s %s, generation %d\n", r.RunRef, runState(r), r.Generation) })
 			}},
 		sessionWait(), sessionDiff(), sessionMove(), sessionHandoff(), sessionAttach(),
+		sessionRequests(), sessionAnswer(),
 	}
 }
 
@@ -679,6 +680,14 @@ func printRun(out io.Writer, r apitypes.Run) {
 	}
 	if r.HandoffOf != "" {
 		fmt.Fprintf(tw, "handoff of\t%s\n", r.HandoffOf)
+	}
+	if r.PendingRequests > 0 {
+		// R-REQ-3: the tool waits for a person.
+		fmt.Fprintf(tw, "requests\t%d waiting for an answer (olivares session requests %s)\n", r.PendingRequests, r.RunRef)
+	}
+	if r.LastError != nil {
+		// R-LERR-1
+		fmt.Fprintf(tw, "last error\t%s: %s (%s)\n", r.LastError.Kind, r.LastError.Message, stamp(r.LastError.At))
 	}
 	if r.Limit != nil {
 		resets := ""
