@@ -185,6 +185,13 @@ func listGroups(out io.Writer, items []apitypes.Run, showArchived, showSnoozed b
 			if r.SnoozedUntil != nil {
 				name += " (snoozed until " + stamp(*r.SnoozedUntil) + ")"
 			}
+			if r.PendingRequests > 0 {
+				// R-REQ-3: the tool waits for a person.
+				name += fmt.Sprintf(" (%d waiting for an answer)", r.PendingRequests)
+			}
+			if r.LastError != nil {
+				name += " (error: " + r.LastError.Kind + ")" // R-LERR-1
+			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", r.RunRef, tty.state(r.State, runState(r)), dash(r.Driver), r.Generation, exitShort(r), r.NodeID,
 				nameOf(names, r.ProviderProfileRef), nameOf(names, r.WorkspaceRef), name, stamp(r.CreatedAt))
 		}

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/olivares-dev/olivares/shared/apitypes"
 )
@@ -156,6 +157,51 @@ func TestProfileApprovalFlags(t *testing.T) {
 		creates = nil
 		if _, stderr, code := cli(t, "profile", "add", "--tool", "claude", "--name", "p", "--approval-rule", rule); code != 2 || len(creates) != 0 {
 			t.Errorf("--approval-rule %q: exit %d stderr %q, want a usage error", rule, code, stderr)
+		}
+	}
+}
+
+// R-REQ-3, R-LERR-1: session list marks a run that waits for an answer or
+// whose tool failed; session show says how many requests wait, where to
+// read them, and the last error.
+func TestRequestsAndLastErrorOnTheRun(t *testing.T) {
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	waiting := apitypes.Run{RunRef: "run_w", State: "running", NodeID: "n1", PendingRequests: 2}
+	failed := apitypes.Run{RunRef: "run_f", State: "idle", NodeID: "n1",
+		LastError: &apitypes.LastError{Kind: "auth", Message: "401 Unauthorized", At: at}}
+	fakeAPI(t, func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/v1/m/sessions/runs":
+			writeJSON(w, 200, apitypes.RunList{Items: []apitypes.Run{waiting, failed, {RunRef: "run_ok", State: "idle", NodeID: "n1"}}})
+		case "/v1/m/sessions/runs/run_w":
+			writeJSON(w, 200, waiting)
+		case "/v1/m/sessions/runs/run_f":
+			writeJSON(w, 200, failed)
+		default:
+			writeJSON(w, 200, map[string]any{"items": []any{}})
+		}
+	})
+	out, stderr, code := cli(t, "session", "list")
+	if code != 0 {
+		t.Fatalf("session list: exit %d, %s", code, stderr)
+	}
+	for ref, want := range map[string]string{"run_w": "(2 waiting for an answer)", "run_f": "(error: auth)", "run_ok": ""} {
+		line := ""
+		for _, l := range strings.Split(out, "\n") {
+			if strings.HasPrefix(l, ref+" ") {
+				line = l
+			}
+		}
+		if want == "" && strings.Contains(line, "(") || want != "" && !strings.Contains(line, want) {
+			t.Errorf("session list, %s: %q, want %q", ref, line, want)
+		}
+	}
+	for ref, want := range map[string]string{
+		"run_w": "2 waiting for an answer (olivares session requests run_w)",
+		"run_f": "auth: 401 Unauthorized (2026-01-02T03:04:05Z)",
+	} {
+		if out, _, code := cli(t, "session", "show", ref); code != 0 || !strings.Contains(out, want) {
+			t.Errorf("session show %s: exit %d\n%s\nwant %q", ref, code, out, want)
 		}
 	}
 }

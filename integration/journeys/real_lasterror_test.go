@@ -1,0 +1,83 @@
+package journeys
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/olivares-dev/olivares/agent/cliruntime"
+	"github.com/olivares-dev/olivares/integration"
+	"github.com/olivares-dev/olivares/integration/fakemodel"
+	"github.com/olivares-dev/olivares/shared/apitypes"
+)
+
+// errorEvents are the run's "error" lifecycle events' kinds.
+func errorEvents(c *integration.Client, ref string) []string {
+	var kinds []string
+	for _, e := range c.Events(ref) {
+		if e.Kind == "error" {
+			var d map[string]string
+			json.Unmarshal(e.Detail, &d)
+			kinds = append(kinds, d["kind"])
+		}
+	}
+	return kinds
+}
+
+// R-LERR-1..3 with the real Claude Code and Codex through the
+// coordinator: a model that answers 401 leaves the run idle with a
+// last_error of kind auth (and an error event), shown by GET /runs and
+// GET /runs/{ref}; the next good turn clears it.
+func TestRealLastError(t *testing.T) {
+	for _, tool := range []string{"claude", "codex"} {
+		t.Run(tool, func(t *testing.T) {
+			bin := realBin(t, tool)
+			f := setup(t, "yamux", integration.ProcOptions{Path: bin + ":" + cliruntime.DefaultPath})
+			var p apitypes.Profile
+			var push func(...fakemodel.Reply)
+			var unauthorized fakemodel.Reply
+			input := integration.Text
+			switch tool {
+			case "claude":
+				fake := fakemodel.NewAnthropic()
+				defer fake.Close()
+				p, push, input = f.realClaudeProfile(fake), fake.Push, integration.Message
+				unauthorized = fakemodel.Reply{Status: http.StatusUnauthorized, Header: http.Header{"X-Should-Retry": {"false"}},
+					Body: `{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}`}
+			case "codex":
+				fake := fakemodel.NewOpenAI()
+				defer fake.Close()
+				p, push = f.realCodexProfile(t, fake), fake.Push
+				unauthorized = fakemodel.Reply{Status: http.StatusUnauthorized,
+					Body: `{"error":{"message":"Incorrect API key provided","type":"invalid_request_error","code":"invalid_api_key"}}`}
+			}
+			r := f.launch(p)
+			f.operator.AwaitRun(r.RunRef, wait, "idle", func(r apitypes.Run) bool { return r.State == apitypes.StateIdle })
+			push(unauthorized)
+			f.post(f.operator, http.StatusAccepted, r.RunRef, "input", input("hello"), nil)
+			failed := f.operator.AwaitRun(r.RunRef, wait, "a last_error", func(r apitypes.Run) bool {
+				return r.State == apitypes.StateIdle && r.LastError != nil
+			})
+			if failed.LastError.Kind != cliruntime.ErrorAuth || failed.LastError.Message == "" || failed.LastError.At.IsZero() {
+				t.Fatalf("last_error %+v, want kind auth with the tool's message", failed.LastError)
+			}
+			var list apitypes.RunList
+			f.viewer.Must(http.StatusOK, http.MethodGet, "/v1/m/sessions/runs", nil, &list)
+			if len(list.Items) != 1 || list.Items[0].LastError == nil {
+				t.Fatalf("GET /runs: %+v, want the run's last_error", list.Items)
+			}
+			if kinds := errorEvents(f.viewer, r.RunRef); len(kinds) != 1 || kinds[0] != cliruntime.ErrorAuth {
+				t.Fatalf("error events %v, want one auth", kinds)
+			}
+			out, code := f.cli("session", "show", r.RunRef)
+			if code != 0 || !strings.Contains(out, "last error") || !strings.Contains(out, "auth:") {
+				t.Fatalf("session show: exit %d\n%s", code, out)
+			}
+			f.post(f.operator, http.StatusAccepted, r.RunRef, "input", input("again"), nil)
+			f.operator.AwaitRun(r.RunRef, wait, "last_error cleared by a good turn", func(r apitypes.Run) bool {
+				return r.State == apitypes.StateIdle && r.LastError == nil
+			})
+		})
+	}
+}
