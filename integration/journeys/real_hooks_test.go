@@ -18,7 +18,7 @@ import (
 // stack: a run of a profile with the engine's hooks loads none of the
 // project's settings (--setting-sources ""), and every tool use passes the
 // engine's PreToolUse hook (olivares-agent claude-hook), which records it
-// in the run's ledger and refuses the tool the profile denies (R-HOOK-1..3). Without the
+// in the run's ledger and refuses the tool the profile denies (R-HOOK-1..3, R-HOOK-5). Without the
 // engine's hooks the same project's settings are loaded.
 func TestRealClaudeEngineHooks(t *testing.T) {
 	bin := realBin(t, "claude")
