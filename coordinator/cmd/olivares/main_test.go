@@ -197,6 +197,21 @@ func TestAttachReconnects(t *testing.T) {
 	}
 }
 
+// attachRequest is a pending request as the attach stream carries it.
+var attachRequest = apitypes.RunRequest{ID: "req_0123456789abcdef", Kind: "command", Tool: "Bash", Title: "Run make",
+	State: "pending", Detail: apitypes.RequestDetail{Command: "make", Cwd: "/w"},
+	Options: []apitypes.RequestOption{{ID: "allow_once", Label: "Allow once", Decision: "allow"},
+		{ID: "allow_session", Label: "Allow for this session", Decision: "allow", Session: true},
+		{ID: "deny", Label: "Deny", Decision: "deny"}}}
+
+func mustJSON(t *testing.T, v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
 func TestAttachEvents(t *testing.T) {
 	code := 3
 	tests := []struct {
@@ -227,6 +242,65 @@ func TestAttachEvents(t *testing.T) {
 				writeEvent(t, w, "end", 0, apitypes.End{Generation: 2, ExitCode: &code})
 			},
 			stderr: "-- notice: history_withheld\n-- ended: generation 2, exit code 3\n",
+		},
+		{
+			// R-REQ-4, R-REQ-14: a request at its place in the
+			// conversation, with the commands that answer it, then who
+			// settled it.
+			name: "a request and its settlement",
+			events: func(t *testing.T, w http.ResponseWriter) {
+				writeEvent(t, w, "output", 6, output(6, "stdout", "about to build"))
+				writeEvent(t, w, "request", 7, attachRequest)
+				req := attachRequest
+				req.State, req.Decision, req.OptionID, req.By = "settled", "allow", "allow_session", "prn_alice"
+				writeEvent(t, w, "request_settled", 8, req)
+				writeEvent(t, w, "output", 9, output(9, "stdout", "built\n"))
+				writeEvent(t, w, "end", 9, apitypes.End{Generation: 1, ExitCode: &code})
+			},
+			stdout: "about to build\n" +
+				"? req_0123456789abcdef asks (command, Bash): Run make\n" +
+				"    command: make\n" +
+				"    in:      /w\n" +
+				"    options: allow_once (allow: Allow once); allow_session (allow: Allow for this session); deny (deny: Deny)\n" +
+				"    answer:  olivares session answer run_1 req_0123456789abcdef   (allow once)\n" +
+				"             olivares session answer run_1 req_0123456789abcdef --always\n" +
+				"             olivares session answer run_1 req_0123456789abcdef --deny\n" +
+				"? request req_0123456789abcdef: allow by prn_alice: Run make\n" +
+				"built\n",
+			stderr: "-- ended: generation 1, exit code 3\n",
+		},
+		{
+			name: "a request expires",
+			events: func(t *testing.T, w http.ResponseWriter) {
+				req := attachRequest
+				req.State, req.Reason = "expired", "the process that asked is gone"
+				writeEvent(t, w, "request_settled", 3, req)
+				writeEvent(t, w, "notice", 3, apitypes.Notice{Kind: "not_live", State: "stopped"})
+			},
+			stdout: "? request req_0123456789abcdef expired: the process that asked is gone: Run make\n",
+			stderr: "-- session is not live (state=stopped)\n",
+		},
+		{
+			// --raw: stdout stays one JSON event a line; the commands
+			// that answer go to stderr.
+			name: "a request, raw", raw: true,
+			events: func(t *testing.T, w http.ResponseWriter) {
+				writeEvent(t, w, "request", 7, attachRequest)
+				req := attachRequest
+				req.State, req.Decision, req.By, req.Reason = "settled", "deny", "timeout", "nobody answered in 10m0s"
+				writeEvent(t, w, "request_settled", 8, req)
+				writeEvent(t, w, "notice", 8, apitypes.Notice{Kind: "not_live", State: "idle"})
+			},
+			stdout: `{"event":"request","id":"7","data":` + mustJSON(t, attachRequest) + "}\n" +
+				`{"event":"request_settled","id":"8","data":` + mustJSON(t, func() apitypes.RunRequest {
+				r := attachRequest
+				r.State, r.Decision, r.By, r.Reason = "settled", "deny", "timeout", "nobody answered in 10m0s"
+				return r
+			}()) + "}\n" +
+				`{"event":"notice","id":"8","data":{"kind":"not_live","state":"idle"}}` + "\n",
+			stderr: "-- request req_0123456789abcdef (command, Bash): Run make; answer: " +
+				"olivares session answer run_1 req_0123456789abcdef   (allow once)  |  olivares session answer run_1 req_0123456789abcdef --always  |  olivares session answer run_1 req_0123456789abcdef --deny\n" +
+				"-- request req_0123456789abcdef: deny by timeout (nobody answered in 10m0s): Run make\n",
 		},
 		{
 			name: "end by a signal",
