@@ -2,6 +2,8 @@ package journeys
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"net/http"
 	"strings"
 	"testing"
@@ -80,4 +82,44 @@ func TestRealLastError(t *testing.T) {
 			})
 		})
 	}
+}
+
+// R-LERR-1, R-LERR-2: a Codex that keeps retrying its provider
+// ("Reconnecting... 1/2") says so in last_error while its turn still runs,
+// instead of a run that looks busy and well; once the provider answers and
+// the turn ends well, last_error is cleared.
+func TestRealCodexReconnecting(t *testing.T) {
+	bin := realBin(t, "codex")
+	f := setup(t, "yamux", integration.ProcOptions{Path: bin + ":" + cliruntime.DefaultPath})
+	fake := fakemodel.NewOpenAI()
+	defer fake.Close()
+	p := f.realCodexProfile(t, fake)
+	cfg := filepath.Join(p.Home, ".codex", "config.toml")
+	b, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	retrying := strings.ReplaceAll(strings.ReplaceAll(string(b), "request_max_retries = 0", "request_max_retries = 2"), "stream_max_retries = 0", "stream_max_retries = 2")
+	if err := os.WriteFile(cfg, []byte(retrying), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	gate := fakemodel.NewGate()
+	defer gate.Release()
+	down := fakemodel.Reply{Status: http.StatusServiceUnavailable, Body: `{"error":{"message":"fake: down","type":"server_error"}}`}
+	// Codex retries the request twice without a word, then reconnects
+	// ("Reconnecting... 1/2", measured on 0.169.0); the fourth answer holds.
+	fake.Push(down, down, down, fakemodel.Held(gate))
+	r := f.launch(p)
+	f.operator.AwaitRun(r.RunRef, wait, "idle", func(r apitypes.Run) bool { return r.State == apitypes.StateIdle })
+	f.post(f.operator, http.StatusAccepted, r.RunRef, "input", integration.Text("hello"), nil)
+	got := f.operator.AwaitRun(r.RunRef, wait, "last_error while the turn runs", func(r apitypes.Run) bool {
+		return r.LastError != nil
+	})
+	if got.LastError.Kind != cliruntime.ErrorRetrying || !strings.Contains(got.LastError.Message, "Reconnecting") || got.State != apitypes.StateRunning {
+		t.Fatalf("while Codex retries: state %s last_error %+v, want running and reconnecting", got.State, got.LastError)
+	}
+	gate.Release()
+	f.operator.AwaitRun(r.RunRef, wait, "idle, last_error cleared", func(r apitypes.Run) bool {
+		return r.State == apitypes.StateIdle && r.LastError == nil
+	})
 }
