@@ -2,9 +2,9 @@ package journeys
 
 import (
 	"encoding/json"
+	"net/http"
 	"os"
 	"path/filepath"
-	"net/http"
 	"strings"
 	"testing"
 
