@@ -54,6 +54,9 @@ const (
 	OptionAllowOnce    = "allow_once"
 	OptionAllowSession = "allow_session"
 	OptionDeny         = "deny"
+	// OptionText answers a question in the person's own words
+	// (Answer.Text); offered where the tool takes free text.
+	OptionText = "text"
 )
 
 // Request is a question a tool asked over its protocol and waits on. A

@@ -565,6 +565,14 @@ func pickOption(e *reqEntry, a settlement) (apitypes.RequestOption, error) {
 	if a.decision == apitypes.DecisionAnswer && e.Detail.Text && a.text == "" {
 		return apitypes.RequestOption{}, refusal.New(ErrBadAnswer, "request %s asks a question: give the answer as text, or pick an option", e.ID)
 	}
+	if a.decision == apitypes.DecisionAnswer && a.text != "" {
+		// Text answers in the person's own words where the tool offers it.
+		for _, o := range e.Options {
+			if o.ID == cliruntime.OptionText {
+				return o, nil
+			}
+		}
+	}
 	var pick *apitypes.RequestOption
 	for i := range e.Options {
 		o := &e.Options[i]

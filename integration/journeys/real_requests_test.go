@@ -193,6 +193,20 @@ func TestRealClaudeRequests(t *testing.T) {
 	}
 	f.post(f.operator, http.StatusConflict, r.RunRef, "requests/"+denied.ID, apitypes.RequestAnswer{Decision: "allow"}, nil)
 
+	// A question the model asks: answered in the person's words.
+	fake.Push(fakemodel.Tool("AskUserQuestion", `{"questions":[{"question":"Which colour?","header":"Colour","options":[{"label":"red","description":"warm"},{"label":"blue","description":"cold"}],"multiSelect":false}]}`),
+		fakemodel.Text("done-question"))
+	f.post(f.operator, http.StatusAccepted, r.RunRef, "input", integration.Message("ask me"), nil)
+	q := untilRequestEvent(t, s, apitypes.SSERequest)
+	if q.Kind != apitypes.RequestQuestion || q.Detail.Question != "Which colour?" || !q.Detail.Text {
+		t.Fatalf("the question: %+v", q)
+	}
+	f.post(f.operator, http.StatusOK, r.RunRef, "requests/"+q.ID, apitypes.RequestAnswer{Decision: "answer", Text: "green, in fact"}, nil)
+	s.UntilOutput(`"result":"done-question"`, wait)
+	if outs := toolOutputs(fake); len(outs) == 0 || !strings.Contains(outs[len(outs)-1], "green, in fact") {
+		t.Fatalf("the model got %q, want the person's answer", outs)
+	}
+
 	// The profile's rules, on the agent: git status runs (Claude Code
 	// itself counts it read-only and does not ask: measured on 2.1.328),
 	// touch ruled-1.txt is allowed and rm denied by a rule, recorded by

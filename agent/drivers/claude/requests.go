@@ -47,7 +47,15 @@ type toolInput struct {
 		OldString string `json:"old_string"`
 		NewString string `json:"new_string"`
 	} `json:"edits"`
-	URL string `json:"url"`
+	URL       string `json:"url"`
+	Questions []struct {
+		Question string `json:"question"`
+		Header   string `json:"header"`
+		Options  []struct {
+			Label       string `json:"label"`
+			Description string `json:"description"`
+		} `json:"options"`
+	} `json:"questions"`
 }
 
 // controlRequestLocked handles a control request Claude Code sends the
@@ -97,6 +105,31 @@ func (s *session) describe(id string, c *canUseTool) cliruntime.Request {
 			{ID: cliruntime.OptionDeny, Label: "Deny", Decision: cliruntime.DecisionDeny},
 		}}
 	switch c.ToolName {
+	case askUserQuestion:
+		// The model asks the person (measured on 2.1.328: allowed with
+		// updatedInput.answers {question: answer}, the model gets the
+		// answers as the tool's result).
+		req.Kind, req.Text = cliruntime.RequestQuestion, true
+		req.Options = nil
+		for i, q := range in.Questions {
+			if i == 0 {
+				req.Title, req.Question = oneLine(firstNonEmpty(q.Header, q.Question)), cliruntime.Clip(q.Question)
+				for j, o := range q.Options {
+					label := o.Label
+					if o.Description != "" {
+						label += " — " + o.Description
+					}
+					req.Options = append(req.Options, cliruntime.Option{ID: fmt.Sprintf("choice_%d", j+1), Label: cliruntime.Clip(label), Decision: cliruntime.DecisionAnswer})
+				}
+			} else {
+				req.Question += "\n" + cliruntime.Clip(q.Question)
+			}
+		}
+		if req.Title == "" {
+			req.Title = "A question"
+		}
+		req.Options = append(req.Options, cliruntime.Option{ID: cliruntime.OptionText, Label: "Answer in your own words", Decision: cliruntime.DecisionAnswer},
+			cliruntime.Option{ID: cliruntime.OptionDeny, Label: "Do not answer", Decision: cliruntime.DecisionDeny})
 	case "Bash":
 		req.Kind, req.Command, req.Cwd = cliruntime.RequestCommand, cliruntime.Clip(in.Command), s.cwd
 		req.Title = "Run " + oneLine(in.Command)
@@ -127,6 +160,43 @@ func (s *session) describe(id string, c *canUseTool) cliruntime.Request {
 	}
 	req.Title = cliruntime.Clip(req.Title)
 	return req
+}
+
+// askUserQuestion is Claude Code's tool for asking the person.
+const askUserQuestion = "AskUserQuestion"
+
+func firstNonEmpty(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// answers is AskUserQuestion's updatedInput.answers: the text (or the
+// chosen option's label) answers the first question; a text that is a JSON
+// object of question → answer answers several.
+func answers(input json.RawMessage, opt cliruntime.Option, text string) map[string]any {
+	var in toolInput
+	_ = json.Unmarshal(input, &in)
+	out := map[string]any{}
+	if len(in.Questions) == 0 {
+		return out
+	}
+	if opt.ID != "" && opt.Decision == cliruntime.DecisionAnswer && text == "" {
+		var n int
+		if _, err := fmt.Sscanf(opt.ID, "choice_%d", &n); err == nil && n >= 1 && n <= len(in.Questions[0].Options) {
+			text = in.Questions[0].Options[n-1].Label
+		}
+	}
+	var many map[string]string
+	if len(in.Questions) > 1 && json.Unmarshal([]byte(text), &many) == nil {
+		for k, v := range many {
+			out[k] = v
+		}
+		return out
+	}
+	out[in.Questions[0].Question] = text
+	return out
 }
 
 // editDiff is a unified-looking diff of an edit's strings, or a write's
@@ -203,6 +273,14 @@ func (s *session) Answer(id string, a cliruntime.Answer) (cliruntime.Step, error
 	resp := map[string]any{"behavior": "allow", "updatedInput": json.RawMessage(o.input)}
 	if len(o.input) == 0 || !json.Valid(o.input) {
 		resp["updatedInput"] = map[string]any{}
+	}
+	if o.req.Tool == askUserQuestion {
+		var in map[string]any
+		if json.Unmarshal(o.input, &in) != nil || in == nil {
+			in = map[string]any{}
+		}
+		in["answers"] = answers(o.input, opt, a.Text)
+		resp["updatedInput"] = in
 	}
 	if opt.Session {
 		if p := sessionScoped(o.suggestions); p != nil {

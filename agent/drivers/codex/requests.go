@@ -310,6 +310,9 @@ func (s *session) describeLocked(m jsonrpc.Message) (*codexRequest, bool) {
 			cr.req.Options = append(cr.req.Options, cliruntime.Option{ID: "choice_" + strconv.Itoa(i+1), Label: cliruntime.Clip(label), Decision: cliruntime.DecisionAnswer})
 			cr.decisions = addDecision(cr.decisions, "choice_"+strconv.Itoa(i+1), str(o.Label))
 		}
+		if cr.req.Text {
+			cr.req.Options = append(cr.req.Options, cliruntime.Option{ID: cliruntime.OptionText, Label: "Answer in your own words", Decision: cliruntime.DecisionAnswer})
+		}
 		cr.req.Options = append(cr.req.Options, cliruntime.Option{ID: "decline", Label: "Do not answer", Decision: cliruntime.DecisionDeny})
 	case reqElicitation:
 		var p struct {
