@@ -237,7 +237,8 @@ func str(raw json.RawMessage) string {
 // observed are the frame types the driver reads; the others (assistant,
 // user and stream_event frames, most of a busy turn's lines) are passed over
 // after a scan for their type, without a decode or a copy.
-var observed = map[string]bool{"system": true, "result": true, "rate_limit_event": true, "control_response": true, "control_request": true}
+var observed = map[string]bool{"system": true, "result": true, "rate_limit_event": true, "control_response": true, "control_request": true,
+	"control_cancel_request": true}
 
 func (s *session) Observe(line []byte) cliruntime.Step {
 	if t, esc, ok := jsonscan.String(line, "type"); ok && !esc && !observed[string(t)] {
@@ -270,6 +271,15 @@ func (s *session) observeFrame(f *frame, raw json.RawMessage) cliruntime.Step {
 		}
 	case "control_request":
 		return s.controlRequestLocked(f, raw)
+	case "control_cancel_request":
+		// Claude Code no longer waits on a can_use_tool (its turn was
+		// interrupted; measured on 2.1.328).
+		id := str(f.RequestID)
+		if s.open[id] == nil {
+			return cliruntime.Step{}
+		}
+		delete(s.open, id)
+		return step(cliruntime.Event{Kind: cliruntime.EventRequestWithdrawn, ConversationID: s.conv, RequestID: id, Raw: raw})
 	case "result":
 		return s.resultLocked(f, raw)
 	case "rate_limit_event":
