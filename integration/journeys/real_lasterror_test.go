@@ -69,7 +69,13 @@ func TestRealLastError(t *testing.T) {
 			if len(list.Items) != 1 || list.Items[0].LastError == nil {
 				t.Fatalf("GET /runs: %+v, want the run's last_error", list.Items)
 			}
-			if kinds := errorEvents(f.viewer, r.RunRef); len(kinds) != 1 || kinds[0] != cliruntime.ErrorAuth {
+			// The ledger row is the saver's commit, a moment after the row.
+			var kinds []string
+			f.operator.AwaitRun(r.RunRef, wait, "an error event", func(apitypes.Run) bool {
+				kinds = errorEvents(f.viewer, r.RunRef)
+				return len(kinds) > 0
+			})
+			if len(kinds) != 1 || kinds[0] != cliruntime.ErrorAuth {
 				t.Fatalf("error events %v, want one auth", kinds)
 			}
 			out, code := f.cli("session", "show", r.RunRef)

@@ -80,6 +80,24 @@ func TestRunRouteRefusals(t *testing.T) {
 			t.Errorf("%s lists %d runs, want %d", q.query, len(list.Items), q.n)
 		}
 	}
+	// The tool's requests (R-REQ-2): an empty list; an unknown or
+	// malformed id is 404, a bad decision or field 400, an agent identity
+	// may not answer; a bad approval policy is 400 (R-REQ-10..12).
+	var reqs apitypes.RequestList
+	f.viewer.Must(http.StatusOK, http.MethodGet, base+r.RunRef+"/requests", nil, &reqs)
+	if reqs.Items == nil || len(reqs.Items) != 0 {
+		t.Errorf("requests of a run that asked nothing: %s", mustJSON(reqs))
+	}
+	check(op, http.MethodPost, base+r.RunRef+"/requests/req_0000000000000000", apitypes.RequestAnswer{Decision: "allow"}, http.StatusNotFound, "request_not_found")
+	check(op, http.MethodPost, base+r.RunRef+"/requests/nope", apitypes.RequestAnswer{Decision: "allow"}, http.StatusNotFound, "request_not_found")
+	check(op, http.MethodPost, base+r.RunRef+"/requests/req_0000000000000000", apitypes.RequestAnswer{Decision: "maybe"}, http.StatusBadRequest, "bad_answer")
+	check(op, http.MethodPost, base+r.RunRef+"/requests/req_0000000000000000", map[string]any{"decision": "allow", "why": "x"}, http.StatusBadRequest, "bad_body")
+	check(f.viewer, http.MethodPost, base+r.RunRef+"/requests/req_0000000000000000", apitypes.RequestAnswer{Decision: "allow"}, http.StatusForbidden, "permission_denied")
+	bot := f.env.Client(f.env.Principal(integration.Tenant, store.RoleOperator, store.KindAgent))
+	check(bot, http.MethodPost, base+r.RunRef+"/requests/req_0000000000000000", apitypes.RequestAnswer{Decision: "allow"}, http.StatusForbidden, "agent_identity_refused")
+	check(f.admin, http.MethodPost, "/v1/m/sessions/profiles", apitypes.ProfileCreate{NodeID: f.agent.ID, Tool: "codex", Name: "pol1", Approvals: "sometimes"}, http.StatusBadRequest, "bad_policy")
+	check(f.admin, http.MethodPost, "/v1/m/sessions/profiles", apitypes.ProfileCreate{NodeID: f.agent.ID, Tool: "codex", Name: "pol2", AskTimeout: "1y"}, http.StatusBadRequest, "bad_policy")
+	check(f.admin, http.MethodPatch, "/v1/m/sessions/profiles/"+p.Ref, map[string]any{"approval_rules": []any{map[string]any{"pattern": "*", "action": "allow"}}}, http.StatusBadRequest, "bad_policy")
 	// Interrupt and resume of a stopped run: 409 and 200.
 	f.post(op, http.StatusOK, r.RunRef, "stop", nil, nil)
 	check(op, http.MethodPost, base+r.RunRef+"/interrupt", nil, http.StatusConflict, "not_live")
