@@ -36,6 +36,11 @@ func (s *Server) answerRequest(c echo.Context) error {
 	if err := refuseAgent(c); err != nil {
 		return err
 	}
+	// Another tenant's run is 404 before anything of the request is
+	// looked at (R-TEN-3).
+	if _, err := s.refRun(c); err != nil {
+		return err
+	}
 	id := c.Param("id")
 	if !requestIDRE.MatchString(id) {
 		return apierr.New(http.StatusNotFound, "request_not_found", "no request %q: request ids look like req_0123456789abcdef (olivares session requests REF lists them)", id)
