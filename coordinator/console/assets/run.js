@@ -15,6 +15,7 @@ import { normalizer, summary } from './normalize.js';
 import { VList } from './vlist.js';
 import { tabs, errorLine } from './ui.js';
 import { watcher, attentionOf } from './attention.js';
+import { requestCards } from './requests.js';
 
 const LIVE = ['starting', 'running', 'idle'];
 const STDERR_MAX = 256 << 10;
@@ -189,6 +190,9 @@ export function runView(main, ref, { tab = '' } = {}) {
 
   const head = h('header', { class: 'run-head' });
   const bannerEl = h('div', { class: 'banners', 'aria-live': 'polite' });
+  // The tool's requests, answered here (docs/rules/requests.md).
+  const reqEl = h('div', { class: 'requests', id: 'requests', 'aria-live': 'polite' });
+  const cards = requestCards(reqEl, ref, { canWrite, onSettled: () => schedule(300) });
   const body = h('div', { class: 'run-body' });
   const stderr = h('pre', { class: 'stderr', id: 'stderr' });
   let stderrText = '';
@@ -204,7 +208,7 @@ export function runView(main, ref, { tab = '' } = {}) {
   t.panels.get('conversation').append(h('div', { class: 'view-bar' }, h('label', { class: 'toggle' }, rawToggle, 'Raw frames')), body, stderrBox, inputForm);
   replace(main, h('div', { class: 'run' },
     h('nav', { class: 'crumbs' }, h('a', { href: '/', 'data-nav': true }, '← Sessions')),
-    head, bannerEl, t.bar, [...t.panels.values()]));
+    head, bannerEl, reqEl, t.bar, [...t.panels.values()]));
 
   function showTab(name, el) {
     const url = new URL(location.href);
@@ -317,9 +321,11 @@ export function runView(main, ref, { tab = '' } = {}) {
     banner('unreachable', 'warn', r.node_reachable === false ? `Node ${r.node_id} is unreachable: the state shown is the last one it reported.` : null);
     banner('pending', 'warn', r.state === 'pending_approval' ? (canApprove ? 'This launch waits for approval. Approve it to start the process.' : 'This launch waits for approval by someone with workspace administration.') : null);
     banner('limit', 'warn', r.limit ? limitText(r.limit) : null);
-    // The tools' permission requests and questions (issue 19) appear on
-    // the row as pending_requests; their cards belong right here.
+    // The tools' permission requests and questions: counted on the row,
+    // each answered on its card below the banners.
     banner('requests', 'warn', r.pending_requests > 0 ? `The tool is waiting for ${r.pending_requests} decision${r.pending_requests === 1 ? '' : 's'} of yours.` : null);
+    banner('lasterror', 'error', r.last_error ? `The tool failed (${r.last_error.kind.replace('_', ' ')}): ${r.last_error.message}` : null);
+    if (r.pending_requests !== cards.pending()) cards.refresh();
     banner('codex', 'warn', r.codex_binding && r.codex_binding.last_error ? `The branch's canonical Codex thread could not be created yet: ${r.codex_binding.last_error}. The next message tries again.` : null);
     banner('released', '', r.state === 'released' ? (canAdmin ? 'This session was released: its worktree and runtime state are gone. Delete removes its record for good.' : 'This session was released.') : null);
   }
@@ -406,6 +412,11 @@ export function runView(main, ref, { tab = '' } = {}) {
         const now = performance.now();
         switch (ev) {
           case 'output': tl.push(data, now); break;
+          case 'request':
+          case 'request_settled':
+            cards.put(data);
+            if (ev === 'request') schedule(300);
+            break;
           case 'olivares_notice':
             if (data && data.kind === 'history_withheld') banner('withheld', 'warn', 'The conversation the tool replayed at resume is withheld: this run was given credentials, and nobody can prove its earlier output is free of them.');
             else banner('onotice', 'warn', `Notice: ${JSON.stringify(data)}`);
