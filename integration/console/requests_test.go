@@ -11,7 +11,7 @@ import (
 	"github.com/olivares-dev/olivares/shared/apitypes"
 )
 
-// People in the loop in the console (R-REQ-1..4): the list marks a run
+// People in the loop in the console (R-REQ-14, R-CON-1): the list marks a run
 // whose tool waits for a decision; the run view shows the request as a
 // card with its command and the tool's own options; a click answers it,
 // the tool goes on, and the card says who settled it. A request someone
