@@ -260,6 +260,9 @@ func (s *lineSession) Observe(line []byte) cliruntime.Step {
 }
 func (*lineSession) ConversationID() string { return "" }
 func (*lineSession) TurnActive() bool       { return false }
+func (*lineSession) Answer(string, cliruntime.Answer) (cliruntime.Step, error) {
+	return cliruntime.Step{}, cliruntime.ErrNoSuchRequest
+}
 
 // lineEnv is a supervisor whose only tool is lineDriver, with a profile
 // prof_lines1 of it.
