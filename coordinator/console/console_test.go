@@ -5,9 +5,13 @@ import (
 	"compress/gzip"
 	"context"
 	"crypto/tls"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -351,5 +355,45 @@ func TestCookieSecureUnderTLS(t *testing.T) {
 	f.h.ServeHTTP(rec, req)
 	if ck := sessionCookie(rec.Result()); ck == nil || !ck.Secure {
 		t.Fatalf("cookie under TLS %+v, want Secure", ck)
+	}
+}
+
+// The audit page's event filter offers every event the ledger records
+// (R-AUD-1, R-AUD-6): each Audit* constant of shared/apitypes is in
+// audit.js's list.
+func TestAuditFilterOffersEveryEvent(t *testing.T) {
+	page, err := os.ReadFile("assets/audit.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := parser.ParseFile(token.NewFileSet(), filepath.Join("..", "..", "shared", "apitypes", "audit.go"), nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, d := range f.Decls {
+		g, ok := d.(*ast.GenDecl)
+		if !ok || g.Tok != token.CONST {
+			continue
+		}
+		for _, sp := range g.Specs {
+			vs := sp.(*ast.ValueSpec)
+			for i, name := range vs.Names {
+				if !strings.HasPrefix(name.Name, "Audit") || i >= len(vs.Values) {
+					continue
+				}
+				lit, ok := vs.Values[i].(*ast.BasicLit)
+				if !ok {
+					continue
+				}
+				n++
+				if !strings.Contains(string(page), "'"+strings.Trim(lit.Value, `"`)+"'") {
+					t.Errorf("audit.js's event filter lacks %s (%s)", lit.Value, name.Name)
+				}
+			}
+		}
+	}
+	if n < 30 {
+		t.Fatalf("found %d audit events in shared/apitypes/audit.go, want them all", n)
 	}
 }

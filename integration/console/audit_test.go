@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -47,6 +48,15 @@ func TestAuditChainJSAgreesWithGo(t *testing.T) {
 		{At: t0.Add(92 * time.Minute), Tenant: "t1", Actor: apitypes.AuditActor{CredentialID: "node-h", Kind: apitypes.ActorNode},
 			Event: apitypes.AuditNodeEnrolled, Target: apitypes.AuditTarget{NodeID: "node-h", Tenant: "t1"}},
 	}
+	// And one whose target has every field of apitypes.AuditTarget set, so
+	// that a field added there and not in auditchain.js fails here.
+	var every apitypes.AuditTarget
+	tv := reflect.ValueOf(&every).Elem()
+	for i := range tv.NumField() {
+		tv.Field(i).SetString(fmt.Sprintf("%s_<%d>", tv.Type().Field(i).Name, i))
+	}
+	raw = append(raw, apitypes.AuditEntry{At: t0.Add(5 * time.Hour), Tenant: "t1", Actor: apitypes.AuditActor{CredentialID: "cred_1", Kind: apitypes.ActorToken},
+		Event: apitypes.AuditCredentialRevoked, Target: every})
 	var chain []apitypes.AuditEntry
 	prev := apitypes.AuditEntry{}
 	for _, e := range raw {
@@ -177,31 +187,54 @@ func TestFleetRevokeAndAuditVerify(t *testing.T) {
 		t.Fatal("node A was revoked too")
 	}
 
-	// The audit ledger.
-	// The seeds' four rows and the security actions of R-AUD-6 (the
-	// tenant, the admin, the nodes' joins and enrolments, the
-	// registrations, the launches, the revocation).
-	var ledger apitypes.AuditList
-	f.admin.Must(http.StatusOK, http.MethodGet, "/v1/audit?limit=500", nil, &ledger)
-	archived := slices.IndexFunc(ledger.Items, func(e apitypes.AuditEntry) bool { return e.Event == apitypes.AuditRunArchived })
-	if ledger.Next != "" || archived < 0 {
-		t.Fatalf("the ledger: %d rows, next %q, archived at %d", len(ledger.Items), ledger.Next, archived)
+	// The audit ledger: the page lists every entry the API does (the
+	// security events of R-AUD-6 among them: the nodes' enrolment, the
+	// sign-in, the revoke), and the filter finds the one archive this test
+	// made, by the seq the API gives it.
+	var all apitypes.AuditList
+	f.admin.Must(http.StatusOK, http.MethodGet, "/v1/audit?limit=500", nil, &all)
+	if all.Next != "" {
+		t.Fatalf("the ledger holds more than a page: %d entries and a next cursor", len(all.Items))
+	}
+	var renamed, archived []apitypes.AuditEntry
+	for _, e := range all.Items {
+		switch {
+		case e.Event == apitypes.AuditRunRenamed && e.Target.RunRef == ra.RunRef:
+			renamed = append(renamed, e)
+		case e.Event == apitypes.AuditRunArchived:
+			archived = append(archived, e)
+		}
+	}
+	if len(renamed) != 3 || len(archived) != 1 || archived[0].Target.RunRef != ra.RunRef {
+		t.Fatalf("the ledger has %d renames of %s and %d archives, want 3 and its archive: %+v", len(renamed), ra.RunRef, len(archived), all.Items)
 	}
 	f.open(tab, "/audit")
-	tab.Await("the entries", fmt.Sprintf(`document.querySelectorAll('#audit-rows tr[data-seq]').length === %d`, len(ledger.Items)), wait)
+	tab.Await("the entries", fmt.Sprintf(`document.querySelectorAll('#audit-rows tr[data-seq]').length === %d`, len(all.Items)), wait)
 	selectValue(tab, "#audit-event", apitypes.AuditRunArchived)
 	tab.Click("#audit-filter")
-	tab.Await("the filtered entries", fmt.Sprintf(`document.querySelectorAll('#audit-rows tr[data-seq]').length === 1 && document.querySelector('#audit-rows tr[data-seq]').dataset.seq === '%d'`, ledger.Items[archived].Seq), wait)
+	tab.Await("the filtered entries", fmt.Sprintf(`document.querySelectorAll('#audit-rows tr[data-seq]').length === 1 && document.querySelector('#audit-rows tr[data-seq]').dataset.seq === '%d'`, archived[0].Seq), wait)
+	// A security action (R-AUD-6) is offered too: the revoke this test did.
+	var revoked []apitypes.AuditEntry
+	for _, e := range all.Items {
+		if e.Event == apitypes.AuditNodeRevoked {
+			revoked = append(revoked, e)
+		}
+	}
+	if len(revoked) != 1 || revoked[0].Target.NodeID != b.ID {
+		t.Fatalf("the ledger's revokes: %+v, want node B's", revoked)
+	}
+	selectValue(tab, "#audit-event", apitypes.AuditNodeRevoked)
+	tab.Click("#audit-filter")
+	tab.Await("the revoke", fmt.Sprintf(`document.querySelectorAll('#audit-rows tr[data-seq]').length === 1 && document.querySelector('#audit-rows tr[data-seq]').dataset.seq === '%d'`, revoked[0].Seq), wait)
 	tab.Click("#audit-verify")
 	tab.Await("the chain verified in the browser", `!!document.querySelector('#audit-ok')`, wait)
-	var all apitypes.AuditList
-	f.admin.Must(http.StatusOK, http.MethodGet, "/v1/audit", nil, &all)
 	if got := text(tab, "#audit-head"); got != all.Items[len(all.Items)-1].Hash {
 		t.Fatalf("head %q, want the last entry's hash", got)
 	}
 
-	// Change the third entry in the coordinator's bbolt file while it is
+	// Change the second rename in the coordinator's bbolt file while it is
 	// down: its target names another run.
+	forged := renamed[1].Seq
 	f.env.RestartCoordinatorWith(func(stateDir string) {
 		db, err := bbolt.Open(filepath.Join(stateDir, coordd.StoreFile), 0o600, nil)
 		if err != nil {
@@ -211,20 +244,19 @@ func TestFleetRevokeAndAuditVerify(t *testing.T) {
 		err = db.Update(func(tx *bbolt.Tx) error {
 			bk := tx.Bucket([]byte("audit"))
 			c := bk.Cursor()
-			n := 0
 			for k, v := c.First(); k != nil; k, v = c.Next() {
-				if n++; n != 3 {
-					continue
-				}
 				var e map[string]any
 				if err := json.Unmarshal(v, &e); err != nil {
 					return err
+				}
+				if e["tenant"] != integration.Tenant || e["seq"] != float64(forged) {
+					continue
 				}
 				e["target"] = map[string]string{"run_ref": "run_forged"}
 				nv, _ := json.Marshal(e)
 				return bk.Put(slices.Clone(k), nv)
 			}
-			return fmt.Errorf("only %d audit entries", n)
+			return fmt.Errorf("no audit entry %d", forged)
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -234,7 +266,7 @@ func TestFleetRevokeAndAuditVerify(t *testing.T) {
 	f.open(tab, "/audit")
 	tab.Await("the ledger", `!!document.querySelector('#audit-rows tr[data-seq]')`, wait)
 	tab.Click("#audit-verify")
-	tab.Await("the first broken link named", `document.querySelector('#audit-broken')?.dataset.seq === '3'`, wait)
+	tab.Await("the first broken link named", fmt.Sprintf(`document.querySelector('#audit-broken')?.dataset.seq === '%d'`, forged), wait)
 	awaitText(tab, "why", "#audit-verdict", "was changed")
-	tab.Await("the broken row marked", `document.querySelector('#audit-rows tr.broken')?.dataset.seq === '3'`, wait)
+	tab.Await("the broken row marked", fmt.Sprintf(`document.querySelector('#audit-rows tr.broken')?.dataset.seq === '%d'`, forged), wait)
 }

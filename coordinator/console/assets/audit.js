@@ -8,11 +8,21 @@ import { api, session } from './api.js';
 import { errorLine, say } from './ui.js';
 import { parseRaw, Verifier } from './auditchain.js';
 
+// Every event of shared/apitypes (R-AUD-*), the security actions of
+// R-AUD-6 included.
 const EVENTS = [
+  'sessions.run.started', 'sessions.run.resumed', 'sessions.run.stopped', 'sessions.run.granted',
   'sessions.run.renamed', 'sessions.run.archived', 'sessions.run.unarchived', 'sessions.run.deleted',
+  'sessions.run.request.answered',
   'sessions.run.handoff_preview', 'sessions.run.messages', 'sessions.run.messages.text', 'sessions.run.activity',
-  'sessions.run.activity.agent', 'sessions.workspace.setup_command_set', 'sessions.workspace.approve-setup',
+  'sessions.run.activity.agent', 'sessions.workspace.created', 'sessions.workspace.deleted',
+  'sessions.workspace.setup_command_set', 'sessions.workspace.approve-setup',
   'sessions.workspace.approve-project-config', 'sessions.workspace.file_read',
+  'sessions.profile.created', 'sessions.profile.updated', 'sessions.profile.deleted',
+  'sessions.secret.added', 'sessions.secret.deleted',
+  'fleet.join_token.created', 'fleet.node.enrolled', 'fleet.node.revoked', 'fleet.node.forgotten', 'fleet.node.reassigned',
+  'auth.tenant.created', 'auth.principal.created', 'auth.principal.revoked', 'auth.credential.created',
+  'auth.credential.revoked', 'auth.signin_link.created', 'auth.signed_in', 'auth.signed_out',
 ];
 const PAGE = 100;
 const VERIFY_PAGE = 500;
