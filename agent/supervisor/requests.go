@@ -243,9 +243,13 @@ func (r *run) appendRequest(gen uint32, v apitypes.RunRequest) {
 }
 
 func reqLedger(kind string, e *reqEntry) ledger.Event {
-	d := map[string]string{"id": e.ID, "kind": e.Kind, "tool": e.Tool}
-	if e.State != apitypes.RequestPending {
-		d["decision"], d["by"] = e.Decision, e.By
+	d := map[string]string{"id": e.ID, "kind": e.Kind}
+	// An empty field is left out: an expiry has no decision nor anyone
+	// who made it.
+	for k, v := range map[string]string{"tool": e.Tool, "decision": e.Decision, "by": e.By} {
+		if v != "" && (k == "tool" || e.State != apitypes.RequestPending) {
+			d[k] = v
+		}
 	}
 	detail, _ := json.Marshal(d)
 	return ledger.Event{Kind: kind, Generation: e.Generation, Detail: detail}
