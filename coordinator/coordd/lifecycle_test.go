@@ -34,6 +34,9 @@ func startPlain(t *testing.T) (*Coordinator, string) {
 	cfg.API.Plain = true
 	cfg.API.Listen = "127.0.0.1:0"
 	cfg.Tunnel.Listen = "127.0.0.1:0"
+	// A free port: the default 7445 is taken by any other coordinator on
+	// the host, another test's included.
+	cfg.Metrics.Listen = "127.0.0.1:0"
 	c, err := New(cfg, t.Logf)
 	if err != nil {
 		t.Fatal(err)
