@@ -10,7 +10,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"log"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -34,6 +34,7 @@ import (
 	"github.com/olivares-dev/olivares/shared/claudehook"
 	"github.com/olivares-dev/olivares/shared/config"
 	"github.com/olivares-dev/olivares/shared/localsock"
+	"github.com/olivares-dev/olivares/shared/logging"
 	"github.com/olivares-dev/olivares/shared/proto"
 	"github.com/olivares-dev/olivares/shared/tunnel"
 	"github.com/olivares-dev/olivares/shared/wire"
@@ -65,6 +66,9 @@ type Config struct {
 	// CodexSupervision is this node's consent to Codex supervision
 	// (R-CX-PERM-1); off by default.
 	CodexSupervision codexsup.Config `toml:"codex_supervision"`
+	// Log sets the level and format of the agent's log (standard error).
+	// When empty, info and json (R-OBS-1).
+	Log logging.Config `toml:"log"`
 }
 
 // RunsConfig tunes the run runtime.
@@ -121,13 +125,16 @@ func (c *Config) CheckAndSetDefaults() error {
 	if c.Runs.StopGrace.Duration == 0 {
 		c.Runs.StopGrace.Duration = sessions.DefaultGrace
 	}
+	if err := c.Log.CheckAndSetDefaults(logging.FormatJSON); err != nil {
+		return err
+	}
 	return c.CodexSupervision.CheckAndSetDefaults()
 }
 
 // Agent is one running node agent.
 type Agent struct {
 	cfg     Config
-	logf    func(string, ...any)
+	log     *slog.Logger
 	db      *bbolt.DB
 	id      *identity.Identity
 	link    *link.Link
@@ -151,13 +158,14 @@ type Agent struct {
 	ops       sync.WaitGroup
 }
 
-// New opens the state and the identity.
-func New(cfg Config, logf func(string, ...any)) (*Agent, error) {
+// New opens the state and the identity. logger gets the agent's lines;
+// when nil, a logger of cfg.Log on standard error.
+func New(cfg Config, logger *slog.Logger) (*Agent, error) {
 	if err := cfg.CheckAndSetDefaults(); err != nil {
 		return nil, err
 	}
-	if logf == nil {
-		logf = log.Printf
+	if logger == nil {
+		logger = logging.New(os.Stderr, cfg.Log)
 	}
 	if !state.Exists(cfg.StateDir) {
 		return nil, fmt.Errorf("%w (state dir %s)", identity.ErrNotEnrolled, cfg.StateDir)
@@ -171,7 +179,7 @@ func New(cfg Config, logf func(string, ...any)) (*Agent, error) {
 		db.Close()
 		return nil, err
 	}
-	a := &Agent{cfg: cfg, logf: logf, db: db, id: id, started: time.Now().UTC()}
+	a := &Agent{cfg: cfg, log: logger.With(logging.KeyNodeID, id.NodeID), db: db, id: id, started: time.Now().UTC()}
 	a.opsCtx, a.opsCancel = context.WithCancel(context.Background())
 	if err := a.openRuns(); err != nil {
 		db.Close()
@@ -199,7 +207,7 @@ func New(cfg Config, logf func(string, ...any)) (*Agent, error) {
 		Hello:     a.hello,
 		Handlers:  handlers,
 		OnSession: a.pusher.session,
-		Logf:      logf,
+		Log:       a.log,
 	})
 	return a, nil
 }
@@ -239,7 +247,7 @@ func (a *Agent) openRuns() error {
 		StopGrace:        a.cfg.Runs.StopGrace.Duration,
 		ContainerRuntime: containerRuntime(),
 		OnChange:         a.pusher.changed,
-		Logf:             a.logf,
+		Log:              a.log,
 	})
 	if err != nil {
 		rings.Close()
@@ -293,7 +301,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		defer wg.Done()
 		localsock.Serve(ctx, ln, localapi.Handlers{Status: a.Status, ClaudeHook: a.claudeHook}.Handler())
 	}()
-	a.logf("agent: node %s, state %s, socket %s", a.id.NodeID, a.cfg.StateDir, a.SocketPath())
+	a.log.Info("agent started", "version", Version, "state_dir", a.cfg.StateDir, "socket", a.SocketPath())
 	err = a.link.Run(ctx)
 	cancel()
 	wg.Wait()

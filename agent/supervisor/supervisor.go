@@ -22,6 +22,7 @@ package supervisor
 
 import (
 	"errors"
+	"log/slog"
 	"sort"
 	"sync"
 	"syscall"
@@ -36,6 +37,7 @@ import (
 	"github.com/olivares-dev/olivares/agent/ring"
 	"github.com/olivares-dev/olivares/agent/sessions"
 	"github.com/olivares-dev/olivares/shared/apitypes"
+	"github.com/olivares-dev/olivares/shared/logging"
 )
 
 // Defaults.
@@ -90,8 +92,8 @@ type Options struct {
 	ContainerRuntime string
 	// OnChange is called (without locks held) after a run row changed.
 	OnChange func(runRef string)
-	// Logf: when nil, logs are dropped.
-	Logf func(string, ...any)
+	// Log gets the supervisor's lines. When nil, they are dropped.
+	Log *slog.Logger
 
 	// inTx, when set (tests), runs inside every record commit's
 	// transaction with the run's ref: a place to stall the disk.
@@ -130,9 +132,7 @@ func Open(o Options) (*Supervisor, error) {
 	if o.DB == nil || o.Ring == nil || o.Ledger == nil || o.Registry == nil {
 		return nil, errors.New("supervisor: DB, Ring, Ledger and Registry are required")
 	}
-	if o.Logf == nil {
-		o.Logf = func(string, ...any) {}
-	}
+	o.Log = logging.OrDiscard(o.Log).With(logging.KeyComponent, "supervisor")
 	if o.OnChange == nil {
 		o.OnChange = func(string) {}
 	}
