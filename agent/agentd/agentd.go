@@ -19,6 +19,11 @@ import (
 
 	bbolt "go.etcd.io/bbolt"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/common/expfmt"
+
 	"github.com/olivares-dev/olivares/agent/caps"
 	"github.com/olivares-dev/olivares/agent/codexsup"
 	"github.com/olivares-dev/olivares/agent/identity"
@@ -133,8 +138,11 @@ func (c *Config) CheckAndSetDefaults() error {
 
 // Agent is one running node agent.
 type Agent struct {
-	cfg     Config
-	log     *slog.Logger
+	cfg Config
+	log *slog.Logger
+	// metrics holds the agent's series: the output path, the children,
+	// Go's and the process's (R-OBS-8).
+	metrics *prometheus.Registry
 	db      *bbolt.DB
 	id      *identity.Identity
 	link    *link.Link
@@ -179,15 +187,17 @@ func New(cfg Config, logger *slog.Logger) (*Agent, error) {
 		db.Close()
 		return nil, err
 	}
-	a := &Agent{cfg: cfg, log: logger.With(logging.KeyNodeID, id.NodeID), db: db, id: id, started: time.Now().UTC()}
+	a := &Agent{cfg: cfg, log: logger.With(logging.KeyNodeID, id.NodeID), db: db, id: id, started: time.Now().UTC(), metrics: prometheus.NewRegistry()}
+	a.metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	a.opsCtx, a.opsCancel = context.WithCancel(context.Background())
 	if err := a.openRuns(); err != nil {
 		db.Close()
 		return nil, err
 	}
 	handlers := map[string]link.Handler{
-		proto.OpPing:   a.ping,
-		proto.OpStatus: a.statusOp,
+		proto.OpPing:    a.ping,
+		proto.OpStatus:  a.statusOp,
+		proto.OpMetrics: a.metricsOp,
 	}
 	for op, h := range a.runHandlers() {
 		handlers[op] = h
@@ -215,7 +225,7 @@ func New(cfg Config, logger *slog.Logger) (*Agent, error) {
 // openRuns opens the ring, the ledger and the supervisor on the state file;
 // runs that were live when the agent last stopped are recorded lost here.
 func (a *Agent) openRuns() error {
-	rings, err := ring.Open(a.db, ring.Options{MaxBytes: a.cfg.Runs.RingMaxBytes, MaxFrames: a.cfg.Runs.RingMaxFrames})
+	rings, err := ring.Open(a.db, ring.Options{MaxBytes: a.cfg.Runs.RingMaxBytes, MaxFrames: a.cfg.Runs.RingMaxFrames, Metrics: a.metrics})
 	if err != nil {
 		return err
 	}
@@ -248,6 +258,7 @@ func (a *Agent) openRuns() error {
 		ContainerRuntime: containerRuntime(),
 		OnChange:         a.pusher.changed,
 		Log:              a.log,
+		Metrics:          a.metrics,
 	})
 	if err != nil {
 		rings.Close()
@@ -299,7 +310,8 @@ func (a *Agent) Run(ctx context.Context) error {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		localsock.Serve(ctx, ln, localapi.Handlers{Status: a.Status, ClaudeHook: a.claudeHook}.Handler())
+		localsock.Serve(ctx, ln, localapi.Handlers{Status: a.Status, ClaudeHook: a.claudeHook,
+			Metrics: promhttp.HandlerFor(a.metrics, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})}.Handler())
 	}()
 	a.log.Info("agent started", "version", Version, "state_dir", a.cfg.StateDir, "socket", a.SocketPath())
 	err = a.link.Run(ctx)
@@ -338,6 +350,39 @@ func (a *Agent) ping(ctx context.Context, h wire.Header, s tunnel.Stream) {
 
 func (a *Agent) statusOp(ctx context.Context, h wire.Header, s tunnel.Stream) {
 	respond(s, a.Status(ctx), nil)
+}
+
+// metricsOp answers the coordinator's federation (R-OBS-8) with the
+// olivares_agent_* families: Go's and the process's stay on the local
+// socket, so they never collide with the coordinator's own.
+func (a *Agent) metricsOp(ctx context.Context, h wire.Header, s tunnel.Stream) {
+	text, err := a.MetricsText(metricsPrefix)
+	if err != nil {
+		respond(s, nil, err)
+		return
+	}
+	respond(s, proto.MetricsReply{Text: text}, nil)
+}
+
+const metricsPrefix = "olivares_agent_"
+
+// MetricsText is the Prometheus text of the agent's families whose name
+// starts with prefix ("" for all).
+func (a *Agent) MetricsText(prefix string) (string, error) {
+	mfs, err := a.metrics.Gather()
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	enc := expfmt.NewEncoder(&b, expfmt.NewFormat(expfmt.TypeTextPlain))
+	for _, mf := range mfs {
+		if strings.HasPrefix(mf.GetName(), prefix) {
+			if err := enc.Encode(mf); err != nil {
+				return "", err
+			}
+		}
+	}
+	return b.String(), nil
 }
 
 // claudeHook is the engine's hook on the local socket, its refusals mapped

@@ -543,6 +543,9 @@ func (g *generation) wait(readers *sync.WaitGroup) {
 	if err != nil {
 		s.o.Log.Error("recording the exit failed", logging.KeyRunRef, r.ref, logging.Err(err))
 	}
+	cause := exitCause(exit.Code, exit.Signal, unavailable)
+	s.exits.WithLabelValues(cause).Inc()
+	s.o.Log.Info("child exited", logging.KeyRunRef, r.ref, "generation", g.n, "cause", cause, "signal", exit.Signal, "pid", g.proc.Pid())
 	r.mu.Lock()
 	r.gen = nil
 	reason := endReason(r.rec)

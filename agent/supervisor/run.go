@@ -226,6 +226,7 @@ func (r *run) recordLost() error {
 	if err != nil {
 		return err
 	}
+	r.s.exits.WithLabelValues(causeLost).Inc()
 	r.s.o.Log.Warn("generation was live when the agent stopped: recorded lost", logging.KeyRunRef, r.ref, "generation", gen)
 	return r.ring.End(apitypes.ReasonProcessLost)
 }

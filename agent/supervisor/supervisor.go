@@ -30,6 +30,8 @@ import (
 
 	bbolt "go.etcd.io/bbolt"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/olivares-dev/olivares/agent/cliruntime"
 	"github.com/olivares-dev/olivares/agent/ledger"
 	"github.com/olivares-dev/olivares/agent/refusal"
@@ -94,6 +96,9 @@ type Options struct {
 	OnChange func(runRef string)
 	// Log gets the supervisor's lines. When nil, they are dropped.
 	Log *slog.Logger
+	// Metrics registers the child exits by cause and the input queued
+	// for children (R-OBS-8). When nil, they are kept but not exported.
+	Metrics prometheus.Registerer
 
 	// inTx, when set (tests), runs inside every record commit's
 	// transaction with the run's ref: a place to stall the disk.
@@ -121,6 +126,8 @@ type Supervisor struct {
 	// profile or workspace, which checks that no run needs it.
 	useMu sync.RWMutex
 
+	exits *prometheus.CounterVec // child exits by cause (R-OBS-8)
+
 	wg      sync.WaitGroup // generation goroutines
 	spawnMu sync.RWMutex   // held (read) by a spawn; Close takes it to wait for them
 }
@@ -146,6 +153,7 @@ func Open(o Options) (*Supervisor, error) {
 		return nil, err
 	}
 	s := &Supervisor{o: o, closing: make(chan struct{}), runs: map[string]*run{}}
+	s.registerMetrics(o.Metrics)
 	s.saver = newSaver(s)
 	recs, err := loadAll[record](o.DB, bucketRuns)
 	if err != nil {
