@@ -23,6 +23,8 @@ type metrics struct {
 	slowDrops     prometheus.Counter
 	launches      *prometheus.CounterVec
 	codes         boundedLabel
+	audits        *prometheus.CounterVec
+	events        boundedLabel
 }
 
 func newMetrics(s *Server, reg prometheus.Registerer) *metrics {
@@ -43,9 +45,17 @@ func newMetrics(s *Server, reg prometheus.Registerer) *metrics {
 			Help: `Run launches (POST /runs) by result: "started", or the error code of the refusal.`,
 		}, []string{"result"}),
 		codes: boundedLabel{max: maxCodes},
+		audits: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "olivares_audit_appends_total",
+			Help: "Audit entries appended (committed) by this coordinator, by event.",
+		}, []string{"event"}),
+		events: boundedLabel{max: maxCodes},
 	}
 	m.launches.WithLabelValues(launchStarted)
-	reg.MustRegister(m.attachViewers, m.slowDrops, m.launches, &runsCollector{st: s.o.Store})
+	reg.MustRegister(m.attachViewers, m.slowDrops, m.launches, m.audits, &runsCollector{st: s.o.Store})
+	if ao, ok := s.o.Store.(store.AuditObserver); ok {
+		ao.ObserveAudit(func(event string) { m.audits.WithLabelValues(m.events.of(event)).Inc() })
+	}
 	return m
 }
 
@@ -92,14 +102,15 @@ func (b *boundedLabel) of(v string) string {
 	return v
 }
 
-// codeLike: 1-64 lower-case letters, digits and '_', as our codes are.
+// codeLike: 1-64 lower-case letters, digits, '_' and '.', as our codes and
+// audit events are.
 func codeLike(s string) bool {
 	if s == "" || len(s) > 64 {
 		return false
 	}
 	for i := 0; i < len(s); i++ {
 		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_') {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_' || c == '.') {
 			return false
 		}
 	}

@@ -584,8 +584,11 @@ func (c *Coordinator) SigninLink(ctx context.Context, principalID string, ttl ti
 	return console.LinkURL(strings.TrimSuffix(base, "/"), secret), exp, nil
 }
 
-// gatherer is what /metrics serves: the coordinator's registry.
-func (c *Coordinator) gatherer() prometheus.Gatherer { return c.metrics }
+// gatherer is what /metrics serves: the coordinator's registry, and the
+// connected nodes' own series with a node label (R-OBS-8).
+func (c *Coordinator) gatherer() prometheus.Gatherer {
+	return prometheus.Gatherers{c.metrics, c.Fleet.NodeMetrics()}
+}
 
 // Metrics is the coordinator's metrics registry (tests read it).
 func (c *Coordinator) Metrics() prometheus.Gatherer { return c.gatherer() }

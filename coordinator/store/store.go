@@ -239,6 +239,13 @@ type RunCounter interface {
 	CountRuns(ctx context.Context) ([]RunCount, error)
 }
 
+// AuditObserver is a store that reports each audit entry it appended, by
+// event, once its transaction committed (the metrics, R-OBS-7). Both
+// stores implement it; fn must not block.
+type AuditObserver interface {
+	ObserveAudit(fn func(event string))
+}
+
 // Pinger is a store whose database lives outside the process and can be
 // unreachable (PostgreSQL). The coordinator's /readyz asks it.
 type Pinger interface {
