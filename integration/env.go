@@ -138,6 +138,7 @@ func NewEnv(t testing.TB, o ...Options) *Env {
 		t.Fatal(err)
 	}
 	e.AdminToken = tok
+	e.NoteSecret(tok)
 	t.Cleanup(e.close)
 	return e
 }
@@ -285,6 +286,7 @@ func (e *Env) Principal(tenant, role, kind string) string {
 	if err != nil {
 		e.t.Fatal(err)
 	}
+	e.NoteSecret(tok)
 	return tok
 }
 
@@ -296,6 +298,7 @@ func (e *Env) PrincipalNamed(tenant, name, role, kind string) (id, token string)
 	if err != nil {
 		e.t.Fatal(err)
 	}
+	e.NoteSecret(tok)
 	return p.ID, tok
 }
 
@@ -307,6 +310,7 @@ func (e *Env) Credential(id, kind string) string {
 	if err != nil {
 		e.t.Fatal(err)
 	}
+	e.NoteSecret(tok)
 	return tok
 }
 
@@ -347,6 +351,7 @@ func (e *Env) StartAgent(o ...AgentOptions) *Agent {
 	if err != nil {
 		e.t.Fatal(err)
 	}
+	e.NoteSecret(iss.Token)
 	dir := filepath.Join(e.Dir, fmt.Sprintf("a%d", len(e.agents)))
 	if _, err := agentenroll.Enroll(ctx, agentenroll.Options{Coordinator: e.TunnelAddr(), Token: iss.Token, CAPin: iss.CAPin, StateDir: dir}); err != nil {
 		e.t.Fatal(err)

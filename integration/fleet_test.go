@@ -534,7 +534,10 @@ func TestHealthAndMetrics(t *testing.T) {
 	if st != http.StatusOK {
 		t.Fatalf("scrape: got %d, want 200: %s", st, body)
 	}
-	for _, m := range []string{"olivares_nodes_connected 1", "olivares_tunnel_reconnects_total", "olivares_tunnel_open_streams", "olivares_tunnel_handshake_failures_total"} {
+	if !strings.Contains(body, `olivares_nodes_connected{transport="quic"} 1`) && !strings.Contains(body, `olivares_nodes_connected{transport="yamux"} 1`) {
+		t.Errorf("metrics lack the connected node:\n%s", body)
+	}
+	for _, m := range []string{"olivares_tunnel_reconnects_total", "olivares_tunnel_open_streams", "olivares_tunnel_handshake_failures_total"} {
 		if !strings.Contains(body, m) {
 			t.Errorf("metrics lack %q:\n%s", m, body)
 		}

@@ -16,9 +16,10 @@ import (
 // (R-OBS-3: no secret in any line). With -v the lines go to the test log
 // too.
 type logCapture struct {
-	t  testing.TB
-	mu sync.Mutex
-	b  bytes.Buffer
+	t       testing.TB
+	mu      sync.Mutex
+	b       bytes.Buffer
+	secrets []string
 }
 
 func (c *logCapture) Write(p []byte) (int, error) {
@@ -33,6 +34,37 @@ func (c *logCapture) Write(p []byte) (int, error) {
 
 func (c *logCapture) logger() *slog.Logger {
 	return logging.New(c, logging.Config{Level: "debug", Format: logging.FormatJSON})
+}
+
+// NoteSecret records a secret the test made (a token, a join token, a
+// sign-in link's secret, a vault value): AssertNoSecretInLogs looks for
+// it in every line. The env notes the tokens and join tokens it makes.
+func (e *Env) NoteSecret(s string) {
+	if s == "" {
+		return
+	}
+	e.logs.mu.Lock()
+	e.logs.secrets = append(e.logs.secrets, s)
+	e.logs.mu.Unlock()
+}
+
+// AssertNoSecretInLogs fails the test for every noted secret that appears
+// in a log line of the env's daemons (R-OBS-3), and says how many secrets
+// and lines it checked.
+func (e *Env) AssertNoSecretInLogs(t testing.TB) (secrets, lines int) {
+	t.Helper()
+	e.logs.mu.Lock()
+	ss := append([]string(nil), e.logs.secrets...)
+	e.logs.mu.Unlock()
+	ls := e.Logs()
+	for _, s := range ss {
+		for _, l := range ls {
+			if strings.Contains(l, s) {
+				t.Errorf("a log line holds a secret (%.8s...): %s", s, l)
+			}
+		}
+	}
+	return len(ss), len(ls)
 }
 
 // Logs is every line logged so far by the env's daemons: the coordinator,

@@ -288,7 +288,7 @@ func (l *Link) session(ctx context.Context, sess tunnel.Session) (tunnel.Session
 		s.RTT = 0 // measured afresh on this session
 		s.Connects++
 	})
-	l.o.Log.Info("connected", "coordinator", l.o.Addr, "transport", sess.Transport(), logging.KeyNodeID, hr.NodeID)
+	l.o.Log.Info("connected", "coordinator", l.o.Addr, "transport", sess.Transport())
 
 	// Heartbeats: send one per interval; the coordinator echoes it. No echo
 	// for 3 intervals ends the session.
