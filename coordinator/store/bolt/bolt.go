@@ -111,6 +111,7 @@ func (s *Store) SetNoSync(noSync bool) { s.db.NoSync = noSync }
 // Close closes the file. It is safe to call more than once; every other
 // method returns store.ErrClosed afterwards.
 func (s *Store) Close() error {
+	auditObservers.Delete(s.db)
 	return s.db.Close()
 }
 
