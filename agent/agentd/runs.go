@@ -26,6 +26,7 @@ import (
 	"github.com/olivares-dev/olivares/agent/sessions"
 	"github.com/olivares-dev/olivares/agent/supervisor"
 	"github.com/olivares-dev/olivares/shared/apitypes"
+	"github.com/olivares-dev/olivares/shared/logging"
 	"github.com/olivares-dev/olivares/shared/proto"
 	"github.com/olivares-dev/olivares/shared/tunnel"
 	"github.com/olivares-dev/olivares/shared/wire"
@@ -597,7 +598,7 @@ func (p *pusher) session(ctx context.Context, open func(context.Context) (tunnel
 		rows[i] = p.a.row(rows[i])
 	}
 	if err := p.send(ctx, open, proto.RunsPush{Full: true, Runs: rows}); err != nil {
-		p.a.logf("agent: run index push: %v", err)
+		p.a.log.Warn("run index push failed", logging.Err(err))
 		return
 	}
 	for {
@@ -623,7 +624,7 @@ func (p *pusher) session(ctx context.Context, open func(context.Context) (tunnel
 			continue
 		}
 		if err := p.send(ctx, open, msg); err != nil {
-			p.a.logf("agent: run index push: %v", err)
+			p.a.log.Warn("run index push failed", logging.Err(err))
 			for _, ref := range refs {
 				p.changed(ref)
 			}

@@ -19,6 +19,7 @@ import (
 	"github.com/olivares-dev/olivares/agent/registry"
 	"github.com/olivares-dev/olivares/agent/ring"
 	"github.com/olivares-dev/olivares/shared/apitypes"
+	"github.com/olivares-dev/olivares/shared/logging"
 )
 
 // People in the loop (docs/rules/requests.md): a tool's question becomes a
@@ -238,7 +239,7 @@ func (r *run) appendRequest(gen uint32, v apitypes.RunRequest) {
 		return
 	}
 	if _, err := r.ring.Append(gen, ring.Request, b); err != nil {
-		r.s.o.Logf("supervisor: run %s: ring: %v", r.ref, err)
+		r.s.o.Log.Warn("request not recorded in the ring", logging.KeyRunRef, r.ref, "err", err)
 	}
 }
 
@@ -323,7 +324,7 @@ func (g *generation) request(req *cliruntime.Request) {
 			d = apitypes.DecisionDeny
 		}
 		if _, err := r.settle(e.ID, settlement{decision: d, by: apitypes.ByPolicy, reason: reason}, false); err != nil {
-			r.s.o.Logf("supervisor: run %s: request %s: policy answer: %v", r.ref, e.ID, err)
+			r.s.o.Log.Warn("policy answer failed", logging.KeyRunRef, r.ref, "request", e.ID, "err", err)
 		}
 	default:
 		id, timeout := e.ID, g.policy.AskTimeout
@@ -334,7 +335,7 @@ func (g *generation) request(req *cliruntime.Request) {
 			_, err := r.settle(id, settlement{decision: apitypes.DecisionDeny, by: apitypes.ByTimeout,
 				reason: fmt.Sprintf("nobody answered within %s", timeout)}, false)
 			if err != nil && !errors.Is(err, ErrRequestSettled) && !errors.Is(err, ErrRequestExpired) {
-				r.s.o.Logf("supervisor: run %s: request %s: timeout: %v", r.ref, id, err)
+				r.s.o.Log.Warn("request timeout failed", logging.KeyRunRef, r.ref, "request", id, "err", err)
 			}
 		})
 		r.mu.Lock()
