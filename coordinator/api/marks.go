@@ -89,7 +89,8 @@ func (s *Server) runViews(c echo.Context, rows ...apitypes.Run) ([]apitypes.Run,
 		if m.SnoozedUntil != nil && now.Before(*m.SnoozedUntil) {
 			r.SnoozedUntil = utcPtr(m.SnoozedUntil)
 		}
-		out[i] = r
+		out[i] = apitypes.WithAttention(r, now) // R-ATTN-1
+
 	}
 	return out, nil
 }

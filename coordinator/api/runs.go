@@ -447,7 +447,7 @@ func (s *Server) listRuns(c echo.Context) error {
 	qp := c.QueryParams()
 	for k := range qp {
 		switch k {
-		case "state", "live_ref", "claude_session_id", "node_id", "provider_profile_ref", "workspace_ref", "driver",
+		case "state", "live_ref", "claude_session_id", "node_id", "provider_profile_ref", "workspace_ref", "driver", "attention",
 			"limit", "offset", "pagination", "cursor":
 		default:
 			return apierr.BadRequest("bad_query", "unknown query parameter %q", k)
@@ -458,6 +458,11 @@ func (s *Server) listRuns(c echo.Context) error {
 	q.NodeID, q.ProfileRef, q.WorkspaceRef, q.Driver = qp.Get("node_id"), qp.Get("provider_profile_ref"), qp.Get("workspace_ref"), qp.Get("driver")
 	if q.State != "" && !slices.Contains(apitypes.States, q.State) {
 		return apierr.BadRequest("bad_query", "state %q: use one of %s", q.State, strings.Join(apitypes.States, ", "))
+	}
+	// R-ATTN-4: a reason, or any; derived at this instant.
+	q.Attention, q.Now = qp.Get("attention"), s.o.Now()
+	if qp.Has("attention") && q.Attention != apitypes.AttentionAny && !slices.Contains(apitypes.AttentionReasons, q.Attention) {
+		return apierr.BadRequest("bad_query", "attention %q: use any or one of %s", q.Attention, strings.Join(apitypes.AttentionReasons, ", "))
 	}
 	if v := qp.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)

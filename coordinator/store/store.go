@@ -270,6 +270,11 @@ type RunQuery struct {
 	ProfileRef      string // provider_profile_ref
 	WorkspaceRef    string
 	Driver          string
+	// Attention filters on the run's derived attention at the instant Now
+	// (R-ATTN-4): "" matches every run, "any" every run with a reason, a
+	// reason only the runs with that one.
+	Attention string
+	Now       time.Time
 	// Limit is the page size, 1..200 (the caller validates; 0 means 50).
 	Limit int
 	// Offset mode (Cursor == "" and !CursorMode): skip Offset matching rows.
@@ -289,5 +294,6 @@ func (q RunQuery) Matches(r apitypes.Run) bool {
 		(q.NodeID == "" || r.NodeID == q.NodeID) &&
 		(q.ProfileRef == "" || r.ProviderProfileRef == q.ProfileRef) &&
 		(q.WorkspaceRef == "" || r.WorkspaceRef == q.WorkspaceRef) &&
-		(q.Driver == "" || r.Driver == q.Driver)
+		(q.Driver == "" || r.Driver == q.Driver) &&
+		apitypes.AttentionMatches(q.Attention, apitypes.AttentionOf(r, q.Now))
 }

@@ -20,8 +20,10 @@ type RunQuery struct {
 	WorkspaceRef    string
 	Driver          string
 	ClaudeSessionID string
-	Limit           int // 1..200; 0 for the server's default (50)
-	Offset          int
+	// Attention is any or a reason (R-ATTN-4); "" for no filter.
+	Attention string
+	Limit     int // 1..200; 0 for the server's default (50)
+	Offset    int
 	// CursorPages asks for cursor pagination (pagination=cursor); Cursor
 	// is an earlier page's next.
 	CursorPages bool
@@ -38,6 +40,7 @@ func (q RunQuery) Values() url.Values {
 	setStr(v, "provider_profile_ref", q.ProfileRef)
 	setStr(v, "workspace_ref", q.WorkspaceRef)
 	setStr(v, "driver", q.Driver)
+	setStr(v, "attention", q.Attention)
 	setInt(v, "limit", q.Limit)
 	setInt(v, "offset", q.Offset)
 	if q.CursorPages {

@@ -93,6 +93,10 @@ type Run struct {
 	// LastError is the tool's last failure the driver observed, cleared
 	// by the next turn that ends well (R-LERR-1).
 	LastError *LastError `json:"last_error,omitempty"`
+	// Attention is why the run waits for a person, derived per answer from
+	// the fields above (R-ATTN-1); null when it needs nothing. The index
+	// never stores it.
+	Attention *string `json:"attention"`
 	// CodexBinding is set on a Codex supervision run (R-CX-CONT-*); while
 	// it is model-locked the run refuses deletion (R-CX-LOCK-1).
 	CodexBinding *CodexBinding `json:"codex_binding,omitempty"`

@@ -287,6 +287,11 @@ func dispatch(ctx context.Context, tab []*command, args []string, in io.Reader, 
 		if fs.NArg() == 0 {
 			break
 		}
+		if before := len(rest) - fs.NArg() - 1; before >= 0 && optionalWord(fs, rest[before], fs.Arg(0)) {
+			// --attention needs_input: the word is the flag's value.
+			rest = fs.Args()[1:]
+			continue
+		}
 		c.pos = append(c.pos, fs.Arg(0))
 		rest = fs.Args()[1:]
 	}
@@ -319,6 +324,53 @@ func dispatch(ctx context.Context, tab []*command, args []string, in io.Reader, 
 		c.creds, c.cl = creds, cl
 	}
 	return cmd.run(ctx, c)
+}
+
+// optionalFlag is a flag whose value may be left out (--attention, or
+// --attention REASON, or --attention=REASON): alone it takes def; a
+// following word is its value when takes accepts it.
+type optionalFlag struct {
+	v     *string
+	def   string
+	takes func(string) bool
+}
+
+func (o optionalFlag) String() string {
+	if o.v == nil {
+		return ""
+	}
+	return *o.v
+}
+
+func (o optionalFlag) Set(s string) error {
+	if s == "true" {
+		s = o.def
+	}
+	*o.v = s
+	return nil
+}
+
+func (o optionalFlag) IsBoolFlag() bool { return true }
+
+// optionalWord sets an optionalFlag given as tok to word when tok names one
+// alone (no =value) and the flag takes word.
+func optionalWord(fs *flag.FlagSet, tok, word string) bool {
+	name, ok := strings.CutPrefix(tok, "--")
+	if !ok {
+		name, ok = strings.CutPrefix(tok, "-")
+	}
+	if !ok || strings.Contains(name, "=") {
+		return false
+	}
+	f := fs.Lookup(name)
+	if f == nil {
+		return false
+	}
+	o, ok := f.Value.(optionalFlag)
+	if !ok || !o.takes(word) {
+		return false
+	}
+	return o.Set(word) == nil
 }
 
 // listFlag collects a repeated flag.

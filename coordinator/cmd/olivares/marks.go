@@ -176,7 +176,7 @@ func listGroups(out io.Writer, items []apitypes.Run, showArchived, showSnoozed b
 			return
 		}
 		fmt.Fprintf(tw, "%s\n", title)
-		fmt.Fprintf(tw, "RUN\t%s\tTOOL\tGEN\tEXIT\tNODE\tPROFILE\tWORKSPACE\tNAME\tCREATED\n", tty.cell(sgrHeader, "STATE"))
+		fmt.Fprintf(tw, "RUN\t%s\tATTENTION\tTOOL\tGEN\tEXIT\tNODE\tPROFILE\tWORKSPACE\tNAME\tCREATED\n", tty.cell(sgrHeader, "STATE"))
 		for _, r := range rs {
 			name := dash(r.Name)
 			if r.ArchivedAt != nil {
@@ -192,7 +192,7 @@ func listGroups(out io.Writer, items []apitypes.Run, showArchived, showSnoozed b
 			if r.LastError != nil {
 				name += " (error: " + r.LastError.Kind + ")" // R-LERR-1
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", r.RunRef, tty.state(r.State, runState(r)), dash(r.Driver), r.Generation, exitShort(r), r.NodeID,
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", r.RunRef, tty.state(r.State, runState(r)), attentionCell(r), dash(r.Driver), r.Generation, exitShort(r), r.NodeID,
 				nameOf(names, r.ProviderProfileRef), nameOf(names, r.WorkspaceRef), name, stamp(r.CreatedAt))
 		}
 		fmt.Fprintln(tw)
@@ -210,6 +210,19 @@ func listGroups(out io.Writer, items []apitypes.Run, showArchived, showSnoozed b
 	if archived > 0 {
 		fmt.Fprintf(out, "%d archived run(s) hidden (--archived shows them)\n", archived)
 	}
+}
+
+// attentionCell is the ATTENTION column (R-ATTN-5): the reason, with the
+// reset time of a limit; "-" for none.
+func attentionCell(r apitypes.Run) string {
+	if r.Attention == nil {
+		return "-"
+	}
+	a := *r.Attention
+	if a == apitypes.AttentionLimited && r.Limit != nil && r.Limit.ResetsAt != nil {
+		a += " until " + stamp(*r.Limit.ResetsAt)
+	}
+	return a
 }
 
 // nameOf is a ref's name when it is known, else the ref, "-" for none.

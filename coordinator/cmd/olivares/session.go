@@ -291,6 +291,7 @@ const maxInputRead = 4 << 20
 
 type sessionListOpts struct {
 	state, profile, node, workspace, tool, name string
+	attention                                   string
 	limit, offset                               int
 	archived, snoozed                           bool
 }
@@ -300,11 +301,13 @@ func sessionList() *command {
 	return &command{
 		name: "session list",
 		usage: `olivares session list [--state S] [--profile P] [--node N] [--workspace W] [--tool T] [--name N]
-                      [--limit N] [--offset N] [--archived] [--snoozed] [--json]
+                      [--attention [REASON]] [--limit N] [--offset N] [--archived] [--snoozed] [--json]
     Your pinned runs first, then the others, then those you marked done
     ("Earlier"). Runs you snoozed are hidden until due, archived runs unless
     --archived is given. The filters take refs or names; --name matches
-    a part of the session's name, in any case.
+    a part of the session's name, in any case. --attention keeps the runs
+    that wait for you (needs_input, needs_decision, needs_approval, failed,
+    limited; alone: any of them).
 `,
 		flags: func(fs *flag.FlagSet) {
 			fs.StringVar(&o.state, "state", "", "only runs in this state")
@@ -313,14 +316,21 @@ func sessionList() *command {
 			fs.StringVar(&o.workspace, "workspace", "", "only runs in this workspace (ref or name)")
 			fs.StringVar(&o.tool, "tool", "", "only runs of this tool: claude, codex, gemini, opencode or grok")
 			fs.StringVar(&o.name, "name", "", "only sessions whose name contains this text (any case)")
+			fs.Var(optionalFlag{v: &o.attention, def: apitypes.AttentionAny, takes: attentionWord}, "attention",
+				"only runs that wait for you: any (the default), needs_input, needs_decision, needs_approval, failed or limited")
 			fs.IntVar(&o.limit, "limit", 0, "page size, 1..200 (default: the server's, 50)")
 			fs.IntVar(&o.offset, "offset", 0, "skip this many runs")
 			fs.BoolVar(&o.archived, "archived", false, "include archived runs")
 			fs.BoolVar(&o.snoozed, "snoozed", false, "include runs you snoozed")
 		},
-		check: func(c *call) error { return c.atLeastOne("limit", o.limit) },
+		check: func(c *call) error {
+			if c.set["attention"] && !attentionWord(o.attention) {
+				return usageError{fmt.Errorf("session list: --attention %q: use any, %s", o.attention, strings.Join(apitypes.AttentionReasons, ", "))}
+			}
+			return c.atLeastOne("limit", o.limit)
+		},
 		run: func(ctx context.Context, c *call) error {
-			q := apiclient.RunQuery{State: o.state, Limit: o.limit, Offset: o.offset, Driver: o.tool}
+			q := apiclient.RunQuery{State: o.state, Limit: o.limit, Offset: o.offset, Driver: o.tool, Attention: o.attention}
 			var err error
 			if o.profile != "" {
 				if q.ProfileRef, err = resolveProfile(ctx, c, o.profile); err != nil {
@@ -360,6 +370,11 @@ func sessionList() *command {
 			})
 		},
 	}
+}
+
+// attentionWord reports whether w is a value of --attention (R-ATTN-4).
+func attentionWord(w string) bool {
+	return w == apitypes.AttentionAny || slices.Contains(apitypes.AttentionReasons, w)
 }
 
 // filterName keeps the runs whose name contains text, in any case.

@@ -3,7 +3,7 @@
 //
 // The reason is derived here from what the run row says today (state,
 // limit, and pending_requests once the tools' questions reach the API);
-// a run that carries the API's own `attention` field (issue 25) is taken
+// a run that carries the API's own `attention` field (R-ATTN-1) is taken
 // at its word instead. Notifications are opt-in per reason, and one is
 // shown per run per change of its reason, never per frame: the watcher
 // compares run rows, not output.
@@ -26,7 +26,12 @@ export function attentionOf(r) {
     const a = r.attention;
     if (!a) return null;
     const reason = typeof a === 'string' ? a : (a.reason || a.kind || '');
-    return reason ? { reason, text: LABEL[reason] || reason.replace(/_/g, ' ') } : null;
+    if (!reason) return null;
+    // R-ATTN-2: the API derives it; the row carries what explains it.
+    let text = LABEL[reason] || reason.replace(/_/g, ' ');
+    if (reason === 'failed' && r.last_error) text += ` (${r.last_error.kind.replace(/_/g, ' ')})`;
+    else if (reason === 'failed' && r.reason) text += ` (${r.reason.replace(/_/g, ' ')})`;
+    return { reason, text };
   }
   let reason = '';
   if (r.pending_requests > 0) reason = 'needs_decision';

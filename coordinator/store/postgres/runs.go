@@ -130,6 +130,17 @@ func (s *Store) GetRuns(ctx context.Context, refs []string) (map[string]apitypes
 // are, and no row is seen twice (R-LIST-5). A Cursor without CursorMode is
 // still a cursor. Offset and a cursor together, a negative Limit or Offset
 // and an empty Tenant are errors.
+// attentionSQL is apitypes.AttentionOf over a runs row (R-ATTN-2, the same
+// precedence); %[1]d is the parameter that holds the instant now.
+const attentionSQL = `CASE
+	WHEN COALESCE((doc->>'pending_requests')::bigint, 0) > 0 AND state <> 'released' THEN 'needs_decision'
+	WHEN state = 'pending_approval' THEN 'needs_approval'
+	WHEN json_typeof(doc->'limit') = 'object' AND state <> 'released'
+		AND (doc->'limit'->>'resets_at' IS NULL OR (doc->'limit'->>'resets_at')::timestamptz > $%[1]d::timestamptz) THEN 'limited'
+	WHEN state = 'failed' OR (json_typeof(doc->'last_error') = 'object' AND state IN ('idle', 'stopped')) THEN 'failed'
+	WHEN state = 'idle' THEN 'needs_input'
+END`
+
 func (s *Store) ListRuns(ctx context.Context, q store.RunQuery) ([]apitypes.Run, string, error) {
 	if q.Tenant == "" {
 		return nil, "", errors.New("list runs: empty tenant")
@@ -181,6 +192,17 @@ func (s *Store) ListRuns(ctx context.Context, q store.RunQuery) ([]apitypes.Run,
 	eq("doc->>'provider_profile_ref'", q.ProfileRef)
 	eq("doc->>'workspace_ref'", q.WorkspaceRef)
 	eq("doc->>'driver'", q.Driver)
+	if q.Attention != "" {
+		// R-ATTN-2's derivation, in SQL over the row's document, at q.Now.
+		args = append(args, q.Now.UTC())
+		expr := fmt.Sprintf(attentionSQL, len(args))
+		if q.Attention == apitypes.AttentionAny {
+			fmt.Fprintf(&where, " AND (%s) IS NOT NULL", expr)
+		} else {
+			args = append(args, q.Attention)
+			fmt.Fprintf(&where, " AND (%s) = $%d", expr, len(args))
+		}
+	}
 	if q.Cursor != "" {
 		args = append(args, below, belowRef)
 		fmt.Fprintf(&where, " AND (created_at, run_ref) < ($%d, $%d)", len(args)-1, len(args))

@@ -107,6 +107,7 @@ func Run(t *testing.T, b Backend) {
 		{"Run/CreatedAtMoves", testRunCreatedAtMoves},
 		{"Run/PutConcurrent", testRunPutConcurrent},
 		{"Run/ListFilters", testRunListFilters},
+		{"Run/ListAttention", testRunListAttention},
 		{"Run/ListOrder", testRunListOrder},
 		{"Run/ListDefaultLimit", testRunListDefaultLimit},
 		{"Run/ListOffset", testRunListOffset},
