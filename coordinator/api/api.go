@@ -69,6 +69,9 @@ type Options struct {
 	// Metrics registers the API's metrics (R-OBS-7). When nil, they are
 	// kept but not exported.
 	Metrics prometheus.Registerer
+	// ChangeLog is how many changes the change stream keeps for a resume
+	// (R-CHG-4). When zero, DefaultChangeLog.
+	ChangeLog int
 }
 
 // Server is the API's handler.
@@ -79,6 +82,7 @@ type Server struct {
 	idem     idemWaiters
 	log      *slog.Logger
 	metrics  *metrics
+	changes  *changeLog
 }
 
 // New builds the router.
@@ -89,7 +93,10 @@ func New(o Options) *Server {
 		o.Now = time.Now
 	}
 	o.Attach.setDefaults()
-	s := &Server{o: o, echo: e, log: logging.OrDiscard(o.Log).With(logging.KeyComponent, "api")}
+	s := &Server{o: o, echo: e, log: logging.OrDiscard(o.Log).With(logging.KeyComponent, "api"), changes: newChangeLog(o.ChangeLog)}
+	if o.Fleet != nil {
+		o.Fleet.Observe(fleetObserver{s}) // R-CHG-1
+	}
 	s.metrics = newMetrics(s, o.Metrics)
 	e.Logger = &echoLogger{l: s.log}
 	e.HTTPErrorHandler = s.errorHandler
@@ -227,7 +234,7 @@ func (s *Server) routes() []Route {
 		{http.MethodPost, "/v1/nodes/:id/revoke", auth.PermRunAdmin, s.revokeNode},
 		// The audit ledger is read by administrators (issue 5).
 		{http.MethodGet, "/v1/audit", auth.PermRunAdmin, s.listAudit},
-	}, slices.Concat(s.runRoutes(), s.markRoutes(), s.workspaceRoutes(), s.projectConfigRoutes(), s.vaultRoutes(), s.diffRoutes(), s.handoffRoutes(), s.activityRoutes(), s.codexRoutes(), s.lifecycleRoutes())...)
+	}, slices.Concat(s.runRoutes(), s.markRoutes(), s.workspaceRoutes(), s.projectConfigRoutes(), s.vaultRoutes(), s.diffRoutes(), s.handoffRoutes(), s.activityRoutes(), s.codexRoutes(), s.lifecycleRoutes(), s.changeRoutes())...)
 }
 
 // Routes lists the authorized routes (for the R-AUTH-8 walk).

@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -58,8 +59,12 @@ func (s *Server) markRoutes() []Route {
 // (R-NAME-4, R-ARC-3) and the caller's own marks (R-GET-3, R-PIN-5,
 // R-SNZ-5, R-DONE-3).
 func (s *Server) runViews(c echo.Context, rows ...apitypes.Run) ([]apitypes.Run, error) {
-	ctx := c.Request().Context()
-	cl := CallerOf(c)
+	return s.runViewsFor(c.Request().Context(), CallerOf(c), rows...)
+}
+
+// runViewsFor is runViews for a caller outside a request's handler (the
+// change stream, R-CHG-2).
+func (s *Server) runViewsFor(ctx context.Context, cl Caller, rows ...apitypes.Run) ([]apitypes.Run, error) {
 	refs := make([]string, len(rows))
 	for i, r := range rows {
 		refs[i] = r.RunRef
@@ -181,6 +186,8 @@ func (s *Server) markRun(c echo.Context, fn func(*store.Marks)) (store.Marks, er
 		return store.Marks{}, releasedErr(r.RunRef)
 	case errors.Is(err, store.ErrNotFound):
 		return store.Marks{}, apierr.NotFound("run", r.RunRef)
+	case err == nil:
+		s.publishMarks(cl, r.RunRef, m) // R-CHG-2: the caller's alone
 	}
 	return m, err
 }
@@ -366,13 +373,19 @@ func (s *Server) updateMeta(c echo.Context, fn func(*store.RunMeta) *apitypes.Au
 	if err != nil {
 		return err
 	}
+	changed := false
 	if _, err := s.o.Store.UpdateRunMeta(ctx, r.RunRef, func(m *store.RunMeta) (*apitypes.AuditEntry, error) {
-		return fn(m), nil
+		e := fn(m)
+		changed = e != nil
+		return e, nil
 	}); err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return apierr.NotFound("run", r.RunRef)
 		}
 		return err
+	}
+	if changed {
+		s.publishRuns(r) // R-CHG-2: its name or archive mark
 	}
 	return s.respondRun(c, http.StatusOK, r)
 }
@@ -447,6 +460,7 @@ func (s *Server) deleteRun(c echo.Context) error {
 		}
 		return err
 	}
+	s.changes.add(change{tenant: r.Tenant, event: apitypes.ChangeRunRemoved, data: apitypes.RunRemoved{RunRef: r.RunRef}})
 	return c.NoContent(http.StatusNoContent)
 }
 

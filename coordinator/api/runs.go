@@ -330,8 +330,12 @@ func (s *Server) call(ctx context.Context, node string, h wire.Header, params, r
 
 // index stores a row the agent answered with and returns it.
 func (s *Server) index(ctx context.Context, r apitypes.Run) apitypes.Run {
-	if _, err := s.o.Store.PutRun(ctx, r); err != nil {
+	wrote, err := s.o.Store.PutRun(ctx, r)
+	if err != nil {
 		s.log.ErrorContext(ctx, "index write failed", logging.KeyRunRef, r.RunRef, logging.Err(err))
+	}
+	if wrote {
+		s.publishRuns(r) // R-CHG-2
 	}
 	return r
 }

@@ -71,6 +71,27 @@ type Fleet struct {
 	// accepted after Close.
 	handlers sync.WaitGroup
 	closed   bool
+
+	// obs hears of index writes and link changes (the change stream).
+	obs atomic.Pointer[Observer]
+}
+
+// Observer hears of what the fleet changes in what the API shows: the run
+// rows an agent pushed that the index took, and the node links that came
+// up or went down. Its methods must not block.
+type Observer interface {
+	RunsIndexed(ctx context.Context, runs []apitypes.Run)
+	LinkChanged(nodeID string, connected bool)
+}
+
+// Observe sets the fleet's observer (one; a later call replaces it).
+func (f *Fleet) Observe(o Observer) { f.obs.Store(&o) }
+
+func (f *Fleet) observer() Observer {
+	if p := f.obs.Load(); p != nil {
+		return *p
+	}
+	return nil
 }
 
 // Options configure a Fleet.
@@ -374,14 +395,24 @@ func (f *Fleet) indexRuns(ctx context.Context, nodeID string, runs []apitypes.Ru
 	if err != nil {
 		return err
 	}
+	var wrote []apitypes.Run
+	defer func() {
+		if o := f.observer(); o != nil && len(wrote) > 0 {
+			o.RunsIndexed(ctx, wrote)
+		}
+	}()
 	for _, r := range runs {
 		r.NodeID, r.Tenant, r.NodeReachable = nodeID, n.Tenant, nil
-		if _, err := f.store.PutRun(ctx, r); err != nil {
+		ok, err := f.store.PutRun(ctx, r)
+		if err != nil {
 			f.log.Warn("index write refused", logging.KeyNodeID, nodeID, logging.KeyRunRef, r.RunRef, logging.Err(err))
 			if errors.Is(err, store.ErrConflict) {
 				continue
 			}
 			return err
+		}
+		if ok {
+			wrote = append(wrote, r)
 		}
 	}
 	return nil
@@ -477,16 +508,23 @@ func (f *Fleet) register(l *link) bool {
 		old.sess.Close()
 	}
 	f.log.Info("node connected", logging.KeyNodeID, l.nodeID, "transport", l.sess.Transport(), "hostname", l.hostname)
+	if o := f.observer(); o != nil {
+		o.LinkChanged(l.nodeID, true)
+	}
 	return true
 }
 
 func (f *Fleet) unregister(l *link) {
 	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.links[l.nodeID] == l {
+	gone := f.links[l.nodeID] == l
+	if gone {
 		delete(f.links, l.nodeID)
 		f.lost[l.nodeID] = time.Now()
 		f.log.Info("node disconnected", logging.KeyNodeID, l.nodeID)
+	}
+	f.mu.Unlock()
+	if o := f.observer(); gone && o != nil {
+		o.LinkChanged(l.nodeID, false)
 	}
 }
 

@@ -2,14 +2,18 @@
 // others, then "Earlier" for runs marked done (R-DONE-1); snoozed runs
 // hidden until their time (R-SNZ-4) and archived ones left out (R-ARC-4),
 // each with a toggle. Each row says when the run needs the person
-// (attention.js). It refreshes by polling GET /runs every few seconds
-// while the tab is visible (no fleet-wide change stream exists yet).
+// (attention.js). It follows the fleet-wide change stream (changes.js,
+// R-CHG-1): a `reset` refetches, the other events change rows in place;
+// while the stream is down it polls GET /runs every few seconds, and
+// slowly while it is up.
 import { h, replace, relTime, localTime, shortRef } from './dom.js';
 import { api, get, session, explain, BASE } from './api.js';
 import { openLaunch } from './launch.js';
 import { attentionOf, watcher } from './attention.js';
+import { Changes } from './changes.js';
 
 const POLL_MS = 3000;
+const POLL_STREAMING_MS = 30000;
 const PAGE = 100;
 const STATES = ['pending_approval', 'starting', 'running', 'idle', 'failed', 'stopped', 'released'];
 
@@ -257,8 +261,42 @@ export function listView(main) {
   function schedule() {
     clearTimeout(timer);
     if (destroyed || document.hidden) return;
-    timer = setTimeout(async () => { await refresh(); schedule(); }, POLL_MS);
+    timer = setTimeout(async () => { await refresh(); schedule(); }, changes.open ? POLL_STREAMING_MS : POLL_MS);
   }
+
+  // R-CHG-2: apply one change to the rows.
+  function onChange(name, data) {
+    if (destroyed || !data) return;
+    if (name === 'reset') { refresh(); return; }
+    if (name === 'run') {
+      const cur = st.runs.get(data.run_ref);
+      // A row older than the one held (a fetch overtook the event) is kept out.
+      if (cur && Number(data.rev) < Number(cur.rev)) return;
+      st.runs.set(data.run_ref, data);
+    } else if (name === 'mark') {
+      const cur = st.runs.get(data.run_ref);
+      if (!cur) return;
+      const next = { ...cur, pinned: data.pinned, done: data.done };
+      if (data.pinned_at) next.pinned_at = data.pinned_at; else delete next.pinned_at;
+      if (data.snoozed_until) next.snoozed_until = data.snoozed_until; else delete next.snoozed_until;
+      st.runs.set(data.run_ref, next);
+    } else if (name === 'run_removed') {
+      st.runs.delete(data.run_ref);
+    } else if (name === 'node') {
+      for (const [ref, r] of st.runs) {
+        if (r.node_id !== data.node_id) continue;
+        const next = { ...r };
+        if (data.connected) delete next.node_reachable; else next.node_reachable = false;
+        st.runs.set(ref, next);
+      }
+    } else return;
+    changesSeen.push({ name, run_ref: data.run_ref || data.node_id });
+    watcher.observe([...st.runs.values()]);
+    if (!st.editing && !st.snoozing) render();
+  }
+  const changesSeen = [];
+  window.olivaresChanges = changesSeen; // tests read what the stream applied
+  const changes = new Changes({ onEvent: onChange, onState: (s) => { listEl.dataset.stream = s; } }).start();
   function onVisibility() {
     if (!document.hidden) { refresh(); schedule(); } else clearTimeout(timer);
   }
@@ -270,6 +308,7 @@ export function listView(main) {
     destroy() {
       destroyed = true;
       clearTimeout(timer);
+      changes.close();
       document.removeEventListener('visibilitychange', onVisibility);
     },
   };

@@ -1,0 +1,257 @@
+package api
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/olivares-dev/olivares/coordinator/auth"
+	"github.com/olivares-dev/olivares/coordinator/store"
+	"github.com/olivares-dev/olivares/shared/apitypes"
+	"github.com/olivares-dev/olivares/shared/logging"
+)
+
+// The fleet-wide change stream (R-CHG-*): GET /v1/m/sessions/events sends
+// run rows as they change, the caller's own marks, and node links going up
+// and down, from a bounded log this coordinator keeps in memory.
+
+// DefaultChangeLog is how many changes the log keeps at least (R-CHG-4).
+const DefaultChangeLog = 4096
+
+// change is one entry of the log.
+type change struct {
+	seq    uint64
+	tenant string
+	// owner, when set, is the only caller the change is for (a mark).
+	owner string
+	event string
+	run   apitypes.Run // a run event's row, as the index took it
+	data  any          // the other events' data
+}
+
+// changeLog is the bounded, ordered log of changes (R-CHG-3). seq
+// increases by one per change; epoch names this process, so a cursor of
+// another process (or of this one before a restart) is never taken for
+// one of this log.
+type changeLog struct {
+	mu    sync.Mutex
+	epoch string
+	keep  int
+	items []change // ascending seq; at least the last keep changes
+	seq   uint64   // the last seq given
+	wake  chan struct{}
+}
+
+func newChangeLog(keep int) *changeLog {
+	if keep <= 0 {
+		keep = DefaultChangeLog
+	}
+	var b [6]byte
+	rand.Read(b[:])
+	return &changeLog{epoch: hex.EncodeToString(b[:]), keep: keep, wake: make(chan struct{})}
+}
+
+// add appends c and wakes the streams.
+func (l *changeLog) add(c change) {
+	l.mu.Lock()
+	l.seq++
+	c.seq = l.seq
+	l.items = append(l.items, c)
+	if len(l.items) > l.keep+l.keep/4 {
+		l.items = append([]change(nil), l.items[len(l.items)-l.keep:]...)
+	}
+	close(l.wake)
+	l.wake = make(chan struct{})
+	l.mu.Unlock()
+}
+
+// after returns the changes after seq. ok is false when seq is not one
+// this log can go on from: older than what it keeps, or ahead of it.
+// head is the last seq given; wake closes at the next add.
+func (l *changeLog) after(seq uint64) (out []change, ok bool, head uint64, wake <-chan struct{}) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	oldest := l.seq + 1
+	if len(l.items) > 0 {
+		oldest = l.items[0].seq
+	}
+	if seq > l.seq || seq+1 < oldest {
+		return nil, false, l.seq, l.wake
+	}
+	i := len(l.items) - int(l.seq-seq)
+	return append([]change(nil), l.items[i:]...), true, l.seq, l.wake
+}
+
+// cursor is an event id: the process's epoch and the seq.
+func (l *changeLog) cursor(seq uint64) string { return l.epoch + "-" + strconv.FormatUint(seq, 10) }
+
+// parse reads a Last-Event-ID; ok is false for a malformed id or another
+// process's.
+func (l *changeLog) parse(id string) (uint64, bool) {
+	epoch, n, found := strings.Cut(strings.TrimSpace(id), "-")
+	if !found || epoch != l.epoch {
+		return 0, false
+	}
+	seq, err := strconv.ParseUint(n, 10, 64)
+	return seq, err == nil
+}
+
+// --- what the API and the fleet publish ---
+
+// publishRuns logs run rows the index took.
+func (s *Server) publishRuns(rows ...apitypes.Run) {
+	for _, r := range rows {
+		s.changes.add(change{tenant: r.Tenant, event: apitypes.ChangeRun, run: r})
+	}
+}
+
+// publishMarks logs a caller's marks on a run, for that caller alone.
+func (s *Server) publishMarks(cl Caller, ref string, m store.Marks) {
+	mc := apitypes.MarkChange{RunRef: ref, Pinned: m.PinnedAt != nil, PinnedAt: utcPtr(m.PinnedAt), Done: m.Done}
+	if m.SnoozedUntil != nil && s.o.Now().Before(*m.SnoozedUntil) {
+		mc.SnoozedUntil = utcPtr(m.SnoozedUntil)
+	}
+	s.changes.add(change{tenant: cl.Tenant, owner: cl.Owner(), event: apitypes.ChangeMark, data: mc})
+}
+
+// fleetObserver is the fleet's side of the log.
+type fleetObserver struct{ s *Server }
+
+func (o fleetObserver) RunsIndexed(_ context.Context, runs []apitypes.Run) { o.s.publishRuns(runs...) }
+
+func (o fleetObserver) LinkChanged(nodeID string, connected bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	n, err := o.s.o.Store.GetNode(ctx, nodeID)
+	if err != nil {
+		o.s.log.Warn("change stream: node link change of an unknown node", logging.KeyNodeID, nodeID, logging.Err(err))
+		return
+	}
+	o.s.changes.add(change{tenant: n.Tenant, event: apitypes.ChangeNode,
+		data: apitypes.NodeChange{NodeID: nodeID, Connected: connected, At: o.s.o.Now().UTC()}})
+}
+
+// --- the stream ---
+
+func (s *Server) changeRoutes() []Route {
+	return []Route{
+		// R-CHG-1: what GET /runs shows, as it changes; run:read.
+		{http.MethodGet, Base + "/events", auth.PermRunRead, s.changeStream},
+	}
+}
+
+// changeStream is GET /v1/m/sessions/events (R-CHG-1..5).
+func (s *Server) changeStream(c echo.Context) error {
+	if err := onlyParams(c); err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	cl := CallerOf(c)
+	w := c.Response()
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	sink := responseSink{w: w, rc: http.NewResponseController(w)}
+	var buf []byte
+	flush := func() bool {
+		if len(buf) == 0 {
+			return true
+		}
+		sink.SetWriteDeadline(time.Now().Add(s.o.Attach.WriteTimeout))
+		_, err := sink.Write(buf)
+		buf = buf[:0]
+		return err == nil && sink.Flush() == nil
+	}
+	event := func(name string, seq uint64, data any) {
+		b, err := json.Marshal(data)
+		if err != nil {
+			return
+		}
+		buf = append(buf, "event: "+name+"\nid: "+s.changes.cursor(seq)+"\ndata: "...)
+		buf = append(buf, b...)
+		buf = append(buf, "\n\n"...)
+	}
+	reset := func(reason string, head uint64) {
+		event(apitypes.ChangeReset, head, apitypes.ChangeResetEvent{Reason: reason})
+	}
+
+	// R-CHG-4: resume after Last-Event-ID when the log still holds what
+	// followed it; otherwise a reset, and on from the head.
+	_, _, head, _ := s.changes.after(0)
+	seq := head
+	if id := c.Request().Header.Get("Last-Event-ID"); id != "" {
+		n, ok := s.changes.parse(id)
+		if _, kept, h, _ := s.changes.after(n); ok && kept {
+			seq = n
+		} else if ok {
+			reset(apitypes.ResetExpired, h)
+			seq = h
+		} else {
+			reset(apitypes.ResetRestart, h)
+			seq = h
+		}
+	} else {
+		reset(apitypes.ResetNew, head)
+	}
+	buf = append(buf, ":\n\n"...) // the headers and the first event go now
+	if !flush() {
+		return nil
+	}
+	keepAlive := time.NewTimer(s.o.Attach.KeepAlive)
+	defer keepAlive.Stop()
+	for {
+		items, ok, h, wake := s.changes.after(seq)
+		if !ok {
+			// This stream fell behind the log (R-CHG-4).
+			reset(apitypes.ResetExpired, h)
+			seq = h
+			continue
+		}
+		for _, ch := range items {
+			seq = ch.seq
+			if ch.tenant != cl.Tenant || (ch.owner != "" && ch.owner != cl.Owner()) {
+				continue
+			}
+			data := ch.data
+			if ch.event == apitypes.ChangeRun {
+				views, err := s.runViewsFor(ctx, cl, ch.run)
+				if err != nil {
+					if ctx.Err() != nil {
+						return nil
+					}
+					s.log.WarnContext(ctx, "change stream: a run's view", logging.KeyRunRef, ch.run.RunRef, logging.Err(err))
+					continue
+				}
+				data = views[0]
+			}
+			event(ch.event, ch.seq, data)
+		}
+		if len(buf) > 0 {
+			if !flush() {
+				return nil
+			}
+			keepAlive.Reset(s.o.Attach.KeepAlive)
+		}
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			return nil
+		case <-keepAlive.C:
+			buf = append(buf, keepAliveComment...)
+			if !flush() {
+				return nil
+			}
+			keepAlive.Reset(s.o.Attach.KeepAlive)
+		}
+	}
+}

@@ -1,0 +1,204 @@
+package api
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/olivares-dev/olivares/coordinator/store"
+	"github.com/olivares-dev/olivares/shared/apitypes"
+	"github.com/olivares-dev/olivares/shared/sse"
+)
+
+// changeClient reads one change stream.
+type changeClient struct {
+	resp   *http.Response
+	events chan sse.Event
+}
+
+func openChanges(t *testing.T, base, tok, tenant, lastID string) *changeClient {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, base+Base+"/events", nil)
+	req.Header.Set("Authorization", "Bearer "+tok)
+	req.Header.Set(HeaderTenant, tenant)
+	if lastID != "" {
+		req.Header.Set("Last-Event-ID", lastID)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("GET /events: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	c := &changeClient{resp: resp, events: make(chan sse.Event, 64)}
+	go func() {
+		defer close(c.events)
+		r := sse.NewReader(resp.Body)
+		for {
+			ev, err := r.Next()
+			if err != nil {
+				return
+			}
+			c.events <- ev
+		}
+	}()
+	t.Cleanup(func() { resp.Body.Close() })
+	return c
+}
+
+// next is the stream's next event, within a deadline.
+func (c *changeClient) next(t *testing.T) sse.Event {
+	t.Helper()
+	select {
+	case ev, ok := <-c.events:
+		if !ok {
+			t.Fatal("the change stream ended")
+		}
+		return ev
+	case <-time.After(10 * time.Second):
+		t.Fatal("no change event within 10 s")
+	}
+	return sse.Event{}
+}
+
+func (c *changeClient) close() { c.resp.Body.Close() }
+
+// R-CHG-1..4: a pin and a state change arrive in order, each once, only in
+// the caller's tenant and only the caller's own marks; a reconnect with
+// Last-Event-ID resumes after that event with nothing repeated; a cursor
+// of another process, or one older than the log, gets a reset.
+func TestChangeStream(t *testing.T) {
+	s, st := newTestServer(t)
+	srv := httptest.NewServer(handler(s))
+	t.Cleanup(srv.Close)
+	alice := principal(t, st, "alice", map[string]string{"t1": store.RoleAdmin, "t2": store.RoleAdmin})
+	bob := principal(t, st, "bob", map[string]string{"t1": store.RoleAdmin})
+	t0 := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+	row := func(ref, tenant, state string, rev uint64) apitypes.Run {
+		return apitypes.Run{RunRef: ref, Tenant: tenant, NodeID: "n1", State: state, Driver: "claude", Generation: 1,
+			Isolation: apitypes.IsolationNative, ProviderProfileRef: "pp", CreatedAt: t0, Rev: rev}
+	}
+	s.index(t.Context(), row("run_a", "t1", apitypes.StateRunning, 1))
+	s.index(t.Context(), row("run_x", "t2", apitypes.StateRunning, 1))
+
+	c := openChanges(t, srv.URL, alice, "t1", "")
+	first := c.next(t)
+	if first.Type != apitypes.ChangeReset || string(first.Data) != `{"reason":"new"}` {
+		t.Fatalf("first event: got %s %s, want reset {reason:new}", first.Type, first.Data)
+	}
+	post := func(tok, path string) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+Base+path, nil)
+		req.Header.Set("Authorization", "Bearer "+tok)
+		req.Header.Set(HeaderTenant, "t1")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("POST %s: %v %v", path, resp.StatusCode, err)
+		}
+		resp.Body.Close()
+	}
+	post(bob, "/runs/run_a/pin")   // bob's mark: not alice's to see
+	post(alice, "/runs/run_a/pin") // alice's
+	s.index(t.Context(), row("run_x", "t2", apitypes.StateIdle, 2)) // another tenant
+	s.index(t.Context(), row("run_a", "t1", apitypes.StateIdle, 2)) // the turn ended
+	s.index(t.Context(), row("run_a", "t1", apitypes.StateIdle, 2)) // the same rev again: no change
+
+	pin := c.next(t)
+	var mc apitypes.MarkChange
+	if json.Unmarshal(pin.Data, &mc); pin.Type != apitypes.ChangeMark || mc.RunRef != "run_a" || !mc.Pinned {
+		t.Fatalf("second event: got %s %s, want alice's mark with pinned true", pin.Type, pin.Data)
+	}
+	state := c.next(t)
+	var r apitypes.Run
+	if json.Unmarshal(state.Data, &r); state.Type != apitypes.ChangeRun || r.RunRef != "run_a" || r.State != apitypes.StateIdle ||
+		r.Attention == nil || *r.Attention != apitypes.AttentionNeedsInput || !r.Pinned {
+		t.Fatalf("third event: got %s %s, want run_a idle, needs_input, pinned for alice", state.Type, state.Data)
+	}
+	if pin.ID == "" || pin.ID == first.ID || state.ID == pin.ID {
+		t.Errorf("event ids: reset %q, mark %q, run %q; want distinct cursors", first.ID, pin.ID, state.ID)
+	}
+	// A rename is the next change alice sees; nothing of tenant t2 or of
+	// bob's marks came between.
+	req, _ := http.NewRequest(http.MethodPut, srv.URL+Base+"/runs/run_a/name", strings.NewReader(`{"name":"parser"}`))
+	req.Header.Set("Authorization", "Bearer "+alice)
+	req.Header.Set(HeaderTenant, "t1")
+	req.Header.Set("Content-Type", "application/json")
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("rename: %v %v", resp, err)
+	}
+	named := c.next(t)
+	if json.Unmarshal(named.Data, &r); named.Type != apitypes.ChangeRun || r.Name != "parser" {
+		t.Fatalf("fourth event: got %s %s, want run_a named parser", named.Type, named.Data)
+	}
+	c.close()
+
+	// R-CHG-4: resume after the pin: the state change and the rename, once.
+	c = openChanges(t, srv.URL, alice, "t1", pin.ID)
+	if ev := c.next(t); ev.ID != state.ID || ev.Type != apitypes.ChangeRun {
+		t.Errorf("resumed after the pin: got %s %s, want the state change %s", ev.Type, ev.ID, state.ID)
+	}
+	if ev := c.next(t); ev.ID != named.ID {
+		t.Errorf("resumed: second event %s %s, want the rename %s", ev.Type, ev.ID, named.ID)
+	}
+	c.close()
+
+	for _, tc := range []struct{ id, reason string }{
+		{"0123456789ab-1", apitypes.ResetRestart}, // another process's cursor
+		{"garbage", apitypes.ResetRestart},
+		{s.changes.cursor(1 << 40), apitypes.ResetExpired}, // ahead of the log
+	} {
+		c = openChanges(t, srv.URL, alice, "t1", tc.id)
+		ev := c.next(t)
+		var rs apitypes.ChangeResetEvent
+		if json.Unmarshal(ev.Data, &rs); ev.Type != apitypes.ChangeReset || rs.Reason != tc.reason {
+			t.Errorf("Last-Event-ID %q: got %s %s, want reset %s", tc.id, ev.Type, ev.Data, tc.reason)
+		}
+		c.close()
+	}
+
+	// The log keeps only so much: a cursor it dropped is a reset. (A
+	// server of its own: the streams above may still be ending.)
+	s, st = newTestServer(t)
+	s.changes = newChangeLog(2)
+	srv = httptest.NewServer(handler(s))
+	t.Cleanup(srv.Close)
+	alice = principal(t, st, "alice", map[string]string{"t1": store.RoleAdmin})
+	s.index(t.Context(), row("run_a", "t1", apitypes.StateRunning, 3))
+	old := s.changes.cursor(1)
+	for rev := uint64(4); rev < 10; rev++ {
+		s.index(t.Context(), row("run_a", "t1", apitypes.StateRunning, rev))
+	}
+	c = openChanges(t, srv.URL, alice, "t1", old)
+	if ev := c.next(t); ev.Type != apitypes.ChangeReset || !strings.Contains(string(ev.Data), apitypes.ResetExpired) {
+		t.Errorf("a cursor the log dropped: got %s %s, want reset expired", ev.Type, ev.Data)
+	}
+	c.close()
+}
+
+// The bounded log: after() from any kept cursor returns what followed it,
+// in order; from a dropped or future one, not ok.
+func TestChangeLogBounds(t *testing.T) {
+	l := newChangeLog(4)
+	for range 20 {
+		l.add(change{event: "run"})
+	}
+	for _, tc := range []struct {
+		from uint64
+		ok   bool
+		n    int
+	}{{20, true, 0}, {19, true, 1}, {16, true, 4}, {10, false, 0}, {0, false, 0}, {21, false, 0}} {
+		got, ok, head, _ := l.after(tc.from)
+		if ok != tc.ok || len(got) != tc.n || head != 20 {
+			t.Errorf("after(%d): got %d changes, ok %v, head %d; want %d, %v, 20", tc.from, len(got), ok, head, tc.n, tc.ok)
+		}
+		for i, c := range got {
+			if c.seq != tc.from+uint64(i)+1 {
+				t.Errorf("after(%d)[%d]: seq %d, want %d", tc.from, i, c.seq, tc.from+uint64(i)+1)
+			}
+		}
+	}
+}
