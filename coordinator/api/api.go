@@ -72,6 +72,11 @@ type Options struct {
 	// ChangeLog is how many changes the change stream keeps for a resume
 	// (R-CHG-4). When zero, DefaultChangeLog.
 	ChangeLog int
+	// WebhookClient sends the webhooks' deliveries; when nil, a client
+	// with a 10 s timeout that follows no redirect. WebhookBackoff is the
+	// wait before each retry; when nil, DefaultWebhookBackoff.
+	WebhookClient  *http.Client
+	WebhookBackoff []time.Duration
 }
 
 // Server is the API's handler.
@@ -83,6 +88,7 @@ type Server struct {
 	log      *slog.Logger
 	metrics  *metrics
 	changes  *changeLog
+	notify   *notifier
 }
 
 // New builds the router.
@@ -94,6 +100,12 @@ func New(o Options) *Server {
 	}
 	o.Attach.setDefaults()
 	s := &Server{o: o, echo: e, log: logging.OrDiscard(o.Log).With(logging.KeyComponent, "api"), changes: newChangeLog(o.ChangeLog)}
+	s.notify = newNotifier(s)
+	if o.Store != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		s.notify.prime(ctx)
+		cancel()
+	}
 	if o.Fleet != nil {
 		o.Fleet.Observe(fleetObserver{s}) // R-CHG-1
 	}
@@ -234,8 +246,12 @@ func (s *Server) routes() []Route {
 		{http.MethodPost, "/v1/nodes/:id/revoke", auth.PermRunAdmin, s.revokeNode},
 		// The audit ledger is read by administrators (issue 5).
 		{http.MethodGet, "/v1/audit", auth.PermRunAdmin, s.listAudit},
-	}, slices.Concat(s.runRoutes(), s.markRoutes(), s.workspaceRoutes(), s.projectConfigRoutes(), s.vaultRoutes(), s.diffRoutes(), s.handoffRoutes(), s.activityRoutes(), s.codexRoutes(), s.lifecycleRoutes(), s.changeRoutes())...)
+	}, slices.Concat(s.runRoutes(), s.markRoutes(), s.workspaceRoutes(), s.projectConfigRoutes(), s.vaultRoutes(), s.diffRoutes(), s.handoffRoutes(), s.activityRoutes(), s.codexRoutes(), s.lifecycleRoutes(), s.changeRoutes(), s.webhookRoutes())...)
 }
+
+// Close stops what the API runs in the background: the webhooks'
+// deliveries and their retries (R-NOTIF-4).
+func (s *Server) Close() { s.notify.close() }
 
 // Routes lists the authorized routes (for the R-AUTH-8 walk).
 func (s *Server) Routes() []Route { return s.routes() }

@@ -111,6 +111,7 @@ func (s *Server) publishRuns(rows ...apitypes.Run) {
 	for _, r := range rows {
 		s.changes.add(change{tenant: r.Tenant, event: apitypes.ChangeRun, run: r})
 	}
+	s.notify.observe(rows...) // R-NOTIF-2
 }
 
 // publishMarks logs a caller's marks on a run, for that caller alone.

@@ -461,6 +461,7 @@ func (s *Server) deleteRun(c echo.Context) error {
 		return err
 	}
 	s.changes.add(change{tenant: r.Tenant, event: apitypes.ChangeRunRemoved, data: apitypes.RunRemoved{RunRef: r.RunRef}})
+	s.notify.forget(r.RunRef)
 	return c.NoContent(http.StatusNoContent)
 }
 

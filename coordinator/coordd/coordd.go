@@ -400,6 +400,7 @@ func (c *Coordinator) close() error {
 	c.closeListeners()
 	c.Fleet.Close()
 	c.wg.Wait()
+	c.API.Close() // the webhooks' deliveries
 	// 3. The store, which nothing uses any more.
 	return c.Store.Close()
 }

@@ -178,6 +178,7 @@ type Store interface {
 	Federator
 	Lifecycler
 	IdempotencyKeys
+	Webhooker
 
 	Close() error
 }

@@ -53,6 +53,8 @@ const (
 	AuditSigninLinkCreated = "auth.signin_link.created"
 	AuditSecretAdded       = "sessions.secret.added"
 	AuditSecretDeleted     = "sessions.secret.deleted"
+	AuditWebhookCreated    = "sessions.webhook.created"
+	AuditWebhookDeleted    = "sessions.webhook.deleted"
 	AuditProfileCreated    = "sessions.profile.created"
 	AuditProfileUpdated    = "sessions.profile.updated"
 	AuditProfileDeleted    = "sessions.profile.deleted"
@@ -80,6 +82,7 @@ type AuditTarget struct {
 	PrincipalID  string `json:"principal_id,omitempty"`
 	CredentialID string `json:"credential_id,omitempty"`
 	SecretRef    string `json:"secret_ref,omitempty"`
+	WebhookID    string `json:"webhook_id,omitempty"`
 	Tenant       string `json:"tenant,omitempty"`
 }
 

@@ -108,6 +108,7 @@ func Run(t *testing.T, b Backend) {
 		{"Run/PutConcurrent", testRunPutConcurrent},
 		{"Run/ListFilters", testRunListFilters},
 		{"Run/ListAttention", testRunListAttention},
+		{"Webhooks", testWebhooks},
 		{"Run/ListOrder", testRunListOrder},
 		{"Run/ListDefaultLimit", testRunListDefaultLimit},
 		{"Run/ListOffset", testRunListOffset},

@@ -1,0 +1,265 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/olivares-dev/olivares/coordinator/store"
+	"github.com/olivares-dev/olivares/shared/apitypes"
+	"github.com/olivares-dev/olivares/shared/logging"
+)
+
+// Notifications (R-NOTIF-*): each change of a run's attention to a reason
+// is sent, once, to the tenant's webhooks that take that reason.
+
+// DefaultWebhookBackoff is the wait before each retry of a delivery
+// (R-NOTIF-4): six attempts over about 13 minutes.
+var DefaultWebhookBackoff = []time.Duration{time.Second, 5 * time.Second, 30 * time.Second, 2 * time.Minute, 10 * time.Minute}
+
+// Limits of a delivery.
+const (
+	webhookTimeout     = 10 * time.Second
+	webhookMaxResponse = 1 << 10
+	webhookWorkers     = 8
+)
+
+// Webhook request headers (R-NOTIF-3).
+const (
+	HeaderWebhookEvent     = "X-Olivares-Event"
+	HeaderWebhookDelivery  = "X-Olivares-Delivery"
+	HeaderWebhookTimestamp = "X-Olivares-Timestamp"
+	HeaderWebhookSignature = "X-Olivares-Signature"
+)
+
+// WebhookSignature is R-NOTIF-3's signature of a delivery: "v1=" and the
+// hex HMAC-SHA256, keyed by the hook's secret, of the timestamp header's
+// value, a dot, and the body.
+func WebhookSignature(secret, timestamp string, body []byte) string {
+	mac := hmac.New(sha256.New, []byte(secret))
+	mac.Write([]byte(timestamp))
+	mac.Write([]byte{'.'})
+	mac.Write(body)
+	return "v1=" + hex.EncodeToString(mac.Sum(nil))
+}
+
+type notifier struct {
+	s       *Server
+	client  *http.Client
+	backoff []time.Duration
+	ctx     context.Context
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	workers chan struct{}
+
+	mu   sync.Mutex
+	last map[string]string // run ref → the attention last seen (R-NOTIF-2)
+}
+
+func newNotifier(s *Server) *notifier {
+	n := &notifier{s: s, client: s.o.WebhookClient, backoff: s.o.WebhookBackoff, last: map[string]string{},
+		workers: make(chan struct{}, webhookWorkers)}
+	if n.client == nil {
+		n.client = &http.Client{Timeout: webhookTimeout, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	}
+	if n.backoff == nil {
+		n.backoff = DefaultWebhookBackoff
+	}
+	n.ctx, n.cancel = context.WithCancel(context.Background())
+	return n
+}
+
+// prime takes the attention of every indexed run as already notified, so
+// a restart does not notify again what the index already held (R-NOTIF-2).
+func (n *notifier) prime(ctx context.Context) {
+	if n.s.o.Store == nil {
+		return
+	}
+	tenants, err := n.s.o.Store.ListTenants(ctx)
+	if err != nil {
+		n.s.log.Warn("notifications: cannot read the index to start from", logging.Err(err))
+		return
+	}
+	now := n.s.o.Now()
+	for _, t := range tenants {
+		q := store.RunQuery{Tenant: t.ID, Limit: 200, CursorMode: true}
+		for {
+			rows, next, err := n.s.o.Store.ListRuns(ctx, q)
+			if err != nil {
+				n.s.log.Warn("notifications: cannot read the index to start from", logging.Err(err))
+				return
+			}
+			n.mu.Lock()
+			for _, r := range rows {
+				n.last[r.RunRef] = apitypes.AttentionOf(r, now)
+			}
+			n.mu.Unlock()
+			if next == "" {
+				break
+			}
+			q.Cursor = next
+		}
+	}
+}
+
+// observe is told each run row the index took; a new reason is sent.
+func (n *notifier) observe(rows ...apitypes.Run) {
+	now := n.s.o.Now()
+	for _, r := range rows {
+		a := apitypes.AttentionOf(r, now)
+		n.mu.Lock()
+		prev := n.last[r.RunRef]
+		n.last[r.RunRef] = a
+		n.mu.Unlock()
+		if a == prev || a == "" {
+			continue
+		}
+		n.wg.Add(1)
+		go func() {
+			defer n.wg.Done()
+			n.attention(r, a, prev)
+		}()
+	}
+}
+
+// forget drops a deleted run.
+func (n *notifier) forget(ref string) {
+	n.mu.Lock()
+	delete(n.last, ref)
+	n.mu.Unlock()
+}
+
+// attention sends one change to every hook of the tenant that takes it.
+func (n *notifier) attention(r apitypes.Run, a, prev string) {
+	ctx := n.ctx
+	hooks, err := n.s.o.Store.ListWebhooks(ctx, r.Tenant)
+	if err != nil || len(hooks) == 0 {
+		if err != nil && ctx.Err() == nil {
+			n.s.log.Warn("notifications: cannot read the webhooks", logging.KeyRunRef, r.RunRef, logging.Err(err))
+		}
+		return
+	}
+	row := apitypes.WithAttention(r, n.s.o.Now())
+	if metas, err := n.s.o.Store.GetRunMeta(ctx, []string{r.RunRef}); err == nil {
+		m := metas[r.RunRef]
+		row.Name, row.ArchivedAt = m.Name, utcPtr(m.ArchivedAt)
+	}
+	row.NodeReachable, row.Pinned, row.PinnedAt, row.Done, row.SnoozedUntil = nil, false, nil, false, nil
+	runJSON, _ := json.Marshal(row)
+	for _, h := range hooks {
+		if len(h.Reasons) > 0 && !slices.Contains(h.Reasons, a) {
+			continue
+		}
+		d := n.newDelivery(h, apitypes.WebhookEventAttention)
+		d.RunRef, d.Attention = r.RunRef, a
+		body, _ := json.Marshal(apitypes.WebhookPayload{ID: d.ID, Event: d.Event, At: d.CreatedAt, Tenant: h.Tenant,
+			Attention: a, Previous: prev, Run: runJSON})
+		n.deliver(h, d, body, true)
+	}
+}
+
+func (n *notifier) newDelivery(h store.Webhook, event string) apitypes.WebhookDelivery {
+	now := n.s.o.Now().UTC()
+	var b [8]byte
+	rand.Read(b[:])
+	return apitypes.WebhookDelivery{ID: "whd_" + strconv.FormatInt(now.UnixNano(), 36) + hex.EncodeToString(b[:]),
+		HookID: h.ID, Event: event, State: apitypes.DeliveryPending, CreatedAt: now, UpdatedAt: now}
+}
+
+// deliver posts body to the hook, with retries when retry is set
+// (R-NOTIF-4), recording each attempt in the log (R-NOTIF-5). It answers
+// the delivery as it last recorded it.
+func (n *notifier) deliver(h store.Webhook, d apitypes.WebhookDelivery, body []byte, retry bool) apitypes.WebhookDelivery {
+	select {
+	case n.workers <- struct{}{}:
+	case <-n.ctx.Done():
+		return d
+	}
+	defer func() { <-n.workers }()
+	for attempt := 0; ; attempt++ {
+		status, resp, err := n.post(h, d, body)
+		d.Attempts++
+		d.LastStatus, d.LastResponse, d.LastError, d.NextAttempt = status, resp, "", nil
+		if err != nil {
+			d.LastError = err.Error()
+		}
+		d.UpdatedAt = n.s.o.Now().UTC()
+		switch {
+		case err == nil && status >= 200 && status < 300:
+			d.State = apitypes.DeliveryDelivered
+		case !retry || attempt >= len(n.backoff) || (err == nil && !retryable(status)):
+			d.State = apitypes.DeliveryFailed
+		default:
+			next := d.UpdatedAt.Add(n.backoff[attempt])
+			d.NextAttempt = &next
+		}
+		if err := n.s.o.Store.PutDelivery(n.ctx, d); err != nil {
+			if !errors.Is(err, store.ErrNotFound) && n.ctx.Err() == nil {
+				n.s.log.Warn("notifications: cannot record a delivery", "webhook", h.ID, logging.Err(err))
+			}
+			return d // the hook was deleted meanwhile, or the coordinator stops
+		}
+		if d.State != apitypes.DeliveryPending {
+			return d
+		}
+		t := time.NewTimer(n.backoff[attempt])
+		select {
+		case <-t.C:
+		case <-n.ctx.Done():
+			t.Stop()
+			return d
+		}
+	}
+}
+
+// retryable: a server error, a timeout or a throttle is tried again; any
+// other answer is the receiver's final word.
+func retryable(status int) bool {
+	return status >= 500 || status == http.StatusRequestTimeout || status == http.StatusTooManyRequests
+}
+
+// post is one attempt: the signed request and what came back.
+func (n *notifier) post(h store.Webhook, d apitypes.WebhookDelivery, body []byte) (int, string, error) {
+	ctx, cancel := context.WithTimeout(n.ctx, webhookTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, h.URL, bytes.NewReader(body))
+	if err != nil {
+		return 0, "", err
+	}
+	ts := strconv.FormatInt(n.s.o.Now().Unix(), 10)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "Olivares-Webhook/1")
+	req.Header.Set(HeaderWebhookEvent, d.Event)
+	req.Header.Set(HeaderWebhookDelivery, d.ID)
+	req.Header.Set(HeaderWebhookTimestamp, ts)
+	req.Header.Set(HeaderWebhookSignature, WebhookSignature(h.Secret, ts, body))
+	resp, err := n.client.Do(req)
+	if err != nil {
+		return 0, "", fmt.Errorf("the request failed: %w", errors.Unwrap(err))
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, webhookMaxResponse))
+	for len(b) > 0 && !utf8.Valid(b) {
+		b = b[:len(b)-1] // a rune cut at the limit
+	}
+	return resp.StatusCode, string(b), nil
+}
+
+// close stops the retries and waits for the deliveries under way.
+func (n *notifier) close() {
+	n.cancel()
+	n.wg.Wait()
+}

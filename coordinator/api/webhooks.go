@@ -1,0 +1,186 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/olivares-dev/olivares/coordinator/auth"
+	"github.com/olivares-dev/olivares/coordinator/store"
+	"github.com/olivares-dev/olivares/shared/apierr"
+	"github.com/olivares-dev/olivares/shared/apitypes"
+)
+
+// The webhook routes (R-NOTIF-1..7): a tenant's administrators configure
+// where attention changes are sent.
+func (s *Server) webhookRoutes() []Route {
+	return []Route{
+		{http.MethodPost, Base + "/webhooks", auth.PermRunAdmin, s.createWebhook},
+		{http.MethodGet, Base + "/webhooks", auth.PermRunAdmin, s.listWebhooks},
+		{http.MethodDelete, Base + "/webhooks/:id", auth.PermRunAdmin, s.deleteWebhook},
+		{http.MethodGet, Base + "/webhooks/:id/deliveries", auth.PermRunAdmin, s.listDeliveries},
+		{http.MethodPost, Base + "/webhooks/:id/test", auth.PermRunAdmin, s.testWebhook},
+	}
+}
+
+// maxWebhooks bounds a tenant's webhooks.
+const maxWebhooks = 20
+
+func webhookView(w store.Webhook) apitypes.Webhook {
+	r := w.Reasons
+	if r == nil {
+		r = []string{}
+	}
+	return apitypes.Webhook{ID: w.ID, URL: w.URL, Reasons: r, CreatedAt: w.CreatedAt.UTC()}
+}
+
+// urlHost is what the audit keeps of a hook's URL: its scheme and host,
+// never the path or query, which often hold a token.
+func urlHost(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return ""
+	}
+	return u.Scheme + "://" + u.Host
+}
+
+func (s *Server) webhookAudit(c echo.Context, event string, w store.Webhook) apitypes.AuditEntry {
+	cl := CallerOf(c)
+	detail, _ := json.Marshal(map[string]any{"url_host": urlHost(w.URL), "reasons": webhookView(w).Reasons})
+	return apitypes.AuditEntry{At: s.o.Now().UTC(), Tenant: cl.Tenant, Actor: cl.Actor(), Event: event,
+		Target: apitypes.AuditTarget{WebhookID: w.ID}, Detail: detail}
+}
+
+// createWebhook is POST /webhooks (R-NOTIF-1): an http or https URL and
+// the reasons it takes (none: every one); the answer holds the signing
+// secret, shown this once.
+func (s *Server) createWebhook(c echo.Context) error {
+	if err := refuseAgent(c); err != nil {
+		return err
+	}
+	var req apitypes.WebhookCreate
+	if err := decodeStrict(c, maxJSONBody, &req); err != nil {
+		return err
+	}
+	u, err := url.Parse(req.URL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || len(req.URL) > 2048 {
+		return apierr.BadRequest("bad_url", "url %q: give an absolute http or https URL (at most 2048 bytes)", req.URL)
+	}
+	for _, r := range req.Reasons {
+		if !slices.Contains(apitypes.AttentionReasons, r) {
+			return apierr.BadRequest("bad_reason", "reason %q: use %s", r, strings.Join(apitypes.AttentionReasons, ", "))
+		}
+	}
+	ctx := c.Request().Context()
+	cl := CallerOf(c)
+	hooks, err := s.o.Store.ListWebhooks(ctx, cl.Tenant)
+	if err != nil {
+		return err
+	}
+	if len(hooks) >= maxWebhooks {
+		return apierr.New(http.StatusConflict, "too_many_webhooks", "this tenant has %d webhooks, the most it may have; delete one first", len(hooks))
+	}
+	secret, err := auth.NewToken("whsec_")
+	if err != nil {
+		return err
+	}
+	reasons := slices.Compact(slices.Sorted(slices.Values(req.Reasons)))
+	w := store.Webhook{ID: auth.NewID("wh_"), Tenant: cl.Tenant, URL: req.URL, Secret: secret, Reasons: reasons,
+		CreatedAt: s.o.Now().UTC().Truncate(time.Microsecond)}
+	if err := s.o.Store.CreateWebhook(ctx, w, s.webhookAudit(c, apitypes.AuditWebhookCreated, w)); err != nil {
+		return err
+	}
+	v := webhookView(w)
+	v.Secret = secret
+	return c.JSON(http.StatusCreated, v)
+}
+
+func (s *Server) listWebhooks(c echo.Context) error {
+	if err := onlyParams(c); err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	hooks, err := s.o.Store.ListWebhooks(ctx, CallerOf(c).Tenant)
+	if err != nil {
+		return err
+	}
+	out := apitypes.WebhookList{Items: []apitypes.Webhook{}}
+	for _, h := range hooks {
+		v := webhookView(h)
+		if ds, err := s.o.Store.ListDeliveries(ctx, h.ID); err == nil && len(ds) > 0 {
+			v.LastDelivery = &ds[0]
+		}
+		out.Items = append(out.Items, v)
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+// hookInTenant is the webhook of a /webhooks/:id route; another tenant's
+// is 404 (R-TEN-3).
+func (s *Server) hookInTenant(ctx context.Context, c echo.Context) (store.Webhook, error) {
+	w, err := s.o.Store.GetWebhook(ctx, c.Param("id"))
+	if errors.Is(err, store.ErrNotFound) || (err == nil && w.Tenant != CallerOf(c).Tenant) {
+		return store.Webhook{}, apierr.New(http.StatusNotFound, "webhook_not_found", "no webhook %q in this tenant", c.Param("id"))
+	}
+	return w, err
+}
+
+func (s *Server) deleteWebhook(c echo.Context) error {
+	ctx := c.Request().Context()
+	w, err := s.hookInTenant(ctx, c)
+	if err != nil {
+		return err
+	}
+	if err := noBody(c); err != nil {
+		return err
+	}
+	if err := s.o.Store.DeleteWebhook(ctx, w.ID, s.webhookAudit(c, apitypes.AuditWebhookDeleted, w)); err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return apierr.New(http.StatusNotFound, "webhook_not_found", "no webhook %q in this tenant", w.ID)
+		}
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
+}
+
+func (s *Server) listDeliveries(c echo.Context) error {
+	ctx := c.Request().Context()
+	w, err := s.hookInTenant(ctx, c)
+	if err != nil {
+		return err
+	}
+	if err := onlyParams(c); err != nil {
+		return err
+	}
+	ds, err := s.o.Store.ListDeliveries(ctx, w.ID)
+	if err != nil {
+		return err
+	}
+	if ds == nil {
+		ds = []apitypes.WebhookDelivery{}
+	}
+	return c.JSON(http.StatusOK, apitypes.WebhookDeliveryList{Items: ds})
+}
+
+// testWebhook is POST /webhooks/{id}/test (R-NOTIF-6): one signed `test`
+// delivery, sent now and not retried; the answer is how it went.
+func (s *Server) testWebhook(c echo.Context) error {
+	ctx := c.Request().Context()
+	w, err := s.hookInTenant(ctx, c)
+	if err != nil {
+		return err
+	}
+	if err := noBody(c); err != nil {
+		return err
+	}
+	d := s.notify.newDelivery(w, apitypes.WebhookEventTest)
+	body, _ := json.Marshal(apitypes.WebhookPayload{ID: d.ID, Event: d.Event, At: d.CreatedAt, Tenant: w.Tenant})
+	return c.JSON(http.StatusOK, s.notify.deliver(w, d, body, false))
+}

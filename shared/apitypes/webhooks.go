@@ -1,0 +1,78 @@
+package apitypes
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Webhook is a tenant's outgoing webhook as the API shows it (R-NOTIF-1):
+// never its secret, but on creation.
+type Webhook struct {
+	ID      string   `json:"id"`
+	URL     string   `json:"url"`
+	Reasons []string `json:"reasons"`
+	// Secret is the signing key, in the creation's answer only.
+	Secret       string           `json:"secret,omitempty"`
+	CreatedAt    time.Time        `json:"created_at"`
+	LastDelivery *WebhookDelivery `json:"last_delivery,omitempty"`
+}
+
+// WebhookCreate is POST /webhooks.
+type WebhookCreate struct {
+	URL     string   `json:"url"`
+	Reasons []string `json:"reasons,omitempty"`
+}
+
+// WebhookList is GET /webhooks.
+type WebhookList struct {
+	Items []Webhook `json:"items"`
+}
+
+// Delivery states.
+const (
+	DeliveryPending   = "pending"
+	DeliveryDelivered = "delivered"
+	DeliveryFailed    = "failed"
+)
+
+// Webhook events.
+const (
+	WebhookEventAttention = "attention"
+	WebhookEventTest      = "test"
+)
+
+// WebhookDelivery is one notification sent to a webhook and how it went
+// (R-NOTIF-5).
+type WebhookDelivery struct {
+	ID        string `json:"id"`
+	HookID    string `json:"hook_id"`
+	Event     string `json:"event"`
+	RunRef    string `json:"run_ref,omitempty"`
+	Attention string `json:"attention,omitempty"`
+	State     string `json:"state"`
+	Attempts  int    `json:"attempts"`
+	// LastStatus is the HTTP status of the last attempt, 0 when none came.
+	LastStatus int `json:"last_status,omitempty"`
+	// LastResponse is the start of the last answer's body (1 KiB at most).
+	LastResponse string     `json:"last_response,omitempty"`
+	LastError    string     `json:"last_error,omitempty"`
+	CreatedAt    time.Time  `json:"created_at"`
+	UpdatedAt    time.Time  `json:"updated_at"`
+	NextAttempt  *time.Time `json:"next_attempt_at,omitempty"`
+}
+
+// WebhookDeliveryList is GET /webhooks/{id}/deliveries.
+type WebhookDeliveryList struct {
+	Items []WebhookDelivery `json:"items"`
+}
+
+// WebhookPayload is the body of a delivery (R-NOTIF-3).
+type WebhookPayload struct {
+	ID        string          `json:"id"`
+	Event     string          `json:"event"`
+	At        time.Time       `json:"at"`
+	Tenant    string          `json:"tenant"`
+	Attention string          `json:"attention,omitempty"`
+	Previous  string          `json:"previous_attention,omitempty"`
+	Run       json.RawMessage `json:"run,omitempty"`
+}
