@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -66,7 +67,18 @@ type notifier struct {
 	workers chan struct{}
 
 	mu   sync.Mutex
-	last map[string]string // run ref → the attention last seen (R-NOTIF-2)
+	last map[string]string // run ref → the change key last seen (R-NOTIF-2)
+}
+
+// changeKey is what makes an attention a new one (R-NOTIF-2): its reason,
+// and for needs_input also the generation and the ring's last seq, which a
+// turn moves: the agent coalesces its pushes, so a quick turn may reach the
+// index as one idle row after another, never as running.
+func changeKey(r apitypes.Run, a string) string {
+	if a != apitypes.AttentionNeedsInput {
+		return a
+	}
+	return a + "#" + strconv.FormatUint(uint64(r.Generation), 10) + "#" + strconv.FormatUint(r.RingLast, 10)
 }
 
 func newNotifier(s *Server) *notifier {
@@ -104,7 +116,7 @@ func (n *notifier) prime(ctx context.Context) {
 			}
 			n.mu.Lock()
 			for _, r := range rows {
-				n.last[r.RunRef] = apitypes.AttentionOf(r, now)
+				n.last[r.RunRef] = changeKey(r, apitypes.AttentionOf(r, now))
 			}
 			n.mu.Unlock()
 			if next == "" {
@@ -120,13 +132,15 @@ func (n *notifier) observe(rows ...apitypes.Run) {
 	now := n.s.o.Now()
 	for _, r := range rows {
 		a := apitypes.AttentionOf(r, now)
+		key := changeKey(r, a)
 		n.mu.Lock()
-		prev := n.last[r.RunRef]
-		n.last[r.RunRef] = a
+		prevKey := n.last[r.RunRef]
+		n.last[r.RunRef] = key
 		n.mu.Unlock()
-		if a == prev || a == "" {
+		if key == prevKey || a == "" {
 			continue
 		}
+		prev, _, _ := strings.Cut(prevKey, "#")
 		n.wg.Add(1)
 		go func() {
 			defer n.wg.Done()

@@ -122,19 +122,25 @@ func TestWebhooks(t *testing.T) {
 	}
 
 	t0 := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+	ring := uint64(0)
 	row := func(state string, rev uint64) apitypes.Run {
 		return apitypes.Run{RunRef: "run_a", Tenant: "t1", NodeID: "n1", State: state, Driver: "claude", Generation: 1,
-			Isolation: apitypes.IsolationNative, ProviderProfileRef: "pp", CreatedAt: t0, Rev: rev}
+			Isolation: apitypes.IsolationNative, ProviderProfileRef: "pp", CreatedAt: t0, Rev: rev, RingFirst: 1, RingLast: ring}
 	}
-	// R-NOTIF-2: running → idle (one), idle again at a new rev (none),
-	// running, idle (one more).
-	for i, state := range []string{apitypes.StateRunning, apitypes.StateIdle, apitypes.StateIdle, apitypes.StateRunning, apitypes.StateIdle} {
-		s.index(t.Context(), row(state, uint64(i+1)))
+	// R-NOTIF-2: running → idle (one), idle again at a new rev with no new
+	// output (none), running, idle (one more), and a quick turn whose
+	// running row the agent coalesced away: idle with more output (one).
+	for i, st := range []struct {
+		state string
+		ring  uint64
+	}{{apitypes.StateRunning, 5}, {apitypes.StateIdle, 9}, {apitypes.StateIdle, 9}, {apitypes.StateRunning, 12}, {apitypes.StateIdle, 15}, {apitypes.StateIdle, 20}} {
+		ring = st.ring
+		s.index(t.Context(), row(st.state, uint64(i+1)))
 	}
 	s.notify.wg.Wait()
 	got := rc.payloads()
-	if len(got) != 2 || got[0].Attention != "needs_input" || got[1].Attention != "needs_input" || got[0].Event != "attention" {
-		t.Fatalf("deliveries: got %+v, want two needs_input", got)
+	if len(got) != 3 || got[0].Attention != "needs_input" || got[2].Attention != "needs_input" || got[0].Event != "attention" {
+		t.Fatalf("deliveries: got %+v, want three needs_input", got)
 	}
 	var r apitypes.Run
 	if json.Unmarshal(got[0].Run, &r); r.RunRef != "run_a" || r.Attention == nil || *r.Attention != "needs_input" {
@@ -147,10 +153,10 @@ func TestWebhooks(t *testing.T) {
 	rc.mu.Lock()
 	rc.answers = []int{500}
 	rc.mu.Unlock()
-	s.index(t.Context(), row(apitypes.StateFailed, 6))
+	s.index(t.Context(), row(apitypes.StateFailed, 7))
 	s.notify.wg.Wait()
-	if got := rc.payloads(); len(got) != 3 || got[2].Attention != "failed" || got[2].Previous != "needs_input" {
-		t.Errorf("after the failure: got %+v, want a third delivery, failed after needs_input", got)
+	if got := rc.payloads(); len(got) != 4 || got[3].Attention != "failed" || got[3].Previous != "needs_input" {
+		t.Errorf("after the failure: got %+v, want a fourth delivery, failed after needs_input", got)
 	}
 	if len(rc2.payloads()) != 1 {
 		t.Errorf("the failed-only hook got %d deliveries, want 1", len(rc2.payloads()))
@@ -158,7 +164,7 @@ func TestWebhooks(t *testing.T) {
 	rec = doJSON(t, s, http.MethodGet, Base+"/webhooks/"+hook.ID+"/deliveries", admin, "")
 	var log apitypes.WebhookDeliveryList
 	json.Unmarshal(rec.Body.Bytes(), &log)
-	if len(log.Items) != 3 || log.Items[0].Attempts != 2 || log.Items[0].State != "delivered" || log.Items[0].LastStatus != 200 ||
+	if len(log.Items) != 4 || log.Items[0].Attempts != 2 || log.Items[0].State != "delivered" || log.Items[0].LastStatus != 200 ||
 		log.Items[0].LastResponse != "ok from the receiver" {
 		t.Errorf("the delivery log: %s", rec.Body)
 	}
