@@ -1,0 +1,37 @@
+package console
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/olivares-dev/olivares/integration"
+	"github.com/olivares-dev/olivares/shared/apitypes"
+)
+
+// The sessions list follows the change stream (R-CHG-1, R-CHG-2): once
+// the stream is open, the person's pin and then a turn that runs and ends
+// arrive as events, in that order, and change the rows in place; the row
+// says the run waits for input from the API's attention (R-ATTN-1).
+func TestListFollowsTheChangeStream(t *testing.T) {
+	f := setup(t, integration.ProcOptions{})
+	p := f.profile("claude", nil)
+	r := f.launch(f.admin, p, "streamed")
+	f.admin.AwaitRun(r.RunRef, wait, "idle", func(r apitypes.Run) bool { return r.State == apitypes.StateIdle })
+
+	tab := f.signIn()
+	row := fmt.Sprintf(`[data-ref=%s]`, js(r.RunRef))
+	tab.Await("the stream open and the row shown", fmt.Sprintf(`document.querySelector('#runs')?.dataset.stream === 'open' && !!document.querySelector(%s)`, js(row)), wait)
+	tab.Await("the row waits for input", fmt.Sprintf(`document.querySelector(%s)?.querySelector('.attn.at-needs_input') !== null`, js(row)), wait)
+	tab.Exec(`window.olivaresChanges.length = 0`)
+
+	tab.Click(row + " .act-pin")
+	tab.Await("the pin back from the stream", fmt.Sprintf(`window.olivaresChanges.some((c) => c.name === 'mark' && c.run_ref === %s)`, js(r.RunRef)), wait)
+	f.input(r, "work")
+	f.admin.AwaitRun(r.RunRef, wait, "the turn's end", func(x apitypes.Run) bool { return x.State == apitypes.StateIdle && x.RingLast > r.RingLast+1 })
+	tab.Await("the turn's rows after the pin, in order", fmt.Sprintf(`(() => {
+  const c = window.olivaresChanges, ref = %s;
+  const m = c.findIndex((x) => x.name === 'mark' && x.run_ref === ref);
+  return m >= 0 && c.findIndex((x, i) => i > m && x.name === 'run' && x.run_ref === ref) > m;
+})()`, js(r.RunRef)), wait)
+	tab.Await("the pinned row, waiting for input", fmt.Sprintf(`!!document.querySelector('#g-pinned %s .attn.at-needs_input')`, row), wait)
+}
