@@ -394,7 +394,9 @@ func TestExitObserved(t *testing.T) {
 			if got.PID != 0 || got.EndedAt == nil {
 				t.Fatalf("row: pid %d ended %v, want not live", got.PID, got.EndedAt)
 			}
-			ev := last(e.events(ref))
+			// The row's state is in memory before its commit (run.change,
+			// then run.save): a state awaited is not yet a ledger row.
+			ev := last(e.awaitKind(ref, ledger.KindExited))
 			if ev.Kind != ledger.KindExited || !sameCode(ev.ExitCode, tt.code) || ev.Signal != tt.sig || ev.PID != live.PID {
 				t.Fatalf("last event: %s exit %s signal %q pid %d; want exited exit %s signal %q pid %d",
 					ev.Kind, show(ev.ExitCode), ev.Signal, ev.PID, show(tt.code), tt.sig, live.PID)
