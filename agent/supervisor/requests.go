@@ -406,15 +406,19 @@ func (r *run) settle(id string, a settlement, sync bool) (apitypes.RunRequest, e
 	r.trimLocked()
 	toolID := e.ToolID
 	msg := denyMessage(a)
+	v := e.RunRequest
 	r.mu.Unlock()
 
-	werr := g.answer(toolID, cliruntime.Answer{OptionID: opt.ID, Text: a.text, Message: msg})
+	// The settlement goes into the output before the answer reaches the
+	// tool, so that a watcher reads it before what the tool does next
+	// (R-REQ-4).
+	werr := g.answer(toolID, cliruntime.Answer{OptionID: opt.ID, Text: a.text, Message: msg}, func() { r.appendRequest(v.Generation, v) })
 	if werr != nil {
 		rev := r.s.rev()
 		r.mu.Lock()
 		e.Decision, e.OptionID, e.By = "", "", ""
 		r.expireLocked(e, reasonWithdrawn, now, rev)
-		v := e.RunRequest
+		v = e.RunRequest
 		r.mu.Unlock()
 		r.appendRequest(v.Generation, v)
 		r.commit(sync)
@@ -423,10 +427,6 @@ func (r *run) settle(id string, a settlement, sync bool) (apitypes.RunRequest, e
 		}
 		return v, refusal.New(ErrRequestExpired, "request %s expired: %s", id, reasonWithdrawn)
 	}
-	r.mu.Lock()
-	v := e.RunRequest
-	r.mu.Unlock()
-	r.appendRequest(v.Generation, v)
 	return v, r.commit(sync)
 }
 
@@ -617,8 +617,9 @@ func denyMessage(a settlement) string {
 	return "The user denied this tool use."
 }
 
-// answer writes an answer to the tool.
-func (g *generation) answer(toolID string, a cliruntime.Answer) error {
+// answer writes an answer to the tool; accepted runs once the driver took
+// the answer and before its lines are queued for the tool's stdin.
+func (g *generation) answer(toolID string, a cliruntime.Answer, accepted func()) error {
 	g.mu.Lock()
 	if g.stdinDone {
 		g.mu.Unlock()
@@ -626,6 +627,7 @@ func (g *generation) answer(toolID string, a cliruntime.Answer) error {
 	}
 	st, err := g.sess.Answer(toolID, a)
 	if err == nil {
+		accepted()
 		g.pushLocked(st.Write)
 	}
 	g.mu.Unlock()
