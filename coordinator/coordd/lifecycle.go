@@ -100,6 +100,8 @@ func (g *requestGate) wait() { g.wg.Wait() }
 type certSet struct {
 	api    atomic.Pointer[tls.Certificate]
 	tunnel atomic.Pointer[tls.Certificate]
+	// replica is the replica link's certificate (PostgreSQL only).
+	replica atomic.Pointer[tls.Certificate]
 }
 
 func (s *certSet) apiCert(*tls.ClientHelloInfo) (*tls.Certificate, error) { return s.api.Load(), nil }
@@ -156,6 +158,9 @@ func (c *Coordinator) Reload() error {
 	}
 	c.certs.tunnel.Store(&tc)
 	c.certs.api.Store(ac)
+	if err := c.issueReplicaCert(); err != nil {
+		c.logf("coordinator: reload: the replica certificate: %v (the previous one stays)", err)
+	}
 	c.logf("coordinator: reloaded the CA (signer %s) and the serving certificates", certs.Pin(c.Authority.Roots()[0]))
 	return nil
 }

@@ -65,6 +65,10 @@ type Fleet struct {
 	// accepted after Close.
 	handlers sync.WaitGroup
 	closed   bool
+
+	// cluster is the replica side when several coordinators share the
+	// database (nil when this is the only one).
+	cluster *cluster
 }
 
 // Options configure a Fleet.
@@ -76,6 +80,10 @@ type Options struct {
 	Heartbeat time.Duration
 	// Logf, when nil, discards logs.
 	Logf func(string, ...any)
+	// Cluster, when set, makes this fleet one replica of several sharing
+	// the store (issue 24): it records the tunnels it holds, forwards calls
+	// for nodes another replica holds, and cuts nodes revoked anywhere.
+	Cluster *ClusterOptions
 }
 
 // New returns a Fleet.
@@ -90,6 +98,9 @@ func New(o Options) *Fleet {
 	}
 	if f.logf == nil {
 		f.logf = func(string, ...any) {}
+	}
+	if o.Cluster != nil {
+		f.cluster = newCluster(f, *o.Cluster)
 	}
 	return f
 }
@@ -414,6 +425,11 @@ func (f *Fleet) control(ctx context.Context, l *link, s tunnel.Stream, h wire.He
 		l.sess.Close()
 		return
 	}
+	if f.cluster != nil {
+		// Recorded before the hello is answered: once the agent is
+		// connected, every replica can find it.
+		f.cluster.hold(ctx, l)
+	}
 	close(helloDone)
 	if err := wire.Respond(s, proto.HelloReply{NodeID: l.nodeID, HeartbeatInterval: f.heartbeat}, nil); err != nil {
 		l.sess.Close()
@@ -470,11 +486,15 @@ func (f *Fleet) register(l *link) bool {
 
 func (f *Fleet) unregister(l *link) {
 	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.links[l.nodeID] == l {
+	current := f.links[l.nodeID] == l
+	if current {
 		delete(f.links, l.nodeID)
 		f.lost[l.nodeID] = time.Now()
 		f.logf("fleet: node %s disconnected", l.nodeID)
+	}
+	f.mu.Unlock()
+	if current && f.cluster != nil {
+		f.cluster.release(l)
 	}
 }
 
@@ -518,20 +538,30 @@ type Link struct {
 	// it reported one on this tunnel.
 	RTT         time.Duration
 	OpenStreams int
+	// Replica is the id of the coordinator replica holding the tunnel,
+	// when coordinators share a database.
+	Replica string
 }
 
 // Link returns the live state of a node.
 func (f *Fleet) Link(nodeID string) Link {
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	if l := f.links[nodeID]; l != nil {
+		defer f.mu.Unlock()
 		return Link{
 			Connected: true, Online: true, Transport: l.sess.Transport(),
 			ConnectedSince: l.since.UTC(), LastHeartbeat: time.Unix(0, l.lastBeat.Load()).UTC(),
-			RTT: time.Duration(l.rtt.Load()), OpenStreams: l.sess.NumStreams(),
+			RTT: time.Duration(l.rtt.Load()), OpenStreams: l.sess.NumStreams(), Replica: f.Replica(),
 		}
 	}
-	if at, ok := f.lost[nodeID]; ok && time.Since(at) < PresenceGrace {
+	at, lost := f.lost[nodeID]
+	f.mu.Unlock()
+	if f.cluster != nil {
+		if rl, ok := f.cluster.remoteLink(nodeID); ok && (rl.Connected || !lost) {
+			return rl
+		}
+	}
+	if lost && time.Since(at) < PresenceGrace {
 		return Link{Online: true}
 	}
 	return Link{}
@@ -572,14 +602,28 @@ func (f *Fleet) Stats() Stats {
 
 // Open opens a call stream to the node: header sent, reply read. On success
 // the caller owns the stream (frames may follow) and must Close it.
+//
+// A node whose tunnel another replica holds is reached through it: the
+// stream returned then runs over the replica link, and carries the same
+// reply and frames (issue 24).
 func (f *Fleet) Open(ctx context.Context, nodeID string, h wire.Header, params any, result any) (tunnel.Stream, error) {
 	f.mu.Lock()
 	l := f.links[nodeID]
 	f.mu.Unlock()
 	if l == nil {
-		return nil, &wire.Error{Status: http.StatusServiceUnavailable, Code: "node_unreachable", Message: fmt.Sprintf("node %s has no live tunnel to the coordinator; check olivares-agent status on it", nodeID)}
+		if f.cluster != nil {
+			return f.cluster.forward(ctx, nodeID, h, params, result)
+		}
+		return nil, unreachable(nodeID)
 	}
-	s, err := l.sess.OpenStream(ctx)
+	return f.call(ctx, nodeID, l.sess.OpenStream, nil, h, params, result)
+}
+
+// call opens a stream with open, writes prelude's bytes (a forward header)
+// when set, then makes the call: header sent, reply read.
+func (f *Fleet) call(ctx context.Context, nodeID string, open func(context.Context) (tunnel.Stream, error), prelude func(tunnel.Stream) error,
+	h wire.Header, params any, result any) (tunnel.Stream, error) {
+	s, err := open(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -592,7 +636,12 @@ func (f *Fleet) Open(ctx context.Context, nodeID string, h wire.Header, params a
 	// A cancelled ctx (the caller went away, the coordinator drains) ends
 	// the call at once: the deadline in the past wakes the blocked read.
 	stop := context.AfterFunc(ctx, func() { s.SetDeadline(time.Unix(1, 0)) })
-	err = wire.Call(s, h, params, result)
+	if prelude != nil {
+		err = prelude(s)
+	}
+	if err == nil {
+		err = wire.Call(s, h, params, result)
+	}
 	if !stop() || err != nil {
 		s.Close()
 		if ctx.Err() != nil {

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"errors"
 	"time"
 )
 
@@ -47,10 +46,6 @@ type Held struct {
 	RTT      time.Duration
 }
 
-// ErrKeyMismatch: a replica's CA or vault key is not the one the database
-// recorded first.
-var ErrKeyMismatch = errors.New("store: key material differs from the cluster's")
-
 // Replicas is the bookkeeping of coordinators that share one database:
 // only a store several processes can open implements it (PostgreSQL).
 // bbolt, which one process opens, has no replicas.
@@ -77,9 +72,11 @@ type Replicas interface {
 	NodeHolder(ctx context.Context, nodeID string, ttl time.Duration) (Holder, error)
 	// ListHolders returns every holder row.
 	ListHolders(ctx context.Context, ttl time.Duration) ([]Holder, error)
-	// CheckClusterKey records fingerprint under name when none is, and
-	// returns ErrKeyMismatch when another one is.
-	CheckClusterKey(ctx context.Context, name, fingerprint string) error
+	// ClusterKey returns the value recorded under name, recording
+	// proposed first when none is (the first replica's wins a race).
+	ClusterKey(ctx context.Context, name, proposed string) (string, error)
+	// SetClusterKey replaces the value recorded under name.
+	SetClusterKey(ctx context.Context, name, value string) error
 	// WatchRevocations calls fn with the id of each node whose revocation
 	// changed, from any process, until ctx ends; each time its listening
 	// connection is (re)established it calls fn with "" so that the

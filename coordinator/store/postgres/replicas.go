@@ -167,24 +167,29 @@ func (s *Store) ListHolders(ctx context.Context, ttl time.Duration) ([]store.Hol
 	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.Holder, error) { return scanHolder(row) })
 }
 
-// CheckClusterKey implements store.Replicas.
-func (s *Store) CheckClusterKey(ctx context.Context, name, fingerprint string) error {
+// ClusterKey implements store.Replicas.
+func (s *Store) ClusterKey(ctx context.Context, name, proposed string) (string, error) {
 	db, err := s.q()
 	if err != nil {
-		return err
+		return "", err
 	}
 	var got string
 	err = db.QueryRow(ctx, `WITH ins AS (
 			INSERT INTO cluster_keys (name, fingerprint) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING RETURNING fingerprint)
 		SELECT fingerprint FROM ins UNION ALL SELECT fingerprint FROM cluster_keys WHERE name = $1 LIMIT 1`,
-		name, fingerprint).Scan(&got)
+		name, proposed).Scan(&got)
+	return got, closedErr(s, err)
+}
+
+// SetClusterKey implements store.Replicas.
+func (s *Store) SetClusterKey(ctx context.Context, name, value string) error {
+	db, err := s.q()
 	if err != nil {
-		return closedErr(s, err)
+		return err
 	}
-	if got != fingerprint {
-		return fmt.Errorf("%w: %s is %s here, %s in the database", store.ErrKeyMismatch, name, fingerprint, got)
-	}
-	return nil
+	_, err = db.Exec(ctx, `INSERT INTO cluster_keys (name, fingerprint) VALUES ($1, $2)
+		ON CONFLICT (name) DO UPDATE SET fingerprint = $2, set_at = now()`, name, value)
+	return closedErr(s, err)
 }
 
 // WatchRevocations implements store.Replicas: a connection of its own

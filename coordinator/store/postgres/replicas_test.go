@@ -75,20 +75,27 @@ func TestReplicaHolders(t *testing.T) {
 	}
 }
 
-// The first fingerprint recorded under a name is the cluster's; another
-// one is refused, from any replica.
+// The first value recorded under a name is the cluster's, from any
+// replica, until one replaces it.
 func TestClusterKey(t *testing.T) {
 	ctx := t.Context()
 	dsn := pgtest.NewDatabase(t)
 	a, b := open(t, dsn), open(t, dsn)
-	if err := a.CheckClusterKey(ctx, "ca", "sha256:one"); err != nil {
+	steps := []struct {
+		s        *Store
+		proposed string
+		want     string
+	}{{a, "one", "one"}, {b, "two", "one"}}
+	for i, st := range steps {
+		if got, err := st.s.ClusterKey(ctx, "ca", st.proposed); err != nil || got != st.want {
+			t.Fatalf("step %d: got %q, %v; want %q", i, got, err, st.want)
+		}
+	}
+	if err := b.SetClusterKey(ctx, "ca", "three"); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.CheckClusterKey(ctx, "ca", "sha256:one"); err != nil {
-		t.Fatalf("the same fingerprint again: %v", err)
-	}
-	if err := b.CheckClusterKey(ctx, "ca", "sha256:two"); !errors.Is(err, store.ErrKeyMismatch) {
-		t.Fatalf("another fingerprint: got %v, want ErrKeyMismatch", err)
+	if got, err := a.ClusterKey(ctx, "ca", "four"); err != nil || got != "three" {
+		t.Fatalf("after SetClusterKey: got %q, %v; want three", got, err)
 	}
 }
 
