@@ -46,9 +46,11 @@ var Version = "0.1.0-dev"
 type Config struct {
 	// StateDir holds agent.db, the identity files and agent.sock. Required.
 	StateDir string `toml:"state_dir"`
-	// Coordinator overrides the tunnel address recorded at enrollment.
-	// When empty, the enrolled address.
-	Coordinator string `toml:"coordinator"`
+	// Coordinator overrides the tunnel address recorded at enrollment:
+	// one host:port (a coordinator, or a load balancer or DNS name in front
+	// of several replicas), or a list of replicas' addresses, tried in turn
+	// from the one that worked last. When empty, the enrolled address.
+	Coordinator config.Addrs `toml:"coordinator"`
 	// Transport is "auto" (default), "quic" or "yamux".
 	Transport string `toml:"transport"`
 	// WorktreeDir is where per-run worktrees go. When empty, worktree
@@ -187,13 +189,13 @@ func New(cfg Config, logf func(string, ...any)) (*Agent, error) {
 	for op, h := range a.codexHandlers() {
 		handlers[op] = h
 	}
-	addr := cfg.Coordinator
-	if addr == "" {
-		addr = id.Coordinator
+	addrs := []string(cfg.Coordinator)
+	if len(addrs) == 0 {
+		addrs = []string{id.Coordinator}
 	}
 	a.link = link.New(link.Options{
 		Identity:  id,
-		Addr:      addr,
+		Addrs:     addrs,
 		Transport: cfg.Transport,
 		QUICRetry: cfg.Tunnel.QUICRetry.Duration,
 		Hello:     a.hello,

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -50,8 +51,15 @@ type Handler func(ctx context.Context, h wire.Header, s tunnel.Stream)
 // Options configure a Link.
 type Options struct {
 	Identity *identity.Identity
-	// Addr is the coordinator's tunnel host:port.
+	// Addr is the coordinator's tunnel host:port: one coordinator, or a
+	// load balancer or DNS name in front of several replicas (each dial
+	// tries every address the name resolves to).
 	Addr string
+	// Addrs, when set, lists several coordinator replicas: each dial
+	// starts with the one that worked last and moves on to the next at
+	// once when it fails; the backoff waits only after every one failed.
+	// Addr is then ignored.
+	Addrs []string
 	// Transport is "auto", "quic" or "yamux". When empty, "auto".
 	Transport string
 	// QUICRetry: when zero, DefaultQUICRetry.
@@ -102,6 +110,8 @@ type Link struct {
 
 	mu sync.Mutex
 	st Status
+	// cur indexes o.Addrs: the address dialed first (the last that worked).
+	cur int
 }
 
 // New returns a Link; call Run.
@@ -121,8 +131,11 @@ func New(o Options) *Link {
 	if o.DialYamux == nil {
 		o.DialYamux = tunnel.DialYamux
 	}
+	if len(o.Addrs) == 0 {
+		o.Addrs = []string{o.Addr}
+	}
 	l := &Link{o: o}
-	l.st = Status{State: "connecting", Coordinator: o.Addr, Configured: o.Transport, Since: time.Now().UTC()}
+	l.st = Status{State: "connecting", Coordinator: o.Addrs[0], Configured: o.Transport, Since: time.Now().UTC()}
 	return l
 }
 
@@ -161,7 +174,7 @@ func (l *Link) Run(ctx context.Context) error {
 			if err != nil {
 				d := wait()
 				attempt++
-				l.o.Logf("link: connect %s: %v (retry in %v)", l.o.Addr, err, d.Round(time.Millisecond))
+				l.o.Logf("link: connect %s: %v (retry in %v)", strings.Join(l.o.Addrs, ", "), err, d.Round(time.Millisecond))
 				l.update(func(s *Status) { s.State, s.LastError, s.Transport = "backoff", err.Error(), "" })
 				select {
 				case <-ctx.Done():
@@ -219,27 +232,55 @@ func backoff(attempt int) time.Duration {
 	return time.Duration(rand.Int64N(int64(max)) + 1)
 }
 
+// dial tries each configured address once, starting with the one that
+// worked last, and keeps the first session it gets.
 func (l *Link) dial(ctx context.Context) (tunnel.Session, error) {
+	n := len(l.o.Addrs)
+	var errs []error
+	for i := range n {
+		j := (l.cur + i) % n
+		sess, err := l.dialAddr(ctx, l.o.Addrs[j])
+		if err == nil {
+			l.cur = j
+			addr := l.o.Addrs[j]
+			l.update(func(s *Status) { s.Coordinator = addr })
+			return sess, nil
+		}
+		if ctx.Err() != nil {
+			return nil, err
+		}
+		if n == 1 {
+			return nil, err
+		}
+		errs = append(errs, fmt.Errorf("%s: %w", l.o.Addrs[j], err))
+	}
+	return nil, errors.Join(errs...)
+}
+
+// addr is the address of the current (or last) session.
+func (l *Link) addr() string { return l.o.Addrs[l.cur] }
+
+func (l *Link) dialAddr(ctx context.Context, addr string) (tunnel.Session, error) {
 	tc := l.o.Identity.TLSConfig()
 	switch l.o.Transport {
 	case tunnel.TransportQUIC:
 		dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
-		return l.o.DialQUIC(dctx, l.o.Addr, tc)
+		return l.o.DialQUIC(dctx, addr, tc)
 	case tunnel.TransportYamux:
 		dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
-		return l.o.DialYamux(dctx, l.o.Addr, tc)
+		return l.o.DialYamux(dctx, addr, tc)
 	}
 	qctx, cancel := context.WithTimeout(ctx, FallbackAfter)
-	sess, qerr := l.o.DialQUIC(qctx, l.o.Addr, tc)
+	sess, qerr := l.o.DialQUIC(qctx, addr, tc)
 	cancel()
 	if qerr == nil {
 		return sess, nil
 	}
 	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	sess, err := l.o.DialYamux(dctx, l.o.Addr, tc)
+	sess, err := l.o.DialYamux(dctx, addr, tc)
 	if err != nil {
 		return nil, fmt.Errorf("quic: %v; yamux: %w", qerr, err)
 	}
@@ -285,7 +326,7 @@ func (l *Link) session(ctx context.Context, sess tunnel.Session) (tunnel.Session
 		s.RTT = 0 // measured afresh on this session
 		s.Connects++
 	})
-	l.o.Logf("link: connected to %s over %s as %s", l.o.Addr, sess.Transport(), hr.NodeID)
+	l.o.Logf("link: connected to %s over %s as %s", l.addr(), sess.Transport(), hr.NodeID)
 
 	// Heartbeats: send one per interval; the coordinator echoes it. No echo
 	// for 3 intervals ends the session.
@@ -381,6 +422,9 @@ func (l *Link) session(ctx context.Context, sess tunnel.Session) (tunnel.Session
 }
 
 func (l *Link) retryQUIC(ctx context.Context, ch chan<- tunnel.Session) {
+	// The replica this session reached: QUIC is retried there, not on
+	// another one.
+	addr := l.addr()
 	t := time.NewTicker(l.o.QUICRetry)
 	defer t.Stop()
 	for {
@@ -390,7 +434,7 @@ func (l *Link) retryQUIC(ctx context.Context, ch chan<- tunnel.Session) {
 		case <-t.C:
 		}
 		qctx, cancel := context.WithTimeout(ctx, FallbackAfter)
-		q, err := l.o.DialQUIC(qctx, l.o.Addr, l.o.Identity.TLSConfig())
+		q, err := l.o.DialQUIC(qctx, addr, l.o.Identity.TLSConfig())
 		cancel()
 		if err == nil {
 			select {
