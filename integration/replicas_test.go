@@ -145,7 +145,10 @@ func TestReplicasJourney(t *testing.T) {
 	Await(t, replicaWait, "B to cut the node revoked through A", func() bool {
 		var n apitypes.Node
 		return admin.Via(b).Call(http.MethodGet, "/v1/nodes/"+revoked.ID, nil).Status == http.StatusOK &&
-			func() bool { admin.Via(b).Must(http.StatusOK, http.MethodGet, "/v1/nodes/"+revoked.ID, nil, &n); return !n.Connected }()
+			func() bool {
+				admin.Via(b).Must(http.StatusOK, http.MethodGet, "/v1/nodes/"+revoked.ID, nil, &n)
+				return !n.Connected
+			}()
 	})
 	Await(t, replicaWait, "the revoked agent to stop dialing", func() bool {
 		return strings.Contains(revoked.Output(), "will not connect again")

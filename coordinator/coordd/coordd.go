@@ -82,11 +82,11 @@ type Coordinator struct {
 	replicas  store.Replicas
 	replicaID string
 	srv       *http.Server
-	cancel   context.CancelFunc
-	ctx      context.Context
-	mu       sync.Mutex
-	wg       sync.WaitGroup
-	errs     chan error
+	cancel    context.CancelFunc
+	ctx       context.Context
+	mu        sync.Mutex
+	wg        sync.WaitGroup
+	errs      chan error
 	// ready is read by /readyz handlers while Start and Close write it.
 	ready atomic.Bool
 	// requests counts the HTTP handlers (API and admin socket) that run, so

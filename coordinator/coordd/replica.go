@@ -167,4 +167,3 @@ func (c *Coordinator) RelayAddr() string {
 	}
 	return c.relay.Addr().String()
 }
-
