@@ -201,6 +201,9 @@ func (a *Agent) longOp(ctx context.Context, s tunnel.Stream, op func(context.Con
 	}()
 	select {
 	case r := <-done:
+		if r.err == nil {
+			a.published(ctx, r.v)
+		}
 		respond(s, r.v, r.err)
 	case <-ctx.Done():
 	}
@@ -211,7 +214,9 @@ func (a *Agent) respondRun(s tunnel.Stream, r apitypes.Run, err error) {
 		respond(s, nil, err)
 		return
 	}
-	respond(s, a.row(r), nil)
+	row := a.row(r)
+	a.pusher.flush(context.Background(), row)
+	respond(s, row, nil)
 }
 
 func (a *Agent) launchOp(ctx context.Context, h wire.Header, s tunnel.Stream) {
@@ -529,6 +534,9 @@ type pusher struct {
 	mu    sync.Mutex
 	dirty map[string]bool
 	wake  chan struct{}
+	// open opens a stream on the current session (nil between sessions):
+	// flush pushes through it.
+	open func(context.Context) (tunnel.Stream, error)
 }
 
 func newPusher(a *Agent) *pusher {
@@ -563,7 +571,13 @@ func (p *pusher) session(ctx context.Context, open func(context.Context) (tunnel
 	// coordinator: send every row.
 	p.mu.Lock()
 	clear(p.dirty)
+	p.open = open
 	p.mu.Unlock()
+	defer func() {
+		p.mu.Lock()
+		p.open = nil
+		p.mu.Unlock()
+	}()
 	rows := p.a.sup.List()
 	for i := range rows {
 		rows[i] = p.a.row(rows[i])
@@ -601,6 +615,63 @@ func (p *pusher) session(ctx context.Context, open func(context.Context) (tunnel
 			}
 			return // the session is likely gone; the next one sends all
 		}
+	}
+}
+
+// flush pushes rows and every row changed since the last push, and
+// returns once the coordinator stored them: a call that changed a run
+// answers after its row is in the index, so that whoever the caller asks
+// next, on any coordinator replica, reads it (issue 24: the push is the
+// index's one writer). A failed flush leaves the rows to the next push.
+func (p *pusher) flush(ctx context.Context, rows ...apitypes.Run) {
+	p.mu.Lock()
+	open := p.open
+	refs := make([]string, 0, len(p.dirty))
+	for ref := range p.dirty {
+		refs = append(refs, ref)
+	}
+	clear(p.dirty)
+	p.mu.Unlock()
+	if open == nil {
+		for _, ref := range refs {
+			p.changed(ref)
+		}
+		return
+	}
+	seen := map[string]bool{}
+	msg := proto.RunsPush{Runs: make([]apitypes.Run, 0, len(rows)+len(refs))}
+	for _, r := range rows {
+		seen[r.RunRef] = true
+		msg.Runs = append(msg.Runs, r)
+	}
+	for _, ref := range refs {
+		if seen[ref] {
+			continue
+		}
+		if r, err := p.a.sup.Get(ref); err == nil {
+			msg.Runs = append(msg.Runs, p.a.row(r))
+		}
+	}
+	if len(msg.Runs) == 0 {
+		return
+	}
+	if err := p.send(ctx, open, msg); err != nil {
+		p.a.logf("agent: run index push before an answer: %v", err)
+		for _, r := range msg.Runs {
+			p.changed(r.RunRef)
+		}
+	}
+}
+
+// published flushes the runs an answer carries before it is sent.
+func (a *Agent) published(ctx context.Context, v any) {
+	switch v := v.(type) {
+	case apitypes.Run:
+		a.pusher.flush(ctx, v)
+	case apitypes.HandoffResponse:
+		a.pusher.flush(ctx, v.Run)
+	case proto.CodexContinued:
+		a.pusher.flush(ctx, v.Run)
 	}
 }
 

@@ -322,12 +322,17 @@ func (s *Server) call(ctx context.Context, node string, h wire.Header, params, r
 	return s.o.Fleet.Call(ctx, node, h, params, result)
 }
 
-// index stores a row the agent answered with and returns it.
+// index returns the indexed row of r, which an agent answered a call
+// with: the agent pushes a row it answers with before the answer (issue
+// 24: the push is the index's one writer), so the index holds it, with
+// indexed_at. When the push did not get through (the agent logs it and
+// pushes again later), the answer's row is returned as it is.
 func (s *Server) index(ctx context.Context, r apitypes.Run) apitypes.Run {
-	if _, err := s.o.Store.PutRun(ctx, r); err != nil {
-		s.echo.Logger.Errorf("api: index run %s: %v", r.RunRef, err)
+	got, err := s.o.Store.GetRun(ctx, r.RunRef)
+	if err != nil || got.Rev < r.Rev || got.Tenant != r.Tenant {
+		return r
 	}
-	return r
+	return got
 }
 
 // runInTenant loads an index row; another tenant's run is a 404 (R-TEN-3).
@@ -491,30 +496,25 @@ func (s *Server) listRuns(c echo.Context) error {
 	return c.JSON(http.StatusOK, apitypes.RunList{Items: items, Next: next})
 }
 
-// freshRun is the index row refreshed from its agent when the node is
-// reachable; otherwise the last reported row, which runViews marks
-// unreachable (R-STATE-7: the state is never invented).
+// freshRun is the run's row as the index has it now: its agent pushed
+// every change (the index's one writer); runViews marks it unreachable
+// while its node has no tunnel (R-STATE-7: the state is never invented).
 func (s *Server) freshRun(ctx context.Context, r apitypes.Run) apitypes.Run {
-	if !s.o.Fleet.Link(r.NodeID).Connected {
+	got, err := s.o.Store.GetRun(ctx, r.RunRef)
+	if err != nil || got.Tenant != r.Tenant {
 		return r
 	}
-	ctx, cancel := context.WithTimeout(ctx, getTimeout)
-	defer cancel()
-	var fresh apitypes.Run
-	if err := s.o.Fleet.Call(ctx, r.NodeID, wire.Header{Op: proto.OpRunGet, RunRef: r.RunRef}, nil, &fresh); err != nil {
-		return r
-	}
-	fresh.NodeID, fresh.Tenant = r.NodeID, r.Tenant
-	return s.index(ctx, fresh)
+	return got
 }
 
 func (s *Server) getRun(c echo.Context) error {
-	ctx := c.Request().Context()
 	r, err := s.refRun(c)
 	if err != nil {
 		return err
 	}
-	return s.respondRun(c, http.StatusOK, s.freshRun(ctx, r))
+	// Served from the index, with no call to the node (issue 24): the
+	// row's indexed_at and node_reachable say how fresh it is.
+	return s.respondRun(c, http.StatusOK, r)
 }
 
 func (s *Server) runEvents(c echo.Context) error {

@@ -366,23 +366,25 @@ func (f *Fleet) serveStream(ctx context.Context, l *link, s tunnel.Stream, hello
 	}
 }
 
-// indexRuns stores run rows an agent pushed. The node and tenant come from
-// the verified tunnel identity and the registry, never from the row: an
-// agent can only index its own runs in its own tenant.
+// indexRuns stores run rows an agent pushed, in one transaction: the push
+// is the index's one writer (issue 24). The node and tenant come from the
+// verified tunnel identity and the registry, never from the row: an agent
+// can only index its own runs in its own tenant.
 func (f *Fleet) indexRuns(ctx context.Context, nodeID string, runs []apitypes.Run) error {
 	n, err := f.store.GetNode(ctx, nodeID)
 	if err != nil {
 		return err
 	}
-	for _, r := range runs {
-		r.NodeID, r.Tenant, r.NodeReachable = nodeID, n.Tenant, nil
-		if _, err := f.store.PutRun(ctx, r); err != nil {
-			f.logf("fleet: node %s: index run %s: %v", nodeID, r.RunRef, err)
-			if errors.Is(err, store.ErrConflict) {
-				continue
-			}
-			return err
-		}
+	now := time.Now().UTC()
+	for i := range runs {
+		runs[i].NodeID, runs[i].Tenant, runs[i].NodeReachable, runs[i].IndexedAt = nodeID, n.Tenant, nil, &now
+	}
+	_, refused, err := f.store.PutRuns(ctx, runs)
+	if err != nil {
+		return err
+	}
+	for ref, err := range refused {
+		f.logf("fleet: node %s: index run %s: %v", nodeID, ref, err)
 	}
 	return nil
 }
