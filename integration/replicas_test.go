@@ -207,3 +207,75 @@ func TestReplicasJourney(t *testing.T) {
 		t.Fatalf("nodes after restarting both: %d, want 3", len(nodes.Nodes))
 	}
 }
+
+// Profile and workspace creation converge: requests racing for one name
+// through two replicas all reach the node (the name looked free to each),
+// the index takes one, and the node keeps only that one: the others are
+// removed from it again (issue 24, "a 409 after the agent call leaves an
+// orphan on the node").
+func TestCreateRaceLeavesNoOrphan(t *testing.T) {
+	env := NewEnv(t, Options{Postgres: pgtest.NewDatabase(t)})
+	b := env.StartReplica()
+	a := env.StartAgent(AgentOptions{Transport: "yamux"})
+	a.AwaitConnected(replicaWait)
+	admin := env.Client(env.AdminToken)
+	const n = 8
+	type result struct {
+		status int
+		code   string
+	}
+	for _, kind := range []string{"profiles", "workspaces"} {
+		t.Run(kind, func(t *testing.T) {
+			results := make(chan result, n)
+			start := make(chan struct{})
+			for i := range n {
+				c := admin
+				if i%2 == 1 {
+					c = admin.Via(b)
+				}
+				var body any = apitypes.WorkspaceCreate{NodeID: a.ID, Path: t.TempDir(), Name: "same"}
+				if kind == "profiles" {
+					body = apitypes.ProfileCreate{NodeID: a.ID, Tool: "claude", Name: "same", Home: filepath.Join(t.TempDir(), "home")}
+				}
+				go func() {
+					<-start
+					r, err := c.Send(http.MethodPost, "/v1/m/sessions/"+kind, body, nil)
+					if err != nil {
+						t.Error(err)
+					}
+					results <- result{r.Status, r.ErrorCode()}
+				}()
+			}
+			close(start)
+			created := 0
+			for range n {
+				r := <-results
+				switch {
+				case r.status == http.StatusCreated:
+					created++
+				case r.status == http.StatusConflict && r.code == "name_taken":
+				default:
+					t.Errorf("a racing create answered %d %s, want 201 or 409 name_taken", r.status, r.code)
+				}
+			}
+			if created != 1 {
+				t.Fatalf("%d creates succeeded, want 1", created)
+			}
+			profiles, workspaces, err := a.Daemon.RegistryRefs()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var onNode []string
+			var index struct {
+				Items []struct{ Ref string } `json:"items"`
+			}
+			admin.Must(http.StatusOK, http.MethodGet, "/v1/m/sessions/"+kind, nil, &index)
+			if onNode = workspaces; kind == "profiles" {
+				onNode = profiles
+			}
+			if len(index.Items) != 1 || len(onNode) != 1 || onNode[0] != index.Items[0].Ref {
+				t.Fatalf("node has %v, index has %+v: want the same one record", onNode, index.Items)
+			}
+		})
+	}
+}

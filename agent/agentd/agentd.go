@@ -362,3 +362,7 @@ func hookCommand() string {
 	}
 	return "'" + strings.ReplaceAll(exe, "'", `'\''`) + "' claude-hook"
 }
+
+// RegistryRefs lists the refs of the profiles and workspaces registered on
+// this node (tests compare them with the coordinator's index).
+func (a *Agent) RegistryRefs() (profiles, workspaces []string, err error) { return a.reg.Refs() }

@@ -127,10 +127,15 @@ func (s *Server) CreateProfileAs(ctx context.Context, tenant string, req apitype
 			Inactive: req.Active != nil && !*req.Active, LaunchRequiresApproval: req.LaunchRequiresApproval,
 			AllowedWorkspaces: req.AllowedWorkspaces, EngineHooks: req.EngineHooks, DeniedTools: req.DeniedTools}, &p)
 	if err != nil {
+		s.undoRecord(err, req.NodeID, proto.OpProfileDelete, ref, tenant)
 		return apitypes.Profile{}, err
 	}
 	p.Tenant, p.NodeID = tenant, req.NodeID
 	if err := s.o.Store.CreateProfile(ctx, p); err != nil {
+		// The node has it, the index refused it (a name another request,
+		// maybe on another replica, took meanwhile): remove it from the
+		// node, so that both keep the same records (issue 24).
+		s.undoRecord(nil, req.NodeID, proto.OpProfileDelete, ref, tenant)
 		if errors.Is(err, store.ErrExists) {
 			return apitypes.Profile{}, apierr.New(http.StatusConflict, "name_taken", "a profile named %q exists in this tenant", req.Name)
 		}
@@ -276,10 +281,12 @@ func (s *Server) CreateWorkspaceAs(ctx context.Context, tenant string, req apity
 		proto.WorkspaceCreate{Ref: ref, Tenant: tenant, Name: req.Name, Path: req.Path, ReadOnly: req.ReadOnly,
 			AllowedSubpaths: req.AllowedSubpaths, MaxReadBytes: req.MaxReadBytes, DLP: req.DLP}, &w)
 	if err != nil {
+		s.undoRecord(err, req.NodeID, proto.OpWorkspaceDelete, ref, tenant)
 		return apitypes.Workspace{}, err
 	}
 	w.Tenant, w.NodeID = tenant, req.NodeID
 	if err := s.o.Store.CreateWorkspace(ctx, w); err != nil {
+		s.undoRecord(nil, req.NodeID, proto.OpWorkspaceDelete, ref, tenant)
 		if errors.Is(err, store.ErrExists) {
 			return apitypes.Workspace{}, apierr.New(http.StatusConflict, "name_taken", "a workspace named %q exists in this tenant", req.Name)
 		}
@@ -311,6 +318,29 @@ func (s *Server) listWorkspaces(c echo.Context) error {
 		ws = []apitypes.Workspace{}
 	}
 	return c.JSON(http.StatusOK, apitypes.WorkspaceList{Items: ws})
+}
+
+// undoTimeout bounds the removal of a record the index did not take.
+const undoTimeout = 30 * time.Second
+
+// undoRecord removes record ref from node when its creation did not
+// complete in the index: callErr is the create call's error (nil when the
+// node created it and the index write failed). A refusal from the node
+// created nothing; a call that failed on the way (node_call_failed, a
+// cancelled context) may have, so the node is told to delete the ref, which it
+// answers 404 when it has none. It runs on its own context: the request's
+// may be what ended.
+func (s *Server) undoRecord(callErr error, node, op, ref, tenant string) {
+	var we *wire.Error
+	if callErr != nil && errors.As(callErr, &we) && we.Code != "node_call_failed" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), undoTimeout)
+	defer cancel()
+	err := s.o.Fleet.Call(ctx, node, wire.Header{Op: op}, proto.RecordDelete{Ref: ref, Tenant: tenant}, nil)
+	if err != nil && !(errors.As(err, &we) && we.Status == http.StatusNotFound) {
+		s.echo.Logger.Errorf("api: %s %s on node %s after its index write failed: %v; the node keeps a record the coordinator does not list", op, ref, node, err)
+	}
 }
 
 // --- runs ---
