@@ -189,6 +189,9 @@ func New(cfg Config, logf func(string, ...any)) (*Agent, error) {
 	for op, h := range a.codexHandlers() {
 		handlers[op] = h
 	}
+	for op, h := range handlers {
+		handlers[op] = a.pushBeforeReply(h)
+	}
 	addrs := []string(cfg.Coordinator)
 	if len(addrs) == 0 {
 		addrs = []string{id.Coordinator}
@@ -366,3 +369,25 @@ func hookCommand() string {
 // RegistryRefs lists the refs of the profiles and workspaces registered on
 // this node (tests compare them with the coordinator's index).
 func (a *Agent) RegistryRefs() (profiles, workspaces []string, err error) { return a.reg.Refs() }
+
+// pushBeforeReply makes h's reply wait until every run row changed before
+// it reached the coordinator's index: whatever a caller reads next, on any
+// coordinator replica, is at least as new as the answer (issue 24: the
+// push is the index's one writer).
+func (a *Agent) pushBeforeReply(h link.Handler) link.Handler {
+	return func(ctx context.Context, hdr wire.Header, s tunnel.Stream) {
+		h(ctx, hdr, &replyAfterPush{Stream: s, push: func() { a.pusher.flush(ctx) }})
+	}
+}
+
+// replyAfterPush runs push before the stream's first write (the reply).
+type replyAfterPush struct {
+	tunnel.Stream
+	once sync.Once
+	push func()
+}
+
+func (s *replyAfterPush) Write(p []byte) (int, error) {
+	s.once.Do(s.push)
+	return s.Stream.Write(p)
+}

@@ -537,10 +537,17 @@ type pusher struct {
 	// open opens a stream on the current session (nil between sessions):
 	// flush pushes through it.
 	open func(context.Context) (tunnel.Stream, error)
+	// ring is the ring bounds of each run as last pushed.
+	ring map[string][2]uint64
 }
 
+// ringEvery is how often the bounds of live runs' rings are compared with
+// the ones last pushed: the index's ring_first_seq and ring_last_seq lag
+// the output by about this much (issue 24).
+const ringEvery = 250 * time.Millisecond
+
 func newPusher(a *Agent) *pusher {
-	return &pusher{a: a, dirty: map[string]bool{}, wake: make(chan struct{}, 1)}
+	return &pusher{a: a, dirty: map[string]bool{}, wake: make(chan struct{}, 1), ring: map[string][2]uint64{}}
 }
 
 func (p *pusher) changed(ref string) {
@@ -554,6 +561,11 @@ func (p *pusher) changed(ref string) {
 }
 
 func (p *pusher) send(ctx context.Context, open func(context.Context) (tunnel.Stream, error), msg proto.RunsPush) error {
+	p.mu.Lock()
+	for _, r := range msg.Runs {
+		p.ring[r.RunRef] = [2]uint64{r.RingFirst, r.RingLast}
+	}
+	p.mu.Unlock()
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	s, err := open(ctx)
@@ -586,11 +598,19 @@ func (p *pusher) session(ctx context.Context, open func(context.Context) (tunnel
 		p.a.logf("agent: run index push: %v", err)
 		return
 	}
+	tick := time.NewTicker(ringEvery)
+	defer tick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-p.wake:
+		case <-tick.C:
+			if err := p.pushRings(ctx, open); err != nil {
+				p.a.logf("agent: run index push: %v", err)
+				return
+			}
+			continue
 		}
 		p.mu.Lock()
 		refs := make([]string, 0, len(p.dirty))
@@ -616,6 +636,30 @@ func (p *pusher) session(ctx context.Context, open func(context.Context) (tunnel
 			return // the session is likely gone; the next one sends all
 		}
 	}
+}
+
+// pushRings pushes the live runs whose ring bounds moved since their row
+// was last pushed, under a new rev (the index keeps the highest).
+func (p *pusher) pushRings(ctx context.Context, open func(context.Context) (tunnel.Stream, error)) error {
+	rev := p.a.sup.NextRev()
+	var msg proto.RunsPush
+	for _, r := range p.a.sup.List() {
+		if !apitypes.Live(r.State) {
+			continue
+		}
+		p.mu.Lock()
+		last, seen := p.ring[r.RunRef]
+		p.mu.Unlock()
+		if seen && last == [2]uint64{r.RingFirst, r.RingLast} {
+			continue
+		}
+		r.Rev = max(r.Rev, rev)
+		msg.Runs = append(msg.Runs, p.a.row(r))
+	}
+	if len(msg.Runs) == 0 {
+		return nil
+	}
+	return p.send(ctx, open, msg)
 }
 
 // flush pushes rows and every row changed since the last push, and
