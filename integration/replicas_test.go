@@ -3,14 +3,17 @@ package integration
 import (
 	"context"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/olivares-dev/olivares/coordinator/coordd"
 	"github.com/olivares-dev/olivares/coordinator/store"
 	"github.com/olivares-dev/olivares/coordinator/store/postgres/pgtest"
+	"github.com/olivares-dev/olivares/coordinator/vault"
 	"github.com/olivares-dev/olivares/shared/apiclient"
 	"github.com/olivares-dev/olivares/shared/apitypes"
 	"github.com/olivares-dev/olivares/shared/auditchain"
@@ -67,7 +70,7 @@ func nextOutput(t *testing.T, s *apiclient.Stream) (apitypes.Output, bool) {
 	}
 }
 
-// The replicas journey (issue 24): PostgreSQL, replicas A (in this
+// The replicas journey (issue 24; R-REP-1/2/3/5/6): PostgreSQL, replicas A (in this
 // process) and B (a real process), one agent on each. A launch through A
 // reaches the node held by B; attach through A and input through B meet;
 // B killed with SIGKILL mid-stream costs the viewer a reconnect and not a
@@ -208,7 +211,7 @@ func TestReplicasJourney(t *testing.T) {
 	}
 }
 
-// Profile and workspace creation converge: requests racing for one name
+// R-REP-5: profile and workspace creation converge: requests racing for one name
 // through two replicas all reach the node (the name looked free to each),
 // the index takes one, and the node keeps only that one: the others are
 // removed from it again (issue 24, "a 409 after the agent call leaves an
@@ -277,5 +280,59 @@ func TestCreateRaceLeavesNoOrphan(t *testing.T) {
 				t.Fatalf("node has %v, index has %+v: want the same one record", onNode, index.Items)
 			}
 		})
+	}
+}
+
+// R-REP-4: a replica started with a CA or a vault key of its own, instead
+// of copies of the first replica's, refuses to start, says which files to
+// copy, and leaves no CA or key of its own behind; with copies it starts.
+func TestReplicaRefusesOtherKeys(t *testing.T) {
+	env := NewEnv(t, Options{Postgres: pgtest.NewDatabase(t)})
+	cfg := env.cfg
+	cfg.Replica.ID = "replica-x"
+	cfg.API.Listen, cfg.Tunnel.Listen, cfg.Metrics.Listen, cfg.Replica.Listen = freePort(t), freePort(t), "off", freePort(t)
+	steps := []struct {
+		name    string
+		prepare func(dir string)
+		want    string // "" starts
+	}{
+		{"a CA of its own", func(string) {}, "CA"},
+		{"the CA but a vault key of its own", func(dir string) {
+			if err := copyPrivateDir(filepath.Join(env.cfg.StateDir, coordd.CADir), filepath.Join(dir, coordd.CADir)); err != nil {
+				t.Fatal(err)
+			}
+		}, "vault key"},
+		{"both copied", func(dir string) {
+			if err := copyPrivate(filepath.Join(env.cfg.StateDir, vault.KeyFile), filepath.Join(dir, vault.KeyFile)); err != nil {
+				t.Fatal(err)
+			}
+		}, ""},
+	}
+	cfg.StateDir = filepath.Join(env.Dir, "replica-x")
+	for _, st := range steps {
+		st.prepare(cfg.StateDir)
+		c, err := coordd.New(cfg, t.Logf)
+		if st.want == "" {
+			if err != nil {
+				t.Fatalf("%s: %v", st.name, err)
+			}
+			c.Close()
+			continue
+		}
+		if err == nil {
+			c.Close()
+			t.Fatalf("%s: started, want a refusal", st.name)
+		}
+		if !strings.Contains(err.Error(), st.want) || !strings.Contains(err.Error(), "copy STATE_DIR/") {
+			t.Fatalf("%s: got %v, want a refusal naming the %s and the files to copy", st.name, err, st.want)
+		}
+	}
+	// The refused starts left nothing of their own: the files are copies.
+	for _, f := range []string{filepath.Join(coordd.CADir, "ca.pem"), vault.KeyFile} {
+		a, _ := os.ReadFile(filepath.Join(env.cfg.StateDir, f))
+		x, _ := os.ReadFile(filepath.Join(cfg.StateDir, f))
+		if string(a) != string(x) {
+			t.Errorf("%s differs from the first replica's", f)
+		}
 	}
 }

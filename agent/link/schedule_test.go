@@ -119,7 +119,7 @@ func TestReconnectAfterRestartWithin10s(t *testing.T) {
 	t.Logf("worst reconnect over 200 restarts of %v: %v", down, worst)
 }
 
-// With several replicas configured, a dial moves from a dead one to the
+// R-REP-6: with several replicas configured, a dial moves from a dead one to the
 // next at once (no backoff between them: the fake clock does not move),
 // and the next dial starts with the replica that worked.
 func TestDialMovesToTheNextReplica(t *testing.T) {

@@ -10,7 +10,7 @@ import (
 	"github.com/olivares-dev/olivares/coordinator/store/postgres/pgtest"
 )
 
-// Two replicas on one database: the newest tunnel holds the node, a
+// R-REP-1: two replicas on one database: the newest tunnel holds the node, a
 // replica's release touches only its own hold, a replica that stops its
 // heartbeat holds nothing live, and deregistering marks its holds lost.
 func TestReplicaHolders(t *testing.T) {
@@ -99,7 +99,7 @@ func TestClusterKey(t *testing.T) {
 	}
 }
 
-// A revocation committed through one pool reaches a watcher on another,
+// R-REP-3: a revocation committed through one pool reaches a watcher on another,
 // and the watcher is told to re-check when it (re)connects.
 func TestWatchRevocations(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
