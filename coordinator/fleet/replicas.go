@@ -367,8 +367,13 @@ func (c *cluster) forward(ctx context.Context, nodeID string, h wire.Header, par
 			return wire.WriteMessage(s, wire.Header{Op: proto.OpReplicaForward, Params: b})
 		}, h, params, result)
 		var we *wire.Error
-		if attempt == 0 && errors.As(err, &we) && we.Code == proto.CodeNodeNotHeld {
-			continue
+		if errors.As(err, &we) && we.Code == proto.CodeNodeNotHeld {
+			if attempt == 0 {
+				continue
+			}
+			// The node is between replicas: to the caller, unreachable
+			// for now.
+			return nil, unreachable(nodeID)
 		}
 		return s, err
 	}
