@@ -79,6 +79,9 @@ type Env struct {
 	checkEvent func(*http.Request, sse.Event) error
 	// checked is CheckedURL's proxy, once asked for.
 	checked string
+
+	// logs holds every daemon line (Logs).
+	logs *logCapture
 }
 
 // NewEnv starts a coordinator on 127.0.0.1 with plain HTTP for the API.
@@ -92,7 +95,7 @@ func NewEnv(t testing.TB, o ...Options) *Env {
 		opts.Heartbeat = 500 * time.Millisecond
 	}
 	dir := shortTempDir(t)
-	e := &Env{t: t, Dir: dir, opts: opts}
+	e := &Env{t: t, Dir: dir, opts: opts, logs: &logCapture{t: t}}
 	// The one place where the harness's API traffic goes out: every
 	// request and answer, and each SSE event as an attach reads it, is
 	// checked against openapi.yaml (integration/contract), except for the
@@ -141,6 +144,7 @@ func NewEnv(t testing.TB, o ...Options) *Env {
 		t.Fatal(err)
 	}
 	e.AdminToken = tok
+	e.NoteSecret(tok)
 	t.Cleanup(e.close)
 	return e
 }
@@ -179,12 +183,6 @@ func shortTempDir(t testing.TB) string {
 	return d
 }
 
-func (e *Env) logf(format string, args ...any) {
-	if testing.Verbose() {
-		e.t.Logf(format, args...)
-	}
-}
-
 func (e *Env) startCoordinator() {
 	e.t.Helper()
 	if err := e.tryStart(); err != nil {
@@ -193,7 +191,7 @@ func (e *Env) startCoordinator() {
 }
 
 func (e *Env) tryStart() error {
-	c, err := coordd.New(e.cfg, e.logf)
+	c, err := coordd.New(e.cfg, e.logs.logger())
 	if err != nil {
 		return err
 	}
@@ -300,6 +298,7 @@ func (e *Env) Principal(tenant, role, kind string) string {
 	if err != nil {
 		e.t.Fatal(err)
 	}
+	e.NoteSecret(tok)
 	return tok
 }
 
@@ -311,6 +310,7 @@ func (e *Env) PrincipalNamed(tenant, name, role, kind string) (id, token string)
 	if err != nil {
 		e.t.Fatal(err)
 	}
+	e.NoteSecret(tok)
 	return p.ID, tok
 }
 
@@ -322,6 +322,7 @@ func (e *Env) Credential(id, kind string) string {
 	if err != nil {
 		e.t.Fatal(err)
 	}
+	e.NoteSecret(tok)
 	return tok
 }
 
@@ -365,6 +366,7 @@ func (e *Env) StartAgent(o ...AgentOptions) *Agent {
 	if err != nil {
 		e.t.Fatal(err)
 	}
+	e.NoteSecret(iss.Token)
 	dir := filepath.Join(e.Dir, fmt.Sprintf("a%d", len(e.agents)))
 	if _, err := agentenroll.Enroll(ctx, agentenroll.Options{Coordinator: e.TunnelAddr(), Token: iss.Token, CAPin: iss.CAPin, StateDir: dir}); err != nil {
 		e.t.Fatal(err)
@@ -377,7 +379,7 @@ func (e *Env) StartAgent(o ...AgentOptions) *Agent {
 	if opts.QUICRetry != 0 {
 		cfg.Tunnel.QUICRetry.Duration = opts.QUICRetry
 	}
-	d, err := agentd.New(cfg, e.logf)
+	d, err := agentd.New(cfg, e.logs.logger())
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -139,6 +139,7 @@ func (e *Env) StartAgentProcess(o ProcOptions) *AgentProc {
 	if err != nil {
 		e.t.Fatal(err)
 	}
+	e.NoteSecret(iss.Token)
 	e.mu.Lock()
 	dir := filepath.Join(e.Dir, fmt.Sprintf("p%d", len(e.procs)))
 	e.mu.Unlock()

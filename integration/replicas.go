@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"github.com/olivares-dev/olivares/shared/logging"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -127,7 +128,7 @@ func (e *Env) newReplica() *Replica {
 }
 
 func (r *Replica) tryStart() error {
-	c, err := coordd.New(r.cfg, r.env.logf)
+	c, err := coordd.New(r.cfg, r.env.logs.logger().With(logging.KeyReplica, r.ID))
 	if err != nil {
 		return err
 	}

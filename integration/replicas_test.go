@@ -311,7 +311,7 @@ func TestReplicaRefusesOtherKeys(t *testing.T) {
 	cfg.StateDir = filepath.Join(env.Dir, "replica-x")
 	for _, st := range steps {
 		st.prepare(cfg.StateDir)
-		c, err := coordd.New(cfg, t.Logf)
+		c, err := coordd.New(cfg, env.logs.logger())
 		if st.want == "" {
 			if err != nil {
 				t.Fatalf("%s: %v", st.name, err)

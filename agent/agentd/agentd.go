@@ -10,7 +10,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"log"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,6 +18,11 @@ import (
 	"time"
 
 	bbolt "go.etcd.io/bbolt"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/common/expfmt"
 
 	"github.com/olivares-dev/olivares/agent/caps"
 	"github.com/olivares-dev/olivares/agent/codexsup"
@@ -34,6 +39,7 @@ import (
 	"github.com/olivares-dev/olivares/shared/claudehook"
 	"github.com/olivares-dev/olivares/shared/config"
 	"github.com/olivares-dev/olivares/shared/localsock"
+	"github.com/olivares-dev/olivares/shared/logging"
 	"github.com/olivares-dev/olivares/shared/proto"
 	"github.com/olivares-dev/olivares/shared/tunnel"
 	"github.com/olivares-dev/olivares/shared/wire"
@@ -67,6 +73,9 @@ type Config struct {
 	// CodexSupervision is this node's consent to Codex supervision
 	// (R-CX-PERM-1); off by default.
 	CodexSupervision codexsup.Config `toml:"codex_supervision"`
+	// Log sets the level and format of the agent's log (standard error).
+	// When empty, info and json (R-OBS-1).
+	Log logging.Config `toml:"log"`
 }
 
 // RunsConfig tunes the run runtime.
@@ -123,13 +132,19 @@ func (c *Config) CheckAndSetDefaults() error {
 	if c.Runs.StopGrace.Duration == 0 {
 		c.Runs.StopGrace.Duration = sessions.DefaultGrace
 	}
+	if err := c.Log.CheckAndSetDefaults(logging.FormatJSON); err != nil {
+		return err
+	}
 	return c.CodexSupervision.CheckAndSetDefaults()
 }
 
 // Agent is one running node agent.
 type Agent struct {
-	cfg     Config
-	logf    func(string, ...any)
+	cfg Config
+	log *slog.Logger
+	// metrics holds the agent's series: the output path, the children,
+	// Go's and the process's (R-OBS-8).
+	metrics *prometheus.Registry
 	db      *bbolt.DB
 	id      *identity.Identity
 	link    *link.Link
@@ -153,13 +168,14 @@ type Agent struct {
 	ops       sync.WaitGroup
 }
 
-// New opens the state and the identity.
-func New(cfg Config, logf func(string, ...any)) (*Agent, error) {
+// New opens the state and the identity. logger gets the agent's lines;
+// when nil, a logger of cfg.Log on standard error.
+func New(cfg Config, logger *slog.Logger) (*Agent, error) {
 	if err := cfg.CheckAndSetDefaults(); err != nil {
 		return nil, err
 	}
-	if logf == nil {
-		logf = log.Printf
+	if logger == nil {
+		logger = logging.New(os.Stderr, cfg.Log)
 	}
 	if !state.Exists(cfg.StateDir) {
 		return nil, fmt.Errorf("%w (state dir %s)", identity.ErrNotEnrolled, cfg.StateDir)
@@ -173,15 +189,17 @@ func New(cfg Config, logf func(string, ...any)) (*Agent, error) {
 		db.Close()
 		return nil, err
 	}
-	a := &Agent{cfg: cfg, logf: logf, db: db, id: id, started: time.Now().UTC()}
+	a := &Agent{cfg: cfg, log: logger.With(logging.KeyNodeID, id.NodeID), db: db, id: id, started: time.Now().UTC(), metrics: prometheus.NewRegistry()}
+	a.metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	a.opsCtx, a.opsCancel = context.WithCancel(context.Background())
 	if err := a.openRuns(); err != nil {
 		db.Close()
 		return nil, err
 	}
 	handlers := map[string]link.Handler{
-		proto.OpPing:   a.ping,
-		proto.OpStatus: a.statusOp,
+		proto.OpPing:    a.ping,
+		proto.OpStatus:  a.statusOp,
+		proto.OpMetrics: a.metricsOp,
 	}
 	for op, h := range a.runHandlers() {
 		handlers[op] = h
@@ -204,7 +222,7 @@ func New(cfg Config, logf func(string, ...any)) (*Agent, error) {
 		Hello:     a.hello,
 		Handlers:  handlers,
 		OnSession: a.pusher.session,
-		Logf:      logf,
+		Log:       a.log,
 	})
 	return a, nil
 }
@@ -212,7 +230,7 @@ func New(cfg Config, logf func(string, ...any)) (*Agent, error) {
 // openRuns opens the ring, the ledger and the supervisor on the state file;
 // runs that were live when the agent last stopped are recorded lost here.
 func (a *Agent) openRuns() error {
-	rings, err := ring.Open(a.db, ring.Options{MaxBytes: a.cfg.Runs.RingMaxBytes, MaxFrames: a.cfg.Runs.RingMaxFrames})
+	rings, err := ring.Open(a.db, ring.Options{MaxBytes: a.cfg.Runs.RingMaxBytes, MaxFrames: a.cfg.Runs.RingMaxFrames, Metrics: a.metrics})
 	if err != nil {
 		return err
 	}
@@ -244,7 +262,8 @@ func (a *Agent) openRuns() error {
 		StopGrace:        a.cfg.Runs.StopGrace.Duration,
 		ContainerRuntime: containerRuntime(),
 		OnChange:         a.pusher.changed,
-		Logf:             a.logf,
+		Log:              a.log,
+		Metrics:          a.metrics,
 	})
 	if err != nil {
 		rings.Close()
@@ -296,9 +315,10 @@ func (a *Agent) Run(ctx context.Context) error {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		localsock.Serve(ctx, ln, localapi.Handlers{Status: a.Status, ClaudeHook: a.claudeHook}.Handler())
+		localsock.Serve(ctx, ln, localapi.Handlers{Status: a.Status, ClaudeHook: a.claudeHook,
+			Metrics: promhttp.HandlerFor(a.metrics, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})}.Handler())
 	}()
-	a.logf("agent: node %s, state %s, socket %s", a.id.NodeID, a.cfg.StateDir, a.SocketPath())
+	a.log.Info("agent started", "version", Version, "state_dir", a.cfg.StateDir, "socket", a.SocketPath())
 	err = a.link.Run(ctx)
 	cancel()
 	wg.Wait()
@@ -335,6 +355,39 @@ func (a *Agent) ping(ctx context.Context, h wire.Header, s tunnel.Stream) {
 
 func (a *Agent) statusOp(ctx context.Context, h wire.Header, s tunnel.Stream) {
 	respond(s, a.Status(ctx), nil)
+}
+
+// metricsOp answers the coordinator's federation (R-OBS-8) with the
+// olivares_agent_* families: Go's and the process's stay on the local
+// socket, so they never collide with the coordinator's own.
+func (a *Agent) metricsOp(ctx context.Context, h wire.Header, s tunnel.Stream) {
+	text, err := a.MetricsText(metricsPrefix)
+	if err != nil {
+		respond(s, nil, err)
+		return
+	}
+	respond(s, proto.MetricsReply{Text: text}, nil)
+}
+
+const metricsPrefix = "olivares_agent_"
+
+// MetricsText is the Prometheus text of the agent's families whose name
+// starts with prefix ("" for all).
+func (a *Agent) MetricsText(prefix string) (string, error) {
+	mfs, err := a.metrics.Gather()
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	enc := expfmt.NewEncoder(&b, expfmt.NewFormat(expfmt.TypeTextPlain))
+	for _, mf := range mfs {
+		if strings.HasPrefix(mf.GetName(), prefix) {
+			if err := enc.Encode(mf); err != nil {
+				return "", err
+			}
+		}
+	}
+	return b.String(), nil
 }
 
 // claudeHook is the engine's hook on the local socket, its refusals mapped

@@ -25,7 +25,7 @@ func (a *Agent) openCodex() error {
 	svc, err := codexsup.Open(codexsup.Options{
 		Config: a.cfg.CodexSupervision, DB: a.db, NodeID: a.id.NodeID, Tenant: a.id.Tenant,
 		Path: a.childPath(), ProfilesDir: filepath.Join(a.cfg.StateDir, "profiles"),
-		OnChange: a.pusher.changed, Logf: a.logf,
+		OnChange: a.pusher.changed, Log: a.log,
 	})
 	if err != nil {
 		return err

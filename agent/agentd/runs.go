@@ -26,6 +26,7 @@ import (
 	"github.com/olivares-dev/olivares/agent/sessions"
 	"github.com/olivares-dev/olivares/agent/supervisor"
 	"github.com/olivares-dev/olivares/shared/apitypes"
+	"github.com/olivares-dev/olivares/shared/logging"
 	"github.com/olivares-dev/olivares/shared/proto"
 	"github.com/olivares-dev/olivares/shared/tunnel"
 	"github.com/olivares-dev/olivares/shared/wire"
@@ -595,7 +596,7 @@ func (p *pusher) session(ctx context.Context, open func(context.Context) (tunnel
 		rows[i] = p.a.row(rows[i])
 	}
 	if err := p.send(ctx, open, proto.RunsPush{Full: true, Runs: rows}); err != nil {
-		p.a.logf("agent: run index push: %v", err)
+		p.a.log.Warn("run index push failed", logging.Err(err))
 		return
 	}
 	tick := time.NewTicker(ringEvery)
@@ -607,7 +608,7 @@ func (p *pusher) session(ctx context.Context, open func(context.Context) (tunnel
 		case <-p.wake:
 		case <-tick.C:
 			if err := p.pushRings(ctx, open); err != nil {
-				p.a.logf("agent: run index push: %v", err)
+				p.a.log.Warn("run index push failed", logging.Err(err))
 				return
 			}
 			continue
@@ -629,7 +630,7 @@ func (p *pusher) session(ctx context.Context, open func(context.Context) (tunnel
 			continue
 		}
 		if err := p.send(ctx, open, msg); err != nil {
-			p.a.logf("agent: run index push: %v", err)
+			p.a.log.Warn("run index push failed", logging.Err(err))
 			for _, ref := range refs {
 				p.changed(ref)
 			}
@@ -700,7 +701,7 @@ func (p *pusher) flush(ctx context.Context, rows ...apitypes.Run) {
 		return
 	}
 	if err := p.send(ctx, open, msg); err != nil {
-		p.a.logf("agent: run index push before an answer: %v", err)
+		p.a.log.Warn("run index push before an answer failed; the rows are pushed again later", logging.Err(err))
 		for _, r := range msg.Runs {
 			p.changed(r.RunRef)
 		}

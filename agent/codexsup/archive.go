@@ -10,6 +10,7 @@ import (
 
 	"github.com/olivares-dev/olivares/agent/refusal"
 	"github.com/olivares-dev/olivares/shared/apitypes"
+	"github.com/olivares-dev/olivares/shared/logging"
 	"github.com/olivares-dev/olivares/shared/proto"
 )
 
@@ -97,7 +98,7 @@ func (s *Service) Archive(ctx context.Context, p proto.CodexThreadRef) (apitypes
 	}
 	desc, err := s.descendants(ctx, p.ThreadID)
 	if err != nil {
-		s.o.Logf("codexsup: archive %s: %v", p.ThreadID, err)
+		s.o.Log.Warn("archive: descendants unknown", "thread", p.ThreadID, logging.Err(err))
 		return apitypes.CodexArchived{}, refusal.New(ErrDescendantsUnknown, "the descendants of thread %s could not be enumerated safely, so it is not archived", p.ThreadID) // R-CX-ARC-6
 	}
 	for _, d := range desc {

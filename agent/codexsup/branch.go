@@ -15,6 +15,7 @@ import (
 	"github.com/olivares-dev/olivares/agent/registry"
 	"github.com/olivares-dev/olivares/agent/supervisor"
 	"github.com/olivares-dev/olivares/shared/apitypes"
+	"github.com/olivares-dev/olivares/shared/logging"
 	"github.com/olivares-dev/olivares/shared/proto"
 )
 
@@ -260,7 +261,7 @@ func (s *Service) commit(runRef string, f *runFence, c codex.BranchCommit) error
 }
 
 func (s *Service) failed(runRef, reason string) {
-	s.o.Logf("codexsup: run %s: %s", runRef, reason)
+	s.o.Log.Warn("supervised run failed", logging.KeyRunRef, runRef, "reason", reason)
 	if err := s.store.update(runRef, func(b *binding) error { b.LastError = reason; return nil }); err == nil {
 		s.o.OnChange(runRef)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/olivares-dev/olivares/agent/refusal"
 	"github.com/olivares-dev/olivares/shared/apitypes"
+	"github.com/olivares-dev/olivares/shared/logging"
 	"github.com/olivares-dev/olivares/shared/proto"
 )
 
@@ -295,7 +296,7 @@ func (s *Service) codexErr(method string, err error) error {
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		return refusal.New(ErrAppServerTimeout, "the codex app-server on node %s did not answer %s in time", s.o.NodeID, method)
 	case errors.As(err, &re):
-		s.o.Logf("codexsup: %v", err)
+		s.o.Log.Warn("app-server refused a call", "method", method, logging.Err(err))
 		switch {
 		case strings.HasPrefix(re.Message, "thread not loaded"), strings.HasPrefix(re.Message, "no rollout found"),
 			strings.HasPrefix(re.Message, "invalid thread id"):
@@ -305,6 +306,6 @@ func (s *Service) codexErr(method string, err error) error {
 		}
 		return refusal.New(ErrAppServerError, "the codex app-server on node %s refused %s; see the agent log", s.o.NodeID, method)
 	}
-	s.o.Logf("codexsup: %s: %v", method, err)
+	s.o.Log.Warn("app-server call failed", "method", method, logging.Err(err))
 	return refusal.New(ErrAppServerUnavailable, "the codex app-server on node %s is unavailable; see the agent log", s.o.NodeID)
 }

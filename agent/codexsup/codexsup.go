@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sort"
@@ -34,6 +35,7 @@ import (
 	"github.com/olivares-dev/olivares/agent/sessions"
 	"github.com/olivares-dev/olivares/agent/supervisor"
 	"github.com/olivares-dev/olivares/shared/apitypes"
+	"github.com/olivares-dev/olivares/shared/logging"
 	"github.com/olivares-dev/olivares/shared/proto"
 )
 
@@ -154,8 +156,8 @@ type Options struct {
 	ProfilesDir string
 	// OnChange is called after a run's binding changed (its row changes).
 	OnChange func(runRef string)
-	// Logf: when nil, logs are dropped.
-	Logf func(string, ...any)
+	// Log gets the service's lines. When nil, they are dropped.
+	Log *slog.Logger
 
 	// spawn replaces the real app-server (tests).
 	spawn spawner
@@ -189,9 +191,7 @@ func Open(o Options) (*Service, error) {
 	if o.DB == nil {
 		return nil, errors.New("codexsup: DB is required")
 	}
-	if o.Logf == nil {
-		o.Logf = func(string, ...any) {}
-	}
+	o.Log = logging.OrDiscard(o.Log).With(logging.KeyComponent, "codexsup")
 	if o.OnChange == nil {
 		o.OnChange = func(string) {}
 	}
@@ -218,9 +218,9 @@ func Open(o Options) (*Service, error) {
 	if spawn == nil {
 		spawn = s.spawnAppServer
 	}
-	s.conn = newConn(spawn, ClientName, ClientVersion, o.Logf)
+	s.conn = newConn(spawn, ClientName, ClientVersion, o.Log)
 	if s.reason != "" && s.cfg.Enabled {
-		o.Logf("codexsup: %s", s.reason)
+		o.Log.Warn("codex supervision cannot serve", "reason", s.reason)
 	}
 	return s, nil
 }

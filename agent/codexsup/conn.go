@@ -8,9 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"regexp"
 	"strconv"
 	"sync"
+
+	"github.com/olivares-dev/olivares/shared/logging"
 )
 
 // maxLine bounds one app-server line the connection reads whole. A page of
@@ -70,7 +73,7 @@ type spawner func(ctx context.Context) (*proc, error)
 type Conn struct {
 	spawn  spawner
 	client clientInfo
-	logf   func(string, ...any)
+	log    *slog.Logger
 	// maxLine is the longest line read whole (maxLine; tests lower it).
 	maxLine int
 
@@ -85,14 +88,14 @@ type clientInfo struct {
 	Version string  `json:"version"`
 }
 
-func newConn(spawn spawner, name, version string, logf func(string, ...any)) *Conn {
-	return &Conn{spawn: spawn, client: clientInfo{Name: name, Version: version}, logf: logf, maxLine: maxLine}
+func newConn(spawn spawner, name, version string, log *slog.Logger) *Conn {
+	return &Conn{spawn: spawn, client: clientInfo{Name: name, Version: version}, log: logging.OrDiscard(log), maxLine: maxLine}
 }
 
 // peer is one app-server process and its pending calls.
 type peer struct {
 	p       *proc
-	logf    func(string, ...any)
+	log     *slog.Logger
 	maxLine int
 
 	wmu sync.Mutex // orders writes to stdin
@@ -149,7 +152,7 @@ func (c *Conn) peer(ctx context.Context) (*peer, error) {
 			c.mu.Unlock()
 			return nil, err
 		}
-		p = &peer{p: pr, logf: c.logf, maxLine: c.maxLine, waits: map[int64]*waiter{}, done: make(chan struct{}), ready: make(chan struct{})}
+		p = &peer{p: pr, log: c.log, maxLine: c.maxLine, waits: map[int64]*waiter{}, done: make(chan struct{}), ready: make(chan struct{})}
 		c.cur = p
 		go p.read()
 		go c.initialize(p)
@@ -366,7 +369,7 @@ func (p *peer) dispatch(line []byte) {
 	case m.Method != "" && hasID:
 		// A server request (an approval, user input, a tool call): the
 		// supervision connection never answers one (R-CX-PASS-1).
-		p.logf("codexsup: the app-server asked %q; the passive supervision connection does not answer", m.Method)
+		p.log.Info("the app-server asked; the passive supervision connection does not answer", "method", m.Method)
 	case m.Method != "":
 		// A notification this connection could not opt out of: ignored.
 	case hasID:
@@ -412,7 +415,7 @@ func (p *peer) oversized(head, tail []byte, size int64) {
 	}
 	id, err := strconv.ParseInt(string(idText), 10, 64)
 	if err != nil {
-		p.logf("codexsup: skipped an app-server line of %d bytes that names no request", size)
+		p.log.Warn("skipped an app-server line that names no request", "bytes", size)
 		return
 	}
 	w := p.take(id)

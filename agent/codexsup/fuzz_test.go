@@ -3,6 +3,8 @@ package codexsup
 import (
 	"encoding/json"
 	"testing"
+
+	"github.com/olivares-dev/olivares/shared/logging"
 )
 
 // FuzzUntrusted: what a client or the app-server sends never panics the
@@ -30,7 +32,7 @@ func FuzzUntrusted(f *testing.F) {
 		if len(h.Messages()) > MaxHistoryMessages {
 			t.Fatal("history over its bound")
 		}
-		p := &peer{logf: func(string, ...any) {}, waits: map[int64]*waiter{}}
+		p := &peer{log: logging.Discard(), waits: map[int64]*waiter{}}
 		p.waits[1] = &waiter{method: "m", ch: make(chan reply, 1)}
 		p.dispatch(data)
 		p.oversized(data, data, int64(len(data)))

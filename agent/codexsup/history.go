@@ -183,7 +183,7 @@ func (s *Service) history(ctx context.Context, threadID string) ([]apitypes.Code
 		var big *LineTooLargeError
 		if errors.As(err, &big) {
 			// A page too large to read: its turns are left out.
-			s.o.Logf("codexsup: thread %s: history page of %d bytes skipped", threadID, big.Bytes)
+			s.o.Log.Warn("history page skipped: too large", "thread", threadID, "bytes", big.Bytes)
 			if big.NextCursor == "" {
 				break
 			}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"reflect"
 	"strings"
 	"testing"
@@ -110,7 +111,7 @@ func TestTurnsPageTooLarge(t *testing.T) {
 		t.Fatalf("MaxCodexPage is %d, want 20 MiB", s.maxPage)
 	}
 	s.conn.Close()
-	s.conn = newConn(f.spawn, ClientName, ClientVersion, t.Logf)
+	s.conn = newConn(f.spawn, ClientName, ClientVersion, slog.New(slog.NewTextHandler(t.Output(), nil)))
 	s.conn.maxLine = 1 << 20
 	f.setRaw(rawTurns(3, 1<<20))
 	page, big, err = s.Turns(ctx(t), proto.CodexTurnsList{ThreadID: uuid(1)})

@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"net/http"
 	"strings"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/olivares-dev/olivares/agent/identity"
 	"github.com/olivares-dev/olivares/certs"
+	"github.com/olivares-dev/olivares/shared/logging"
 	"github.com/olivares-dev/olivares/shared/proto"
 	"github.com/olivares-dev/olivares/shared/tunnel"
 	"github.com/olivares-dev/olivares/shared/wire"
@@ -72,8 +74,8 @@ type Options struct {
 	// the hello was answered, with a ctx that ends with the session; open
 	// opens agent→coordinator streams on it (the run index push).
 	OnSession func(ctx context.Context, open func(context.Context) (tunnel.Stream, error))
-	// Logf: when nil, logs are dropped.
-	Logf func(string, ...any)
+	// Log gets the link's lines, and yamux's. When nil, they are dropped.
+	Log *slog.Logger
 	// DialQUIC and DialYamux dial the coordinator; when nil,
 	// tunnel.DialQUIC and tunnel.DialYamux. Tests replace them to run the
 	// dial and reconnect schedule on a fake clock (testing/synctest).
@@ -122,14 +124,15 @@ func New(o Options) *Link {
 	if o.QUICRetry == 0 {
 		o.QUICRetry = DefaultQUICRetry
 	}
-	if o.Logf == nil {
-		o.Logf = func(string, ...any) {}
-	}
+	o.Log = logging.OrDiscard(o.Log).With(logging.KeyComponent, "link")
 	if o.DialQUIC == nil {
 		o.DialQUIC = tunnel.DialQUIC
 	}
 	if o.DialYamux == nil {
-		o.DialYamux = tunnel.DialYamux
+		ylog := logging.StdLogger(o.Log.With(logging.KeyComponent, "yamux"), slog.LevelInfo)
+		o.DialYamux = func(ctx context.Context, addr string, conf *tls.Config) (tunnel.Session, error) {
+			return tunnel.DialYamuxLogged(ctx, addr, conf, ylog)
+		}
 	}
 	if len(o.Addrs) == 0 {
 		o.Addrs = []string{o.Addr}
@@ -174,7 +177,7 @@ func (l *Link) Run(ctx context.Context) error {
 			if err != nil {
 				d := wait()
 				attempt++
-				l.o.Logf("link: connect %s: %v (retry in %v)", strings.Join(l.o.Addrs, ", "), err, d.Round(time.Millisecond))
+				l.o.Log.Warn("connect failed", "coordinator", strings.Join(l.o.Addrs, ", "), logging.Err(err), "retry_in", d.Round(time.Millisecond).String())
 				l.update(func(s *Status) { s.State, s.LastError, s.Transport = "backoff", err.Error(), "" })
 				select {
 				case <-ctx.Done():
@@ -190,7 +193,7 @@ func (l *Link) Run(ctx context.Context) error {
 		if errors.Is(err, ErrRevoked) {
 			// R-LIFE-8: say it once and stop dialing; retrying would only
 			// be refused again.
-			l.o.Logf("link: %v; this agent will not connect again. Enroll this host again with a new join token (olivares-coordinator token create, then olivares-agent enroll --state-dir NEW_DIR ...)", err)
+			l.o.Log.Error("this agent will not connect again. Enroll this host again with a new join token (olivares-coordinator token create, then olivares-agent enroll --state-dir NEW_DIR ...)", logging.Err(err))
 			l.update(func(s *Status) {
 				s.State, s.Transport, s.LastError, s.Since = StateRevoked, "", err.Error(), time.Now().UTC()
 			})
@@ -326,7 +329,7 @@ func (l *Link) session(ctx context.Context, sess tunnel.Session) (tunnel.Session
 		s.RTT = 0 // measured afresh on this session
 		s.Connects++
 	})
-	l.o.Logf("link: connected to %s over %s as %s", l.addr(), sess.Transport(), hr.NodeID)
+	l.o.Log.Info("connected", "coordinator", l.addr(), "transport", sess.Transport())
 
 	// Heartbeats: send one per interval; the coordinator echoes it. No echo
 	// for 3 intervals ends the session.
@@ -416,7 +419,7 @@ func (l *Link) session(ctx context.Context, sess tunnel.Session) (tunnel.Session
 	case <-sess.Done():
 		return nil, errors.New("tunnel closed")
 	case q := <-upgrade:
-		l.o.Logf("link: QUIC reachable again; switching from yamux")
+		l.o.Log.Info("QUIC reachable again; switching from yamux")
 		return q, nil
 	}
 }
@@ -455,12 +458,20 @@ func (l *Link) serve(ctx context.Context, s tunnel.Stream) {
 		return
 	}
 	s.SetDeadline(time.Time{})
+	if h.RequestID != "" {
+		// The API request that made this call: the agent's lines about it
+		// carry its id (R-OBS-2).
+		ctx = logging.WithRequestID(ctx, h.RequestID)
+	}
 	fn := l.o.Handlers[h.Op]
 	if fn == nil {
 		wire.Respond(s, nil, &wire.Error{Status: http.StatusNotFound, Code: "unknown_op", Message: fmt.Sprintf("this agent has no op %q; is it older than the coordinator?", h.Op)})
 		return
 	}
+	start := time.Now()
 	fn(ctx, h, s)
+	// One line per call, at debug: never per frame (R-OBS-6).
+	l.o.Log.DebugContext(ctx, "call served", logging.KeyOp, h.Op, logging.KeyRunRef, h.RunRef, logging.Duration(time.Since(start)))
 }
 
 func (l *Link) renewLoop(ctx context.Context, sess tunnel.Session) {
@@ -473,7 +484,7 @@ func (l *Link) renewLoop(ctx context.Context, sess tunnel.Session) {
 		case <-time.After(time.Until(at)):
 		}
 		if err := l.renew(ctx, sess); err != nil {
-			l.o.Logf("link: certificate renewal failed: %v", err)
+			l.o.Log.Warn("certificate renewal failed", logging.Err(err))
 			// Retry after a tenth of what is left, at least a second.
 			left := time.Until(l.o.Identity.Leaf().NotAfter) / 10
 			select {
@@ -483,7 +494,7 @@ func (l *Link) renewLoop(ctx context.Context, sess tunnel.Session) {
 			}
 			continue
 		}
-		l.o.Logf("link: certificate renewed, valid until %s", l.o.Identity.Leaf().NotAfter.UTC().Format(time.RFC3339))
+		l.o.Log.Info("certificate renewed", "not_after", l.o.Identity.Leaf().NotAfter.UTC().Format(time.RFC3339))
 	}
 }
 

@@ -48,6 +48,9 @@ type Handlers struct {
 	Status func(ctx context.Context) Status
 	// ClaudeHook answers the engine's PreToolUse hook of a run (R-ED-4).
 	ClaudeHook func(ctx context.Context, run string, input []byte) (claudehook.Decision, error)
+	// Metrics serves GET /metrics: the agent's Prometheus metrics
+	// (R-OBS-8). When nil, the route is absent.
+	Metrics http.Handler
 }
 
 // Handler returns the socket's http.Handler.
@@ -56,6 +59,9 @@ func (h Handlers) Handler() http.Handler {
 	mux.HandleFunc("GET /status", func(w http.ResponseWriter, r *http.Request) {
 		localsock.WriteJSON(w, http.StatusOK, h.Status(r.Context()))
 	})
+	if h.Metrics != nil {
+		mux.Handle("GET /metrics", h.Metrics)
+	}
 	if h.ClaudeHook != nil {
 		mux.HandleFunc("POST "+claudehook.Path, func(w http.ResponseWriter, r *http.Request) {
 			var req claudehook.Request

@@ -16,6 +16,8 @@ type batch struct {
 	base   state
 	res    state // computed inside the transaction
 	skip   bool  // the ring was deleted before the transaction ran
+	// evicted counts the frames this transaction evicted (R-RC-7).
+	evicted int
 }
 
 const (
@@ -139,8 +141,17 @@ func (s *Store) collect() []*batch {
 	return out
 }
 
+// commit writes the batches in one transaction and, once it committed,
+// observes it (R-OBS-8): once per transaction, never per frame.
 func (s *Store) commit(bs []*batch) error {
+	start := time.Now()
 	return s.db.Update(func(tx *bbolt.Tx) error {
+		tx.OnCommit(func() {
+			// bbolt's write time: the pages, the meta page and both
+			// fdatasyncs of this commit.
+			st := tx.Stats()
+			s.m.observe(bs, time.Since(start), st.GetWriteTime())
+		})
 		root, err := tx.CreateBucketIfNotExists(rootBucket)
 		if err != nil {
 			return err
@@ -194,6 +205,7 @@ func (b *batch) write(root *bbolt.Bucket, o *Options) error {
 	}
 	// R-RC-7: evict the oldest frames beyond MaxFrames / MaxBytes, keeping
 	// the newest, in the transaction that added the new ones.
+	b.evicted = 0 // a retried transaction counts again
 	if st.frames > 1 && (st.frames > o.MaxFrames || st.bytes > o.MaxBytes) {
 		c := fb.Cursor()
 		for st.frames > 1 && (st.frames > o.MaxFrames || st.bytes > o.MaxBytes) {
@@ -203,6 +215,7 @@ func (b *batch) write(root *bbolt.Bucket, o *Options) error {
 			}
 			st.frames--
 			st.bytes -= frameDataLen(v)
+			b.evicted++
 			if err := c.Delete(); err != nil {
 				return err
 			}

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	bbolt "go.etcd.io/bbolt"
 )
 
@@ -111,6 +112,10 @@ type Options struct {
 	FlushBytes int
 	// Now stamps Frame.At. When nil, time.Now.
 	Now func() time.Time
+	// Metrics registers the ring's metrics (R-OBS-8): commit and fsync
+	// latency, frames and bytes appended, frames evicted. When nil, they
+	// are kept but not exported.
+	Metrics prometheus.Registerer
 
 	// beforeCommit, when set (tests), runs in the committer before each
 	// transaction: a place to stall the disk.
@@ -171,6 +176,8 @@ type Store struct {
 
 	closeOnce sync.Once
 	closeErr  error // written by the committer before done is closed
+
+	m *metrics
 }
 
 // Open starts a Store on db, creating its bucket. The caller keeps owning
@@ -196,6 +203,7 @@ func Open(db *bbolt.DB, o Options) (*Store, error) {
 		wake:  make(chan struct{}, 1),
 		stop:  make(chan struct{}),
 		done:  make(chan struct{}),
+		m:     newMetrics(o.Metrics),
 	}
 	go s.commitLoop()
 	return s, nil

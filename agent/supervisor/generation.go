@@ -16,6 +16,7 @@ import (
 	"github.com/olivares-dev/olivares/agent/ring"
 	"github.com/olivares-dev/olivares/agent/sessions"
 	"github.com/olivares-dev/olivares/shared/apitypes"
+	"github.com/olivares-dev/olivares/shared/logging"
 )
 
 var errStdinClosed = errors.New("the process no longer reads its input")
@@ -85,7 +86,7 @@ func (r *run) start(ctx context.Context, d cliruntime.Driver, spec cliruntime.La
 	if err != nil {
 		cleanup()
 		detail, _ := json.Marshal(map[string]string{"error": err.Error()})
-		s.o.Logf("supervisor: run %s generation %d: spawn: %v", r.ref, n, err)
+		s.o.Log.Error("spawn failed", logging.KeyRunRef, r.ref, "generation", n, logging.Err(err))
 		r.update(ledger.Event{Kind: ledger.KindFailed, Generation: n, Reason: apitypes.ReasonSpawnFailed, Detail: detail}, func(rec *record) {
 			rec.Generation, rec.PID, rec.Ended, rec.FailReason = n, 0, true, apitypes.ReasonSpawnFailed
 			rec.ExitCode, rec.Signal, rec.StopRequested, rec.Handshaken = nil, "", false, false
@@ -102,7 +103,7 @@ func (r *run) start(ctx context.Context, d cliruntime.Driver, spec cliruntime.La
 	r.mu.Unlock()
 	// Live from the spawn on, not from the first output (R-RC-3).
 	if err := r.ring.Reopen(); err != nil {
-		s.o.Logf("supervisor: run %s: ring: %v", r.ref, err)
+		s.o.Log.Error("ring reopen failed", logging.KeyRunRef, r.ref, logging.Err(err))
 	}
 	r.mu.Lock()
 	tainted := len(r.rec.Taint) > 0 || len(grants) > 0
@@ -293,7 +294,7 @@ func (g *generation) read(rd io.Reader, stream ring.Stream, observe bool) {
 		if n > 0 {
 			chunk := buf[:n]
 			if _, aerr := g.r.ring.Append(g.n, stream, chunk); aerr != nil {
-				g.r.s.o.Logf("supervisor: run %s: ring: %v", g.r.ref, aerr)
+				g.r.s.o.Log.Error("ring append failed", logging.KeyRunRef, g.r.ref, logging.Err(aerr))
 			}
 			if observe {
 				for len(chunk) > 0 {
@@ -355,7 +356,7 @@ func (g *generation) readWithheld(rd io.Reader, stream ring.Stream) {
 	br := bufio.NewReaderSize(rd, ring.MaxFrameData)
 	store := func(b []byte) {
 		if _, err := g.r.ring.Append(g.n, stream, b); err != nil {
-			g.r.s.o.Logf("supervisor: run %s: ring: %v", g.r.ref, err)
+			g.r.s.o.Log.Error("ring append failed", logging.KeyRunRef, g.r.ref, logging.Err(err))
 		}
 	}
 	var line []byte
@@ -405,7 +406,7 @@ func (g *generation) storeObserved(line, raw []byte, store func([]byte)) {
 		if !g.noticed {
 			g.noticed = true
 			if _, err := g.r.ring.Append(g.n, ring.Notice, historyWithheld); err != nil {
-				g.r.s.o.Logf("supervisor: run %s: ring: %v", g.r.ref, err)
+				g.r.s.o.Log.Error("ring append failed", logging.KeyRunRef, g.r.ref, logging.Err(err))
 			}
 		}
 		g.replaying = !ended
@@ -540,8 +541,11 @@ func (g *generation) wait(readers *sync.WaitGroup) {
 		}
 	})
 	if err != nil {
-		s.o.Logf("supervisor: run %s: record exit: %v", r.ref, err)
+		s.o.Log.Error("recording the exit failed", logging.KeyRunRef, r.ref, logging.Err(err))
 	}
+	cause := exitCause(exit.Code, exit.Signal, unavailable)
+	s.exits.WithLabelValues(cause).Inc()
+	s.o.Log.Info("child exited", logging.KeyRunRef, r.ref, "generation", g.n, "cause", cause, "signal", exit.Signal, "pid", g.proc.Pid())
 	r.mu.Lock()
 	r.gen = nil
 	reason := endReason(r.rec)

@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -36,7 +38,7 @@ type env struct {
 	t    *testing.T
 	dir  string
 	path string
-	o    supervisor.Options // without DB, Ring, Ledger, Registry, OnChange, Logf
+	o    supervisor.Options // without DB, Ring, Ledger, Registry, OnChange, Log
 	// profilesDir is the registry's (the agent's state dir/profiles).
 	profilesDir string
 
@@ -99,7 +101,7 @@ func (e *env) open() {
 		default:
 		}
 	}
-	o.Logf = e.logf
+	o.Log = slog.New(slog.NewTextHandler(envLog{e}, nil))
 	sup, err := supervisor.Open(o)
 	if err != nil {
 		rings.Close()
@@ -107,6 +109,14 @@ func (e *env) open() {
 		e.t.Fatalf("supervisor.Open: %v", err)
 	}
 	e.db, e.rings, e.led, e.reg, e.sup = db, rings, led, reg, sup
+}
+
+// envLog writes the supervisor's lines to the test log, until logOff.
+type envLog struct{ e *env }
+
+func (w envLog) Write(p []byte) (int, error) {
+	w.e.logf("%s", strings.TrimRight(string(p), "\n"))
+	return len(p), nil
 }
 
 func (e *env) logf(format string, args ...any) {

@@ -10,6 +10,7 @@ import (
 	"github.com/olivares-dev/olivares/agent/ledger"
 	"github.com/olivares-dev/olivares/agent/refusal"
 	"github.com/olivares-dev/olivares/shared/apitypes"
+	"github.com/olivares-dev/olivares/shared/logging"
 )
 
 // Input writes one input to the live process through its driver (R-IN-1,
@@ -92,7 +93,7 @@ func (r *run) flushInputs(writer bool) bool {
 	r.mu.Unlock()
 	detail, _ := json.Marshal(map[string]int{"count": n})
 	if _, err := r.s.o.Ledger.Append(r.ref, ledger.Event{Kind: ledger.KindInputAccepted, Generation: gen, Detail: detail}); err != nil {
-		r.s.o.Logf("supervisor: run %s: ledger: %v", r.ref, err)
+		r.s.o.Log.Error("ledger append failed", logging.KeyRunRef, r.ref, logging.Err(err))
 	}
 	return true
 }

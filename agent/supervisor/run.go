@@ -15,6 +15,7 @@ import (
 	"github.com/olivares-dev/olivares/agent/taint"
 	"github.com/olivares-dev/olivares/agent/transcript"
 	"github.com/olivares-dev/olivares/shared/apitypes"
+	"github.com/olivares-dev/olivares/shared/logging"
 )
 
 // run is one run in memory. Its record is changed in memory first (under
@@ -202,7 +203,7 @@ func (v *saver) flush() {
 	v.mu.Unlock()
 	for _, r := range runs {
 		if err := r.save(nil); err != nil {
-			v.s.o.Logf("supervisor: run %s: commit: %v", r.ref, err)
+			v.s.o.Log.Error("run commit failed", logging.KeyRunRef, r.ref, logging.Err(err))
 		}
 	}
 }
@@ -225,7 +226,8 @@ func (r *run) recordLost() error {
 	if err != nil {
 		return err
 	}
-	r.s.o.Logf("supervisor: run %s generation %d was live when the agent stopped: recorded lost", r.ref, gen)
+	r.s.exits.WithLabelValues(causeLost).Inc()
+	r.s.o.Log.Warn("generation was live when the agent stopped: recorded lost", logging.KeyRunRef, r.ref, "generation", gen)
 	return r.ring.End(apitypes.ReasonProcessLost)
 }
 

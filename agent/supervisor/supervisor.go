@@ -22,12 +22,15 @@ package supervisor
 
 import (
 	"errors"
+	"log/slog"
 	"sort"
 	"sync"
 	"syscall"
 	"time"
 
 	bbolt "go.etcd.io/bbolt"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/olivares-dev/olivares/agent/cliruntime"
 	"github.com/olivares-dev/olivares/agent/ledger"
@@ -36,6 +39,7 @@ import (
 	"github.com/olivares-dev/olivares/agent/ring"
 	"github.com/olivares-dev/olivares/agent/sessions"
 	"github.com/olivares-dev/olivares/shared/apitypes"
+	"github.com/olivares-dev/olivares/shared/logging"
 )
 
 // Defaults.
@@ -90,8 +94,11 @@ type Options struct {
 	ContainerRuntime string
 	// OnChange is called (without locks held) after a run row changed.
 	OnChange func(runRef string)
-	// Logf: when nil, logs are dropped.
-	Logf func(string, ...any)
+	// Log gets the supervisor's lines. When nil, they are dropped.
+	Log *slog.Logger
+	// Metrics registers the child exits by cause and the input queued
+	// for children (R-OBS-8). When nil, they are kept but not exported.
+	Metrics prometheus.Registerer
 
 	// inTx, when set (tests), runs inside every record commit's
 	// transaction with the run's ref: a place to stall the disk.
@@ -119,6 +126,8 @@ type Supervisor struct {
 	// profile or workspace, which checks that no run needs it.
 	useMu sync.RWMutex
 
+	exits *prometheus.CounterVec // child exits by cause (R-OBS-8)
+
 	wg      sync.WaitGroup // generation goroutines
 	spawnMu sync.RWMutex   // held (read) by a spawn; Close takes it to wait for them
 }
@@ -130,9 +139,7 @@ func Open(o Options) (*Supervisor, error) {
 	if o.DB == nil || o.Ring == nil || o.Ledger == nil || o.Registry == nil {
 		return nil, errors.New("supervisor: DB, Ring, Ledger and Registry are required")
 	}
-	if o.Logf == nil {
-		o.Logf = func(string, ...any) {}
-	}
+	o.Log = logging.OrDiscard(o.Log).With(logging.KeyComponent, "supervisor")
 	if o.OnChange == nil {
 		o.OnChange = func(string) {}
 	}
@@ -146,6 +153,7 @@ func Open(o Options) (*Supervisor, error) {
 		return nil, err
 	}
 	s := &Supervisor{o: o, closing: make(chan struct{}), runs: map[string]*run{}}
+	s.registerMetrics(o.Metrics)
 	s.saver = newSaver(s)
 	recs, err := loadAll[record](o.DB, bucketRuns)
 	if err != nil {

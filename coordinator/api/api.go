@@ -10,9 +10,8 @@ package api
 import (
 	"context"
 	"crypto/subtle"
-	"encoding/json"
 	"errors"
-	"fmt"
+	"log/slog"
 	"math"
 	"net/http"
 	"regexp"
@@ -21,14 +20,19 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	olivares "github.com/olivares-dev/olivares"
+	"github.com/olivares-dev/olivares/coordinator/accesslog"
 	"github.com/olivares-dev/olivares/coordinator/auth"
 	"github.com/olivares-dev/olivares/coordinator/fleet"
 	"github.com/olivares-dev/olivares/coordinator/store"
 	"github.com/olivares-dev/olivares/coordinator/vault"
 	"github.com/olivares-dev/olivares/shared/apierr"
 	"github.com/olivares-dev/olivares/shared/apitypes"
+	"github.com/olivares-dev/olivares/shared/logging"
 	"github.com/olivares-dev/olivares/shared/wire"
 )
 
@@ -59,6 +63,12 @@ type Options struct {
 	// Attach tunes the attach relay: buffers, deadlines, the cap per
 	// principal. Zero values take the defaults.
 	Attach AttachOptions
+	// Log gets the API's lines (echo's own included). When nil,
+	// discarded. The access lines are accesslog's.
+	Log *slog.Logger
+	// Metrics registers the API's metrics (R-OBS-7). When nil, they are
+	// kept but not exported.
+	Metrics prometheus.Registerer
 }
 
 // Server is the API's handler.
@@ -67,18 +77,50 @@ type Server struct {
 	echo     *echo.Echo
 	attaches attachSlots
 	idem     idemWaiters
+	log      *slog.Logger
+	metrics  *metrics
 }
 
 // New builds the router.
 func New(o Options) *Server {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
-	e.HTTPErrorHandler = errorHandler
 	if o.Now == nil {
 		o.Now = time.Now
 	}
 	o.Attach.setDefaults()
-	s := &Server{o: o, echo: e}
+	s := &Server{o: o, echo: e, log: logging.OrDiscard(o.Log).With(logging.KeyComponent, "api")}
+	s.metrics = newMetrics(s, o.Metrics)
+	e.Logger = &echoLogger{l: s.log}
+	e.HTTPErrorHandler = s.errorHandler
+	// R-OBS-4: the request id accesslog chose (or one made here when the
+	// API is served alone), in the response header and the context.
+	e.Pre(middleware.RequestIDWithConfig(middleware.RequestIDConfig{
+		Generator: accesslog.NewID,
+		RequestIDHandler: func(c echo.Context, id string) {
+			if logging.RequestID(c.Request().Context()) != id {
+				c.SetRequest(c.Request().WithContext(logging.WithRequestID(c.Request().Context(), id)))
+			}
+		},
+	}))
+	// A handler's panic is a 500 with the request id, and a line with
+	// its stack, never a dropped connection.
+	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{
+		LogErrorFunc: func(c echo.Context, err error, stack []byte) error {
+			s.log.ErrorContext(c.Request().Context(), "handler panic", logging.Err(err), "stack", string(stack))
+			return err
+		},
+	}))
+	e.Use(func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			ref := ""
+			if strings.Contains(c.Path(), "/runs/:ref") {
+				ref = c.Param("ref")
+			}
+			accesslog.SetRoute(c.Request().Context(), c.Path(), ref)
+			return next(c)
+		}
+	})
 
 	e.GET("/healthz", func(c echo.Context) error { return c.JSON(http.StatusOK, map[string]string{"status": "ok"}) })
 	e.GET("/readyz", s.readyz)
@@ -195,8 +237,8 @@ func (s *Server) Routes() []Route { return s.routes() }
 func (s *Server) Handler() http.Handler { return s.echo }
 
 // errorHandler writes every error, the router's own 404 and 405 included,
-// as an R-API-4 body.
-func errorHandler(err error, c echo.Context) {
+// as an R-API-4 body with the request's id (R-OBS-4).
+func (s *Server) errorHandler(err error, c echo.Context) {
 	if c.Response().Committed {
 		return
 	}
@@ -213,7 +255,7 @@ func errorHandler(err error, c echo.Context) {
 			ae.Message = "no such route or resource"
 		}
 	default:
-		c.Logger().Errorf("api: %s %s: %v", c.Request().Method, c.Request().URL.Path, err)
+		s.log.ErrorContext(c.Request().Context(), "internal error", "method", c.Request().Method, "route", c.Path(), logging.Err(err))
 		ae = apierr.As(err)
 	}
 	if ae.Status == 0 {
@@ -223,7 +265,9 @@ func errorHandler(err error, c echo.Context) {
 		c.NoContent(ae.Status)
 		return
 	}
-	c.JSON(ae.Status, apierr.Body{Error: ae})
+	out := *ae // ae may be shared: the id is this response's
+	out.RequestID = c.Response().Header().Get(echo.HeaderXRequestID)
+	c.JSON(ae.Status, apierr.Body{Error: &out})
 }
 
 // nodeError is an agent's error as the API answers it: passed through
@@ -284,6 +328,11 @@ func (s *Server) authorize(perm string, noTenant bool) echo.MiddlewareFunc {
 			}
 			if cred.Expired(s.o.Now()) {
 				return apierr.New(http.StatusUnauthorized, "session_expired", "this console session has expired; sign in again")
+			}
+			if t := req.Header.Get(HeaderTenant); ValidTenant(t) {
+				accesslog.SetCaller(req.Context(), p.ID, t)
+			} else {
+				accesslog.SetCaller(req.Context(), p.ID, "")
 			}
 			if viaCookie && auth.Unsafe(req.Method) && auth.CrossSite(req) {
 				return CrossSiteRefused()
@@ -363,13 +412,14 @@ func (s *Server) readyz(c echo.Context) error {
 	return c.JSON(http.StatusOK, map[string]string{"status": "ready"})
 }
 
-// MetricsHandler serves the Prometheus text of the fleet's metrics at
-// /metrics, and nothing else. It is served on its own listener, never on
-// the public API (issue 16: the API answers no unauthenticated route but
+// MetricsHandler serves g's metrics at /metrics in the Prometheus text
+// format, and nothing else. It is served on its own listener, never on the
+// public API (issue 16: the API answers no unauthenticated route but
 // health). When token is not empty, a scrape must send it as a bearer
 // token.
-func (s *Server) MetricsHandler(token string) http.Handler {
+func MetricsHandler(g prometheus.Gatherer, token string) http.Handler {
 	want := []byte("Bearer " + token)
+	prom := promhttp.HandlerFor(g, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/metrics" {
 			writeError(w, apierr.NotFound("route", r.URL.Path))
@@ -383,30 +433,11 @@ func (s *Server) MetricsHandler(token string) http.Handler {
 			writeError(w, apierr.Unauthenticated())
 			return
 		}
-		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-		w.Write(s.metricsText())
+		prom.ServeHTTP(w, r)
 	})
 }
 
-func writeError(w http.ResponseWriter, e *apierr.Error) {
-	b, _ := json.Marshal(apierr.Body{Error: e})
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(e.Status)
-	w.Write(b)
-}
-
-func (s *Server) metricsText() []byte {
-	st := s.o.Fleet.Stats()
-	var b strings.Builder
-	gauge := func(name, help, typ string, v any) {
-		fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s %s\n%s %v\n", name, help, name, typ, name, v)
-	}
-	gauge("olivares_nodes_connected", "Nodes with a live tunnel.", "gauge", st.NodesConnected)
-	gauge("olivares_tunnel_reconnects_total", "Tunnel sessions that replaced or followed an earlier one of the same node.", "counter", st.Reconnects)
-	gauge("olivares_tunnel_open_streams", "Streams open on all tunnels.", "gauge", st.OpenStreams)
-	gauge("olivares_tunnel_handshake_failures_total", "Refused tunnel and enrollment handshakes.", "counter", st.HandshakeFailures)
-	return []byte(b.String())
-}
+func writeError(w http.ResponseWriter, e *apierr.Error) { apierr.Write(w, e) }
 
 // Node is the registry's view of a node (issue 2).
 type Node = apitypes.Node

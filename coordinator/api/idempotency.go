@@ -15,6 +15,7 @@ import (
 	"github.com/olivares-dev/olivares/coordinator/auth"
 	"github.com/olivares-dev/olivares/coordinator/store"
 	"github.com/olivares-dev/olivares/shared/apierr"
+	"github.com/olivares-dev/olivares/shared/logging"
 )
 
 // Idempotency-Key on the routes that start a run (POST /runs and POST
@@ -191,13 +192,13 @@ func (s *Server) recordAnswer(c echo.Context, rec store.IdempotencyRecord, wk st
 	status := c.Response().Status
 	if err != nil || status < 200 || status > 299 {
 		if derr := s.o.Store.DeleteIdempotencyKey(ctx, rec.Scope, rec.Key); derr != nil {
-			c.Logger().Errorf("api: idempotency key: %v", derr)
+			s.log.ErrorContext(ctx, "idempotency key: delete failed", logging.Err(derr))
 		}
 		return err
 	}
 	rec.Status, rec.Body = status, w.body.Bytes()
 	if err := s.o.Store.PutIdempotencyRecord(ctx, rec); err != nil {
-		c.Logger().Errorf("api: idempotency key: %v", err)
+		s.log.ErrorContext(ctx, "idempotency key: record failed", logging.Err(err))
 	}
 	return nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/olivares-dev/olivares/coordinator/store"
 	"github.com/olivares-dev/olivares/shared/apierr"
 	"github.com/olivares-dev/olivares/shared/apitypes"
+	"github.com/olivares-dev/olivares/shared/logging"
 	"github.com/olivares-dev/olivares/shared/proto"
 	"github.com/olivares-dev/olivares/shared/wire"
 )
@@ -56,7 +57,7 @@ func (s *Server) Audit(ctx context.Context, tenant string, actor apitypes.AuditA
 		e.Detail = mustJSON(detail)
 	}
 	if _, err := s.o.Store.AppendAudit(ctx, e); err != nil {
-		s.echo.Logger.Errorf("api: audit %s in tenant %s: %v", event, tenant, err)
+		s.log.ErrorContext(ctx, "audit append failed", "event", event, logging.KeyTenant, tenant, logging.Err(err))
 	}
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/olivares-dev/olivares/coordinator/store"
 	"github.com/olivares-dev/olivares/shared/apierr"
 	"github.com/olivares-dev/olivares/shared/apitypes"
+	"github.com/olivares-dev/olivares/shared/logging"
 	"github.com/olivares-dev/olivares/shared/proto"
 	"github.com/olivares-dev/olivares/shared/wire"
 )
@@ -50,7 +51,7 @@ func (s *Server) runRoutes() []Route {
 		{http.MethodGet, Base + "/workspaces", auth.PermRunRead, s.listWorkspaces},
 		// Runs (R-AUTH-1).
 		{http.MethodGet, Base + "/runs", auth.PermRunRead, s.listRuns},
-		{http.MethodPost, Base + "/runs", auth.PermRunWrite, s.idempotent(s.launch)},
+		{http.MethodPost, Base + "/runs", auth.PermRunWrite, s.idempotent(s.countLaunch(s.launch))},
 		{http.MethodGet, Base + "/runs/:ref", auth.PermRunRead, s.getRun},
 		{http.MethodGet, Base + "/runs/:ref/events", auth.PermRunRead, s.runEvents},
 		{http.MethodGet, Base + "/runs/:ref/attach", auth.PermRunRead, s.attach},
@@ -372,6 +373,15 @@ func (s *Server) runInTenant(ctx context.Context, tenant, ref string) (apitypes.
 		return apitypes.Run{}, apierr.NotFound("run", ref)
 	}
 	return r, err
+}
+
+// countLaunch counts each launch by its result (R-OBS-7).
+func (s *Server) countLaunch(h echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		err := h(c)
+		s.metrics.launched(err)
+		return err
+	}
 }
 
 func (s *Server) launch(c echo.Context) error {
@@ -783,8 +793,12 @@ func (s *Server) attach(c echo.Context) error {
 		st.Close()
 		return nil
 	}
-	if end := relay(ctx, st, sink, s.o.Attach); end == relaySlow {
-		s.echo.Logger.Infof("api: attach %s: dropped a viewer of %s that read too slowly", r.RunRef, CallerOf(c).Principal.ID)
+	s.metrics.attachViewers.Inc()
+	end := relay(ctx, st, sink, s.o.Attach)
+	s.metrics.attachViewers.Dec()
+	if end == relaySlow {
+		s.metrics.slowDrops.Inc()
+		s.log.InfoContext(ctx, "dropped an attach viewer that read too slowly", logging.KeyRunRef, r.RunRef, logging.KeyPrincipal, CallerOf(c).Principal.ID)
 	}
 	// The slot is free now, even while the server finishes the response.
 	release()

@@ -20,6 +20,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/olivares-dev/olivares/coordinator/accesslog"
 	"github.com/olivares-dev/olivares/coordinator/sso"
 	"github.com/olivares-dev/olivares/coordinator/store"
 )
@@ -142,10 +143,15 @@ func SecurityHeaders(h http.Header) {
 func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	SecurityHeaders(w.Header())
 	p := r.URL.Path
+	// The access line's route (R-OBS-3): a template, never a secret; the
+	// API names its own routes.
+	route := func(t string) { accesslog.SetRoute(r.Context(), t, "") }
 	switch {
 	case p == SigninPath:
+		route(SigninPath)
 		c.signin(w, r)
 	case p == SignoutPath:
+		route(SignoutPath)
 		c.signout(w, r)
 	case c.o.SSO != nil && strings.HasPrefix(p, sso.InfoPath) && c.serveSSO(w, r):
 	case strings.HasPrefix(p, "/assets/") && (r.Method == http.MethodGet || r.Method == http.MethodHead):
@@ -154,8 +160,10 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			c.o.API.ServeHTTP(w, r)
 			return
 		}
+		route("/assets/*")
 		c.serve(w, r, a, "no-cache")
 	case pageRoute(p) && (r.Method == http.MethodGet || r.Method == http.MethodHead):
+		route("/{console page}")
 		c.serve(w, r, c.index, "no-store")
 	default:
 		c.o.API.ServeHTTP(w, r)

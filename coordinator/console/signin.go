@@ -75,11 +75,7 @@ func MintLink(ctx context.Context, st store.Store, principalID string, ttl time.
 // which browsers never send, so no server or proxy log sees it.
 func LinkURL(base, secret string) string { return base + "/signin#" + secret }
 
-func writeErr(w http.ResponseWriter, e *apierr.Error) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(e.Status)
-	json.NewEncoder(w).Encode(apierr.Body{Error: e})
-}
+func writeErr(w http.ResponseWriter, e *apierr.Error) { apierr.Write(w, e) }
 
 // guard refuses what a cross-site page could send: anything but a POST of
 // application/json from the console's own origin. A form cannot send that

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/olivares-dev/olivares/coordinator/accesslog"
 	"github.com/olivares-dev/olivares/coordinator/api"
 	"github.com/olivares-dev/olivares/coordinator/auth"
 	"github.com/olivares-dev/olivares/coordinator/sso"
@@ -60,6 +61,11 @@ type SSOSession struct {
 // serveSSO answers the single sign-on routes; false when path is not one.
 func (c *Console) serveSSO(w http.ResponseWriter, r *http.Request) bool {
 	p := c.o.SSO
+	switch r.URL.Path {
+	case sso.InfoPath, sso.LoginPath, sso.CallbackPath, sso.StartPath, sso.CompletePath:
+		// Known paths only: the route label stays bounded (R-OBS-7).
+		accesslog.SetRoute(r.Context(), r.URL.Path, "")
+	}
 	switch r.URL.Path {
 	case sso.InfoPath:
 		if !onlyGet(w, r) {

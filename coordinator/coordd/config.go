@@ -11,6 +11,7 @@ import (
 	"github.com/olivares-dev/olivares/coordinator/sso"
 	"github.com/olivares-dev/olivares/coordinator/store/postgres"
 	"github.com/olivares-dev/olivares/shared/config"
+	"github.com/olivares-dev/olivares/shared/logging"
 )
 
 // Config is the coordinator's TOML file. Defaults, then the file, then flags
@@ -82,6 +83,10 @@ type Config struct {
 	// provider, for the console and olivares login --sso. Off when the
 	// table is absent.
 	OIDC sso.Config `toml:"oidc"`
+	// Log sets the level and format of the coordinator's log (standard
+	// error). When empty, info and json; dev mode's default format is
+	// text (R-OBS-1).
+	Log logging.Config `toml:"log"`
 }
 
 // Store drivers.
@@ -175,6 +180,9 @@ func (c *Config) CheckAndSetDefaults() error {
 		return fmt.Errorf("config: state_dir: %w", err)
 	}
 	c.StateDir = abs
+	if err := c.Log.CheckAndSetDefaults(logging.FormatJSON); err != nil {
+		return err
+	}
 	if _, _, err := net.SplitHostPort(c.API.Listen); err != nil {
 		return fmt.Errorf("config: api.listen %q: %w", c.API.Listen, err)
 	}

@@ -13,7 +13,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"log"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -24,7 +24,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
 	"github.com/olivares-dev/olivares/certs"
+	"github.com/olivares-dev/olivares/coordinator/accesslog"
 	"github.com/olivares-dev/olivares/coordinator/api"
 	"github.com/olivares-dev/olivares/coordinator/console"
 	"github.com/olivares-dev/olivares/coordinator/enroll"
@@ -36,6 +40,7 @@ import (
 	"github.com/olivares-dev/olivares/coordinator/vault"
 	"github.com/olivares-dev/olivares/shared/apierr"
 	"github.com/olivares-dev/olivares/shared/apitypes"
+	"github.com/olivares-dev/olivares/shared/logging"
 	"github.com/olivares-dev/olivares/shared/tunnel"
 )
 
@@ -52,8 +57,12 @@ const (
 
 // Coordinator is one running coordinator.
 type Coordinator struct {
-	cfg       Config
-	logf      func(string, ...any)
+	cfg Config
+	log *slog.Logger
+	// metrics is the registry /metrics serves (R-OBS-7): one per
+	// coordinator, so that coordinators in one process (tests) keep
+	// their own.
+	metrics   *prometheus.Registry
 	Store     store.Store
 	Authority *certs.Authority
 	Enroll    *enroll.Server
@@ -101,13 +110,14 @@ type Coordinator struct {
 }
 
 // New opens the store and the CA (creating them on first start) and builds
-// every subsystem. Nothing listens until Start.
-func New(cfg Config, logf func(string, ...any)) (*Coordinator, error) {
+// every subsystem. Nothing listens until Start. logger gets every line of
+// the coordinator; when nil, a logger of cfg.Log on standard error.
+func New(cfg Config, logger *slog.Logger) (*Coordinator, error) {
 	if err := cfg.CheckAndSetDefaults(); err != nil {
 		return nil, err
 	}
-	if logf == nil {
-		logf = log.Printf
+	if logger == nil {
+		logger = logging.New(os.Stderr, cfg.Log)
 	}
 	if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
 		return nil, err
@@ -116,7 +126,8 @@ func New(cfg Config, logf func(string, ...any)) (*Coordinator, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Coordinator{cfg: cfg, logf: logf, Authority: a, errs: make(chan error, 8)}
+	c := &Coordinator{cfg: cfg, log: logger, metrics: prometheus.NewRegistry(), Authority: a, errs: make(chan error, 8)}
+	c.metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if err := c.loadCerts(); err != nil {
 		return nil, err
 	}
@@ -152,8 +163,8 @@ func New(cfg Config, logf func(string, ...any)) (*Coordinator, error) {
 			Heartbeat: cfg.Replica.Heartbeat.Duration, TTL: cfg.Replica.TTL.Duration, Version: Version}
 	}
 	c.httpCtx, c.httpCancel = context.WithCancel(context.Background())
-	c.Enroll = &enroll.Server{Store: st, Authority: a, Validity: cfg.PKI.NodeCertValidity.Duration, Logf: logf}
-	c.Fleet = fleet.New(fleet.Options{Store: st, Authority: a, Enroll: c.Enroll, Heartbeat: cfg.Tunnel.Heartbeat.Duration, Logf: logf, Cluster: cluster})
+	c.Enroll = &enroll.Server{Store: st, Authority: a, Validity: cfg.PKI.NodeCertValidity.Duration, Log: logger}
+	c.Fleet = fleet.New(fleet.Options{Store: st, Authority: a, Enroll: c.Enroll, Heartbeat: cfg.Tunnel.Heartbeat.Duration, Log: logger, Metrics: c.metrics, Cluster: cluster})
 	if c.resetKey, err = loadResetKey(filepath.Join(cfg.StateDir, ResetKeyFile)); err != nil {
 		st.Close()
 		return nil, err
@@ -170,6 +181,7 @@ func New(cfg Config, logf func(string, ...any)) (*Coordinator, error) {
 		}
 	}
 	c.API = api.New(api.Options{Store: st, Fleet: c.Fleet, Version: Version, Ready: c.readyErr, Now: cfg.Now, Vault: v,
+		Log: logger, Metrics: c.metrics,
 		Attach: api.AttachOptions{
 			Buffer: cfg.API.AttachBuffer, WriteTimeout: cfg.API.SSEWriteTimeout.Duration,
 			KeepAlive: cfg.API.SSEKeepAlive.Duration, PerPrincipal: cfg.API.MaxAttachesPerPrincipal,
@@ -262,6 +274,7 @@ func (c *Coordinator) Start(ctx context.Context) error {
 		EnrollTLS:        c.Fleet.EnrollTLSConfig(c.certs.tunnelCert),
 		OnEnroll:         c.Enroll.HandleConn,
 		OnHandshakeError: c.Fleet.HandshakeFailed,
+		Logger:           logging.StdLogger(c.log.With(logging.KeyComponent, "yamux"), slog.LevelInfo),
 	})
 	c.serve(func() error { return c.Fleet.Serve(ctx, tcp) })
 	c.ctx = ctx
@@ -272,8 +285,13 @@ func (c *Coordinator) Start(ctx context.Context) error {
 		}
 	}
 
-	srv := &http.Server{Handler: c.requests.wrap(c.Console), ReadHeaderTimeout: 10 * time.Second,
-		BaseContext: func(net.Listener) context.Context { return c.httpCtx }}
+	// accesslog is outermost: a request refused while draining has its
+	// id and access line too (R-OBS-3, R-OBS-4).
+	front := accesslog.New(c.requests.wrap(c.Console), accesslog.Options{Log: c.log.With(logging.KeyComponent, "http"), Metrics: c.metrics})
+	srv := &http.Server{Handler: front, ReadHeaderTimeout: 10 * time.Second,
+		BaseContext: func(net.Listener) context.Context { return c.httpCtx },
+		// net/http's own lines (TLS handshake errors of scanners, ...).
+		ErrorLog: logging.StdLogger(c.log.With(logging.KeyComponent, "http"), slog.LevelDebug)}
 	if !c.cfg.API.Plain {
 		// The certificate is looked up per handshake, so that Reload
 		// (SIGHUP) applies to new connections and leaves live ones alone.
@@ -294,7 +312,8 @@ func (c *Coordinator) Start(ctx context.Context) error {
 	})
 	c.serve(func() error { return serveAdmin(c.httpCtx, c.admin, c) })
 	if c.metricsLn != nil {
-		c.msrv = &http.Server{Handler: c.API.MetricsHandler(c.metricsToken), ReadHeaderTimeout: 10 * time.Second}
+		c.msrv = &http.Server{Handler: api.MetricsHandler(c.gatherer(), c.metricsToken), ReadHeaderTimeout: 10 * time.Second,
+			ErrorLog: logging.StdLogger(c.log.With(logging.KeyComponent, "metrics"), slog.LevelDebug)}
 		c.serve(func() error {
 			if err := c.msrv.Serve(c.metricsLn); !errors.Is(err, http.ErrServerClosed) {
 				return err
@@ -303,7 +322,7 @@ func (c *Coordinator) Start(ctx context.Context) error {
 		})
 	}
 	c.ready.Store(true)
-	c.logf("coordinator: api on %s, tunnel on %s (quic %v)", c.APIURL(), c.TunnelAddr(), c.udp != nil)
+	c.log.Info("coordinator started", "version", Version, "api", c.APIURL(), "tunnel", c.TunnelAddr(), "quic", c.udp != nil, "metrics", c.MetricsURL())
 	return nil
 }
 
@@ -603,3 +622,12 @@ func (c *Coordinator) SigninLink(ctx context.Context, principalID string, ttl ti
 	}
 	return console.LinkURL(strings.TrimSuffix(base, "/"), secret), exp, nil
 }
+
+// gatherer is what /metrics serves: the coordinator's registry, and the
+// connected nodes' own series with a node label (R-OBS-8).
+func (c *Coordinator) gatherer() prometheus.Gatherer {
+	return prometheus.Gatherers{c.metrics, c.Fleet.NodeMetrics()}
+}
+
+// Metrics is the coordinator's metrics registry (tests read it).
+func (c *Coordinator) Metrics() prometheus.Gatherer { return c.gatherer() }

@@ -4,8 +4,8 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/json"
 	"fmt"
+	"github.com/olivares-dev/olivares/shared/logging"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -48,10 +48,8 @@ func (g *requestGate) wrap(h http.Handler) http.Handler {
 			g.mu.Unlock()
 			// Refused before it reads anything: the store may be closing.
 			w.Header().Set("Connection", "close")
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusServiceUnavailable)
-			json.NewEncoder(w).Encode(apierr.Body{Error: apierr.New(http.StatusServiceUnavailable, "shutting_down",
-				"the coordinator is shutting down; retry in a moment")})
+			apierr.Write(w, apierr.New(http.StatusServiceUnavailable, "shutting_down",
+				"the coordinator is shutting down; retry in a moment"))
 			return
 		}
 		g.wg.Add(1)
@@ -159,9 +157,9 @@ func (c *Coordinator) Reload() error {
 	c.certs.tunnel.Store(&tc)
 	c.certs.api.Store(ac)
 	if err := c.issueReplicaCert(); err != nil {
-		c.logf("coordinator: reload: the replica certificate: %v (the previous one stays)", err)
+		c.log.Warn("reload: the replica certificate was not renewed; the previous one stays", logging.Err(err))
 	}
-	c.logf("coordinator: reloaded the CA (signer %s) and the serving certificates", certs.Pin(c.Authority.Roots()[0]))
+	c.log.Info("reloaded the CA and the serving certificates", "signer_pin", certs.Pin(c.Authority.Roots()[0]))
 	return nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -34,7 +35,7 @@ func startPlain(t *testing.T) (*Coordinator, string) {
 	cfg.API.Plain = true
 	cfg.API.Listen = "127.0.0.1:0"
 	cfg.Tunnel.Listen = "127.0.0.1:0"
-	c, err := New(cfg, t.Logf)
+	c, err := New(cfg, slog.New(slog.NewTextHandler(t.Output(), nil)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/olivares-dev/olivares/shared/logging"
 	"net"
 	"os"
 	"path/filepath"
@@ -127,7 +128,7 @@ func (c *Coordinator) startReplica(ctx context.Context) error {
 	}
 	c.Fleet.SetRelayAddr(adv)
 	c.relay = tunnel.ListenTCP(ln, tunnel.TCPListenerConfig{TLS: c.Fleet.RelayTLSConfig(), OnHandshakeError: func(err error) {
-		c.logf("coordinator: replica link handshake refused: %v", err)
+		c.log.Warn("replica link handshake refused", logging.Err(err))
 	}})
 	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	err = c.Fleet.RegisterReplica(rctx)

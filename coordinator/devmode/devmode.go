@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -30,6 +31,7 @@ import (
 	"github.com/olivares-dev/olivares/coordinator/store"
 	"github.com/olivares-dev/olivares/shared/apitypes"
 	"github.com/olivares-dev/olivares/shared/config"
+	"github.com/olivares-dev/olivares/shared/logging"
 )
 
 // Tenant is dev mode's tenant.
@@ -81,8 +83,11 @@ type Options struct {
 	Metrics string
 	// Out gets progress and the usage text. When nil, os.Stdout.
 	Out io.Writer
-	// Logf gets daemon logs. When nil, written to Out.
-	Logf func(string, ...any)
+	// Log gets the daemons' lines. When nil, text at LogLevel on Out
+	// (R-OBS-1: dev mode's format is text).
+	Log *slog.Logger
+	// LogLevel is debug, info, warn or error. When empty, info.
+	LogLevel string
 	// Ready is called with the info once dev.json is written.
 	Ready func(Info)
 }
@@ -116,8 +121,12 @@ func Run(ctx context.Context, o Options) error {
 	if o.Out == nil {
 		o.Out = os.Stdout
 	}
-	if o.Logf == nil {
-		o.Logf = func(f string, a ...any) { fmt.Fprintf(o.Out, f+"\n", a...) }
+	if o.Log == nil {
+		lc := logging.Config{Level: o.LogLevel}
+		if err := lc.CheckAndSetDefaults(logging.FormatText); err != nil {
+			return fmt.Errorf("dev: --log-level: %w", err)
+		}
+		o.Log = logging.New(o.Out, lc)
 	}
 	if !coordd.IsLoopback(o.HTTP) {
 		return fmt.Errorf("dev: --http %s is not a loopback address; dev mode serves plain HTTP on loopback only (use serve mode with TLS)", o.HTTP)
@@ -155,7 +164,7 @@ func Run(ctx context.Context, o Options) error {
 	if !coordd.IsLoopback(cfg.Metrics.Listen) {
 		return fmt.Errorf("dev: --metrics %s: dev mode listens on loopback only", cfg.Metrics.Listen)
 	}
-	c, err := coordd.New(cfg, o.Logf)
+	c, err := coordd.New(cfg, o.Log)
 	if err != nil {
 		return err
 	}
@@ -181,7 +190,7 @@ func Run(ctx context.Context, o Options) error {
 	if err := os.MkdirAll(acfg.WorktreeDir, 0o700); err != nil {
 		return err
 	}
-	a, err := agentd.New(acfg, o.Logf)
+	a, err := agentd.New(acfg, o.Log)
 	if err != nil {
 		return err
 	}

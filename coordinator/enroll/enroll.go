@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"regexp"
@@ -20,6 +21,7 @@ import (
 	"github.com/olivares-dev/olivares/coordinator/auth"
 	"github.com/olivares-dev/olivares/coordinator/store"
 	"github.com/olivares-dev/olivares/shared/apitypes"
+	"github.com/olivares-dev/olivares/shared/logging"
 	"github.com/olivares-dev/olivares/shared/proto"
 	"github.com/olivares-dev/olivares/shared/wire"
 )
@@ -72,8 +74,9 @@ type Server struct {
 	Validity time.Duration
 	// Now is the clock. When nil, time.Now.
 	Now func() time.Time
-	// Logf logs refused enrollments. When nil, nothing is logged.
-	Logf func(format string, args ...any)
+	// Log gets enrollments and their refusals (never a token). When nil,
+	// nothing is logged.
+	Log *slog.Logger
 }
 
 func (s *Server) now() time.Time {
@@ -83,10 +86,8 @@ func (s *Server) now() time.Time {
 	return time.Now().UTC()
 }
 
-func (s *Server) logf(format string, args ...any) {
-	if s.Logf != nil {
-		s.Logf(format, args...)
-	}
+func (s *Server) log() *slog.Logger {
+	return logging.OrDiscard(s.Log).With(logging.KeyComponent, "enroll")
 }
 
 // CreateToken makes a join token for a new node of tenant. ttl 0 means
@@ -156,9 +157,10 @@ func (s *Server) Enroll(ctx context.Context, req proto.EnrollRequest) (proto.Enr
 	})
 	if err != nil {
 		we := enrollError(err)
-		s.logf("enroll: refused: %s", we.Message)
+		s.log().Warn("enrollment refused", "code", we.Code, "reason", we.Message)
 		return proto.EnrollResponse{}, we
 	}
+	s.log().Info("node enrolled", logging.KeyNodeID, node.ID, logging.KeyTenant, node.Tenant, "cert_serial", node.CertSerial)
 	s.audit(ctx, apitypes.AuditEntry{At: now, Tenant: node.Tenant, Event: apitypes.AuditNodeEnrolled,
 		Actor:  apitypes.AuditActor{CredentialID: node.ID, Kind: apitypes.ActorNode},
 		Target: apitypes.AuditTarget{NodeID: node.ID}, Detail: mustJSON(map[string]string{"cert_serial": node.CertSerial})})
@@ -174,7 +176,7 @@ func (s *Server) Enroll(ctx context.Context, req proto.EnrollRequest) (proto.Enr
 // logged and the caller goes on.
 func (s *Server) audit(ctx context.Context, e apitypes.AuditEntry) {
 	if _, err := s.Store.AppendAudit(ctx, e); err != nil {
-		s.logf("enroll: audit %s: %v", e.Event, err)
+		s.log().Error("audit append failed", "event", e.Event, logging.Err(err))
 	}
 }
 
@@ -216,7 +218,7 @@ func (s *Server) HandleConn(conn net.Conn) {
 	conn.SetDeadline(time.Now().Add(30 * time.Second))
 	var req proto.EnrollRequest
 	if err := wire.ReadMessage(conn, &req); err != nil {
-		s.logf("enroll: %v: bad request: %v", conn.RemoteAddr(), err)
+		s.log().Warn("bad enrollment request", "remote", conn.RemoteAddr().String(), logging.Err(err))
 		wire.Respond(conn, nil, &wire.Error{Status: http.StatusBadRequest, Code: "bad_request", Message: "cannot read the enrollment request"})
 		return
 	}

@@ -15,16 +15,20 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/olivares-dev/olivares/certs"
 	"github.com/olivares-dev/olivares/coordinator/enroll"
 	"github.com/olivares-dev/olivares/coordinator/store"
 	"github.com/olivares-dev/olivares/shared/apitypes"
+	"github.com/olivares-dev/olivares/shared/logging"
 	"github.com/olivares-dev/olivares/shared/proto"
 	"github.com/olivares-dev/olivares/shared/tunnel"
 	"github.com/olivares-dev/olivares/shared/wire"
@@ -50,15 +54,17 @@ type Fleet struct {
 	authority *certs.Authority
 	enroll    *enroll.Server
 	heartbeat time.Duration
-	logf      func(string, ...any)
+	log       *slog.Logger
+	metrics   *metrics
+
+	// reconnects and handshakeFailures are Stats' copies of the counters.
+	reconnects        atomic.Int64
+	handshakeFailures atomic.Int64
 
 	mu      sync.Mutex
 	links   map[string]*link     // node id → current link
 	lost    map[string]time.Time // node id → when its last link dropped
 	revoked map[string]bool      // revoked in this process: refuse at once
-
-	reconnects        atomic.Int64
-	handshakeFailures atomic.Int64
 
 	// handlers counts the goroutines that serve sessions and their streams
 	// (they use the store); Close waits for them. closed refuses sessions
@@ -78,8 +84,12 @@ type Options struct {
 	Enroll    *enroll.Server
 	// Heartbeat interval agents are told to use. When zero, DefaultHeartbeat.
 	Heartbeat time.Duration
-	// Logf, when nil, discards logs.
-	Logf func(string, ...any)
+	// Log gets the fleet's lines (connections, refusals; tunnel calls at
+	// debug). When nil, discarded.
+	Log *slog.Logger
+	// Metrics registers the fleet's metrics (R-OBS-7). When nil, they are
+	// kept but not exported.
+	Metrics prometheus.Registerer
 	// Cluster, when set, makes this fleet one replica of several sharing
 	// the store (issue 24): it records the tunnels it holds, forwards calls
 	// for nodes another replica holds, and cuts nodes revoked anywhere.
@@ -90,15 +100,13 @@ type Options struct {
 func New(o Options) *Fleet {
 	f := &Fleet{
 		store: o.Store, authority: o.Authority, enroll: o.Enroll,
-		heartbeat: o.Heartbeat, logf: o.Logf,
+		heartbeat: o.Heartbeat, log: logging.OrDiscard(o.Log).With(logging.KeyComponent, "fleet"),
 		links: map[string]*link{}, lost: map[string]time.Time{}, revoked: map[string]bool{},
 	}
 	if f.heartbeat == 0 {
 		f.heartbeat = DefaultHeartbeat
 	}
-	if f.logf == nil {
-		f.logf = func(string, ...any) {}
-	}
+	f.metrics = newMetrics(f, o.Metrics)
 	if o.Cluster != nil {
 		f.cluster = newCluster(f, *o.Cluster)
 	}
@@ -164,14 +172,14 @@ func (f *Fleet) EnrollTLSConfig(cert GetCertificate) *tls.Config {
 // its session serves nothing but that refusal (R-NODE-2, R-LIFE-8).
 func (f *Fleet) verifyConnection(ctx context.Context, cs tls.ConnectionState) error {
 	if len(cs.PeerCertificates) == 0 {
-		return errors.New("fleet: no client certificate")
+		return errNoClientCert
 	}
 	id, err := certs.NodeID(cs.PeerCertificates[0])
 	if err != nil {
 		return err
 	}
 	if _, err := f.refusal(ctx, id); err != nil {
-		return fmt.Errorf("fleet: node %s: %w", id, err)
+		return fmt.Errorf("fleet: node %s: %w: %w", id, errRegistry, err)
 	}
 	return nil
 }
@@ -202,7 +210,7 @@ func (f *Fleet) refusal(ctx context.Context, id string) (string, error) {
 // refuse answers the first stream of a refused node's session with
 // node_revoked and closes the session: nothing else is read or served.
 func (f *Fleet) refuse(ctx context.Context, sess tunnel.Session, id, why string) {
-	f.HandshakeFailed(errors.New("fleet: " + why))
+	f.handshakeFailed(reasonRevoked, errors.New("fleet: "+why))
 	ctx, cancel := context.WithTimeout(ctx, helloTimeout)
 	defer cancel()
 	s, err := sess.AcceptStream(ctx)
@@ -224,9 +232,12 @@ func (f *Fleet) refuse(ctx context.Context, sess tunnel.Session, id, why string)
 }
 
 // HandshakeFailed counts a failed tunnel handshake (listeners call it).
-func (f *Fleet) HandshakeFailed(err error) {
+func (f *Fleet) HandshakeFailed(err error) { f.handshakeFailed(handshakeReason(err), err) }
+
+func (f *Fleet) handshakeFailed(reason string, err error) {
 	f.handshakeFailures.Add(1)
-	f.logf("fleet: handshake refused: %v", err)
+	f.metrics.handshakeFailures.WithLabelValues(reason).Inc()
+	f.log.Warn("handshake refused", "reason", reason, logging.Err(err))
 }
 
 // Serve accepts sessions from l until ctx ends or l fails.
@@ -292,12 +303,12 @@ func (f *Fleet) handle(ctx context.Context, sess tunnel.Session) {
 	defer sess.Close()
 	id, cert, err := nodeOf(sess)
 	if err != nil {
-		f.logf("fleet: session without node identity: %v", err)
+		f.handshakeFailed(reasonNoNodeID, err)
 		return
 	}
 	switch why, err := f.refusal(ctx, id); {
 	case err != nil:
-		f.logf("fleet: node %s: registry check: %v", id, err)
+		f.log.Error("registry check failed", logging.KeyNodeID, id, logging.Err(err))
 		return
 	case why != "":
 		f.refuse(ctx, sess, id, why)
@@ -310,7 +321,7 @@ func (f *Fleet) handle(ctx context.Context, sess tunnel.Session) {
 		case <-helloDone:
 		case <-sess.Done():
 		case <-time.After(helloTimeout):
-			f.logf("fleet: node %s sent no hello in %v", id, helloTimeout)
+			f.log.Warn("node sent no hello in time", logging.KeyNodeID, id, "timeout", helloTimeout)
 			sess.Close()
 		}
 	}()
@@ -352,7 +363,7 @@ func (f *Fleet) serveStream(ctx context.Context, l *link, s tunnel.Stream, hello
 			wire.Respond(s, nil, err)
 			return
 		}
-		f.logf("fleet: node %s renewed its certificate", l.nodeID)
+		f.log.Info("node renewed its certificate", logging.KeyNodeID, l.nodeID)
 		wire.Respond(s, resp, nil)
 	case proto.OpRunsPush:
 		var req proto.RunsPush
@@ -384,7 +395,7 @@ func (f *Fleet) indexRuns(ctx context.Context, nodeID string, runs []apitypes.Ru
 		return err
 	}
 	for ref, err := range refused {
-		f.logf("fleet: node %s: index run %s: %v", nodeID, ref, err)
+		f.log.Warn("index write refused", logging.KeyNodeID, nodeID, logging.KeyRunRef, ref, logging.Err(err))
 	}
 	return nil
 }
@@ -472,6 +483,7 @@ func (f *Fleet) register(l *link) bool {
 	_, seen := f.lost[l.nodeID]
 	if old != nil || seen {
 		f.reconnects.Add(1)
+		f.metrics.reconnects.Inc()
 	}
 	now := time.Now()
 	l.since = now
@@ -482,7 +494,7 @@ func (f *Fleet) register(l *link) bool {
 	if old != nil {
 		old.sess.Close()
 	}
-	f.logf("fleet: node %s connected over %s", l.nodeID, l.sess.Transport())
+	f.log.Info("node connected", logging.KeyNodeID, l.nodeID, "transport", l.sess.Transport(), "hostname", l.hostname)
 	return true
 }
 
@@ -492,7 +504,7 @@ func (f *Fleet) unregister(l *link) {
 	if current {
 		delete(f.links, l.nodeID)
 		f.lost[l.nodeID] = time.Now()
-		f.logf("fleet: node %s disconnected", l.nodeID)
+		f.log.Info("node disconnected", logging.KeyNodeID, l.nodeID)
 	}
 	f.mu.Unlock()
 	if current && f.cluster != nil {
@@ -581,7 +593,7 @@ func (f *Fleet) Connected() []string {
 	return ids
 }
 
-// Stats are the fleet's metrics.
+// Stats are the fleet's counters, as the admin socket and tests read them.
 type Stats struct {
 	NodesConnected    int
 	Reconnects        int64
@@ -603,12 +615,33 @@ func (f *Fleet) Stats() Stats {
 }
 
 // Open opens a call stream to the node: header sent, reply read. On success
-// the caller owns the stream (frames may follow) and must Close it.
+// the caller owns the stream (frames may follow) and must Close it. The
+// call is counted by op and result, with the time to its reply (R-OBS-7);
+// the header carries the API request's id, when ctx has one.
 //
 // A node whose tunnel another replica holds is reached through it: the
 // stream returned then runs over the replica link, and carries the same
 // reply and frames (issue 24).
 func (f *Fleet) Open(ctx context.Context, nodeID string, h wire.Header, params any, result any) (tunnel.Stream, error) {
+	if h.RequestID == "" {
+		h.RequestID = logging.RequestID(ctx)
+	}
+	start := time.Now()
+	s, err := f.open(ctx, nodeID, h, params, result)
+	res := callResult(err)
+	f.metrics.calls.WithLabelValues(h.Op, res).Observe(time.Since(start).Seconds())
+	lvl := slog.LevelDebug
+	if res == resultFailed {
+		lvl = slog.LevelWarn
+	}
+	if f.log.Enabled(ctx, lvl) {
+		f.log.Log(ctx, lvl, "tunnel call", logging.KeyOp, h.Op, logging.KeyNodeID, nodeID, logging.KeyRunRef, h.RunRef,
+			"result", res, logging.Duration(time.Since(start)), logging.Err(err))
+	}
+	return s, err
+}
+
+func (f *Fleet) open(ctx context.Context, nodeID string, h wire.Header, params any, result any) (tunnel.Stream, error) {
 	f.mu.Lock()
 	l := f.links[nodeID]
 	f.mu.Unlock()
@@ -630,7 +663,7 @@ func (f *Fleet) call(ctx context.Context, nodeID string, open func(context.Conte
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, &wire.Error{Status: http.StatusServiceUnavailable, Code: "node_unreachable", Message: fmt.Sprintf("node %s: cannot open a stream: %v", nodeID, err)}
+		return nil, &wire.Error{Status: http.StatusServiceUnavailable, Code: codeUnreachable, Message: fmt.Sprintf("node %s: cannot open a stream: %v", nodeID, err)}
 	}
 	if dl, ok := ctx.Deadline(); ok {
 		s.SetDeadline(dl)
@@ -653,7 +686,7 @@ func (f *Fleet) call(ctx context.Context, nodeID string, open func(context.Conte
 		if errors.As(err, &we) {
 			return nil, we
 		}
-		return nil, &wire.Error{Status: http.StatusBadGateway, Code: "node_call_failed", Message: fmt.Sprintf("node %s: %s: %v", nodeID, h.Op, err)}
+		return nil, &wire.Error{Status: http.StatusBadGateway, Code: codeCallFailed, Message: fmt.Sprintf("node %s: %s: %v", nodeID, h.Op, err)}
 	}
 	s.SetDeadline(time.Time{})
 	return s, nil

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/olivares-dev/olivares/shared/logging"
 	"io"
 	"net/http"
 	"sync"
@@ -173,7 +174,7 @@ func (f *Fleet) RunReplica(ctx context.Context) {
 			c.lastBeat.Store(0)
 			dctx, cancel := context.WithTimeout(context.Background(), storeOpTimeout)
 			if err := c.o.Registry.DeregisterReplica(dctx, c.o.ID); err != nil {
-				f.logf("fleet: replica %s: deregister: %v", c.o.ID, err)
+				f.log.Warn("replica deregister failed", logging.KeyReplica, c.o.ID, logging.Err(err))
 			}
 			cancel()
 			c.closePeers()
@@ -193,7 +194,7 @@ func (c *cluster) register(ctx context.Context) error {
 	defer cancel()
 	err := c.o.Registry.RegisterReplica(ctx, store.Replica{ID: c.o.ID, RelayAddr: c.o.RelayAddr, Version: c.o.Version})
 	if err != nil {
-		c.f.logf("fleet: replica %s: register: %v", c.o.ID, err)
+		c.f.log.Warn("replica register failed", logging.KeyReplica, c.o.ID, logging.Err(err))
 		return fmt.Errorf("register replica %s: %w", c.o.ID, err)
 	}
 	// The tunnels this process holds now (a re-registration after a long
@@ -208,7 +209,7 @@ func (c *cluster) register(ctx context.Context) error {
 		c.hold(ctx, l)
 	}
 	c.lastBeat.Store(time.Now().UnixNano())
-	c.f.logf("fleet: replica %s registered (relay %s)", c.o.ID, c.o.RelayAddr)
+	c.f.log.Info("replica registered", logging.KeyReplica, c.o.ID, "relay", c.o.RelayAddr)
 	return nil
 }
 
@@ -223,7 +224,7 @@ func (c *cluster) beat(ctx context.Context) error {
 	defer cancel()
 	if err := c.o.Registry.ReplicaHeartbeat(ctx, c.o.ID, held); err != nil {
 		if ctx.Err() == nil || !errors.Is(err, context.Canceled) {
-			c.f.logf("fleet: replica %s: heartbeat: %v", c.o.ID, err)
+			c.f.log.Warn("replica heartbeat failed", logging.KeyReplica, c.o.ID, logging.Err(err))
 		}
 		return err
 	}
@@ -255,7 +256,7 @@ func (c *cluster) hold(ctx context.Context, l *link) {
 	defer cancel()
 	err := c.o.Registry.HoldNode(ctx, store.Holder{NodeID: l.nodeID, ReplicaID: c.o.ID, Transport: l.sess.Transport(), Since: l.since})
 	if err != nil {
-		c.f.logf("fleet: replica %s: record the tunnel of node %s: %v", c.o.ID, l.nodeID, err)
+		c.f.log.Warn("recording the tunnel holder failed", logging.KeyReplica, c.o.ID, logging.KeyNodeID, l.nodeID, logging.Err(err))
 		return
 	}
 	c.mu.Lock()
@@ -268,7 +269,7 @@ func (c *cluster) release(l *link) {
 	ctx, cancel := context.WithTimeout(context.Background(), storeOpTimeout)
 	defer cancel()
 	if err := c.o.Registry.ReleaseNode(ctx, l.nodeID, c.o.ID); err != nil {
-		c.f.logf("fleet: replica %s: release node %s: %v", c.o.ID, l.nodeID, err)
+		c.f.log.Warn("releasing the tunnel holder failed", logging.KeyReplica, c.o.ID, logging.KeyNodeID, l.nodeID, logging.Err(err))
 	}
 	c.mu.Lock()
 	if h, ok := c.holders[l.nodeID]; ok && h.ReplicaID == c.o.ID {
@@ -294,7 +295,7 @@ func (c *cluster) revoked(nodeID string) {
 		cancel()
 		gone := errors.Is(err, store.ErrNotFound)
 		if err != nil && !gone {
-			c.f.logf("fleet: replica %s: re-read node %s after a revocation notice: %v", c.o.ID, id, err)
+			c.f.log.Warn("re-reading a node after a revocation notice failed", logging.KeyReplica, c.o.ID, logging.KeyNodeID, id, logging.Err(err))
 			continue
 		}
 		if !gone && n.RevokedAt.IsZero() {
@@ -307,7 +308,7 @@ func (c *cluster) revoked(nodeID string) {
 		l := c.f.links[id]
 		c.f.mu.Unlock()
 		if l != nil {
-			c.f.logf("fleet: node %s was revoked by another replica; cutting its tunnel", id)
+			c.f.log.Info("node revoked by another replica; cutting its tunnel", logging.KeyNodeID, id)
 			l.sess.Close()
 		}
 	}

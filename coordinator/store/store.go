@@ -233,6 +233,25 @@ type NodeRecords struct {
 	Runs       int `json:"runs"`
 }
 
+// RunCount is how many runs of the index have a state and tool (driver).
+type RunCount struct {
+	State, Tool string
+	Runs        int
+}
+
+// RunCounter counts the index's runs by state and tool, across tenants,
+// for the metrics (R-OBS-7). Both stores implement it.
+type RunCounter interface {
+	CountRuns(ctx context.Context) ([]RunCount, error)
+}
+
+// AuditObserver is a store that reports each audit entry it appended, by
+// event, once its transaction committed (the metrics, R-OBS-7). Both
+// stores implement it; fn must not block.
+type AuditObserver interface {
+	ObserveAudit(fn func(event string))
+}
+
 // Pinger is a store whose database lives outside the process and can be
 // unreachable (PostgreSQL). The coordinator's /readyz asks it.
 type Pinger interface {

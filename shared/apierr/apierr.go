@@ -5,16 +5,22 @@
 package apierr
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 )
 
-// Error is an API error. Its JSON body is {"error":{"code":...,"message":...}}.
+// Error is an API error. Its JSON body is
+// {"error":{"code":...,"message":...,"request_id":...}}.
 type Error struct {
 	Status  int    `json:"-"`
 	Code    string `json:"code"`
 	Message string `json:"message"`
+	// RequestID is the id of the request that got this answer, as its
+	// X-Request-Id header says (R-OBS-4): what to quote to an operator,
+	// who finds the request's log lines by it. Set on the way out.
+	RequestID string `json:"request_id,omitempty"`
 }
 
 func (e *Error) Error() string { return fmt.Sprintf("%s: %s", e.Code, e.Message) }
@@ -22,6 +28,17 @@ func (e *Error) Error() string { return fmt.Sprintf("%s: %s", e.Code, e.Message)
 // Body is the JSON envelope of an error response (R-API-4).
 type Body struct {
 	Error *Error `json:"error"`
+}
+
+// Write writes e as an error response, with the request id the response's
+// X-Request-Id header already holds (R-OBS-4).
+func Write(w http.ResponseWriter, e *Error) {
+	out := *e
+	out.RequestID = w.Header().Get("X-Request-Id")
+	b, _ := json.Marshal(Body{Error: &out})
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(e.Status)
+	w.Write(b)
 }
 
 // New returns an error with a formatted message.

@@ -15,6 +15,9 @@ const (
 	OpRenew  = "renew"
 	OpPing   = "ping"
 	OpStatus = "status"
+	// OpMetrics → MetricsReply: the agent's own series (olivares_agent_*)
+	// for the coordinator's /metrics (R-OBS-8).
+	OpMetrics = "metrics"
 
 	// CodeNodeRevoked is the coordinator's answer to the first stream of a
 	// revoked (or forgotten) node's session, then the session closes: the
@@ -99,4 +102,10 @@ type RenewResponse struct {
 type PingReply struct {
 	NodeID string    `json:"node_id"`
 	At     time.Time `json:"at"`
+}
+
+// MetricsReply answers OpMetrics: the agent's olivares_agent_* families in
+// the Prometheus text format (version 0.0.4), at most wire.MaxMessage.
+type MetricsReply struct {
+	Text string `json:"text"`
 }

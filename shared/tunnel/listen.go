@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"log"
 	"net"
 	"sync"
 	"time"
@@ -30,6 +31,8 @@ type TCPListenerConfig struct {
 	OnHandshakeError func(error)
 	// HandshakeTimeout bounds each TLS handshake. When zero, 10 s.
 	HandshakeTimeout time.Duration
+	// Logger gets yamux's own log lines. When nil, they are dropped.
+	Logger *log.Logger
 }
 
 // CheckAndSetDefaults validates c and fills its zero values.
@@ -194,7 +197,7 @@ func (l *tcpListener) handshake(c net.Conn) {
 		go l.cfg.OnEnroll(tc)
 		return
 	}
-	s, err := newYamuxSession(tc, true)
+	s, err := newYamuxSession(tc, true, l.cfg.Logger)
 	if err != nil {
 		tc.Close()
 		return

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"log"
 	"net"
 	"sync/atomic"
 	"time"
@@ -15,7 +16,7 @@ import (
 
 // yamuxConfig: 16 MiB stream windows, a ping every 15 s, an accept backlog
 // as deep as QUIC's stream limit.
-func yamuxConfig() *yamux.Config {
+func yamuxConfig(logger *log.Logger) *yamux.Config {
 	c := yamux.DefaultConfig()
 	c.AcceptBacklog = MaxIncomingStream
 	c.EnableKeepAlive = true
@@ -31,7 +32,11 @@ func yamuxConfig() *yamux.Config {
 	// and a call that CloseWrites its header may read its reply for hours
 	// (attach). A stream is freed once both sides have closed it.
 	c.StreamCloseTimeout = 0
-	c.LogOutput = io.Discard
+	if logger != nil {
+		c.LogOutput, c.Logger = nil, logger
+	} else {
+		c.LogOutput = io.Discard
+	}
 	return c
 }
 
@@ -42,11 +47,17 @@ func yamuxConfig() *yamux.Config {
 // a refused client gets the server's alert from DialYamux, not from its
 // first stream.
 func DialYamux(ctx context.Context, addr string, tlsConf *tls.Config) (Session, error) {
+	return DialYamuxLogged(ctx, addr, tlsConf, nil)
+}
+
+// DialYamuxLogged is DialYamux with yamux's own log lines written to
+// logger (nil drops them).
+func DialYamuxLogged(ctx context.Context, addr string, tlsConf *tls.Config, logger *log.Logger) (Session, error) {
 	conn, err := dialTLS(ctx, addr, tlsConf, ALPNTunnel)
 	if err != nil {
 		return nil, err
 	}
-	s, err := newYamuxSession(conn, false)
+	s, err := newYamuxSession(conn, false, logger)
 	if err != nil {
 		conn.Close()
 		return nil, err
@@ -58,16 +69,16 @@ func DialYamux(ctx context.Context, addr string, tlsConf *tls.Config) (Session, 
 	return s, nil
 }
 
-func newYamuxSession(tc *tls.Conn, server bool) (*yamuxSession, error) {
+func newYamuxSession(tc *tls.Conn, server bool, logger *log.Logger) (*yamuxSession, error) {
 	conn := &yamuxConn{Conn: tc, held: make([]byte, 0, yamuxHeaderSize+yamuxCoalesceMax)}
 	var (
 		mux *yamux.Session
 		err error
 	)
 	if server {
-		mux, err = yamux.Server(conn, yamuxConfig())
+		mux, err = yamux.Server(conn, yamuxConfig(logger))
 	} else {
-		mux, err = yamux.Client(conn, yamuxConfig())
+		mux, err = yamux.Client(conn, yamuxConfig(logger))
 	}
 	if err != nil {
 		return nil, fmt.Errorf("tunnel: yamux: %w", err)

@@ -37,6 +37,10 @@ type Header struct {
 	Op     string          `json:"op"`
 	RunRef string          `json:"run_ref,omitempty"`
 	Params json.RawMessage `json:"params,omitempty"`
+	// RequestID is the id of the API request that made the call, so that
+	// the agent's log lines about it name it (R-OBS-2). Empty for calls
+	// no request made.
+	RequestID string `json:"request_id,omitempty"`
 }
 
 // Error is an error that crosses the tunnel with its HTTP status, so the

@@ -1,7 +1,7 @@
 // Command olivares-agent is the Olivares node daemon.
 //
 //	olivares-agent enroll --coordinator HOST:PORT --token T --ca-pin sha256:... [--state-dir DIR]
-//	olivares-agent run [--config FILE] [--state-dir DIR] [--transport auto|quic|yamux]
+//	olivares-agent run [--config FILE] [--state-dir DIR] [--transport auto|quic|yamux] [--log-level LEVEL]
 //	olivares-agent status [--state-dir DIR] [--json]
 package main
 
@@ -35,8 +35,10 @@ Usage:
       pin, then trade the join token and a CSR for a certificate. --join reads
       the coordinator, token and pin from the JSON of olivares-coordinator
       token create --json (a file, or - for standard input).
-  olivares-agent run [--config FILE] [--state-dir DIR] [--transport auto|quic|yamux]
-      Dial the coordinator and serve it.
+  olivares-agent run [--config FILE] [--state-dir DIR] [--transport auto|quic|yamux] [--log-level LEVEL]
+      Dial the coordinator and serve it. Logs go to standard error, one JSON
+      object per line ([log] format = "text" for key=value), at info and
+      above (--log-level or [log] level: debug, info, warn, error).
   olivares-agent status [--state-dir DIR] [--json]
       Ask the running agent for its state. Exit 1 when none answers.
 
@@ -143,6 +145,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		cfgPath := fs.String("config", "", "TOML config file")
 		transport := fs.String("transport", "", "auto, quic or yamux (overrides the config)")
 		coord := fs.String("coordinator", "", "coordinator address HOST:PORT, or several replicas' as HOST:PORT,HOST:PORT (overrides the enrolled one)")
+		level := fs.String("log-level", "", "debug, info, warn or error (overrides [log] level; default info)")
 		if err := parse(); err != nil {
 			return err
 		}
@@ -163,6 +166,9 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 			if err := cfg.Coordinator.Check(); err != nil {
 				return fmt.Errorf("--coordinator: %w", err)
 			}
+		}
+		if *level != "" {
+			cfg.Log.Level = *level
 		}
 		a, err := agentd.New(cfg, nil)
 		if err != nil {

@@ -2,7 +2,7 @@
 // the node tunnels, enrollment and the CA.
 //
 //	olivares-coordinator dev [--state-dir DIR] [--http 127.0.0.1:7443] [--metrics 127.0.0.1:0]
-//	olivares-coordinator serve --config FILE [--state-dir DIR]
+//	olivares-coordinator serve --config FILE [--state-dir DIR] [--log-level LEVEL]
 //	olivares-coordinator ca init --dir DIR
 //	olivares-coordinator ca rotate|promote --dir DIR
 //	olivares-coordinator token create [--ttl 30m] [--label k=v]... [--tenant T] [--json]
@@ -40,19 +40,23 @@ import (
 const usage = `olivares-coordinator: the Olivares control plane.
 
 Usage:
-  olivares-coordinator dev [--state-dir DIR] [--http 127.0.0.1:7443] [--tunnel 127.0.0.1:7444] [--metrics 127.0.0.1:0] [--reenroll]
+  olivares-coordinator dev [--state-dir DIR] [--http 127.0.0.1:7443] [--tunnel 127.0.0.1:7444] [--metrics 127.0.0.1:0] [--reenroll] [--log-level LEVEL]
       Everything on this host: CA, tenant "default", an admin, one local agent
       enrolled with a real join token over the real tunnel. Writes DIR/dev.json.
       Port 0 picks a free port (the tunnel's too) and keeps it across restarts
       while it is free. --reenroll enrolls the local agent again after its node
       was revoked, and moves its profiles and workspace default to the new node.
-      Started by go run, it stops when go run is killed.
-  olivares-coordinator serve --config FILE [--state-dir DIR]
+      Started by go run, it stops when go run is killed. Logs are text
+      (key=value) on standard output.
+  olivares-coordinator serve --config FILE [--state-dir DIR] [--log-level LEVEL]
       Production mode: TLS on the public API, tunnel listener for agents, and
       Prometheus /metrics on its own listener ([metrics] listen, default
       127.0.0.1:7445, loopback; "off" for none; token_file to ask a bearer token).
       SIGHUP reloads the API's certificate files and the CA (after ca promote)
-      without dropping tunnels; SIGTERM drains requests, then stops.
+      without dropping tunnels; SIGTERM drains requests, then stops. Logs go
+      to standard error, one JSON object per line ([log] format = "text" for
+      key=value), at info and above (--log-level or [log] level), with one
+      access line per request carrying its X-Request-Id.
   olivares-coordinator ca init --dir DIR        create (or show) the CA
   olivares-coordinator ca rotate --dir DIR      add a next root to the bundle
   olivares-coordinator ca promote --dir DIR     make the next root the signer
@@ -207,6 +211,7 @@ func cmdDev(ctx context.Context, args []string, out io.Writer) error {
 	noQUIC := fs.Bool("no-quic", false, "leave out the QUIC listener (the agent falls back to yamux)")
 	metrics := fs.String("metrics", "127.0.0.1:0", "Prometheus /metrics address, apart from the API (loopback only; port 0 picks one, dev.json has it)")
 	reenroll := fs.Bool("reenroll", false, "when the local node was revoked: enroll this host again and move its profiles and workspace default to the new node")
+	level := fs.String("log-level", "info", "debug, info, warn or error (the log is text on standard output)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -218,7 +223,7 @@ func cmdDev(ctx context.Context, args []string, out io.Writer) error {
 	if err := devmode.DieWithGoRun(); err != nil {
 		return err
 	}
-	return devmode.Run(ctx, devmode.Options{StateDir: *dir, HTTP: *httpAddr, Tunnel: tunnel, DisableQUIC: *noQUIC, Reenroll: *reenroll, Metrics: *metrics, Out: out})
+	return devmode.Run(ctx, devmode.Options{StateDir: *dir, HTTP: *httpAddr, Tunnel: tunnel, DisableQUIC: *noQUIC, Reenroll: *reenroll, Metrics: *metrics, Out: out, LogLevel: *level})
 }
 
 // flagSet reports whether the command line set flag name.
@@ -232,6 +237,7 @@ func cmdServe(ctx context.Context, args []string, out io.Writer) error {
 	fs := newFlags("serve", out)
 	cfgPath := fs.String("config", "", "TOML config file")
 	dir := fs.String("state-dir", "", "state directory (overrides state_dir)")
+	level := fs.String("log-level", "", "debug, info, warn or error (overrides [log] level; default info)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -241,6 +247,9 @@ func cmdServe(ctx context.Context, args []string, out io.Writer) error {
 	}
 	if *dir != "" {
 		cfg.StateDir = *dir
+	}
+	if *level != "" {
+		cfg.Log.Level = *level
 	}
 	c, err := coordd.New(cfg, nil)
 	if err != nil {

@@ -9,12 +9,15 @@ package bolt
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"go.etcd.io/bbolt"
@@ -108,6 +111,7 @@ func (s *Store) SetNoSync(noSync bool) { s.db.NoSync = noSync }
 // Close closes the file. It is safe to call more than once; every other
 // method returns store.ErrClosed afterwards.
 func (s *Store) Close() error {
+	auditObservers.Delete(s.db)
 	return s.db.Close()
 }
 
@@ -804,4 +808,36 @@ func putAndReload(b *bbolt.Bucket, key string, v, out any) error {
 		return err
 	}
 	return json.Unmarshal(data, out)
+}
+
+// CountRuns implements store.RunCounter. It reads every row of the index
+// (each decoded for its state and driver only), so the metrics reuse a
+// count for a while.
+func (s *Store) CountRuns(ctx context.Context) ([]store.RunCount, error) {
+	type key struct{ state, tool string }
+	n := map[key]int{}
+	err := s.view(ctx, func(tx *bbolt.Tx) error {
+		return tx.Bucket(bucketRuns).ForEach(func(_, v []byte) error {
+			var r struct {
+				State  string `json:"state"`
+				Driver string `json:"driver"`
+			}
+			if err := json.Unmarshal(v, &r); err != nil {
+				return err
+			}
+			n[key{r.State, r.Driver}]++
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("count runs: %w", err)
+	}
+	out := make([]store.RunCount, 0, len(n))
+	for k, c := range n {
+		out = append(out, store.RunCount{State: k.state, Tool: k.tool, Runs: c})
+	}
+	slices.SortFunc(out, func(a, b store.RunCount) int {
+		return cmp.Or(strings.Compare(a.State, b.State), strings.Compare(a.Tool, b.Tool))
+	})
+	return out, nil
 }

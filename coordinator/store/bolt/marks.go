@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	"go.etcd.io/bbolt"
@@ -397,6 +398,10 @@ func (s *Store) AppendAudit(ctx context.Context, e apitypes.AuditEntry) (apitype
 
 // appendAuditTx seals e onto its tenant's chain inside tx.
 func appendAuditTx(tx *bbolt.Tx, e apitypes.AuditEntry) (apitypes.AuditEntry, error) {
+	if fn, ok := auditObservers.Load(tx.DB()); ok {
+		event := e.Event
+		tx.OnCommit(func() { fn.(func(string))(event) })
+	}
 	if e.Tenant == "" || e.Event == "" {
 		return e, fmt.Errorf("audit: empty tenant or event (%q, %q)", e.Tenant, e.Event)
 	}
@@ -605,3 +610,10 @@ func (s *Store) AppendAuditWindowed(ctx context.Context, e apitypes.AuditEntry, 
 	})
 	return appended, err
 }
+
+// auditObservers maps a store's *bbolt.DB to its ObserveAudit function:
+// appendAuditTx has only the transaction.
+var auditObservers sync.Map
+
+// ObserveAudit implements store.AuditObserver.
+func (s *Store) ObserveAudit(fn func(event string)) { auditObservers.Store(s.db, fn) }

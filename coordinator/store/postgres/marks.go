@@ -7,6 +7,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -376,8 +377,22 @@ func appendAuditTx(ctx context.Context, tx pgx.Tx, e apitypes.AuditEntry) (apity
 	if err != nil {
 		return e, err
 	}
+	noteAudit(tx, e.Event)
 	return sealAfter(ctx, tx, head, e)
 }
+
+// auditNotes holds, per transaction of Store.tx, the events of the audit
+// entries it appended, reported once it commits (store.AuditObserver).
+var auditNotes sync.Map // pgx.Tx → *[]string
+
+func noteAudit(tx pgx.Tx, event string) {
+	if p, ok := auditNotes.Load(tx); ok {
+		*p.(*[]string) = append(*p.(*[]string), event)
+	}
+}
+
+// ObserveAudit implements store.AuditObserver.
+func (s *Store) ObserveAudit(fn func(event string)) { s.onAudit.Store(&fn) }
 
 // sealAfter seals e after head, which the caller holds locked, and writes
 // the entry and the new head.
@@ -612,6 +627,7 @@ func (s *Store) AppendAuditWindowed(ctx context.Context, e apitypes.AuditEntry, 
 		if _, err := sealAfter(ctx, tx, head, e); err != nil {
 			return err
 		}
+		noteAudit(tx, e.Event)
 		if _, err := tx.Exec(ctx, `INSERT INTO audit_windows (tenant, event, run_ref, credential_id, last_at) VALUES ($1, $2, $3, $4, $5)
 			ON CONFLICT (tenant, event, run_ref, credential_id) DO UPDATE SET last_at = EXCLUDED.last_at`,
 			e.Tenant, e.Event, e.Target.RunRef, e.Actor.CredentialID, e.At.UTC()); err != nil {

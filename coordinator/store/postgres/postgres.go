@@ -72,6 +72,8 @@ const (
 type Store struct {
 	pool   *pgxpool.Pool
 	closed atomic.Bool
+	// onAudit hears each committed audit entry's event (ObserveAudit).
+	onAudit atomic.Pointer[func(string)]
 }
 
 var _ store.Store = (*Store)(nil)
@@ -143,7 +145,25 @@ func (s *Store) tx(ctx context.Context, fn func(pgx.Tx) error) error {
 	if s.closed.Load() {
 		return store.ErrClosed
 	}
-	return closedErr(s, pgx.BeginFunc(ctx, s.pool, fn))
+	fnp := s.onAudit.Load()
+	if fnp == nil {
+		return closedErr(s, pgx.BeginFunc(ctx, s.pool, fn))
+	}
+	var events []string
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var noted []string
+		auditNotes.Store(tx, &noted)
+		defer auditNotes.Delete(tx)
+		err := fn(tx)
+		events = noted
+		return err
+	})
+	if err == nil {
+		for _, e := range events {
+			(*fnp)(e)
+		}
+	}
+	return closedErr(s, err)
 }
 
 // q is the pool for single statements, or ErrClosed.

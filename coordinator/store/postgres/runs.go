@@ -447,3 +447,25 @@ func (s *Store) GetWorkspace(ctx context.Context, ref string) (apitypes.Workspac
 func (s *Store) ListWorkspaces(ctx context.Context, tenant string) ([]apitypes.Workspace, error) {
 	return listNamed[apitypes.Workspace](ctx, s, workspacesTable, tenant)
 }
+
+// CountRuns implements store.RunCounter: one GROUP BY over the index.
+func (s *Store) CountRuns(ctx context.Context) ([]store.RunCount, error) {
+	db, err := s.q()
+	if err != nil {
+		return nil, err
+	}
+	rows, err := db.Query(ctx, `SELECT state, coalesce(doc->>'driver', ''), count(*) FROM runs GROUP BY 1, 2 ORDER BY 1, 2`)
+	if err != nil {
+		return nil, fmt.Errorf("count runs: %w", err)
+	}
+	defer rows.Close()
+	var out []store.RunCount
+	for rows.Next() {
+		var c store.RunCount
+		if err := rows.Scan(&c.State, &c.Tool, &c.Runs); err != nil {
+			return nil, fmt.Errorf("count runs: %w", err)
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
