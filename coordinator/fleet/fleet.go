@@ -448,13 +448,16 @@ func (f *Fleet) control(ctx context.Context, l *link, s tunnel.Stream, h wire.He
 		l.sess.Close()
 		return
 	}
+	// A node silent for 3 heartbeats ends the session: the agent will
+	// reconnect. Silent means no heartbeat and no byte of any stream (a
+	// busy yamux tunnel can hold a heartbeat behind its output); a watchdog
+	// judges it, so a read is never cut in the middle of a frame.
+	go f.watch(l)
 	buf := make([]byte, 0, 256)
 	for {
-		s.SetDeadline(time.Now().Add(3 * f.heartbeat))
 		p, err := wire.ReadFrame(s, buf)
 		if err != nil {
-			// A silent or broken control stream ends the session: the agent
-			// will reconnect.
+			// A broken control stream ends the session.
 			l.sess.Close()
 			return
 		}
@@ -471,6 +474,29 @@ func (f *Fleet) control(ctx context.Context, l *link, s tunnel.Stream, h wire.He
 }
 
 var errRevoked = errors.New("node is revoked")
+
+// watch closes l's session once the node has been silent for 3 heartbeats:
+// no heartbeat and, where the transport says, no byte received.
+func (f *Fleet) watch(l *link) {
+	t := time.NewTicker(f.heartbeat / 2)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.sess.Done():
+			return
+		case now := <-t.C:
+			last := time.Unix(0, l.lastBeat.Load())
+			if r := tunnel.LastReceived(l.sess); r.After(last) {
+				last = r
+			}
+			if now.Sub(last) > 3*f.heartbeat {
+				f.log.Warn("node silent for 3 heartbeats; closing its tunnel", logging.KeyNodeID, l.nodeID, "silent_for", now.Sub(last).Round(time.Millisecond))
+				l.sess.Close()
+				return
+			}
+		}
+	}
+}
 
 // register makes l the node's current link; an older link is closed.
 func (f *Fleet) register(l *link) bool {
