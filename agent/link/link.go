@@ -354,7 +354,7 @@ func (l *Link) session(ctx context.Context, sess tunnel.Session) (tunnel.Session
 					last = r
 				}
 				if now.Sub(last) > 3*hr.HeartbeatInterval {
-					l.o.Log.Warn("coordinator silent for 3 heartbeats; reconnecting", "silent_for", now.Sub(last).Round(time.Millisecond))
+					l.o.Log.Warn("coordinator silent for 3 heartbeats; reconnecting", "silent_for", now.Sub(last).Round(time.Millisecond).String())
 					sess.Close()
 					return
 				}

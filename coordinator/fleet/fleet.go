@@ -450,7 +450,7 @@ func (f *Fleet) control(ctx context.Context, l *link, s tunnel.Stream, h wire.He
 	}
 	// A node silent for 3 heartbeats ends the session: the agent will
 	// reconnect. Silent means no heartbeat and no byte of any stream (a
-	// busy yamux tunnel can hold a heartbeat behind its output); a watchdog
+	// busy tunnel can hold a heartbeat behind its output); a watchdog
 	// judges it, so a read is never cut in the middle of a frame.
 	go f.watch(l)
 	buf := make([]byte, 0, 256)
@@ -490,7 +490,7 @@ func (f *Fleet) watch(l *link) {
 				last = r
 			}
 			if now.Sub(last) > 3*f.heartbeat {
-				f.log.Warn("node silent for 3 heartbeats; closing its tunnel", logging.KeyNodeID, l.nodeID, "silent_for", now.Sub(last).Round(time.Millisecond))
+				f.log.Warn("node silent for 3 heartbeats; closing its tunnel", logging.KeyNodeID, l.nodeID, "silent_for", now.Sub(last).Round(time.Millisecond).String())
 				l.sess.Close()
 				return
 			}
