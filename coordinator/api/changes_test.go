@@ -82,8 +82,8 @@ func TestChangeStream(t *testing.T) {
 		return apitypes.Run{RunRef: ref, Tenant: tenant, NodeID: "n1", State: state, Driver: "claude", Generation: 1,
 			Isolation: apitypes.IsolationNative, ProviderProfileRef: "pp", CreatedAt: t0, Rev: rev}
 	}
-	s.index(t.Context(), row("run_a", "t1", apitypes.StateRunning, 1))
-	s.index(t.Context(), row("run_x", "t2", apitypes.StateRunning, 1))
+	pushRow(t, s, row("run_a", "t1", apitypes.StateRunning, 1))
+	pushRow(t, s, row("run_x", "t2", apitypes.StateRunning, 1))
 
 	c := openChanges(t, srv.URL, alice, "t1", "")
 	first := c.next(t)
@@ -101,11 +101,11 @@ func TestChangeStream(t *testing.T) {
 		}
 		resp.Body.Close()
 	}
-	post(bob, "/runs/run_a/pin")   // bob's mark: not alice's to see
-	post(alice, "/runs/run_a/pin") // alice's
-	s.index(t.Context(), row("run_x", "t2", apitypes.StateIdle, 2)) // another tenant
-	s.index(t.Context(), row("run_a", "t1", apitypes.StateIdle, 2)) // the turn ended
-	s.index(t.Context(), row("run_a", "t1", apitypes.StateIdle, 2)) // the same rev again: no change
+	post(bob, "/runs/run_a/pin")                             // bob's mark: not alice's to see
+	post(alice, "/runs/run_a/pin")                           // alice's
+	pushRow(t, s, row("run_x", "t2", apitypes.StateIdle, 2)) // another tenant
+	pushRow(t, s, row("run_a", "t1", apitypes.StateIdle, 2)) // the turn ended
+	pushRow(t, s, row("run_a", "t1", apitypes.StateIdle, 2)) // the same rev again: no change
 
 	pin := c.next(t)
 	var mc apitypes.MarkChange
@@ -167,10 +167,10 @@ func TestChangeStream(t *testing.T) {
 	srv = httptest.NewServer(handler(s))
 	t.Cleanup(srv.Close)
 	alice = principal(t, st, "alice", map[string]string{"t1": store.RoleAdmin})
-	s.index(t.Context(), row("run_a", "t1", apitypes.StateRunning, 3))
+	pushRow(t, s, row("run_a", "t1", apitypes.StateRunning, 3))
 	old := s.changes.cursor(1)
 	for rev := uint64(4); rev < 10; rev++ {
-		s.index(t.Context(), row("run_a", "t1", apitypes.StateRunning, rev))
+		pushRow(t, s, row("run_a", "t1", apitypes.StateRunning, rev))
 	}
 	c = openChanges(t, srv.URL, alice, "t1", old)
 	if ev := c.next(t); ev.Type != apitypes.ChangeReset || !strings.Contains(string(ev.Data), apitypes.ResetExpired) {
@@ -200,5 +200,18 @@ func TestChangeLogBounds(t *testing.T) {
 				t.Errorf("after(%d)[%d]: seq %d, want %d", tc.from, i, c.seq, tc.from+uint64(i)+1)
 			}
 		}
+	}
+}
+
+// pushRow is what the fleet does with a row an agent pushed: the index
+// takes it when it is newer, and the API hears of it (R-CHG-2).
+func pushRow(t *testing.T, s *Server, r apitypes.Run) {
+	t.Helper()
+	wrote, err := s.o.Store.PutRun(t.Context(), r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if wrote {
+		fleetObserver{s}.RunsIndexed(t.Context(), []apitypes.Run{r})
 	}
 }

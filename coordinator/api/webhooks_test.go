@@ -135,7 +135,7 @@ func TestWebhooks(t *testing.T) {
 		ring  uint64
 	}{{apitypes.StateRunning, 5}, {apitypes.StateIdle, 9}, {apitypes.StateIdle, 9}, {apitypes.StateRunning, 12}, {apitypes.StateIdle, 15}, {apitypes.StateIdle, 20}} {
 		ring = st.ring
-		s.index(t.Context(), row(st.state, uint64(i+1)))
+		pushRow(t, s, row(st.state, uint64(i+1)))
 	}
 	s.notify.wg.Wait()
 	got := rc.payloads()
@@ -153,7 +153,7 @@ func TestWebhooks(t *testing.T) {
 	rc.mu.Lock()
 	rc.answers = []int{500}
 	rc.mu.Unlock()
-	s.index(t.Context(), row(apitypes.StateFailed, 7))
+	pushRow(t, s, row(apitypes.StateFailed, 7))
 	s.notify.wg.Wait()
 	if got := rc.payloads(); len(got) != 4 || got[3].Attention != "failed" || got[3].Previous != "needs_input" {
 		t.Errorf("after the failure: got %+v, want a fourth delivery, failed after needs_input", got)

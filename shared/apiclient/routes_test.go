@@ -135,6 +135,18 @@ func TestEveryRoute(t *testing.T) {
 		func() error { _, _, err := c.CodexContinue(ctx, host, thread); return err },
 		func() error { _, err := c.CodexArchive(ctx, host, thread, true); return err },
 		func() error { _, err := c.CodexBranch(ctx, ref); return err },
+		func() error {
+			s, err := c.Changes(ctx, "")
+			if err == nil {
+				s.Close()
+			}
+			return err
+		},
+		func() error { _, err := c.CreateWebhook(ctx, apitypes.WebhookCreate{URL: "https://example.test"}); return err },
+		func() error { _, err := c.Webhooks(ctx); return err },
+		func() error { return c.DeleteWebhook(ctx, "wh_1") },
+		func() error { _, err := c.WebhookDeliveries(ctx, "wh_1"); return err },
+		func() error { _, err := c.TestWebhook(ctx, "wh_1"); return err },
 	}
 	for i, call := range calls {
 		if err := call(); err != nil {

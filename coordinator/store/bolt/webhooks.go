@@ -151,4 +151,3 @@ func deliveriesOf(b *bbolt.Bucket, prefix []byte) ([]apitypes.WebhookDelivery, e
 	})
 	return out, nil
 }
-
