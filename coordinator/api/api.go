@@ -8,6 +8,7 @@
 package api
 
 import (
+	"crypto/ecdsa"
 	"context"
 	"crypto/subtle"
 	"errors"
@@ -33,6 +34,7 @@ import (
 	"github.com/olivares-dev/olivares/shared/apierr"
 	"github.com/olivares-dev/olivares/shared/apitypes"
 	"github.com/olivares-dev/olivares/shared/logging"
+	"github.com/olivares-dev/olivares/shared/webpush"
 	"github.com/olivares-dev/olivares/shared/wire"
 )
 
@@ -77,7 +79,16 @@ type Options struct {
 	// wait before each retry; when nil, DefaultWebhookBackoff.
 	WebhookClient  *http.Client
 	WebhookBackoff []time.Duration
+	// VAPIDKey is the coordinator's Web Push key (R-NOTIF-8); when nil,
+	// one is made for this process. VAPIDSubject is the contact VAPID
+	// names; when "", DefaultVAPIDSubject.
+	VAPIDKey     *ecdsa.PrivateKey
+	VAPIDSubject string
 }
+
+// DefaultVAPIDSubject is the contact a push service is given when the
+// configuration names none.
+const DefaultVAPIDSubject = "mailto:olivares@localhost"
 
 // Server is the API's handler.
 type Server struct {
@@ -89,6 +100,7 @@ type Server struct {
 	metrics  *metrics
 	changes  *changeLog
 	notify   *notifier
+	vapid    *ecdsa.PrivateKey
 }
 
 // New builds the router.
@@ -100,6 +112,12 @@ func New(o Options) *Server {
 	}
 	o.Attach.setDefaults()
 	s := &Server{o: o, echo: e, log: logging.OrDiscard(o.Log).With(logging.KeyComponent, "api"), changes: newChangeLog(o.ChangeLog)}
+	if s.vapid = o.VAPIDKey; s.vapid == nil {
+		s.vapid, _ = webpush.NewVAPIDKey()
+	}
+	if s.o.VAPIDSubject == "" {
+		s.o.VAPIDSubject = DefaultVAPIDSubject
+	}
 	s.notify = newNotifier(s)
 	if o.Store != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -246,7 +264,7 @@ func (s *Server) routes() []Route {
 		{http.MethodPost, "/v1/nodes/:id/revoke", auth.PermRunAdmin, s.revokeNode},
 		// The audit ledger is read by administrators (issue 5).
 		{http.MethodGet, "/v1/audit", auth.PermRunAdmin, s.listAudit},
-	}, slices.Concat(s.runRoutes(), s.markRoutes(), s.workspaceRoutes(), s.projectConfigRoutes(), s.vaultRoutes(), s.diffRoutes(), s.handoffRoutes(), s.activityRoutes(), s.codexRoutes(), s.lifecycleRoutes(), s.changeRoutes(), s.webhookRoutes())...)
+	}, slices.Concat(s.runRoutes(), s.markRoutes(), s.workspaceRoutes(), s.projectConfigRoutes(), s.vaultRoutes(), s.diffRoutes(), s.handoffRoutes(), s.activityRoutes(), s.codexRoutes(), s.lifecycleRoutes(), s.changeRoutes(), s.webhookRoutes(), s.pushRoutes())...)
 }
 
 // Close stops what the API runs in the background: the webhooks'

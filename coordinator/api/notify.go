@@ -22,6 +22,7 @@ import (
 	"github.com/olivares-dev/olivares/coordinator/store"
 	"github.com/olivares-dev/olivares/shared/apitypes"
 	"github.com/olivares-dev/olivares/shared/logging"
+	"github.com/olivares-dev/olivares/shared/webpush"
 )
 
 // Notifications (R-NOTIF-*): each change of a run's attention to a reason
@@ -33,6 +34,9 @@ var DefaultWebhookBackoff = []time.Duration{time.Second, 5 * time.Second, 30 * t
 
 // Limits of a delivery.
 const (
+	// pushTTL is how long a push service keeps a message for a browser
+	// that is offline (RFC 8030's TTL).
+	pushTTL = 24 * time.Hour
 	webhookTimeout     = 10 * time.Second
 	webhookMaxResponse = 1 << 10
 	webhookWorkers     = 8
@@ -179,10 +183,35 @@ func (n *notifier) attention(r apitypes.Run, a, prev string) {
 		}
 		d := n.newDelivery(h, apitypes.WebhookEventAttention)
 		d.RunRef, d.Attention = r.RunRef, a
-		body, _ := json.Marshal(apitypes.WebhookPayload{ID: d.ID, Event: d.Event, At: d.CreatedAt, Tenant: h.Tenant,
-			Attention: a, Previous: prev, Run: runJSON})
+		var body []byte
+		if h.Kind == store.KindWebPush {
+			body = pushMessage(row, a)
+		} else {
+			body, _ = json.Marshal(apitypes.WebhookPayload{ID: d.ID, Event: d.Event, At: d.CreatedAt, Tenant: h.Tenant,
+				Attention: a, Previous: prev, Run: runJSON})
+		}
 		n.deliver(h, d, body, true)
 	}
+}
+
+// attentionText says a reason to a person.
+var attentionText = map[string]string{
+	apitypes.AttentionNeedsInput:    "waits for your input",
+	apitypes.AttentionNeedsDecision: "waits for your decision",
+	apitypes.AttentionNeedsApproval: "waits for approval",
+	apitypes.AttentionFailed:        "failed",
+	apitypes.AttentionLimited:       "stopped on a limit",
+}
+
+// pushMessage is a push's payload for a run's new attention (R-NOTIF-8).
+func pushMessage(r apitypes.Run, a string) []byte {
+	name := r.Name
+	if name == "" {
+		name = r.Driver + " " + r.RunRef
+	}
+	b, _ := json.Marshal(apitypes.PushMessage{Title: name + " " + attentionText[a], Body: r.Driver + " on " + r.NodeID,
+		RunRef: r.RunRef, Attention: a, URL: "/runs/" + r.RunRef, Tag: r.RunRef + ":" + a})
+	return b
 }
 
 func (n *notifier) newDelivery(h store.Webhook, event string) apitypes.WebhookDelivery {
@@ -249,17 +278,33 @@ func retryable(status int) bool {
 func (n *notifier) post(h store.Webhook, d apitypes.WebhookDelivery, body []byte) (int, string, error) {
 	ctx, cancel := context.WithTimeout(n.ctx, webhookTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, h.URL, bytes.NewReader(body))
-	if err != nil {
-		return 0, "", err
+	var req *http.Request
+	var err error
+	if h.Kind == store.KindWebPush {
+		// R-NOTIF-8: encrypted for the browser, signed by VAPID.
+		urgency := "normal"
+		if d.Attention == apitypes.AttentionNeedsDecision || d.Attention == apitypes.AttentionNeedsApproval {
+			urgency = "high"
+		}
+		req, err = webpush.Request(n.s.vapid, webpush.Subscription{Endpoint: h.URL, P256dh: h.P256dh, Auth: h.Auth},
+			n.s.o.VAPIDSubject, body, pushTTL, urgency, n.s.o.Now())
+		if err != nil {
+			return 0, "", err
+		}
+		req = req.WithContext(ctx)
+	} else {
+		req, err = http.NewRequestWithContext(ctx, http.MethodPost, h.URL, bytes.NewReader(body))
+		if err != nil {
+			return 0, "", err
+		}
+		ts := strconv.FormatInt(n.s.o.Now().Unix(), 10)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set(HeaderWebhookEvent, d.Event)
+		req.Header.Set(HeaderWebhookDelivery, d.ID)
+		req.Header.Set(HeaderWebhookTimestamp, ts)
+		req.Header.Set(HeaderWebhookSignature, WebhookSignature(h.Secret, ts, body))
 	}
-	ts := strconv.FormatInt(n.s.o.Now().Unix(), 10)
-	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "Olivares-Webhook/1")
-	req.Header.Set(HeaderWebhookEvent, d.Event)
-	req.Header.Set(HeaderWebhookDelivery, d.ID)
-	req.Header.Set(HeaderWebhookTimestamp, ts)
-	req.Header.Set(HeaderWebhookSignature, WebhookSignature(h.Secret, ts, body))
 	resp, err := n.client.Do(req)
 	if err != nil {
 		return 0, "", fmt.Errorf("the request failed: %w", errors.Unwrap(err))

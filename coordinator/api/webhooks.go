@@ -84,8 +84,8 @@ func (s *Server) createWebhook(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if len(hooks) >= maxWebhooks {
-		return apierr.New(http.StatusConflict, "too_many_webhooks", "this tenant has %d webhooks, the most it may have; delete one first", len(hooks))
+	if n := countKind(hooks, ""); n >= maxWebhooks {
+		return apierr.New(http.StatusConflict, "too_many_webhooks", "this tenant has %d webhooks, the most it may have; delete one first", n)
 	}
 	secret, err := auth.NewToken("whsec_")
 	if err != nil {
@@ -113,6 +113,9 @@ func (s *Server) listWebhooks(c echo.Context) error {
 	}
 	out := apitypes.WebhookList{Items: []apitypes.Webhook{}}
 	for _, h := range hooks {
+		if h.Kind != "" {
+			continue // a person's push subscription
+		}
 		v := webhookView(h)
 		if ds, err := s.o.Store.ListDeliveries(ctx, h.ID); err == nil && len(ds) > 0 {
 			v.LastDelivery = &ds[0]
@@ -126,7 +129,7 @@ func (s *Server) listWebhooks(c echo.Context) error {
 // is 404 (R-TEN-3).
 func (s *Server) hookInTenant(ctx context.Context, c echo.Context) (store.Webhook, error) {
 	w, err := s.o.Store.GetWebhook(ctx, c.Param("id"))
-	if errors.Is(err, store.ErrNotFound) || (err == nil && w.Tenant != CallerOf(c).Tenant) {
+	if errors.Is(err, store.ErrNotFound) || (err == nil && (w.Tenant != CallerOf(c).Tenant || w.Kind != "")) {
 		return store.Webhook{}, apierr.New(http.StatusNotFound, "webhook_not_found", "no webhook %q in this tenant", c.Param("id"))
 	}
 	return w, err

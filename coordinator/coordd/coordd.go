@@ -9,6 +9,7 @@ package coordd
 
 import (
 	"context"
+	"crypto/ecdsa"
 	"crypto/rand"
 	"crypto/tls"
 	"errors"
@@ -42,6 +43,7 @@ import (
 	"github.com/olivares-dev/olivares/shared/apitypes"
 	"github.com/olivares-dev/olivares/shared/logging"
 	"github.com/olivares-dev/olivares/shared/tunnel"
+	"github.com/olivares-dev/olivares/shared/webpush"
 )
 
 // Version is the coordinator's version, set at build time.
@@ -169,6 +171,11 @@ func New(cfg Config, logger *slog.Logger) (*Coordinator, error) {
 		st.Close()
 		return nil, err
 	}
+	vapid, err := loadVAPIDKey(filepath.Join(cfg.StateDir, VAPIDKeyFile))
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
 	if cfg.Metrics.TokenFile != "" {
 		b, err := os.ReadFile(cfg.Metrics.TokenFile)
 		if err != nil {
@@ -180,7 +187,7 @@ func New(cfg Config, logger *slog.Logger) (*Coordinator, error) {
 			return nil, fmt.Errorf("config: metrics.token_file %s is empty", cfg.Metrics.TokenFile)
 		}
 	}
-	c.API = api.New(api.Options{Store: st, Fleet: c.Fleet, Version: Version, Ready: c.readyErr, Now: cfg.Now, Vault: v,
+	c.API = api.New(api.Options{Store: st, Fleet: c.Fleet, Version: Version, Ready: c.readyErr, Now: cfg.Now, Vault: v, VAPIDKey: vapid,
 		Log: logger, Metrics: c.metrics,
 		Attach: api.AttachOptions{
 			Buffer: cfg.API.AttachBuffer, WriteTimeout: cfg.API.SSEWriteTimeout.Duration,
@@ -442,6 +449,34 @@ func (c *Coordinator) close() error {
 	c.API.Close() // the webhooks' deliveries
 	// 3. The store, which nothing uses any more.
 	return c.Store.Close()
+}
+
+// VAPIDKeyFile holds the coordinator's Web Push key (R-NOTIF-8): P-256,
+// PKCS #8 PEM, 0600, made at the first start. Browsers subscribed with its
+// public key; a new key orphans their subscriptions.
+const VAPIDKeyFile = "vapid.pem"
+
+func loadVAPIDKey(path string) (*ecdsa.PrivateKey, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		k, err := webpush.NewVAPIDKey()
+		if err != nil {
+			return nil, err
+		}
+		pemKey, err := webpush.MarshalKey(k)
+		if err != nil {
+			return nil, err
+		}
+		return k, certs.WriteFileAtomic(path, pemKey, 0o600)
+	}
+	if err != nil {
+		return nil, err
+	}
+	k, err := webpush.ParseKey(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w (delete it and restart: a new key is made, and browsers must subscribe again)", path, err)
+	}
+	return k, nil
 }
 
 // ResetKeyFile holds the QUIC stateless reset key (32 random bytes, 0600).

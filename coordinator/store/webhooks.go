@@ -7,16 +7,27 @@ import (
 	"github.com/olivares-dev/olivares/shared/apitypes"
 )
 
-// Webhook is an outgoing webhook of a tenant (R-NOTIF-1). Secret is the
-// HMAC key its deliveries are signed with; the API shows it once.
+// Webhook is a notification target of a tenant: an outgoing webhook
+// (R-NOTIF-1; Kind ""), whose Secret is the HMAC key its deliveries are
+// signed with, or a person's Web Push subscription (R-NOTIF-8; Kind
+// KindWebPush), whose URL is the push service's endpoint.
 type Webhook struct {
 	ID        string    `json:"id"`
 	Tenant    string    `json:"tenant"`
+	Kind      string    `json:"kind,omitempty"`
 	URL       string    `json:"url"`
-	Secret    string    `json:"secret"`
+	Secret    string    `json:"secret,omitempty"`
 	Reasons   []string  `json:"reasons,omitempty"`
 	CreatedAt time.Time `json:"created_at"`
+	// A Web Push subscription's person (the mark owner, R-PIN-6) and the
+	// browser's keys.
+	Owner  string `json:"owner,omitempty"`
+	P256dh string `json:"p256dh,omitempty"`
+	Auth   string `json:"auth,omitempty"`
 }
+
+// KindWebPush marks a Web Push subscription among the targets.
+const KindWebPush = "webpush"
 
 // MaxDeliveries is how many deliveries a webhook's log keeps, newest
 // first (R-NOTIF-5).

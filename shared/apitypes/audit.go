@@ -55,6 +55,8 @@ const (
 	AuditSecretDeleted     = "sessions.secret.deleted"
 	AuditWebhookCreated    = "sessions.webhook.created"
 	AuditWebhookDeleted    = "sessions.webhook.deleted"
+	AuditPushSubscribed    = "sessions.push.subscribed"
+	AuditPushUnsubscribed  = "sessions.push.unsubscribed"
 	AuditProfileCreated    = "sessions.profile.created"
 	AuditProfileUpdated    = "sessions.profile.updated"
 	AuditProfileDeleted    = "sessions.profile.deleted"

@@ -76,3 +76,47 @@ type WebhookPayload struct {
 	Previous  string          `json:"previous_attention,omitempty"`
 	Run       json.RawMessage `json:"run,omitempty"`
 }
+
+// PushKey is GET /push/key: the coordinator's VAPID public key, the
+// applicationServerKey a browser subscribes with (R-NOTIF-8).
+type PushKey struct {
+	PublicKey string `json:"public_key"`
+}
+
+// PushSubscriptionCreate is POST /push/subscriptions: what the browser's
+// PushManager.subscribe gave, and the reasons the person wants.
+type PushSubscriptionCreate struct {
+	Endpoint string   `json:"endpoint"`
+	Keys     PushKeys `json:"keys"`
+	Reasons  []string `json:"reasons,omitempty"`
+}
+
+// PushKeys are a subscription's keys, base64url.
+type PushKeys struct {
+	P256dh string `json:"p256dh"`
+	Auth   string `json:"auth"`
+}
+
+// PushSubscription is one of the caller's Web Push subscriptions.
+type PushSubscription struct {
+	ID           string           `json:"id"`
+	Endpoint     string           `json:"endpoint"`
+	Reasons      []string         `json:"reasons"`
+	CreatedAt    time.Time        `json:"created_at"`
+	LastDelivery *WebhookDelivery `json:"last_delivery,omitempty"`
+}
+
+// PushSubscriptionList is GET /push/subscriptions.
+type PushSubscriptionList struct {
+	Items []PushSubscription `json:"items"`
+}
+
+// PushMessage is what a push carries, encrypted for the browser.
+type PushMessage struct {
+	Title     string `json:"title"`
+	Body      string `json:"body"`
+	RunRef    string `json:"run_ref,omitempty"`
+	Attention string `json:"attention,omitempty"`
+	URL       string `json:"url"`
+	Tag       string `json:"tag"`
+}

@@ -1,0 +1,186 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/olivares-dev/olivares/coordinator/auth"
+	"github.com/olivares-dev/olivares/coordinator/store"
+	"github.com/olivares-dev/olivares/shared/apierr"
+	"github.com/olivares-dev/olivares/shared/apitypes"
+	"github.com/olivares-dev/olivares/shared/webpush"
+)
+
+// Web Push (R-NOTIF-8): each person subscribes their browsers, for the
+// reasons they choose; a push reaches a phone with the console closed.
+func (s *Server) pushRoutes() []Route {
+	return []Route{
+		{http.MethodGet, Base + "/push/key", auth.PermRunRead, s.pushKey},
+		{http.MethodPost, Base + "/push/subscriptions", auth.PermRunRead, s.subscribePush},
+		{http.MethodGet, Base + "/push/subscriptions", auth.PermRunRead, s.listPush},
+		{http.MethodDelete, Base + "/push/subscriptions/:id", auth.PermRunRead, s.unsubscribePush},
+		{http.MethodPost, Base + "/push/subscriptions/:id/test", auth.PermRunRead, s.testPush},
+	}
+}
+
+// maxPushPerPerson bounds one person's subscriptions in a tenant.
+const maxPushPerPerson = 10
+
+func countKind(hooks []store.Webhook, kind string) int {
+	n := 0
+	for _, h := range hooks {
+		if h.Kind == kind {
+			n++
+		}
+	}
+	return n
+}
+
+func pushView(w store.Webhook) apitypes.PushSubscription {
+	r := w.Reasons
+	if r == nil {
+		r = []string{}
+	}
+	return apitypes.PushSubscription{ID: w.ID, Endpoint: w.URL, Reasons: r, CreatedAt: w.CreatedAt.UTC()}
+}
+
+func (s *Server) pushKey(c echo.Context) error {
+	if err := onlyParams(c); err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, apitypes.PushKey{PublicKey: webpush.PublicKey(s.vapid)})
+}
+
+func (s *Server) pushAudit(c echo.Context, event string, w store.Webhook) apitypes.AuditEntry {
+	cl := CallerOf(c)
+	detail, _ := json.Marshal(map[string]any{"url_host": urlHost(w.URL), "reasons": pushView(w).Reasons})
+	return apitypes.AuditEntry{At: s.o.Now().UTC(), Tenant: cl.Tenant, Actor: cl.Actor(), Event: event,
+		Target: apitypes.AuditTarget{WebhookID: w.ID}, Detail: detail}
+}
+
+// subscribePush is POST /push/subscriptions: the caller's browser, for the
+// reasons given (none: every one). The same endpoint again replaces the
+// caller's earlier subscription of it (a browser subscribes anew).
+func (s *Server) subscribePush(c echo.Context) error {
+	if err := refuseAgent(c); err != nil {
+		return err
+	}
+	var req apitypes.PushSubscriptionCreate
+	if err := decodeStrict(c, maxJSONBody, &req); err != nil {
+		return err
+	}
+	sub := webpush.Subscription{Endpoint: req.Endpoint, P256dh: req.Keys.P256dh, Auth: req.Keys.Auth}
+	if err := sub.Check(); err != nil || len(req.Endpoint) > 2048 {
+		msg := "the endpoint is over 2048 bytes"
+		if err != nil {
+			msg = err.Error()
+		}
+		return apierr.BadRequest("bad_subscription", "this is not a push subscription a browser gave: %s", msg)
+	}
+	for _, r := range req.Reasons {
+		if !slices.Contains(apitypes.AttentionReasons, r) {
+			return apierr.BadRequest("bad_reason", "reason %q: use %s", r, strings.Join(apitypes.AttentionReasons, ", "))
+		}
+	}
+	ctx := c.Request().Context()
+	cl := CallerOf(c)
+	hooks, err := s.o.Store.ListWebhooks(ctx, cl.Tenant)
+	if err != nil {
+		return err
+	}
+	mine := 0
+	for _, h := range hooks {
+		if h.Kind != store.KindWebPush || h.Owner != cl.Owner() {
+			continue
+		}
+		if h.URL == req.Endpoint {
+			if err := s.o.Store.DeleteWebhook(ctx, h.ID, s.pushAudit(c, apitypes.AuditPushUnsubscribed, h)); err != nil && !errors.Is(err, store.ErrNotFound) {
+				return err
+			}
+			continue
+		}
+		mine++
+	}
+	if mine >= maxPushPerPerson {
+		return apierr.New(http.StatusConflict, "too_many_subscriptions", "you have %d browsers subscribed in this tenant, the most you may; remove one first", mine)
+	}
+	w := store.Webhook{ID: auth.NewID("push_"), Tenant: cl.Tenant, Kind: store.KindWebPush, Owner: cl.Owner(), URL: req.Endpoint,
+		P256dh: req.Keys.P256dh, Auth: req.Keys.Auth, Reasons: slices.Compact(slices.Sorted(slices.Values(req.Reasons))),
+		CreatedAt: s.o.Now().UTC().Truncate(time.Microsecond)}
+	if err := s.o.Store.CreateWebhook(ctx, w, s.pushAudit(c, apitypes.AuditPushSubscribed, w)); err != nil {
+		return err
+	}
+	return c.JSON(http.StatusCreated, pushView(w))
+}
+
+func (s *Server) listPush(c echo.Context) error {
+	if err := onlyParams(c); err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	cl := CallerOf(c)
+	hooks, err := s.o.Store.ListWebhooks(ctx, cl.Tenant)
+	if err != nil {
+		return err
+	}
+	out := apitypes.PushSubscriptionList{Items: []apitypes.PushSubscription{}}
+	for _, h := range hooks {
+		if h.Kind != store.KindWebPush || h.Owner != cl.Owner() {
+			continue
+		}
+		v := pushView(h)
+		if ds, err := s.o.Store.ListDeliveries(ctx, h.ID); err == nil && len(ds) > 0 {
+			v.LastDelivery = &ds[0]
+		}
+		out.Items = append(out.Items, v)
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+// mySubscription is the caller's own subscription of a route; anyone
+// else's is 404.
+func (s *Server) mySubscription(c echo.Context) (store.Webhook, error) {
+	cl := CallerOf(c)
+	w, err := s.o.Store.GetWebhook(c.Request().Context(), c.Param("id"))
+	if errors.Is(err, store.ErrNotFound) || (err == nil && (w.Tenant != cl.Tenant || w.Kind != store.KindWebPush || w.Owner != cl.Owner())) {
+		return store.Webhook{}, apierr.New(http.StatusNotFound, "subscription_not_found", "you have no push subscription %q in this tenant", c.Param("id"))
+	}
+	return w, err
+}
+
+func (s *Server) unsubscribePush(c echo.Context) error {
+	w, err := s.mySubscription(c)
+	if err != nil {
+		return err
+	}
+	if err := noBody(c); err != nil {
+		return err
+	}
+	if err := s.o.Store.DeleteWebhook(c.Request().Context(), w.ID, s.pushAudit(c, apitypes.AuditPushUnsubscribed, w)); err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return apierr.New(http.StatusNotFound, "subscription_not_found", "you have no push subscription %q in this tenant", w.ID)
+		}
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
+}
+
+// testPush sends one push now, without retries, and answers how it went.
+func (s *Server) testPush(c echo.Context) error {
+	w, err := s.mySubscription(c)
+	if err != nil {
+		return err
+	}
+	if err := noBody(c); err != nil {
+		return err
+	}
+	d := s.notify.newDelivery(w, apitypes.WebhookEventTest)
+	body, _ := json.Marshal(apitypes.PushMessage{Title: "Olivares", Body: "Notifications reach this browser.", URL: "/", Tag: "test"})
+	return c.JSON(http.StatusOK, s.notify.deliver(w, d, body, false))
+}
