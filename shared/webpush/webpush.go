@@ -154,7 +154,7 @@ func Decrypt(ua *ecdh.PrivateKey, auth, body []byte) ([]byte, error) {
 	return pt[:i], nil
 }
 
-// keys derives the content encryption key and nonce (RFC 8291 §3.4): own
+// keys derives the content encryption key and nonce (RFC 8291, section 3.4): own
 // is this side's private key, peer the other's public key.
 func keys(own *ecdh.PrivateKey, peer *ecdh.PublicKey, auth, salt, asPub, uaPub []byte) (cek, nonce []byte, err error) {
 	secret, err := own.ECDH(peer)
