@@ -35,3 +35,22 @@ func TestListFollowsTheChangeStream(t *testing.T) {
 })()`, js(r.RunRef)), wait)
 	tab.Await("the pinned row, waiting for input", fmt.Sprintf(`!!document.querySelector('#g-pinned %s .attn.at-needs_input')`, row), wait)
 }
+
+// R-NOTIF-8: the console's service worker installs and activates from
+// /assets/sw.js (its push handler parses), the page reads the
+// coordinator's VAPID key, and the subscribe button ends in a sentence:
+// subscribed, or why this browser cannot be (a headless Chromium here has
+// no push service to reach).
+func TestConsolePushWorker(t *testing.T) {
+	f := setup(t, integration.ProcOptions{})
+	tab := f.signIn()
+	tab.Exec(`window.__sw = ''; void import('/assets/push.js').then(async (m) => { const r = await m.registration(); window.__sw = r.active && r.active.state === 'activated' ? 'active' : 'waiting ' + (r.active && r.active.state); }).catch((e) => { window.__sw = 'error: ' + e.message; })`)
+	tab.Await("the service worker active", `window.__sw === 'active'`, wait)
+	var key apitypes.PushKey
+	f.admin.Must(200, "GET", "/v1/m/sessions/push/key", nil, &key)
+	tab.Exec(fmt.Sprintf(`window.__key = ''; void import('/assets/api.js').then(async (m) => { window.__key = (await m.get(m.BASE + '/push/key')).public_key === %s ? 'same' : 'other'; })`, js(key.PublicKey)))
+	tab.Await("the page reads the coordinator's key", `window.__key === 'same'`, wait)
+	tab.Exec(`document.querySelector('#notify').open = true`)
+	tab.Click("#push-subscribe")
+	tab.Await("the subscription's outcome in a sentence", `(() => { const t = document.querySelector('#push-note')?.textContent || ''; return t !== '' && t !== 'Subscribing…'; })()`, wait)
+}

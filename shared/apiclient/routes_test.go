@@ -147,6 +147,11 @@ func TestEveryRoute(t *testing.T) {
 		func() error { return c.DeleteWebhook(ctx, "wh_1") },
 		func() error { _, err := c.WebhookDeliveries(ctx, "wh_1"); return err },
 		func() error { _, err := c.TestWebhook(ctx, "wh_1"); return err },
+		func() error { _, err := c.PushKey(ctx); return err },
+		func() error { _, err := c.SubscribePush(ctx, apitypes.PushSubscriptionCreate{}); return err },
+		func() error { _, err := c.PushSubscriptions(ctx); return err },
+		func() error { return c.UnsubscribePush(ctx, "push_1") },
+		func() error { _, err := c.TestPush(ctx, "push_1"); return err },
 	}
 	for i, call := range calls {
 		if err := call(); err != nil {

@@ -35,3 +35,32 @@ func (c *Client) TestWebhook(ctx context.Context, id string) (apitypes.WebhookDe
 	var d apitypes.WebhookDelivery
 	return d, c.call(ctx, http.MethodPost, Base+"/webhooks/"+esc(id)+"/test", nil, &d)
 }
+
+// PushKey is GET /push/key (R-NOTIF-8).
+func (c *Client) PushKey(ctx context.Context) (apitypes.PushKey, error) {
+	var k apitypes.PushKey
+	return k, c.get(ctx, Base+"/push/key", nil, &k)
+}
+
+// SubscribePush is POST /push/subscriptions.
+func (c *Client) SubscribePush(ctx context.Context, req apitypes.PushSubscriptionCreate) (apitypes.PushSubscription, error) {
+	var s apitypes.PushSubscription
+	return s, c.call(ctx, http.MethodPost, Base+"/push/subscriptions", req, &s)
+}
+
+// PushSubscriptions is GET /push/subscriptions: the caller's own.
+func (c *Client) PushSubscriptions(ctx context.Context) (apitypes.PushSubscriptionList, error) {
+	var l apitypes.PushSubscriptionList
+	return l, c.get(ctx, Base+"/push/subscriptions", nil, &l)
+}
+
+// UnsubscribePush is DELETE /push/subscriptions/{id}.
+func (c *Client) UnsubscribePush(ctx context.Context, id string) error {
+	return c.call(ctx, http.MethodDelete, Base+"/push/subscriptions/"+esc(id), nil, nil)
+}
+
+// TestPush is POST /push/subscriptions/{id}/test.
+func (c *Client) TestPush(ctx context.Context, id string) (apitypes.WebhookDelivery, error) {
+	var d apitypes.WebhookDelivery
+	return d, c.call(ctx, http.MethodPost, Base+"/push/subscriptions/"+esc(id)+"/test", nil, &d)
+}

@@ -145,6 +145,19 @@ function notifications() {
             render();
             box.open = true;
           } }), label)),
+        h('button', { type: 'button', class: 'ghost', id: 'push-subscribe', onclick: async () => {
+          const note = box.querySelector('#push-note');
+          note.textContent = 'Subscribing…';
+          try {
+            const { subscribe } = await import('./push.js');
+            const reasons = REASONS.map(([r]) => r).filter((r) => notifyPrefs()[r]);
+            await subscribe(reasons);
+            note.textContent = 'This device gets these notifications with the console closed.';
+          } catch (err) {
+            note.textContent = `No push on this device: ${err && err.message ? err.message : err}`;
+          }
+        } }, 'Also push to this device'),
+        h('p', { class: 'muted', id: 'push-note', role: 'status' }),
         perm === 'denied' ? h('p', { class: 'banner warn' }, 'This browser blocks notifications for this site; allow them in its settings.') : null,
         perm === 'unsupported' ? h('p', { class: 'banner warn' }, 'This browser has no desktop notifications.') : null));
   };
