@@ -71,8 +71,14 @@ type notifier struct {
 	workers chan struct{}
 
 	mu   sync.Mutex
-	last map[string]string // run ref → the change key last seen (R-NOTIF-2)
+	last map[string]string    // run ref → the change key last seen (R-NOTIF-2)
+	sent map[string]time.Time // run ref → when its last needs_input went out
 }
+
+// turnGap is how long after a run's needs_input a grown ring alone makes
+// a new one: a tool writes a few frames after its turn's end (usage,
+// rate-limit reports), which are no new turn.
+const turnGap = 2 * time.Second
 
 // changeKey is what makes an attention a new one (R-NOTIF-2): its reason,
 // and for needs_input also the generation and the ring's last seq, which a
@@ -86,7 +92,7 @@ func changeKey(r apitypes.Run, a string) string {
 }
 
 func newNotifier(s *Server) *notifier {
-	n := &notifier{s: s, client: s.o.WebhookClient, backoff: s.o.WebhookBackoff, last: map[string]string{},
+	n := &notifier{s: s, client: s.o.WebhookClient, backoff: s.o.WebhookBackoff, last: map[string]string{}, sent: map[string]time.Time{},
 		workers: make(chan struct{}, webhookWorkers)}
 	if n.client == nil {
 		n.client = &http.Client{Timeout: webhookTimeout, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
@@ -139,12 +145,18 @@ func (n *notifier) observe(rows ...apitypes.Run) {
 		key := changeKey(r, a)
 		n.mu.Lock()
 		prevKey := n.last[r.RunRef]
+		prev, _, _ := strings.Cut(prevKey, "#")
+		if a == apitypes.AttentionNeedsInput && prev == a && key != prevKey && now.Sub(n.sent[r.RunRef]) < turnGap {
+			key = prevKey // frames after the turn's end, not a new turn
+		}
 		n.last[r.RunRef] = key
+		if a == apitypes.AttentionNeedsInput && key != prevKey {
+			n.sent[r.RunRef] = now
+		}
 		n.mu.Unlock()
 		if key == prevKey || a == "" {
 			continue
 		}
-		prev, _, _ := strings.Cut(prevKey, "#")
 		n.wg.Add(1)
 		go func() {
 			defer n.wg.Done()
@@ -157,6 +169,7 @@ func (n *notifier) observe(rows ...apitypes.Run) {
 func (n *notifier) forget(ref string) {
 	n.mu.Lock()
 	delete(n.last, ref)
+	delete(n.sent, ref)
 	n.mu.Unlock()
 }
 

@@ -82,6 +82,10 @@ func doJSON(t *testing.T, s *Server, method, path, tok, body string) *httptest.R
 func TestWebhooks(t *testing.T) {
 	s, st := newTestServer(t)
 	s.notify.backoff = []time.Duration{time.Millisecond, time.Millisecond}
+	var clockMu sync.Mutex
+	clock := time.Now()
+	s.o.Now = func() time.Time { clockMu.Lock(); defer clockMu.Unlock(); return clock }
+	advance := func(d time.Duration) { clockMu.Lock(); clock = clock.Add(d); clockMu.Unlock() }
 	t.Cleanup(s.Close)
 	admin := principal(t, st, "admin", map[string]string{"t1": store.RoleAdmin})
 	viewer := principal(t, st, "viewer", map[string]string{"t1": store.RoleViewer})
@@ -128,13 +132,17 @@ func TestWebhooks(t *testing.T) {
 			Isolation: apitypes.IsolationNative, ProviderProfileRef: "pp", CreatedAt: t0, Rev: rev, RingFirst: 1, RingLast: ring}
 	}
 	// R-NOTIF-2: running → idle (one), idle again at a new rev with no new
-	// output (none), running, idle (one more), and a quick turn whose
-	// running row the agent coalesced away: idle with more output (one).
+	// output (none), a few frames right after the turn's end (none),
+	// running, idle (one more), and a quick turn whose running row the
+	// agent coalesced away: idle with more output, seconds later (one).
 	for i, st := range []struct {
 		state string
 		ring  uint64
-	}{{apitypes.StateRunning, 5}, {apitypes.StateIdle, 9}, {apitypes.StateIdle, 9}, {apitypes.StateRunning, 12}, {apitypes.StateIdle, 15}, {apitypes.StateIdle, 20}} {
+		after time.Duration
+	}{{apitypes.StateRunning, 5, 0}, {apitypes.StateIdle, 9, 0}, {apitypes.StateIdle, 9, 0}, {apitypes.StateIdle, 11, 300 * time.Millisecond},
+		{apitypes.StateRunning, 12, time.Second}, {apitypes.StateIdle, 15, time.Second}, {apitypes.StateIdle, 20, 3 * time.Second}} {
 		ring = st.ring
+		advance(st.after)
 		pushRow(t, s, row(st.state, uint64(i+1)))
 	}
 	s.notify.wg.Wait()
@@ -153,7 +161,8 @@ func TestWebhooks(t *testing.T) {
 	rc.mu.Lock()
 	rc.answers = []int{500}
 	rc.mu.Unlock()
-	pushRow(t, s, row(apitypes.StateFailed, 7))
+	advance(time.Second)
+	pushRow(t, s, row(apitypes.StateFailed, 8))
 	s.notify.wg.Wait()
 	if got := rc.payloads(); len(got) != 4 || got[3].Attention != "failed" || got[3].Previous != "needs_input" {
 		t.Errorf("after the failure: got %+v, want a fourth delivery, failed after needs_input", got)

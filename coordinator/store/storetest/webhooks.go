@@ -30,6 +30,15 @@ func testWebhooks(t *testing.T, s store.Store) {
 	if err := s.CreateWebhook(ctx, w1, audit("t1", apitypes.AuditWebhookCreated)); !errors.Is(err, store.ErrExists) {
 		t.Errorf("CreateWebhook(a taken id): got %v, want ErrExists", err)
 	}
+	// A person's push subscription keeps its kind, owner and keys.
+	push := store.Webhook{ID: "wh_0push", Tenant: "t2", Kind: store.KindWebPush, Owner: "prn:p1", URL: "https://push.example/x",
+		P256dh: "BPk", Auth: "au", CreatedAt: t0}
+	if err := s.CreateWebhook(ctx, push, audit("t2", apitypes.AuditPushSubscribed)); err != nil {
+		t.Fatal(err)
+	}
+	if g, err := s.GetWebhook(ctx, push.ID); err != nil || g.Kind != push.Kind || g.Owner != push.Owner || g.P256dh != "BPk" || g.Auth != "au" {
+		t.Errorf("GetWebhook(push): got %+v, %v", g, err)
+	}
 	got, err := s.ListWebhooks(ctx, "t1")
 	if err != nil || len(got) != 2 || got[0].ID != "wh_1" || got[1].ID != "wh_2" || got[0].Secret != "s1" || len(got[0].Reasons) != 1 {
 		t.Errorf("ListWebhooks(t1): got %+v, %v; want wh_1 (with its secret and reasons), wh_2", got, err)
