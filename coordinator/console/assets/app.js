@@ -83,6 +83,8 @@ async function route() {
     v = import('./codex.js').then((m) => m.codexView(main));
   } else if (path === '/audit') {
     v = import('./audit.js').then((m) => m.auditView(main));
+  } else if (path === '/webhooks') {
+    v = import('./webhooks.js').then((m) => m.webhooksView(main));
   } else if (path === '/profiles') {
     v = import('./profiles.js').then((m) => m.profilesView(main));
   } else {
@@ -110,6 +112,7 @@ const NAV = [
   ['/codex', 'Codex', (p) => p === '/codex'],
   ['/profiles', 'Profiles', (p) => p === '/profiles'],
   ['/audit', 'Audit', (p) => p === '/audit', 'sessions:run:admin'],
+  ['/webhooks', 'Webhooks', (p) => p === '/webhooks', 'sessions:run:admin'],
 ];
 
 function nav(path) {
