@@ -150,7 +150,7 @@ export function canonical(e) {
   // apitypes.AuditTarget's fields in declaration order, each omitted when
   // empty (omitempty).
   const tp = [];
-  for (const k of ['run_ref', 'workspace_ref', 'profile_ref', 'node_id', 'principal_id', 'credential_id', 'secret_ref', 'tenant']) {
+  for (const k of ['run_ref', 'workspace_ref', 'profile_ref', 'node_id', 'principal_id', 'credential_id', 'secret_ref', 'webhook_id', 'tenant']) {
     if (t[k]) tp.push(`"${k}":${goString(t[k])}`);
   }
   return `{"seq":${e.seq},"at":${goString(goTime(e.at))},"tenant":${goString(e.tenant)},"actor":${actor},"event":${goString(e.event)},` +

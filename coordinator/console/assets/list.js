@@ -3,9 +3,9 @@
 // hidden until their time (R-SNZ-4) and archived ones left out (R-ARC-4),
 // each with a toggle. Each row says when the run needs the person
 // (attention.js). It follows the fleet-wide change stream (changes.js,
-// R-CHG-1): a `reset` refetches, the other events change rows in place;
-// while the stream is down it polls GET /runs every few seconds, and
-// slowly while it is up.
+// R-CHG-1): a `reset` refetches, the other events change rows in place
+// at once; it still reads GET /runs every few seconds (the index only),
+// for what a stream does not carry (R-CHG-5).
 import { h, replace, relTime, localTime, shortRef } from './dom.js';
 import { api, get, session, explain, BASE } from './api.js';
 import { openLaunch } from './launch.js';
@@ -13,7 +13,6 @@ import { attentionOf, watcher } from './attention.js';
 import { Changes } from './changes.js';
 
 const POLL_MS = 3000;
-const POLL_STREAMING_MS = 30000;
 const PAGE = 100;
 const STATES = ['pending_approval', 'starting', 'running', 'idle', 'failed', 'stopped', 'released'];
 
@@ -261,7 +260,7 @@ export function listView(main) {
   function schedule() {
     clearTimeout(timer);
     if (destroyed || document.hidden) return;
-    timer = setTimeout(async () => { await refresh(); schedule(); }, changes.open ? POLL_STREAMING_MS : POLL_MS);
+    timer = setTimeout(async () => { await refresh(); schedule(); }, POLL_MS);
   }
 
   // R-CHG-2: apply one change to the rows.
@@ -291,7 +290,8 @@ export function listView(main) {
       }
     } else return;
     changesSeen.push({ name, run_ref: data.run_ref || data.node_id });
-    watcher.observe([...st.runs.values()]);
+    // The desktop notifications keep reading the polled rows (attention.js
+    // counts a needs_input per row revision; the stream has every one).
     if (!st.editing && !st.snoozing) render();
   }
   const changesSeen = [];
