@@ -124,6 +124,9 @@ func (r *run) restoreRequests(rs []storedRequest) bool {
 	changed := false
 	for _, sr := range rs {
 		e := &reqEntry{storedRequest: sr}
+		if e.Options == nil {
+			e.Options = []apitypes.RequestOption{} // a list, never null (R-REQ-1)
+		}
 		if e.State == apitypes.RequestPending {
 			e.State, e.At, e.Reason = apitypes.RequestExpired, &now, reasonRestarted
 			r.markReqLocked(e.ID)
@@ -278,7 +281,7 @@ func (g *generation) request(req *cliruntime.Request) {
 	now := time.Now().UTC()
 	e := &reqEntry{storedRequest: storedRequest{ToolID: req.ID, ToolUseID: req.ToolUseID, RunRequest: apitypes.RunRequest{
 		ID: newRequestID(), Kind: string(req.Kind), Tool: req.Tool, Title: req.Title, Generation: g.n, AskedAt: now,
-		State: apitypes.RequestPending,
+		State: apitypes.RequestPending, Options: []apitypes.RequestOption{},
 		Detail: apitypes.RequestDetail{Command: req.Command, Cwd: req.Cwd, Files: req.Files, Diff: req.Diff, Question: req.Question,
 			Text: req.Text},
 	}}}
@@ -518,8 +521,8 @@ func (g *generation) denied(d *cliruntime.Denial, by string) {
 	}
 	e := &reqEntry{storedRequest: storedRequest{ToolUseID: d.ToolUseID, RunRequest: apitypes.RunRequest{
 		ID: newRequestID(), Kind: kind, Tool: d.Tool, Title: cliruntime.Clip(title), Generation: g.n, AskedAt: now,
-		Detail: apitypes.RequestDetail{Command: d.Command},
-		State:  apitypes.RequestSettled, Decision: apitypes.DecisionDeny, By: by, At: &now, Reason: d.Message,
+		Detail: apitypes.RequestDetail{Command: d.Command}, Options: []apitypes.RequestOption{},
+		State: apitypes.RequestSettled, Decision: apitypes.DecisionDeny, By: by, At: &now, Reason: d.Message,
 	}}}
 	rev := r.s.rev()
 	r.mu.Lock()

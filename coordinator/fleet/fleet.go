@@ -496,6 +496,7 @@ func (f *Fleet) control(ctx context.Context, l *link, s tunnel.Stream, h wire.He
 	// busy tunnel can hold a heartbeat behind its output); a watchdog
 	// judges it, so a read is never cut in the middle of a frame.
 	go f.watch(l)
+	s.SetDeadline(time.Time{}) // the call's 30 s header deadline
 	buf := make([]byte, 0, 256)
 	for {
 		p, err := wire.ReadFrame(s, buf)
