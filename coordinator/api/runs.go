@@ -29,9 +29,6 @@ const (
 	maxInputBody = 1 << 20 // R-IN-3
 	maxJSONBody  = 1 << 20
 	callTimeout  = 60 * time.Second
-	// getTimeout bounds the fresh read of GET /runs/{ref}; past it the
-	// index row is served.
-	getTimeout = 5 * time.Second
 )
 
 // Tools a profile may name: the contract's (R-DRV-1) and the optional ACP
