@@ -8,8 +8,8 @@
 package api
 
 import (
-	"crypto/ecdsa"
 	"context"
+	"crypto/ecdsa"
 	"crypto/subtle"
 	"errors"
 	"log/slog"

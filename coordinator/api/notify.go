@@ -36,7 +36,7 @@ var DefaultWebhookBackoff = []time.Duration{time.Second, 5 * time.Second, 30 * t
 const (
 	// pushTTL is how long a push service keeps a message for a browser
 	// that is offline (RFC 8030's TTL).
-	pushTTL = 24 * time.Hour
+	pushTTL            = 24 * time.Hour
 	webhookTimeout     = 10 * time.Second
 	webhookMaxResponse = 1 << 10
 	webhookWorkers     = 8

@@ -142,7 +142,10 @@ func TestEveryRoute(t *testing.T) {
 			}
 			return err
 		},
-		func() error { _, err := c.CreateWebhook(ctx, apitypes.WebhookCreate{URL: "https://example.test"}); return err },
+		func() error {
+			_, err := c.CreateWebhook(ctx, apitypes.WebhookCreate{URL: "https://example.test"})
+			return err
+		},
 		func() error { _, err := c.Webhooks(ctx); return err },
 		func() error { return c.DeleteWebhook(ctx, "wh_1") },
 		func() error { _, err := c.WebhookDeliveries(ctx, "wh_1"); return err },
