@@ -26,8 +26,11 @@ func TestListFollowsTheChangeStream(t *testing.T) {
 
 	tab.Click(row + " .act-pin")
 	tab.Await("the pin back from the stream", fmt.Sprintf(`window.olivaresChanges.some((c) => c.name === 'mark' && c.run_ref === %s)`, js(r.RunRef)), wait)
+	s := f.admin.Attach(r.RunRef, "from=0")
+	defer s.Close()
 	f.input(r, "work")
-	f.admin.AwaitRun(r.RunRef, wait, "the turn's end", func(x apitypes.Run) bool { return x.State == apitypes.StateIdle && x.RingLast > r.RingLast+1 })
+	s.UntilOutput(`"result":"worked"`, wait)
+	f.admin.AwaitRun(r.RunRef, wait, "the turn's end", func(x apitypes.Run) bool { return x.State == apitypes.StateIdle })
 	tab.Await("the turn's rows after the pin, in order", fmt.Sprintf(`(() => {
   const c = window.olivaresChanges, ref = %s;
   const m = c.findIndex((x) => x.name === 'mark' && x.run_ref === ref);
