@@ -594,13 +594,16 @@ func (p *pusher) session(ctx context.Context, open func(context.Context) (tunnel
 	clear(p.dirty)
 	p.mu.Unlock()
 	rows := p.a.sup.List()
+	full := proto.RunsPush{Full: true, Runs: rows}
 	for i := range rows {
 		rows[i] = p.a.row(rows[i])
+		full.Usage = append(full.Usage, p.a.sup.PendingUsage(rows[i].RunRef)...)
 	}
-	if err := p.send(ctx, open, proto.RunsPush{Full: true, Runs: rows}); err != nil {
+	if err := p.send(ctx, open, full); err != nil {
 		p.a.log.Warn("run index push failed", logging.Err(err))
 		return
 	}
+	p.ack(full.Usage)
 	for {
 		select {
 		case <-ctx.Done():
@@ -618,6 +621,7 @@ func (p *pusher) session(ctx context.Context, open func(context.Context) (tunnel
 		for _, ref := range refs {
 			if r, err := p.a.sup.Get(ref); err == nil {
 				msg.Runs = append(msg.Runs, p.a.row(r))
+				msg.Usage = append(msg.Usage, p.a.sup.PendingUsage(ref)...)
 			}
 		}
 		if len(msg.Runs) == 0 {
@@ -630,6 +634,19 @@ func (p *pusher) session(ctx context.Context, open func(context.Context) (tunnel
 			}
 			return // the session is likely gone; the next one sends all
 		}
+		p.ack(msg.Usage)
+	}
+}
+
+// ack drops the usage rows a push delivered from the runs' outboxes
+// (R-USE-6).
+func (p *pusher) ack(rows []apitypes.UsageTurn) {
+	last := map[string]uint64{}
+	for _, u := range rows {
+		last[u.RunRef] = max(last[u.RunRef], u.Seq)
+	}
+	for ref, seq := range last {
+		p.a.sup.AckUsage(ref, seq)
 	}
 }
 

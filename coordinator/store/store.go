@@ -178,6 +178,7 @@ type Store interface {
 	Federator
 	Lifecycler
 	IdempotencyKeys
+	Usager
 
 	Close() error
 }

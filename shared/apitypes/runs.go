@@ -96,6 +96,9 @@ type Run struct {
 	// CodexBinding is set on a Codex supervision run (R-CX-CONT-*); while
 	// it is model-locked the run refuses deletion (R-CX-LOCK-1).
 	CodexBinding *CodexBinding `json:"codex_binding,omitempty"`
+	// Usage sums the run's recorded turns (R-USE-4); absent before its
+	// first turn that reported usage.
+	Usage *UsageTotals `json:"usage,omitempty"`
 
 	// Per-caller marks (R-GET-3); filled by the coordinator per request.
 	Pinned       bool       `json:"pinned"`
