@@ -277,9 +277,9 @@ func (s *session) observeFrame(f *frame, raw json.RawMessage) cliruntime.Step {
 		switch str(f.Subtype) {
 		case "init":
 			if m := str(f.Model); m != "" {
-			s.model = m
-		}
-		return s.initLocked(str(f.SessionID), raw)
+				s.model = m
+			}
+			return s.initLocked(str(f.SessionID), raw)
 		case "permission_denied":
 			return s.permissionDeniedLocked(f, raw)
 		}
