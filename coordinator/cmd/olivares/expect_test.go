@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -105,5 +106,42 @@ func TestAuditSinceDuration(t *testing.T) {
 	cli(t, "audit", "list", "--since", "2026-01-02T03:04:05Z")
 	if since != "2026-01-02T03:04:05Z" {
 		t.Errorf("since=%q, want the instant as given", since)
+	}
+}
+
+// usage sends --by, --from (a duration back from now) and --to as GET
+// /usage's parameters and prints the groups, the total and the accounts
+// (R-USE-7).
+func TestUsageTable(t *testing.T) {
+	var query string
+	reset := time.Date(2026, 12, 2, 11, 16, 15, 0, time.UTC)
+	fakeAPI(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/m/sessions/usage" {
+			t.Errorf("unexpected %s", r.URL)
+		}
+		query = r.URL.RawQuery
+		cost := 0.0125
+		writeJSON(w, 200, apitypes.UsageReport{GroupBy: "node",
+			Groups: []apitypes.UsageGroup{{Key: "n1", UsageTotals: apitypes.UsageTotals{Turns: 2, InputTokens: 22, OutputTokens: 10, CacheReadTokens: 300, CostUSD: cost}},
+				{Key: "n2", UsageTotals: apitypes.UsageTotals{Turns: 1, InputTokens: 234, OutputTokens: 56, CacheReadTokens: 1000, CostTurnsUnknown: 1}}},
+			Total: apitypes.UsageTotals{Turns: 3, InputTokens: 256, OutputTokens: 66, CacheReadTokens: 1300, CostUSD: cost, CostTurnsUnknown: 1},
+			Accounts: []apitypes.UsageAccount{{ProfileRef: "prof_2", Tool: "codex", At: reset.Add(-time.Hour),
+				RateLimits: []apitypes.RateWindow{{Name: "primary", UsedPercent: 100, ResetsAt: &reset}},
+				Limit:      &apitypes.Limit{Kind: "usage", ResetsAt: &reset, AccountRef: "prof_2"}}}})
+	})
+	out, stderr, code := cli(t, "usage", "--by", "node", "--from", "7d", "--to", "2026-12-31")
+	if code != 0 {
+		t.Fatalf("usage: exit %d %s", code, stderr)
+	}
+	q, _ := url.ParseQuery(query)
+	from, err := time.Parse(time.RFC3339, q.Get("from"))
+	if q.Get("group_by") != "node" || q.Get("to") != "2026-12-31" || err != nil || time.Since(from) < 167*time.Hour {
+		t.Errorf("query %q, want group_by=node, from 7 days back, to as given", query)
+	}
+	for _, want := range []string{"NODE", "n1", "0.0125", "n2", "0.0000*", "total", "1300", "1 turns whose tool reports no cost",
+		"prof_2", "primary", "100%", "usage until 2026-12-02T11:16:15Z"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
 	}
 }
