@@ -63,6 +63,8 @@ type Options struct {
 	// Attach tunes the attach relay: buffers, deadlines, the cap per
 	// principal. Zero values take the defaults.
 	Attach AttachOptions
+	// Continue tunes the continues at a limit's reset (continue.go).
+	Continue ContinueOptions
 	// Log gets the API's lines (echo's own included). When nil,
 	// discarded. The access lines are accesslog's.
 	Log *slog.Logger
@@ -77,8 +79,10 @@ type Server struct {
 	echo     *echo.Echo
 	attaches attachSlots
 	idem     idemWaiters
-	log      *slog.Logger
-	metrics  *metrics
+	// continueWake wakes RunContinuer when a schedule is set (continue.go).
+	continueWake chan struct{}
+	log          *slog.Logger
+	metrics      *metrics
 }
 
 // New builds the router.
@@ -89,7 +93,8 @@ func New(o Options) *Server {
 		o.Now = time.Now
 	}
 	o.Attach.setDefaults()
-	s := &Server{o: o, echo: e, log: logging.OrDiscard(o.Log).With(logging.KeyComponent, "api")}
+	o.Continue.setDefaults()
+	s := &Server{o: o, echo: e, continueWake: make(chan struct{}, 1), log: logging.OrDiscard(o.Log).With(logging.KeyComponent, "api")}
 	s.metrics = newMetrics(s, o.Metrics)
 	e.Logger = &echoLogger{l: s.log}
 	e.HTTPErrorHandler = s.errorHandler
@@ -227,7 +232,7 @@ func (s *Server) routes() []Route {
 		{http.MethodPost, "/v1/nodes/:id/revoke", auth.PermRunAdmin, s.revokeNode},
 		// The audit ledger is read by administrators (issue 5).
 		{http.MethodGet, "/v1/audit", auth.PermRunAdmin, s.listAudit},
-	}, slices.Concat(s.runRoutes(), s.markRoutes(), s.workspaceRoutes(), s.projectConfigRoutes(), s.vaultRoutes(), s.diffRoutes(), s.handoffRoutes(), s.activityRoutes(), s.codexRoutes(), s.lifecycleRoutes(), s.usageRoutes())...)
+	}, slices.Concat(s.runRoutes(), s.markRoutes(), s.workspaceRoutes(), s.projectConfigRoutes(), s.vaultRoutes(), s.diffRoutes(), s.handoffRoutes(), s.activityRoutes(), s.codexRoutes(), s.lifecycleRoutes(), s.usageRoutes(), s.continueRoutes())...)
 }
 
 // Routes lists the authorized routes (for the R-AUTH-8 walk).

@@ -179,6 +179,7 @@ type Store interface {
 	Lifecycler
 	IdempotencyKeys
 	Usager
+	Continuer
 
 	Close() error
 }

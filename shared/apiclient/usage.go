@@ -2,6 +2,7 @@ package apiclient
 
 import (
 	"context"
+	"net/http"
 	"net/url"
 
 	"github.com/olivares-dev/olivares/shared/apitypes"
@@ -28,4 +29,19 @@ func (q UsageQuery) Values() url.Values {
 func (c *Client) Usage(ctx context.Context, q UsageQuery) (apitypes.UsageReport, error) {
 	var r apitypes.UsageReport
 	return r, c.get(ctx, "/v1/m/sessions/usage", q.Values(), &r)
+}
+
+// ContinueAtReset is POST /runs/{ref}/continue-at-reset: continue the run
+// by itself once its limit resets, sending message ("" for the default).
+func (c *Client) ContinueAtReset(ctx context.Context, ref, message string) (apitypes.Run, error) {
+	var body apitypes.ContinueRequest
+	if message != "" {
+		body.Message = &message
+	}
+	return c.runCall(ctx, http.MethodPost, ref, "continue-at-reset", body)
+}
+
+// CancelContinueAtReset is DELETE /runs/{ref}/continue-at-reset.
+func (c *Client) CancelContinueAtReset(ctx context.Context, ref string) (apitypes.Run, error) {
+	return c.runCall(ctx, http.MethodDelete, ref, "continue-at-reset", nil)
 }

@@ -99,6 +99,9 @@ type Run struct {
 	// Usage sums the run's recorded turns (R-USE-4); absent before its
 	// first turn that reported usage.
 	Usage *UsageTotals `json:"usage,omitempty"`
+	// ScheduledContinueAt is when the coordinator will continue the run
+	// after its limit resets (R-CONT-1); absent when nothing is scheduled.
+	ScheduledContinueAt *time.Time `json:"scheduled_continue_at,omitempty"`
 
 	// Per-caller marks (R-GET-3); filled by the coordinator per request.
 	Pinned       bool       `json:"pinned"`
@@ -185,6 +188,13 @@ type InputRequest struct {
 	Line    json.RawMessage `json:"line,omitempty"`
 	Message json.RawMessage `json:"message,omitempty"`
 	Text    *string         `json:"text,omitempty"`
+}
+
+// ContinueRequest is POST /runs/{ref}/continue-at-reset (R-CONT-1).
+type ContinueRequest struct {
+	// Message is sent once the conversation is back; when absent,
+	// "continue".
+	Message *string `json:"message,omitempty"`
 }
 
 // Accepted answers input and interrupt (202).

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -143,5 +144,41 @@ func TestUsageTable(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// session continue-at-reset POSTs the message (none for the default) and
+// prints when the run continues; --cancel DELETEs (R-CONT-1, R-CONT-7).
+func TestSessionContinueAtReset(t *testing.T) {
+	var calls []string
+	at := time.Date(2026, 12, 3, 18, 0, 5, 0, time.UTC)
+	fakeAPI(t, func(w http.ResponseWriter, r *http.Request) {
+		raw, _ := io.ReadAll(r.Body)
+		calls = append(calls, r.Method+" "+r.URL.Path+" "+string(raw))
+		run := apitypes.Run{RunRef: "run_1", State: "stopped"}
+		if r.Method == http.MethodPost {
+			run.ScheduledContinueAt = &at
+		}
+		writeJSON(w, 200, run)
+	})
+	out, stderr, code := cli(t, "session", "continue-at-reset", "run_1", "--message", "go on")
+	if code != 0 || !strings.Contains(out, "run_1 continues at 2026-12-03T18:00:05Z") {
+		t.Errorf("continue-at-reset: exit %d %s\n%s", code, stderr, out)
+	}
+	cli(t, "session", "continue-at-reset", "run_1")
+	out, _, code = cli(t, "session", "continue-at-reset", "run_1", "--cancel")
+	if code != 0 || !strings.Contains(out, "nothing scheduled") {
+		t.Errorf("--cancel: exit %d\n%s", code, out)
+	}
+	want := []string{
+		`POST /v1/m/sessions/runs/run_1/continue-at-reset {"message":"go on"}`,
+		`POST /v1/m/sessions/runs/run_1/continue-at-reset {}`,
+		`DELETE /v1/m/sessions/runs/run_1/continue-at-reset `,
+	}
+	if fmt.Sprint(calls) != fmt.Sprint(want) {
+		t.Errorf("calls %q, want %q", calls, want)
+	}
+	if _, _, code := cli(t, "session", "continue-at-reset", "run_1", "--cancel", "--message", "x"); code != 2 {
+		t.Errorf("--cancel --message: exit %d, want 2", code)
 	}
 }

@@ -119,6 +119,7 @@ func Run(t *testing.T, b Backend) {
 		{"Usage/PutList", testUsagePutList},
 		{"Usage/Latest", testUsageLatest},
 		{"Usage/Refused", testUsageRefused},
+		{"Continue/List", testContinueList},
 		{"Profile/CreateGet", testProfileCreateGet},
 		{"Profile/GetUnknown", func(t *testing.T, s store.Store) { testNamedGetUnknown(t, s, profileKind) }},
 		{"Profile/DuplicateRef", func(t *testing.T, s store.Store) { testNamedDuplicateRef(t, s, profileKind) }},

@@ -114,3 +114,50 @@ func testUsageRefused(t *testing.T, s store.Store) {
 		t.Errorf("after a refused push: got %v, want no rows", usageKeys(got))
 	}
 }
+
+// R-CONT-6: a schedule lives in the run's meta; ListContinues finds the
+// scheduled runs of every tenant, and a cleared one is gone.
+func testContinueList(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	mustPutRun(t, s, fullRun("r-1", "t1"))
+	mustPutRun(t, s, fullRun("r-2", "t2"))
+	mustPutRun(t, s, fullRun("r-3", "t1"))
+	at := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	set := func(ref string, c *store.ContinueSchedule) {
+		t.Helper()
+		if _, err := s.UpdateRunMeta(ctx, ref, func(m *store.RunMeta) (*apitypes.AuditEntry, error) {
+			m.Continue = c
+			return nil, nil
+		}); err != nil {
+			t.Fatalf("UpdateRunMeta(%s): %v", ref, err)
+		}
+	}
+	want := &store.ContinueSchedule{At: at, Message: "continue", Attempts: 1, Generation: 2, ProfileRef: "p1", NodeID: "n1", Live: true,
+		Actor: apitypes.AuditActor{CredentialID: "c1", Kind: apitypes.ActorHuman}}
+	set("r-2", want)
+	set("r-1", &store.ContinueSchedule{At: at, Message: "go on"})
+	set("r-3", nil)
+	list := func() []string {
+		t.Helper()
+		ms, err := s.ListContinues(ctx)
+		if err != nil {
+			t.Fatalf("ListContinues: %v", err)
+		}
+		var refs []string
+		for _, m := range ms {
+			refs = append(refs, m.RunRef)
+			if m.RunRef == "r-2" {
+				m.Continue.At = m.Continue.At.UTC()
+				assertEqual(t, "schedule", *m.Continue, *want)
+			}
+		}
+		return refs
+	}
+	if got := list(); fmt.Sprint(got) != "[r-1 r-2]" {
+		t.Errorf("ListContinues: got %v, want [r-1 r-2]", got)
+	}
+	set("r-1", nil)
+	if got := list(); fmt.Sprint(got) != "[r-2]" {
+		t.Errorf("ListContinues after a clear: got %v, want [r-2]", got)
+	}
+}
