@@ -342,6 +342,9 @@ func (s *Server) fireContinue(ctx context.Context, ref string) {
 	if r.Driver == "claude" {
 		in = apitypes.InputRequest{Message: json.RawMessage(mustJSON(c.Message))}
 	}
+	// The outcome is what the run reports after this instant, taken before
+	// the send: a refusal can come back before the call does (R-CONT-5).
+	fired := s.o.Now().UTC()
 	cctx, cancel := context.WithTimeout(ctx, callTimeout)
 	err = s.o.Fleet.Call(cctx, r.NodeID, wire.Header{Op: proto.OpRunInput, RunRef: r.RunRef}, in, &apitypes.Accepted{})
 	cancel()
@@ -350,7 +353,6 @@ func (s *Server) fireContinue(ctx context.Context, ref string) {
 		s.rescheduleContinue(ctx, r, c, c.Attempts+1, nil)
 		return
 	}
-	fired := s.o.Now().UTC()
 	_, err = s.o.Store.UpdateRunMeta(ctx, ref, func(m *store.RunMeta) (*apitypes.AuditEntry, error) {
 		if m.Continue == nil {
 			return nil, nil // cancelled while it fired: the message went anyway
@@ -420,8 +422,9 @@ func (s *Server) settleContinue(ctx context.Context, m store.RunMeta) {
 		return
 	}
 	after := r.LastError != nil && r.LastError.At.After(*c.FiredAt)
+	again := r.Limit != nil && r.Limit.SeenAt != nil && r.Limit.SeenAt.After(*c.FiredAt)
 	switch {
-	case after && r.LastError.Kind == "rate_limit":
+	case again || (after && r.LastError.Kind == "rate_limit"):
 		s.rescheduleContinue(ctx, r, c, c.Attempts+1, c.FiredAt)
 	case after:
 		s.dropContinue(ctx, m.RunRef, r.Tenant, c, cancelOtherFailure)

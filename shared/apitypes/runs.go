@@ -48,6 +48,9 @@ type Limit struct {
 	Kind       string     `json:"kind"` // usage | rate
 	ResetsAt   *time.Time `json:"resets_at,omitempty"`
 	AccountRef string     `json:"account_ref"`
+	// SeenAt is when a turn last ended on this limit: a continue at the
+	// reset tells by it that the limit was met again (R-CONT-5).
+	SeenAt *time.Time `json:"seen_at,omitempty"`
 }
 
 // Run is the run object (docs/rules/runs.md). Every route that answers
