@@ -48,3 +48,31 @@ func TestUsageScreen(t *testing.T) {
 		t.Error("the Usage screen is not marked in the navigation")
 	}
 }
+
+// The run view's limit banner schedules the continue at the reset and
+// cancels it (R-CONT-1, R-CONT-7), through the public API.
+func TestContinueAtResetFromTheRunView(t *testing.T) {
+	env := integration.NewEnv(t)
+	f := &fixture{t: t, env: env, admin: env.Client(env.AdminToken)}
+	reset := time.Now().Add(time.Hour).UTC().Truncate(time.Second)
+	if _, err := env.Coord.Store.PutRun(context.Background(), apitypes.Run{RunRef: "run_lim", Tenant: integration.Tenant, NodeID: "node-x",
+		State: apitypes.StateStopped, Driver: "claude", Generation: 1, Isolation: apitypes.IsolationNative, ProviderProfileRef: "prof_a",
+		ConversationID: "conv-1", CreatedAt: time.Now().UTC(), Rev: 1, Limit: &apitypes.Limit{Kind: "usage", ResetsAt: &reset, AccountRef: "prof_a"}}); err != nil {
+		t.Fatal(err)
+	}
+	tab := f.signInWith(env.AdminToken)
+	f.open(tab, "/runs/run_lim")
+	tab.Await("the limit banner's button", `!!document.querySelector('#limit-banner #continue-at-reset')`, wait)
+	tab.Click("#continue-at-reset")
+	awaitText(tab, "the scheduled continue", "#continue-scheduled", "continues by itself")
+	metas, err := env.Coord.Store.GetRunMeta(context.Background(), []string{"run_lim"})
+	if err != nil || metas["run_lim"].Continue == nil || metas["run_lim"].Continue.At.Before(reset) {
+		t.Fatalf("stored schedule %+v, %v; want one at or after %v", metas["run_lim"].Continue, err, reset)
+	}
+	tab.Click("#continue-cancel")
+	tab.Await("the button again", `!!document.querySelector('#limit-banner #continue-at-reset')`, wait)
+	metas, _ = env.Coord.Store.GetRunMeta(context.Background(), []string{"run_lim"})
+	if metas["run_lim"].Continue != nil {
+		t.Fatalf("after cancel: schedule %+v", metas["run_lim"].Continue)
+	}
+}
