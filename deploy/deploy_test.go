@@ -127,6 +127,39 @@ func TestExampleConfigs(t *testing.T) {
 	}
 }
 
+// The two-replica example (README, "Running more than one coordinator")
+// loads: both replicas on one database, each with its own id and relay
+// address, and an agent that knows them (issue 24, R-OPS-2).
+func TestReplicaExampleConfigs(t *testing.T) {
+	var ids, advertised []string
+	for _, f := range []string{"replicas/coordinator-a.toml", "replicas/coordinator-b.toml"} {
+		cfg, err := coordd.Load(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cfg.CheckAndSetDefaults(); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		if cfg.Store.Driver != coordd.DriverPostgres || cfg.Replica.ID == "" || cfg.Replica.Advertise == "" {
+			t.Fatalf("%s: want a postgres replica with an id and an advertised address, got %+v %+v", f, cfg.Store, cfg.Replica)
+		}
+		ids, advertised = append(ids, cfg.Replica.ID), append(advertised, cfg.Replica.Advertise)
+	}
+	if ids[0] == ids[1] || advertised[0] == advertised[1] {
+		t.Fatalf("replica ids %v and addresses %v must differ", ids, advertised)
+	}
+	acfg, err := agentd.Load("replicas/agent.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := acfg.CheckAndSetDefaults(); err != nil {
+		t.Fatalf("replicas/agent.toml: %v", err)
+	}
+	if len(acfg.Coordinator) != 1 {
+		t.Fatalf("replicas/agent.toml: coordinator = %v, want the load balancer's address", acfg.Coordinator)
+	}
+}
+
 // serverCert issues a certificate for 127.0.0.1 from ca and writes it and
 // its key to certFile and keyFile; it returns the certificate's serial.
 func serverCert(t *testing.T, ca *certs.Authority, certFile, keyFile string) string {

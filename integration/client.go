@@ -25,6 +25,16 @@ type Client struct {
 	env    *Env
 	Token  string
 	Tenant string
+	// url, when set, is the API of another replica than the env's
+	// coordinator (Via).
+	url string
+}
+
+// Via returns a copy of c that calls replica r's API.
+func (c *Client) Via(r *Replica) *Client {
+	cc := *c
+	cc.url = r.APIURL()
+	return &cc
 }
 
 // Client returns a client of the env's API for token in Tenant.
@@ -34,7 +44,13 @@ func (e *Env) Client(token string) *Client {
 
 // API is the typed client for c's token and tenant, for a test that wants
 // a method of shared/apiclient (or errors instead of failing).
-func (c *Client) API() *apiclient.Client { return c.env.API(c.Token, c.Tenant) }
+func (c *Client) API() *apiclient.Client {
+	if c.url != "" {
+		return apiclient.New(apiclient.Config{URL: c.url, Token: c.Token, Tenant: c.Tenant,
+			HTTPClient: c.env.http, CheckEvent: c.env.checkEvent})
+	}
+	return c.env.API(c.Token, c.Tenant)
+}
 
 // Call sends body (JSON-encoded unless it is []byte or nil) and returns the
 // answer, whatever its status.

@@ -70,6 +70,7 @@ type Env struct {
 	AdminToken string
 	agents     []*Agent
 	procs      []*AgentProc
+	replicas   []*Replica
 	principals int
 
 	// http carries every API request of the harness, and checkEvent (when
@@ -113,6 +114,8 @@ func NewEnv(t testing.TB, o ...Options) *Env {
 	cfg.Now = opts.Now
 	if opts.Postgres != "" {
 		cfg.Store.Driver, cfg.Store.DSN = coordd.DriverPostgres, opts.Postgres
+		cfg.Replica.ID = "replica-a"
+		cfg.Replica.Heartbeat.Duration, cfg.Replica.TTL.Duration = ReplicaHeartbeat, ReplicaTTL
 	}
 	if opts.NodeCertValidity != 0 {
 		cfg.PKI.NodeCertValidity.Duration = opts.NodeCertValidity
@@ -125,6 +128,9 @@ func NewEnv(t testing.TB, o ...Options) *Env {
 	var err error
 	for range 5 {
 		cfg.API.Listen, cfg.Tunnel.Listen, cfg.Metrics.Listen = freePort(t), freePort(t), freePort(t)
+		if opts.Postgres != "" {
+			cfg.Replica.Listen = freePort(t)
+		}
 		e.cfg = cfg
 		if err = e.tryStart(); err == nil {
 			break
@@ -198,6 +204,9 @@ func (e *Env) tryStart() error {
 	// Later restarts reuse the same ports.
 	e.cfg.API.Listen = strings.TrimPrefix(strings.TrimPrefix(c.APIURL(), "http://"), "https://")
 	e.cfg.Tunnel.Listen = c.TunnelAddr()
+	if a := c.RelayAddr(); a != "" {
+		e.cfg.Replica.Listen = a
+	}
 	e.mu.Lock()
 	e.Coord, e.cancel = c, cancel
 	e.mu.Unlock()
@@ -236,6 +245,9 @@ func (e *Env) CrashCoordinator() {
 func (e *Env) close() {
 	for _, a := range e.agents {
 		a.Stop()
+	}
+	for _, r := range e.replicas {
+		r.stop()
 	}
 	e.http.CloseIdleConnections()
 	e.mu.Lock()
@@ -322,6 +334,9 @@ type AgentOptions struct {
 	Tenant string
 	// QUICRetry: when zero, 30s.
 	QUICRetry time.Duration
+	// Coordinators, when set, are the tunnel addresses the agent dials (a
+	// list of replicas); it enrolls through the env's coordinator either way.
+	Coordinators []string
 }
 
 // Agent is one running agent.
@@ -359,6 +374,7 @@ func (e *Env) StartAgent(o ...AgentOptions) *Agent {
 	cfg := agentd.DefaultConfig()
 	cfg.StateDir = dir
 	cfg.Transport = opts.Transport
+	cfg.Coordinator = opts.Coordinators
 	cfg.Path = os.Getenv("PATH")
 	if opts.QUICRetry != 0 {
 		cfg.Tunnel.QUICRetry.Duration = opts.QUICRetry

@@ -107,6 +107,10 @@ type ProcOptions struct {
 	// Config is more TOML, appended after the [runs] table (a
 	// [codex_supervision] table, say).
 	Config string
+	// Coordinators, when set, are the replicas' tunnel addresses the agent
+	// dials (`coordinator = [...]`); it enrolls through the env's
+	// coordinator either way.
+	Coordinators []string
 }
 
 // AgentProc is an olivares-agent process enrolled in the env.
@@ -149,7 +153,15 @@ func (e *Env) StartAgentProcess(o ProcOptions) *AgentProc {
 		o.Transport = "auto"
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "state_dir = %q\ncoordinator = %q\ntransport = %q\npath = %q\n", dir, e.TunnelAddr(), o.Transport, o.Path)
+	coord := fmt.Sprintf("%q", e.TunnelAddr())
+	if len(o.Coordinators) > 0 {
+		qs := make([]string, len(o.Coordinators))
+		for i, a := range o.Coordinators {
+			qs[i] = fmt.Sprintf("%q", a)
+		}
+		coord = "[" + strings.Join(qs, ", ") + "]"
+	}
+	fmt.Fprintf(&b, "state_dir = %q\ncoordinator = %s\ntransport = %q\npath = %q\n", dir, coord, o.Transport, o.Path)
 	if !o.NoWorktreeDir {
 		wt := filepath.Join(dir, "worktrees")
 		if err := os.MkdirAll(wt, 0o700); err != nil {

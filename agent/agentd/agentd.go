@@ -52,9 +52,11 @@ var Version = "0.1.0-dev"
 type Config struct {
 	// StateDir holds agent.db, the identity files and agent.sock. Required.
 	StateDir string `toml:"state_dir"`
-	// Coordinator overrides the tunnel address recorded at enrollment.
-	// When empty, the enrolled address.
-	Coordinator string `toml:"coordinator"`
+	// Coordinator overrides the tunnel address recorded at enrollment:
+	// one host:port (a coordinator, or a load balancer or DNS name in front
+	// of several replicas), or a list of replicas' addresses, tried in turn
+	// from the one that worked last. When empty, the enrolled address.
+	Coordinator config.Addrs `toml:"coordinator"`
 	// Transport is "auto" (default), "quic" or "yamux".
 	Transport string `toml:"transport"`
 	// WorktreeDir is where per-run worktrees go. When empty, worktree
@@ -205,13 +207,16 @@ func New(cfg Config, logger *slog.Logger) (*Agent, error) {
 	for op, h := range a.codexHandlers() {
 		handlers[op] = h
 	}
-	addr := cfg.Coordinator
-	if addr == "" {
-		addr = id.Coordinator
+	for op, h := range handlers {
+		handlers[op] = a.pushBeforeReply(h)
+	}
+	addrs := []string(cfg.Coordinator)
+	if len(addrs) == 0 {
+		addrs = []string{id.Coordinator}
 	}
 	a.link = link.New(link.Options{
 		Identity:  id,
-		Addr:      addr,
+		Addrs:     addrs,
 		Transport: cfg.Transport,
 		QUICRetry: cfg.Tunnel.QUICRetry.Duration,
 		Hello:     a.hello,
@@ -412,4 +417,30 @@ func hookCommand() string {
 		return ""
 	}
 	return "'" + strings.ReplaceAll(exe, "'", `'\''`) + "' claude-hook"
+}
+
+// RegistryRefs lists the refs of the profiles and workspaces registered on
+// this node (tests compare them with the coordinator's index).
+func (a *Agent) RegistryRefs() (profiles, workspaces []string, err error) { return a.reg.Refs() }
+
+// pushBeforeReply makes h's reply wait until every run row changed before
+// it reached the coordinator's index: whatever a caller reads next, on any
+// coordinator replica, is at least as new as the answer (issue 24: the
+// push is the index's one writer).
+func (a *Agent) pushBeforeReply(h link.Handler) link.Handler {
+	return func(ctx context.Context, hdr wire.Header, s tunnel.Stream) {
+		h(ctx, hdr, &replyAfterPush{Stream: s, push: func() { a.pusher.flush(ctx) }})
+	}
+}
+
+// replyAfterPush runs push before the stream's first write (the reply).
+type replyAfterPush struct {
+	tunnel.Stream
+	once sync.Once
+	push func()
+}
+
+func (s *replyAfterPush) Write(p []byte) (int, error) {
+	s.once.Do(s.push)
+	return s.Stream.Write(p)
 }

@@ -123,7 +123,9 @@ func (a *Agent) codexContinueOp(ctx context.Context, h wire.Header, s tunnel.Str
 		respond(s, nil, err)
 		return
 	}
-	respond(s, proto.CodexContinued{Created: created, Run: a.row(r)}, nil)
+	out := proto.CodexContinued{Created: created, Run: a.row(r)}
+	a.published(ctx, out)
+	respond(s, out, nil)
 }
 
 func (a *Agent) codexArchiveOp(ctx context.Context, h wire.Header, s tunnel.Stream) {

@@ -230,6 +230,9 @@ func (a *Agent) longOp(ctx context.Context, s tunnel.Stream, op func(context.Con
 	}()
 	select {
 	case r := <-done:
+		if r.err == nil {
+			a.published(ctx, r.v)
+		}
 		respond(s, r.v, r.err)
 	case <-ctx.Done():
 	}
@@ -240,7 +243,9 @@ func (a *Agent) respondRun(s tunnel.Stream, r apitypes.Run, err error) {
 		respond(s, nil, err)
 		return
 	}
-	respond(s, a.row(r), nil)
+	row := a.row(r)
+	a.pusher.flush(context.Background(), row)
+	respond(s, row, nil)
 }
 
 func (a *Agent) launchOp(ctx context.Context, h wire.Header, s tunnel.Stream) {
@@ -558,10 +563,20 @@ type pusher struct {
 	mu    sync.Mutex
 	dirty map[string]bool
 	wake  chan struct{}
+	// open opens a stream on the current session (nil between sessions):
+	// flush pushes through it.
+	open func(context.Context) (tunnel.Stream, error)
+	// ring is the ring bounds of each run as last pushed.
+	ring map[string][2]uint64
 }
 
+// ringEvery is how often the bounds of live runs' rings are compared with
+// the ones last pushed: the index's ring_first_seq and ring_last_seq lag
+// the output by about this much (issue 24).
+const ringEvery = 250 * time.Millisecond
+
 func newPusher(a *Agent) *pusher {
-	return &pusher{a: a, dirty: map[string]bool{}, wake: make(chan struct{}, 1)}
+	return &pusher{a: a, dirty: map[string]bool{}, wake: make(chan struct{}, 1), ring: map[string][2]uint64{}}
 }
 
 func (p *pusher) changed(ref string) {
@@ -575,6 +590,17 @@ func (p *pusher) changed(ref string) {
 }
 
 func (p *pusher) send(ctx context.Context, open func(context.Context) (tunnel.Stream, error), msg proto.RunsPush) error {
+	p.mu.Lock()
+	for _, r := range msg.Runs {
+		p.ring[r.RunRef] = [2]uint64{r.RingFirst, r.RingLast}
+	}
+	p.mu.Unlock()
+	// R-USE-6: each run's unacknowledged usage rows ride with its row,
+	// whichever push carries it; a repeat is stored once.
+	msg.Usage = nil
+	for _, r := range msg.Runs {
+		msg.Usage = append(msg.Usage, p.a.sup.PendingUsage(r.RunRef)...)
+	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	s, err := open(ctx)
@@ -583,7 +609,11 @@ func (p *pusher) send(ctx context.Context, open func(context.Context) (tunnel.St
 	}
 	defer s.Close()
 	s.SetDeadline(time.Now().Add(30 * time.Second))
-	return wire.Call(s, wire.Header{Op: proto.OpRunsPush}, msg, nil)
+	if err := wire.Call(s, wire.Header{Op: proto.OpRunsPush}, msg, nil); err != nil {
+		return err
+	}
+	p.ack(msg.Usage)
+	return nil
 }
 
 // session runs for one tunnel session (link.Options.OnSession).
@@ -592,23 +622,34 @@ func (p *pusher) session(ctx context.Context, open func(context.Context) (tunnel
 	// coordinator: send every row.
 	p.mu.Lock()
 	clear(p.dirty)
+	p.open = open
 	p.mu.Unlock()
+	defer func() {
+		p.mu.Lock()
+		p.open = nil
+		p.mu.Unlock()
+	}()
 	rows := p.a.sup.List()
-	full := proto.RunsPush{Full: true, Runs: rows}
 	for i := range rows {
 		rows[i] = p.a.row(rows[i])
-		full.Usage = append(full.Usage, p.a.sup.PendingUsage(rows[i].RunRef)...)
 	}
-	if err := p.send(ctx, open, full); err != nil {
+	if err := p.send(ctx, open, proto.RunsPush{Full: true, Runs: rows}); err != nil {
 		p.a.log.Warn("run index push failed", logging.Err(err))
 		return
 	}
-	p.ack(full.Usage)
+	tick := time.NewTicker(ringEvery)
+	defer tick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-p.wake:
+		case <-tick.C:
+			if err := p.pushRings(ctx, open); err != nil {
+				p.a.log.Warn("run index push failed", logging.Err(err))
+				return
+			}
+			continue
 		}
 		p.mu.Lock()
 		refs := make([]string, 0, len(p.dirty))
@@ -621,7 +662,6 @@ func (p *pusher) session(ctx context.Context, open func(context.Context) (tunnel
 		for _, ref := range refs {
 			if r, err := p.a.sup.Get(ref); err == nil {
 				msg.Runs = append(msg.Runs, p.a.row(r))
-				msg.Usage = append(msg.Usage, p.a.sup.PendingUsage(ref)...)
 			}
 		}
 		if len(msg.Runs) == 0 {
@@ -634,7 +674,6 @@ func (p *pusher) session(ctx context.Context, open func(context.Context) (tunnel
 			}
 			return // the session is likely gone; the next one sends all
 		}
-		p.ack(msg.Usage)
 	}
 }
 
@@ -647,6 +686,87 @@ func (p *pusher) ack(rows []apitypes.UsageTurn) {
 	}
 	for ref, seq := range last {
 		p.a.sup.AckUsage(ref, seq)
+	}
+}
+
+// pushRings pushes the live runs whose ring bounds moved since their row
+// was last pushed, under a new rev (the index keeps the highest).
+func (p *pusher) pushRings(ctx context.Context, open func(context.Context) (tunnel.Stream, error)) error {
+	rev := p.a.sup.NextRev()
+	var msg proto.RunsPush
+	for _, r := range p.a.sup.List() {
+		if !apitypes.Live(r.State) {
+			continue
+		}
+		p.mu.Lock()
+		last, seen := p.ring[r.RunRef]
+		p.mu.Unlock()
+		if seen && last == [2]uint64{r.RingFirst, r.RingLast} {
+			continue
+		}
+		r.Rev = max(r.Rev, rev)
+		msg.Runs = append(msg.Runs, p.a.row(r))
+	}
+	if len(msg.Runs) == 0 {
+		return nil
+	}
+	return p.send(ctx, open, msg)
+}
+
+// flush pushes rows and every row changed since the last push, and
+// returns once the coordinator stored them: a call that changed a run
+// answers after its row is in the index, so that whoever the caller asks
+// next, on any coordinator replica, reads it (issue 24: the push is the
+// index's one writer). A failed flush leaves the rows to the next push.
+func (p *pusher) flush(ctx context.Context, rows ...apitypes.Run) {
+	p.mu.Lock()
+	open := p.open
+	refs := make([]string, 0, len(p.dirty))
+	for ref := range p.dirty {
+		refs = append(refs, ref)
+	}
+	clear(p.dirty)
+	p.mu.Unlock()
+	if open == nil {
+		for _, ref := range refs {
+			p.changed(ref)
+		}
+		return
+	}
+	seen := map[string]bool{}
+	msg := proto.RunsPush{Runs: make([]apitypes.Run, 0, len(rows)+len(refs))}
+	for _, r := range rows {
+		seen[r.RunRef] = true
+		msg.Runs = append(msg.Runs, r)
+	}
+	for _, ref := range refs {
+		if seen[ref] {
+			continue
+		}
+		if r, err := p.a.sup.Get(ref); err == nil {
+			msg.Runs = append(msg.Runs, p.a.row(r))
+		}
+	}
+	if len(msg.Runs) == 0 {
+		return
+	}
+	if err := p.send(ctx, open, msg); err != nil {
+		p.a.log.Warn("run index push before an answer failed; the rows are pushed again later", logging.Err(err))
+		for _, r := range msg.Runs {
+			p.changed(r.RunRef)
+		}
+	}
+}
+
+// published flushes the runs an answer carries before it is sent.
+func (a *Agent) published(ctx context.Context, v any) {
+	switch v := v.(type) {
+	case apitypes.Run:
+		a.pusher.flush(ctx, v)
+	case apitypes.HandoffResponse:
+		a.pusher.flush(ctx, v.Run)
+	case proto.CodexContinued:
+		a.pusher.flush(ctx, v.Run)
 	}
 }
 

@@ -16,7 +16,9 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/olivares-dev/olivares/agent/identity"
@@ -52,8 +54,15 @@ type Handler func(ctx context.Context, h wire.Header, s tunnel.Stream)
 // Options configure a Link.
 type Options struct {
 	Identity *identity.Identity
-	// Addr is the coordinator's tunnel host:port.
+	// Addr is the coordinator's tunnel host:port: one coordinator, or a
+	// load balancer or DNS name in front of several replicas (each dial
+	// tries every address the name resolves to).
 	Addr string
+	// Addrs, when set, lists several coordinator replicas: each dial
+	// starts with the one that worked last and moves on to the next at
+	// once when it fails; the backoff waits only after every one failed.
+	// Addr is then ignored.
+	Addrs []string
 	// Transport is "auto", "quic" or "yamux". When empty, "auto".
 	Transport string
 	// QUICRetry: when zero, DefaultQUICRetry.
@@ -104,6 +113,8 @@ type Link struct {
 
 	mu sync.Mutex
 	st Status
+	// cur indexes o.Addrs: the address dialed first (the last that worked).
+	cur int
 }
 
 // New returns a Link; call Run.
@@ -124,8 +135,11 @@ func New(o Options) *Link {
 			return tunnel.DialYamuxLogged(ctx, addr, conf, ylog)
 		}
 	}
+	if len(o.Addrs) == 0 {
+		o.Addrs = []string{o.Addr}
+	}
 	l := &Link{o: o}
-	l.st = Status{State: "connecting", Coordinator: o.Addr, Configured: o.Transport, Since: time.Now().UTC()}
+	l.st = Status{State: "connecting", Coordinator: o.Addrs[0], Configured: o.Transport, Since: time.Now().UTC()}
 	return l
 }
 
@@ -164,7 +178,7 @@ func (l *Link) Run(ctx context.Context) error {
 			if err != nil {
 				d := wait()
 				attempt++
-				l.o.Log.Warn("connect failed", "coordinator", l.o.Addr, logging.Err(err), "retry_in", d.Round(time.Millisecond).String())
+				l.o.Log.Warn("connect failed", "coordinator", strings.Join(l.o.Addrs, ", "), logging.Err(err), "retry_in", d.Round(time.Millisecond).String())
 				l.update(func(s *Status) { s.State, s.LastError, s.Transport = "backoff", err.Error(), "" })
 				select {
 				case <-ctx.Done():
@@ -222,27 +236,55 @@ func backoff(attempt int) time.Duration {
 	return time.Duration(rand.Int64N(int64(max)) + 1)
 }
 
+// dial tries each configured address once, starting with the one that
+// worked last, and keeps the first session it gets.
 func (l *Link) dial(ctx context.Context) (tunnel.Session, error) {
+	n := len(l.o.Addrs)
+	var errs []error
+	for i := range n {
+		j := (l.cur + i) % n
+		sess, err := l.dialAddr(ctx, l.o.Addrs[j])
+		if err == nil {
+			l.cur = j
+			addr := l.o.Addrs[j]
+			l.update(func(s *Status) { s.Coordinator = addr })
+			return sess, nil
+		}
+		if ctx.Err() != nil {
+			return nil, err
+		}
+		if n == 1 {
+			return nil, err
+		}
+		errs = append(errs, fmt.Errorf("%s: %w", l.o.Addrs[j], err))
+	}
+	return nil, errors.Join(errs...)
+}
+
+// addr is the address of the current (or last) session.
+func (l *Link) addr() string { return l.o.Addrs[l.cur] }
+
+func (l *Link) dialAddr(ctx context.Context, addr string) (tunnel.Session, error) {
 	tc := l.o.Identity.TLSConfig()
 	switch l.o.Transport {
 	case tunnel.TransportQUIC:
 		dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
-		return l.o.DialQUIC(dctx, l.o.Addr, tc)
+		return l.o.DialQUIC(dctx, addr, tc)
 	case tunnel.TransportYamux:
 		dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
-		return l.o.DialYamux(dctx, l.o.Addr, tc)
+		return l.o.DialYamux(dctx, addr, tc)
 	}
 	qctx, cancel := context.WithTimeout(ctx, FallbackAfter)
-	sess, qerr := l.o.DialQUIC(qctx, l.o.Addr, tc)
+	sess, qerr := l.o.DialQUIC(qctx, addr, tc)
 	cancel()
 	if qerr == nil {
 		return sess, nil
 	}
 	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	sess, err := l.o.DialYamux(dctx, l.o.Addr, tc)
+	sess, err := l.o.DialYamux(dctx, addr, tc)
 	if err != nil {
 		return nil, fmt.Errorf("quic: %v; yamux: %w", qerr, err)
 	}
@@ -288,11 +330,37 @@ func (l *Link) session(ctx context.Context, sess tunnel.Session) (tunnel.Session
 		s.RTT = 0 // measured afresh on this session
 		s.Connects++
 	})
-	l.o.Log.Info("connected", "coordinator", l.o.Addr, "transport", sess.Transport())
+	l.o.Log.Info("connected", "coordinator", l.addr(), "transport", sess.Transport())
 
 	// Heartbeats: send one per interval; the coordinator echoes it. No echo
-	// for 3 intervals ends the session.
-	wg.Add(2)
+	// and no byte of any stream for 3 intervals ends the session (a
+	// watchdog judges it, so a read is never cut in the middle of a frame).
+	var lastEcho atomic.Int64
+	lastEcho.Store(time.Now().UnixNano())
+	wg.Add(3)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(hr.HeartbeatInterval / 2)
+		defer t.Stop()
+		for {
+			select {
+			case <-sess.Done():
+				return
+			case <-ctx.Done():
+				return
+			case now := <-t.C:
+				last := time.Unix(0, lastEcho.Load())
+				if r := tunnel.LastReceived(sess); r.After(last) {
+					last = r
+				}
+				if now.Sub(last) > 3*hr.HeartbeatInterval {
+					l.o.Log.Warn("coordinator silent for 3 heartbeats; reconnecting", "silent_for", now.Sub(last).Round(time.Millisecond).String())
+					sess.Close()
+					return
+				}
+			}
+		}
+	}()
 	go func() {
 		defer wg.Done()
 		defer sess.Close()
@@ -317,11 +385,11 @@ func (l *Link) session(ctx context.Context, sess tunnel.Session) (tunnel.Session
 		defer sess.Close()
 		buf := make([]byte, 0, 256)
 		for {
-			ctl.SetDeadline(time.Now().Add(3 * hr.HeartbeatInterval))
 			p, err := wire.ReadFrame(ctl, buf)
 			if err != nil {
 				return
 			}
+			lastEcho.Store(time.Now().UnixNano())
 			var hb proto.Heartbeat
 			if json.Unmarshal(p, &hb) == nil {
 				now := time.Now()
@@ -384,6 +452,9 @@ func (l *Link) session(ctx context.Context, sess tunnel.Session) (tunnel.Session
 }
 
 func (l *Link) retryQUIC(ctx context.Context, ch chan<- tunnel.Session) {
+	// The replica this session reached: QUIC is retried there, not on
+	// another one.
+	addr := l.addr()
 	t := time.NewTicker(l.o.QUICRetry)
 	defer t.Stop()
 	for {
@@ -393,7 +464,7 @@ func (l *Link) retryQUIC(ctx context.Context, ch chan<- tunnel.Session) {
 		case <-t.C:
 		}
 		qctx, cancel := context.WithTimeout(ctx, FallbackAfter)
-		q, err := l.o.DialQUIC(qctx, l.o.Addr, l.o.Identity.TLSConfig())
+		q, err := l.o.DialQUIC(qctx, addr, l.o.Identity.TLSConfig())
 		cancel()
 		if err == nil {
 			select {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net"
 	"path/filepath"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -116,4 +117,56 @@ func TestReconnectAfterRestartWithin10s(t *testing.T) {
 		})
 	}
 	t.Logf("worst reconnect over 200 restarts of %v: %v", down, worst)
+}
+
+// R-REP-6: with several replicas configured, a dial moves from a dead one to the
+// next at once (no backoff between them: the fake clock does not move),
+// and the next dial starts with the replica that worked.
+func TestDialMovesToTheNextReplica(t *testing.T) {
+	id := testIdentity(t)
+	synctest.Test(t, func(t *testing.T) {
+		var dialed []string
+		alive := map[string]bool{"b:7444": true}
+		l := New(Options{Identity: id, Addrs: []string{"a:7444", "b:7444", "c:7444"}, Transport: tunnel.TransportYamux,
+			DialYamux: func(_ context.Context, addr string, _ *tls.Config) (tunnel.Session, error) {
+				dialed = append(dialed, addr)
+				if !alive[addr] {
+					return nil, errors.New("connection refused")
+				}
+				return session{tunnel.TransportYamux}, nil
+			},
+		})
+		start := time.Now()
+		if _, err := l.dial(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if took := time.Since(start); took != 0 {
+			t.Fatalf("moving past a dead replica took %v, want no wait", took)
+		}
+		if got, want := l.Status().Coordinator, "b:7444"; got != want {
+			t.Fatalf("status coordinator = %q, want %q", got, want)
+		}
+		// b dies, c comes up: b is tried first (it worked last), then c.
+		alive = map[string]bool{"c:7444": true}
+		if _, err := l.dial(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		want := []string{"a:7444", "b:7444", "b:7444", "c:7444"}
+		if len(dialed) != len(want) {
+			t.Fatalf("dialed %v, want %v", dialed, want)
+		}
+		for i := range want {
+			if dialed[i] != want[i] {
+				t.Fatalf("dialed %v, want %v", dialed, want)
+			}
+		}
+		// None alive: one error naming each replica.
+		alive = nil
+		_, err := l.dial(t.Context())
+		for _, a := range []string{"a:7444", "b:7444", "c:7444"} {
+			if err == nil || !strings.Contains(err.Error(), a) {
+				t.Fatalf("all replicas down: got %v, want an error naming %s", err, a)
+			}
+		}
+	})
 }

@@ -336,6 +336,27 @@ func (g *Registry) Profile(ref string) (p Profile, ok bool, err error) {
 	return p, ok, err
 }
 
+// Refs lists the refs of every registered profile and workspace, sorted:
+// what the coordinator's index must match (issue 24: a record created
+// here whose index write failed is removed again).
+func (g *Registry) Refs() (profiles, workspaces []string, err error) {
+	err = g.o.DB.View(func(tx *bbolt.Tx) error {
+		for _, b := range []struct {
+			name []byte
+			out  *[]string
+		}{{bucketProfiles, &profiles}, {bucketWorkspaces, &workspaces}} {
+			if err := tx.Bucket(b.name).ForEach(func(k, _ []byte) error {
+				*b.out = append(*b.out, string(k))
+				return nil
+			}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return profiles, workspaces, err
+}
+
 // ProfileIn returns profile ref of tenant, or ErrNotFound.
 func (g *Registry) ProfileIn(ref, tenant string) (Profile, error) {
 	p, ok, err := g.Profile(ref)

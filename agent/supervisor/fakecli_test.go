@@ -236,10 +236,8 @@ func TestPTYClaudeRefusesTerminal(t *testing.T) {
 	if got.ExitCode == nil || *got.ExitCode != 1 || got.Reason != apitypes.ReasonExitNonZero || got.Signal != "" {
 		t.Fatalf("claude on a PTY: exit %v reason %q signal %q, want exit 1, exit_nonzero", got.ExitCode, got.Reason, got.Signal)
 	}
-	evs := e.events("run_pty1")
-	if k := kinds(evs); !equal(k, []string{ledger.KindCreated, ledger.KindStarted, ledger.KindExited}) {
-		t.Fatalf("events: %v, want created, started, exited", k)
-	}
+	// The state is in memory before the exit's commit: await the row.
+	evs := e.awaitKinds("run_pty1", ledger.KindCreated, ledger.KindStarted, ledger.KindExited)
 	if l := last(evs); l.ExitCode == nil || *l.ExitCode != 1 {
 		t.Fatalf("exited row: %+v, want exit_code 1", l)
 	}
@@ -394,7 +392,9 @@ func TestExitObserved(t *testing.T) {
 			if got.PID != 0 || got.EndedAt == nil {
 				t.Fatalf("row: pid %d ended %v, want not live", got.PID, got.EndedAt)
 			}
-			ev := last(e.events(ref))
+			// The row's state is in memory before its commit (run.change,
+			// then run.save): a state awaited is not yet a ledger row.
+			ev := last(e.awaitKind(ref, ledger.KindExited))
 			if ev.Kind != ledger.KindExited || !sameCode(ev.ExitCode, tt.code) || ev.Signal != tt.sig || ev.PID != live.PID {
 				t.Fatalf("last event: %s exit %s signal %q pid %d; want exited exit %s signal %q pid %d",
 					ev.Kind, show(ev.ExitCode), ev.Signal, ev.PID, show(tt.code), tt.sig, live.PID)

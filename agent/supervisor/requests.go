@@ -124,6 +124,9 @@ func (r *run) restoreRequests(rs []storedRequest) bool {
 	changed := false
 	for _, sr := range rs {
 		e := &reqEntry{storedRequest: sr}
+		if e.Options == nil {
+			e.Options = []apitypes.RequestOption{} // a list, never null (R-REQ-1)
+		}
 		if e.State == apitypes.RequestPending {
 			e.State, e.At, e.Reason = apitypes.RequestExpired, &now, reasonRestarted
 			r.markReqLocked(e.ID)
@@ -278,7 +281,7 @@ func (g *generation) request(req *cliruntime.Request) {
 	now := time.Now().UTC()
 	e := &reqEntry{storedRequest: storedRequest{ToolID: req.ID, ToolUseID: req.ToolUseID, RunRequest: apitypes.RunRequest{
 		ID: newRequestID(), Kind: string(req.Kind), Tool: req.Tool, Title: req.Title, Generation: g.n, AskedAt: now,
-		State: apitypes.RequestPending,
+		State: apitypes.RequestPending, Options: []apitypes.RequestOption{},
 		Detail: apitypes.RequestDetail{Command: req.Command, Cwd: req.Cwd, Files: req.Files, Diff: req.Diff, Question: req.Question,
 			Text: req.Text},
 	}}}
@@ -406,15 +409,19 @@ func (r *run) settle(id string, a settlement, sync bool) (apitypes.RunRequest, e
 	r.trimLocked()
 	toolID := e.ToolID
 	msg := denyMessage(a)
+	v := e.RunRequest
 	r.mu.Unlock()
 
-	werr := g.answer(toolID, cliruntime.Answer{OptionID: opt.ID, Text: a.text, Message: msg})
+	// The settlement goes into the output before the answer reaches the
+	// tool, so that a watcher reads it before what the tool does next
+	// (R-REQ-4).
+	werr := g.answer(toolID, cliruntime.Answer{OptionID: opt.ID, Text: a.text, Message: msg}, func() { r.appendRequest(v.Generation, v) })
 	if werr != nil {
 		rev := r.s.rev()
 		r.mu.Lock()
 		e.Decision, e.OptionID, e.By = "", "", ""
 		r.expireLocked(e, reasonWithdrawn, now, rev)
-		v := e.RunRequest
+		v = e.RunRequest
 		r.mu.Unlock()
 		r.appendRequest(v.Generation, v)
 		r.commit(sync)
@@ -423,10 +430,6 @@ func (r *run) settle(id string, a settlement, sync bool) (apitypes.RunRequest, e
 		}
 		return v, refusal.New(ErrRequestExpired, "request %s expired: %s", id, reasonWithdrawn)
 	}
-	r.mu.Lock()
-	v := e.RunRequest
-	r.mu.Unlock()
-	r.appendRequest(v.Generation, v)
 	return v, r.commit(sync)
 }
 
@@ -518,8 +521,8 @@ func (g *generation) denied(d *cliruntime.Denial, by string) {
 	}
 	e := &reqEntry{storedRequest: storedRequest{ToolUseID: d.ToolUseID, RunRequest: apitypes.RunRequest{
 		ID: newRequestID(), Kind: kind, Tool: d.Tool, Title: cliruntime.Clip(title), Generation: g.n, AskedAt: now,
-		Detail: apitypes.RequestDetail{Command: d.Command},
-		State:  apitypes.RequestSettled, Decision: apitypes.DecisionDeny, By: by, At: &now, Reason: d.Message,
+		Detail: apitypes.RequestDetail{Command: d.Command}, Options: []apitypes.RequestOption{},
+		State: apitypes.RequestSettled, Decision: apitypes.DecisionDeny, By: by, At: &now, Reason: d.Message,
 	}}}
 	rev := r.s.rev()
 	r.mu.Lock()
@@ -617,8 +620,9 @@ func denyMessage(a settlement) string {
 	return "The user denied this tool use."
 }
 
-// answer writes an answer to the tool.
-func (g *generation) answer(toolID string, a cliruntime.Answer) error {
+// answer writes an answer to the tool; accepted runs once the driver took
+// the answer and before its lines are queued for the tool's stdin.
+func (g *generation) answer(toolID string, a cliruntime.Answer, accepted func()) error {
 	g.mu.Lock()
 	if g.stdinDone {
 		g.mu.Unlock()
@@ -626,6 +630,7 @@ func (g *generation) answer(toolID string, a cliruntime.Answer) error {
 	}
 	st, err := g.sess.Answer(toolID, a)
 	if err == nil {
+		accepted()
 		g.pushLocked(st.Write)
 	}
 	g.mu.Unlock()

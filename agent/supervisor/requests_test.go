@@ -142,6 +142,9 @@ func requestFrames(t *testing.T, tl *tail) []apitypes.RunRequest {
 		if err := json.Unmarshal(f.Data, &r); err != nil {
 			t.Fatalf("request frame %q: %v", f.Data, err)
 		}
+		if r.Options == nil {
+			t.Fatalf("request frame %s: options is not a list (R-REQ-1)", f.Data)
+		}
 		out = append(out, r)
 	}
 	return out

@@ -214,6 +214,11 @@ func Open(o Options) (*Supervisor, error) {
 	return s, nil
 }
 
+// NextRev returns a new row revision, above every one given so far: the
+// run index push labels a row whose only change is its ring bounds with
+// it (taken before the row is read, so that no record change is lost).
+func (s *Supervisor) NextRev() uint64 { return s.rev() }
+
 // rev returns a new row revision: increasing across restarts (it starts
 // from the wall clock) and within one process.
 func (s *Supervisor) rev() uint64 {

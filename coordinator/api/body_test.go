@@ -106,7 +106,7 @@ func TestBodylessRoutes(t *testing.T) {
 	}
 }
 
-// R-API-10: GET /runs/{ref}/messages, /events and /attach refuse an unknown
+// R-API-10: GET /runs/{ref}/messages, /events, /attach and /requests refuse an unknown
 // query parameter (400 bad_query) like every other GET, before they ask the
 // node (issue 16).
 func TestRunReadsRefuseUnknownQuery(t *testing.T) {
@@ -123,6 +123,7 @@ func TestRunReadsRefuseUnknownQuery(t *testing.T) {
 		{"messages?bogus=1", 400}, {"messages?role=all&limt=5", 400}, {"messages?role=all&limit=5&text=1", 503}, {"messages", 503},
 		{"events?bogus=1", 400}, {"events?after=1&limit=5", 503},
 		{"attach?form=1", 400}, {"attach?from=1", 503},
+		{"requests?state=pending", 400}, {"requests", 503},
 	} {
 		rec := call(s, http.MethodGet, Base+"/runs/run_1/"+tc.q, op, "t1")
 		if rec.Code != tc.want {

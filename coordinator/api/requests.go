@@ -2,8 +2,10 @@ package api
 
 import (
 	"encoding/json"
+	"maps"
 	"net/http"
 	"regexp"
+	"slices"
 
 	"github.com/labstack/echo/v4"
 
@@ -18,6 +20,10 @@ var requestIDRE = regexp.MustCompile(`^req_[0-9a-f]{16}$`)
 // listRequests is GET /runs/{ref}/requests (R-REQ-2): the pending requests
 // and the last settled ones, from the run's node.
 func (s *Server) listRequests(c echo.Context) error {
+	// R-API-10: no query parameter, before the node is asked.
+	if qp := c.QueryParams(); len(qp) > 0 {
+		return apierr.BadRequest("bad_query", "unknown query parameter %q; this route takes none", slices.Sorted(maps.Keys(qp))[0])
+	}
 	var out apitypes.RequestList
 	if _, err := s.runCall(c, proto.OpRunRequests, nil, &out, callTimeout); err != nil {
 		return err

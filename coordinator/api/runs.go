@@ -29,9 +29,6 @@ const (
 	maxInputBody = 1 << 20 // R-IN-3
 	maxJSONBody  = 1 << 20
 	callTimeout  = 60 * time.Second
-	// getTimeout bounds the fresh read of GET /runs/{ref}; past it the
-	// index row is served.
-	getTimeout = 5 * time.Second
 )
 
 // Tools a profile may name: the contract's (R-DRV-1) and the optional ACP
@@ -133,10 +130,15 @@ func (s *Server) CreateProfileAs(ctx context.Context, tenant string, req apitype
 			AllowedWorkspaces: req.AllowedWorkspaces, EngineHooks: req.EngineHooks, DeniedTools: req.DeniedTools,
 			Approvals: req.Approvals, ApprovalRules: req.ApprovalRules, AskTimeout: req.AskTimeout}, &p)
 	if err != nil {
+		s.undoRecord(err, req.NodeID, proto.OpProfileDelete, ref, tenant)
 		return apitypes.Profile{}, err
 	}
 	p.Tenant, p.NodeID = tenant, req.NodeID
 	if err := s.o.Store.CreateProfile(ctx, p); err != nil {
+		// The node has it, the index refused it (a name another request,
+		// maybe on another replica, took meanwhile): remove it from the
+		// node, so that both keep the same records (issue 24).
+		s.undoRecord(nil, req.NodeID, proto.OpProfileDelete, ref, tenant)
 		if errors.Is(err, store.ErrExists) {
 			return apitypes.Profile{}, apierr.New(http.StatusConflict, "name_taken", "a profile named %q exists in this tenant", req.Name)
 		}
@@ -282,10 +284,12 @@ func (s *Server) CreateWorkspaceAs(ctx context.Context, tenant string, req apity
 		proto.WorkspaceCreate{Ref: ref, Tenant: tenant, Name: req.Name, Path: req.Path, ReadOnly: req.ReadOnly,
 			AllowedSubpaths: req.AllowedSubpaths, MaxReadBytes: req.MaxReadBytes, DLP: req.DLP}, &w)
 	if err != nil {
+		s.undoRecord(err, req.NodeID, proto.OpWorkspaceDelete, ref, tenant)
 		return apitypes.Workspace{}, err
 	}
 	w.Tenant, w.NodeID = tenant, req.NodeID
 	if err := s.o.Store.CreateWorkspace(ctx, w); err != nil {
+		s.undoRecord(nil, req.NodeID, proto.OpWorkspaceDelete, ref, tenant)
 		if errors.Is(err, store.ErrExists) {
 			return apitypes.Workspace{}, apierr.New(http.StatusConflict, "name_taken", "a workspace named %q exists in this tenant", req.Name)
 		}
@@ -319,6 +323,29 @@ func (s *Server) listWorkspaces(c echo.Context) error {
 	return c.JSON(http.StatusOK, apitypes.WorkspaceList{Items: ws})
 }
 
+// undoTimeout bounds the removal of a record the index did not take.
+const undoTimeout = 30 * time.Second
+
+// undoRecord removes record ref from node when its creation did not
+// complete in the index: callErr is the create call's error (nil when the
+// node created it and the index write failed). A refusal from the node
+// created nothing; a call that failed on the way (node_call_failed, a
+// cancelled context) may have, so the node is told to delete the ref, which it
+// answers 404 when it has none. It runs on its own context: the request's
+// may be what ended.
+func (s *Server) undoRecord(callErr error, node, op, ref, tenant string) {
+	var we *wire.Error
+	if callErr != nil && errors.As(callErr, &we) && we.Code != "node_call_failed" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), undoTimeout)
+	defer cancel()
+	err := s.o.Fleet.Call(ctx, node, wire.Header{Op: op}, proto.RecordDelete{Ref: ref, Tenant: tenant}, nil)
+	if err != nil && !(errors.As(err, &we) && we.Status == http.StatusNotFound) {
+		s.echo.Logger.Errorf("api: %s %s on node %s after its index write failed: %v; the node keeps a record the coordinator does not list", op, ref, node, err)
+	}
+}
+
 // --- runs ---
 
 // call is a fleet call with the route's timeout.
@@ -328,12 +355,17 @@ func (s *Server) call(ctx context.Context, node string, h wire.Header, params, r
 	return s.o.Fleet.Call(ctx, node, h, params, result)
 }
 
-// index stores a row the agent answered with and returns it.
+// index returns the indexed row of r, which an agent answered a call
+// with: the agent pushes a row it answers with before the answer (issue
+// 24: the push is the index's one writer), so the index holds it, with
+// indexed_at. When the push did not get through (the agent logs it and
+// pushes again later), the answer's row is returned as it is.
 func (s *Server) index(ctx context.Context, r apitypes.Run) apitypes.Run {
-	if _, err := s.o.Store.PutRun(ctx, r); err != nil {
-		s.log.ErrorContext(ctx, "index write failed", logging.KeyRunRef, r.RunRef, logging.Err(err))
+	got, err := s.o.Store.GetRun(ctx, r.RunRef)
+	if err != nil || got.Rev < r.Rev || got.Tenant != r.Tenant {
+		return r
 	}
-	return r
+	return got
 }
 
 // runInTenant loads an index row; another tenant's run is a 404 (R-TEN-3).
@@ -506,30 +538,25 @@ func (s *Server) listRuns(c echo.Context) error {
 	return c.JSON(http.StatusOK, apitypes.RunList{Items: items, Next: next})
 }
 
-// freshRun is the index row refreshed from its agent when the node is
-// reachable; otherwise the last reported row, which runViews marks
-// unreachable (R-STATE-7: the state is never invented).
+// freshRun is the run's row as the index has it now: its agent pushed
+// every change (the index's one writer); runViews marks it unreachable
+// while its node has no tunnel (R-STATE-7: the state is never invented).
 func (s *Server) freshRun(ctx context.Context, r apitypes.Run) apitypes.Run {
-	if !s.o.Fleet.Link(r.NodeID).Connected {
+	got, err := s.o.Store.GetRun(ctx, r.RunRef)
+	if err != nil || got.Tenant != r.Tenant {
 		return r
 	}
-	ctx, cancel := context.WithTimeout(ctx, getTimeout)
-	defer cancel()
-	var fresh apitypes.Run
-	if err := s.o.Fleet.Call(ctx, r.NodeID, wire.Header{Op: proto.OpRunGet, RunRef: r.RunRef}, nil, &fresh); err != nil {
-		return r
-	}
-	fresh.NodeID, fresh.Tenant = r.NodeID, r.Tenant
-	return s.index(ctx, fresh)
+	return got
 }
 
 func (s *Server) getRun(c echo.Context) error {
-	ctx := c.Request().Context()
 	r, err := s.refRun(c)
 	if err != nil {
 		return err
 	}
-	return s.respondRun(c, http.StatusOK, s.freshRun(ctx, r))
+	// Served from the index, with no call to the node (issue 24): the
+	// row's indexed_at and node_reachable say how fresh it is.
+	return s.respondRun(c, http.StatusOK, r)
 }
 
 func (s *Server) runEvents(c echo.Context) error {

@@ -87,6 +87,9 @@ type Config struct {
 		NodeCertValidity config.Duration `toml:"node_cert_validity"`
 	} `toml:"pki"`
 	Store StoreConfig `toml:"store"`
+	// Replica: this coordinator as one of several sharing the PostgreSQL
+	// store (issue 24). Only with store.driver "postgres".
+	Replica ReplicaConfig `toml:"replica"`
 	// OIDC is single sign-on with the organisation's OpenID Connect
 	// provider, for the console and olivares login --sso. Off when the
 	// table is absent.
@@ -228,6 +231,9 @@ func (c *Config) CheckAndSetDefaults() error {
 	if err := c.Store.CheckAndSetDefaults(); err != nil {
 		return err
 	}
+	if err := c.Replica.CheckAndSetDefaults(c.Store.Driver); err != nil {
+		return err
+	}
 	if err := c.OIDC.CheckAndSetDefaults(); err != nil {
 		return err
 	}
@@ -251,4 +257,82 @@ func IsLoopback(addr string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// DefaultReplicaListen is the replica link's default address.
+const DefaultReplicaListen = "127.0.0.1:7446"
+
+// ReplicaConfig is the [replica] table: how this coordinator meets the
+// other coordinators sharing its PostgreSQL database. Every coordinator on
+// PostgreSQL is a replica (it registers itself, records the tunnels it
+// holds and forwards calls for the others'), also when it is alone.
+type ReplicaConfig struct {
+	// ID names this replica among those sharing the database (1-128
+	// letters, digits, '.', '_', '-'). When empty, the id kept in
+	// STATE_DIR/replica-id, made on first start.
+	ID string `toml:"id"`
+	// Listen is the replica link's host:port (mutual TLS with replica
+	// certificates from the CA; other replicas forward calls here). When
+	// empty, 127.0.0.1:7446: enough for replicas on one host only.
+	Listen string `toml:"listen"`
+	// Advertise is the host:port other replicas dial. When empty, the
+	// address Listen bound, which must then name a host (not 0.0.0.0).
+	Advertise string `toml:"advertise"`
+	// Heartbeat is how often the replica renews its row. When zero, 1s.
+	Heartbeat config.Duration `toml:"heartbeat"`
+	// TTL: a replica silent for longer holds no tunnel (calls for its nodes
+	// are node_unreachable until they reconnect to another). When zero, 5s.
+	TTL config.Duration `toml:"ttl"`
+}
+
+// CheckAndSetDefaults checks the table against the store's driver.
+func (r *ReplicaConfig) CheckAndSetDefaults(driver string) error {
+	if driver != DriverPostgres {
+		if *r != (ReplicaConfig{}) {
+			return errors.New(`config: [replica] is for store.driver "postgres": coordinators share nothing on "bbolt"`)
+		}
+		return nil
+	}
+	if r.ID != "" && !validReplicaID(r.ID) {
+		return fmt.Errorf("config: replica.id %q: use 1-128 letters, digits, '.', '_' or '-', starting with a letter or digit", r.ID)
+	}
+	if r.Listen == "" {
+		r.Listen = DefaultReplicaListen
+	}
+	if _, _, err := net.SplitHostPort(r.Listen); err != nil {
+		return fmt.Errorf("config: replica.listen %q: %w", r.Listen, err)
+	}
+	if r.Advertise != "" {
+		host, port, err := net.SplitHostPort(r.Advertise)
+		if err != nil || host == "" || port == "0" || net.ParseIP(host).IsUnspecified() {
+			return fmt.Errorf("config: replica.advertise %q: give the host:port other replicas dial", r.Advertise)
+		}
+	}
+	if r.Heartbeat.Duration < 0 || r.TTL.Duration < 0 {
+		return errors.New("config: replica.heartbeat and replica.ttl may not be negative (zero takes the default)")
+	}
+	if r.Heartbeat.Duration == 0 {
+		r.Heartbeat.Duration = time.Second
+	}
+	if r.TTL.Duration == 0 {
+		r.TTL.Duration = 5 * time.Second
+	}
+	if r.TTL.Duration < 2*r.Heartbeat.Duration {
+		return fmt.Errorf("config: replica.ttl (%v) must be at least twice replica.heartbeat (%v)", r.TTL.Duration, r.Heartbeat.Duration)
+	}
+	return nil
+}
+
+func validReplicaID(id string) bool {
+	if id == "" || len(id) > 128 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		alnum := 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
+		if !alnum && (i == 0 || c != '.' && c != '_' && c != '-') {
+			return false
+		}
+	}
+	return true
 }

@@ -85,12 +85,17 @@ type Coordinator struct {
 	tcpLn    net.Listener
 	udp      net.PacketConn
 	admin    net.Listener
-	srv      *http.Server
-	cancel   context.CancelFunc
-	ctx      context.Context
-	mu       sync.Mutex
-	wg       sync.WaitGroup
-	errs     chan error
+	// relay is the replica link's listener (nil unless on PostgreSQL).
+	relay tunnel.Listener
+	// replicas is the store's replica bookkeeping (nil on bbolt).
+	replicas  store.Replicas
+	replicaID string
+	srv       *http.Server
+	cancel    context.CancelFunc
+	ctx       context.Context
+	mu        sync.Mutex
+	wg        sync.WaitGroup
+	errs      chan error
 	// ready is read by /readyz handlers while Start and Close write it.
 	ready atomic.Bool
 	// requests counts the HTTP handlers (API and admin socket) that run, so
@@ -117,7 +122,7 @@ func New(cfg Config, logger *slog.Logger) (*Coordinator, error) {
 	if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
 		return nil, err
 	}
-	a, _, err := certs.InitAuthority(filepath.Join(cfg.StateDir, CADir), time.Now())
+	a, caCreated, err := certs.InitAuthority(filepath.Join(cfg.StateDir, CADir), time.Now())
 	if err != nil {
 		return nil, err
 	}
@@ -131,14 +136,35 @@ func New(cfg Config, logger *slog.Logger) (*Coordinator, error) {
 		return nil, err
 	}
 	c.Store = st
-	c.httpCtx, c.httpCancel = context.WithCancel(context.Background())
-	c.Enroll = &enroll.Server{Store: st, Authority: a, Validity: cfg.PKI.NodeCertValidity.Duration, Log: logger}
-	c.Fleet = fleet.New(fleet.Options{Store: st, Authority: a, Enroll: c.Enroll, Heartbeat: cfg.Tunnel.Heartbeat.Duration, Log: logger, Metrics: c.metrics})
+	_, statErr := os.Stat(filepath.Join(cfg.StateDir, vault.KeyFile))
 	v, err := vault.Open(cfg.StateDir)
 	if err != nil {
 		st.Close()
 		return nil, err
 	}
+	var cluster *fleet.ClusterOptions
+	if reps, ok := st.(store.Replicas); ok && cfg.Store.Driver == DriverPostgres {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err := checkSharedKeys(ctx, reps, a, caCreated, v, errors.Is(statErr, os.ErrNotExist), cfg.StateDir)
+		cancel()
+		if err == nil {
+			c.replicaID, err = replicaID(cfg)
+		}
+		if err != nil {
+			st.Close()
+			return nil, err
+		}
+		c.replicas = reps
+		if err := c.issueReplicaCert(); err != nil {
+			st.Close()
+			return nil, err
+		}
+		cluster = &fleet.ClusterOptions{ID: c.replicaID, Registry: reps, Certificate: c.replicaCert,
+			Heartbeat: cfg.Replica.Heartbeat.Duration, TTL: cfg.Replica.TTL.Duration, Version: Version}
+	}
+	c.httpCtx, c.httpCancel = context.WithCancel(context.Background())
+	c.Enroll = &enroll.Server{Store: st, Authority: a, Validity: cfg.PKI.NodeCertValidity.Duration, Log: logger}
+	c.Fleet = fleet.New(fleet.Options{Store: st, Authority: a, Enroll: c.Enroll, Heartbeat: cfg.Tunnel.Heartbeat.Duration, Log: logger, Metrics: c.metrics, Cluster: cluster})
 	if c.resetKey, err = loadResetKey(filepath.Join(cfg.StateDir, ResetKeyFile)); err != nil {
 		st.Close()
 		return nil, err
@@ -194,6 +220,9 @@ func (c *Coordinator) readyErr() error {
 	if !c.ready.Load() {
 		return errors.New("the coordinator is starting or stopping")
 	}
+	if err := c.Fleet.Registered(); err != nil {
+		return fmt.Errorf("this coordinator replica (%s) has not renewed its registration in the database; check that PostgreSQL is reachable from this host", c.replicaID)
+	}
 	if p, ok := c.Store.(store.Pinger); ok {
 		ctx, cancel := context.WithTimeout(context.Background(), pingTimeout)
 		defer cancel()
@@ -223,6 +252,13 @@ func (c *Coordinator) Start(ctx context.Context) error {
 	}
 	c.admin, err = localsockListen(filepath.Join(c.cfg.StateDir, AdminSock))
 	if err != nil {
+		c.closeListeners()
+		c.cancel()
+		return err
+	}
+	// A replica is registered before its tunnel listeners accept a node,
+	// so that every tunnel it records is under a live registration.
+	if err := c.startReplica(ctx); err != nil {
 		c.closeListeners()
 		c.cancel()
 		return err
@@ -348,6 +384,9 @@ func (c *Coordinator) closeListeners() {
 		c.udp.Close()
 	}
 	c.mu.Unlock()
+	if c.relay != nil {
+		c.relay.Close()
+	}
 }
 
 // Crash stops as a kill -9 would, as far as peers can tell: the UDP socket

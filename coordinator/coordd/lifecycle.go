@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"github.com/olivares-dev/olivares/shared/logging"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -97,6 +98,8 @@ func (g *requestGate) wait() { g.wg.Wait() }
 type certSet struct {
 	api    atomic.Pointer[tls.Certificate]
 	tunnel atomic.Pointer[tls.Certificate]
+	// replica is the replica link's certificate (PostgreSQL only).
+	replica atomic.Pointer[tls.Certificate]
 }
 
 func (s *certSet) apiCert(*tls.ClientHelloInfo) (*tls.Certificate, error) { return s.api.Load(), nil }
@@ -153,6 +156,9 @@ func (c *Coordinator) Reload() error {
 	}
 	c.certs.tunnel.Store(&tc)
 	c.certs.api.Store(ac)
+	if err := c.issueReplicaCert(); err != nil {
+		c.log.Warn("reload: the replica certificate was not renewed; the previous one stays", logging.Err(err))
+	}
 	c.log.Info("reloaded the CA and the serving certificates", "signer_pin", certs.Pin(c.Authority.Roots()[0]))
 	return nil
 }

@@ -38,7 +38,7 @@ func startPlain(t *testing.T) (*Coordinator, string) {
 	// A free port: the default 7445 is taken by any other coordinator on
 	// the host, another test's included.
 	cfg.Metrics.Listen = "127.0.0.1:0"
-		c, err := New(cfg, slog.New(slog.NewTextHandler(t.Output(), nil)))
+	c, err := New(cfg, slog.New(slog.NewTextHandler(t.Output(), nil)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,6 +30,7 @@ import (
 	"github.com/olivares-dev/olivares/coordinator/coordd"
 	"github.com/olivares-dev/olivares/coordinator/store"
 	"github.com/olivares-dev/olivares/shared/apitypes"
+	"github.com/olivares-dev/olivares/shared/config"
 	"github.com/olivares-dev/olivares/shared/logging"
 )
 
@@ -184,7 +185,7 @@ func Run(ctx context.Context, o Options) error {
 	}
 	acfg := agentd.DefaultConfig()
 	acfg.StateDir = agentDir
-	acfg.Coordinator = c.TunnelAddr()
+	acfg.Coordinator = config.Addrs{c.TunnelAddr()}
 	acfg.WorktreeDir = filepath.Join(dir, "worktrees")
 	if err := os.MkdirAll(acfg.WorktreeDir, 0o700); err != nil {
 		return err

@@ -71,6 +71,10 @@ type Fleet struct {
 	// accepted after Close.
 	handlers sync.WaitGroup
 	closed   bool
+
+	// cluster is the replica side when several coordinators share the
+	// database (nil when this is the only one).
+	cluster *cluster
 }
 
 // Options configure a Fleet.
@@ -86,6 +90,10 @@ type Options struct {
 	// Metrics registers the fleet's metrics (R-OBS-7). When nil, they are
 	// kept but not exported.
 	Metrics prometheus.Registerer
+	// Cluster, when set, makes this fleet one replica of several sharing
+	// the store (issue 24): it records the tunnels it holds, forwards calls
+	// for nodes another replica holds, and cuts nodes revoked anywhere.
+	Cluster *ClusterOptions
 }
 
 // New returns a Fleet.
@@ -99,6 +107,9 @@ func New(o Options) *Fleet {
 		f.heartbeat = DefaultHeartbeat
 	}
 	f.metrics = newMetrics(f, o.Metrics)
+	if o.Cluster != nil {
+		f.cluster = newCluster(f, *o.Cluster)
+	}
 	return f
 }
 
@@ -370,23 +381,25 @@ func (f *Fleet) serveStream(ctx context.Context, l *link, s tunnel.Stream, hello
 	}
 }
 
-// indexRuns stores run rows an agent pushed. The node and tenant come from
-// the verified tunnel identity and the registry, never from the row: an
-// agent can only index its own runs in its own tenant.
+// indexRuns stores run rows an agent pushed, in one transaction: the push
+// is the index's one writer (issue 24). The node and tenant come from the
+// verified tunnel identity and the registry, never from the row: an agent
+// can only index its own runs in its own tenant.
 func (f *Fleet) indexRuns(ctx context.Context, nodeID string, runs []apitypes.Run) error {
 	n, err := f.store.GetNode(ctx, nodeID)
 	if err != nil {
 		return err
 	}
-	for _, r := range runs {
-		r.NodeID, r.Tenant, r.NodeReachable = nodeID, n.Tenant, nil
-		if _, err := f.store.PutRun(ctx, r); err != nil {
-			f.log.Warn("index write refused", logging.KeyNodeID, nodeID, logging.KeyRunRef, r.RunRef, logging.Err(err))
-			if errors.Is(err, store.ErrConflict) {
-				continue
-			}
-			return err
-		}
+	now := time.Now().UTC()
+	for i := range runs {
+		runs[i].NodeID, runs[i].Tenant, runs[i].NodeReachable, runs[i].IndexedAt = nodeID, n.Tenant, nil, &now
+	}
+	_, refused, err := f.store.PutRuns(ctx, runs)
+	if err != nil {
+		return err
+	}
+	for ref, err := range refused {
+		f.log.Warn("index write refused", logging.KeyNodeID, nodeID, logging.KeyRunRef, ref, logging.Err(err))
 	}
 	return nil
 }
@@ -429,18 +442,27 @@ func (f *Fleet) control(ctx context.Context, l *link, s tunnel.Stream, h wire.He
 		l.sess.Close()
 		return
 	}
+	if f.cluster != nil {
+		// Recorded before the hello is answered: once the agent is
+		// connected, every replica can find it.
+		f.cluster.hold(ctx, l)
+	}
 	close(helloDone)
 	if err := wire.Respond(s, proto.HelloReply{NodeID: l.nodeID, HeartbeatInterval: f.heartbeat}, nil); err != nil {
 		l.sess.Close()
 		return
 	}
+	// A node silent for 3 heartbeats ends the session: the agent will
+	// reconnect. Silent means no heartbeat and no byte of any stream (a
+	// busy tunnel can hold a heartbeat behind its output); a watchdog
+	// judges it, so a read is never cut in the middle of a frame.
+	go f.watch(l)
+	s.SetDeadline(time.Time{}) // the call's 30 s header deadline
 	buf := make([]byte, 0, 256)
 	for {
-		s.SetDeadline(time.Now().Add(3 * f.heartbeat))
 		p, err := wire.ReadFrame(s, buf)
 		if err != nil {
-			// A silent or broken control stream ends the session: the agent
-			// will reconnect.
+			// A broken control stream ends the session.
 			l.sess.Close()
 			return
 		}
@@ -457,6 +479,29 @@ func (f *Fleet) control(ctx context.Context, l *link, s tunnel.Stream, h wire.He
 }
 
 var errRevoked = errors.New("node is revoked")
+
+// watch closes l's session once the node has been silent for 3 heartbeats:
+// no heartbeat and, where the transport says, no byte received.
+func (f *Fleet) watch(l *link) {
+	t := time.NewTicker(f.heartbeat / 2)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.sess.Done():
+			return
+		case now := <-t.C:
+			last := time.Unix(0, l.lastBeat.Load())
+			if r := tunnel.LastReceived(l.sess); r.After(last) {
+				last = r
+			}
+			if now.Sub(last) > 3*f.heartbeat {
+				f.log.Warn("node silent for 3 heartbeats; closing its tunnel", logging.KeyNodeID, l.nodeID, "silent_for", now.Sub(last).Round(time.Millisecond).String())
+				l.sess.Close()
+				return
+			}
+		}
+	}
+}
 
 // register makes l the node's current link; an older link is closed.
 func (f *Fleet) register(l *link) bool {
@@ -486,11 +531,15 @@ func (f *Fleet) register(l *link) bool {
 
 func (f *Fleet) unregister(l *link) {
 	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.links[l.nodeID] == l {
+	current := f.links[l.nodeID] == l
+	if current {
 		delete(f.links, l.nodeID)
 		f.lost[l.nodeID] = time.Now()
 		f.log.Info("node disconnected", logging.KeyNodeID, l.nodeID)
+	}
+	f.mu.Unlock()
+	if current && f.cluster != nil {
+		f.cluster.release(l)
 	}
 }
 
@@ -534,20 +583,30 @@ type Link struct {
 	// it reported one on this tunnel.
 	RTT         time.Duration
 	OpenStreams int
+	// Replica is the id of the coordinator replica holding the tunnel,
+	// when coordinators share a database.
+	Replica string
 }
 
 // Link returns the live state of a node.
 func (f *Fleet) Link(nodeID string) Link {
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	if l := f.links[nodeID]; l != nil {
+		defer f.mu.Unlock()
 		return Link{
 			Connected: true, Online: true, Transport: l.sess.Transport(),
 			ConnectedSince: l.since.UTC(), LastHeartbeat: time.Unix(0, l.lastBeat.Load()).UTC(),
-			RTT: time.Duration(l.rtt.Load()), OpenStreams: l.sess.NumStreams(),
+			RTT: time.Duration(l.rtt.Load()), OpenStreams: l.sess.NumStreams(), Replica: f.Replica(),
 		}
 	}
-	if at, ok := f.lost[nodeID]; ok && time.Since(at) < PresenceGrace {
+	at, lost := f.lost[nodeID]
+	f.mu.Unlock()
+	if f.cluster != nil {
+		if rl, ok := f.cluster.remoteLink(nodeID); ok && (rl.Connected || !lost) {
+			return rl
+		}
+	}
+	if lost && time.Since(at) < PresenceGrace {
 		return Link{Online: true}
 	}
 	return Link{}
@@ -590,6 +649,10 @@ func (f *Fleet) Stats() Stats {
 // the caller owns the stream (frames may follow) and must Close it. The
 // call is counted by op and result, with the time to its reply (R-OBS-7);
 // the header carries the API request's id, when ctx has one.
+//
+// A node whose tunnel another replica holds is reached through it: the
+// stream returned then runs over the replica link, and carries the same
+// reply and frames (issue 24).
 func (f *Fleet) Open(ctx context.Context, nodeID string, h wire.Header, params any, result any) (tunnel.Stream, error) {
 	if h.RequestID == "" {
 		h.RequestID = logging.RequestID(ctx)
@@ -614,9 +677,19 @@ func (f *Fleet) open(ctx context.Context, nodeID string, h wire.Header, params a
 	l := f.links[nodeID]
 	f.mu.Unlock()
 	if l == nil {
-		return nil, &wire.Error{Status: http.StatusServiceUnavailable, Code: codeUnreachable, Message: fmt.Sprintf("node %s has no live tunnel to the coordinator; check olivares-agent status on it", nodeID)}
+		if f.cluster != nil {
+			return f.cluster.forward(ctx, nodeID, h, params, result)
+		}
+		return nil, unreachable(nodeID)
 	}
-	s, err := l.sess.OpenStream(ctx)
+	return f.call(ctx, nodeID, l.sess.OpenStream, nil, h, params, result)
+}
+
+// call opens a stream with open, writes prelude's bytes (a forward header)
+// when set, then makes the call: header sent, reply read.
+func (f *Fleet) call(ctx context.Context, nodeID string, open func(context.Context) (tunnel.Stream, error), prelude func(tunnel.Stream) error,
+	h wire.Header, params any, result any) (tunnel.Stream, error) {
+	s, err := open(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -629,7 +702,12 @@ func (f *Fleet) open(ctx context.Context, nodeID string, h wire.Header, params a
 	// A cancelled ctx (the caller went away, the coordinator drains) ends
 	// the call at once: the deadline in the past wakes the blocked read.
 	stop := context.AfterFunc(ctx, func() { s.SetDeadline(time.Unix(1, 0)) })
-	err = wire.Call(s, h, params, result)
+	if prelude != nil {
+		err = prelude(s)
+	}
+	if err == nil {
+		err = wire.Call(s, h, params, result)
+	}
 	if !stop() || err != nil {
 		s.Close()
 		if ctx.Err() != nil {

@@ -12,7 +12,10 @@ package vault
 import (
 	"crypto/aes"
 	"crypto/cipher"
+	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -32,6 +35,8 @@ var ErrSealed = errors.New("vault: the sealed value does not open (wrong key or 
 // Vault seals and opens secret values.
 type Vault struct {
 	aead cipher.AEAD
+	// check identifies the key without revealing it (Fingerprint).
+	check string
 }
 
 // Open loads the key from dir, creating it on first use.
@@ -60,8 +65,15 @@ func Open(dir string) (*Vault, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Vault{aead: aead}, nil
+	mac := hmac.New(sha256.New, key)
+	mac.Write([]byte("olivares vault key check"))
+	return &Vault{aead: aead, check: "hmac-sha256:" + hex.EncodeToString(mac.Sum(nil)[:16])}, nil
 }
+
+// Fingerprint identifies the key without revealing it: coordinator
+// replicas sharing a database compare it, since a secret sealed by one
+// must open on every other.
+func (v *Vault) Fingerprint() string { return v.check }
 
 func aad(tenant, ref string) []byte { return []byte("olivares vault v1\x00" + tenant + "\x00" + ref) }
 

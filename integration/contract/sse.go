@@ -35,21 +35,34 @@ func EventCheck(t T) func(*http.Request, sse.Event) error {
 }
 
 // eventTap reads the events of a stream a server writes, with shared/sse,
-// and checks each: Write hands it the bytes, close waits until every
-// complete event was checked.
+// and checks each: write hands it the bytes and returns once every
+// complete event among them was checked, so that a mismatch is reported
+// before the client can read the bytes (and the test go on); close waits
+// for the last events' checks.
 type eventTap struct {
-	pw   *io.PipeWriter
-	done sync.WaitGroup
+	mu   sync.Mutex
+	cond *sync.Cond
+	buf  []byte // written, not yet read
+	// idle: the reader waits for bytes with none left, so every complete
+	// event written so far was checked. ended: the reader stopped (a
+	// malformed stream); what follows is not read.
+	idle, closed, ended bool
+	done                sync.WaitGroup
 }
 
 func newEventTap(check func(sse.Event) []string, report func(string)) *eventTap {
-	pr, pw := io.Pipe()
-	tap := &eventTap{pw: pw}
+	tap := &eventTap{}
+	tap.cond = sync.NewCond(&tap.mu)
 	tap.done.Add(1)
 	go func() {
 		defer tap.done.Done()
-		defer io.Copy(io.Discard, pr) // never leave a writer blocked
-		rd := sse.NewReader(pr)
+		defer func() {
+			tap.mu.Lock()
+			tap.ended = true
+			tap.cond.Broadcast()
+			tap.mu.Unlock()
+		}()
+		rd := sse.NewReader(tap)
 		for {
 			ev, err := rd.Next()
 			if err != nil {
@@ -63,11 +76,46 @@ func newEventTap(check func(sse.Event) []string, report func(string)) *eventTap 
 	return tap
 }
 
-// write hands p to the reader; it returns once p was read.
-func (t *eventTap) write(p []byte) { t.pw.Write(p) }
+// Read is the reader's side: it blocks until bytes are written or the
+// stream is closed.
+func (t *eventTap) Read(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for len(t.buf) == 0 && !t.closed {
+		t.idle = true
+		t.cond.Broadcast()
+		t.cond.Wait()
+	}
+	t.idle = false
+	if len(t.buf) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p, t.buf)
+	t.buf = t.buf[n:]
+	return n, nil
+}
+
+// write hands p to the reader; it returns once p was read and the events
+// it completed were checked.
+func (t *eventTap) write(p []byte) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.ended {
+		return
+	}
+	t.buf = append(t.buf, p...)
+	t.idle = false
+	t.cond.Broadcast()
+	for !t.ended && !(t.idle && len(t.buf) == 0) {
+		t.cond.Wait()
+	}
+}
 
 // close ends the stream and waits for the last events' checks.
 func (t *eventTap) close() {
-	t.pw.Close()
+	t.mu.Lock()
+	t.closed = true
+	t.cond.Broadcast()
+	t.mu.Unlock()
 	t.done.Wait()
 }

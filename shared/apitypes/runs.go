@@ -62,6 +62,10 @@ type Run struct {
 	// NodeReachable is present, and false, only while the node has no live
 	// tunnel: State is then the last one the agent reported (R-STATE-7).
 	NodeReachable *bool `json:"node_reachable,omitempty"`
+	// IndexedAt is when the coordinator stored this row, as the node's
+	// agent pushed it (the index's one writer, issue 24): the row is the
+	// node's state as of then. Ring bounds move with output between pushes.
+	IndexedAt *time.Time `json:"indexed_at,omitempty"`
 
 	State string `json:"state"`
 	// ExitCode is the observed exit code of the last generation, null until

@@ -199,6 +199,25 @@ type quicSession struct {
 	// streams counts streams opened or accepted and not yet Closed by us:
 	// quic-go has no such count.
 	streams atomic.Int64
+
+	// recv is what LastReceived last saw: the packet count and when it
+	// was first seen to have moved.
+	recvMu      sync.Mutex
+	recvPackets uint64
+	recvAt      time.Time
+}
+
+// LastReceived is when the connection was last seen to have received a
+// packet: quic-go counts packets but keeps no time, so the time is that of
+// the first call that saw the count move (a watchdog polls it).
+func (s *quicSession) LastReceived() time.Time {
+	n := s.c.ConnectionStats().PacketsReceived
+	s.recvMu.Lock()
+	defer s.recvMu.Unlock()
+	if n != s.recvPackets {
+		s.recvPackets, s.recvAt = n, time.Now()
+	}
+	return s.recvAt
 }
 
 func (s *quicSession) wrap(st *quic.Stream) Stream {

@@ -68,6 +68,19 @@ type Session interface {
 	Close() error
 }
 
+// LastReceived is when s's connection last received bytes of any stream
+// (QUIC: a packet, as first seen by a call), or the zero time when the
+// transport does not say. Every stream shares one connection, and over yamux
+// one TCP byte stream, so a heartbeat can queue behind megabytes of output on
+// a busy tunnel: bytes arriving show the peer is alive all the same, and a
+// heartbeat watchdog counts them as a beat.
+func LastReceived(s Session) time.Time {
+	if r, ok := s.(interface{ LastReceived() time.Time }); ok {
+		return r.LastReceived()
+	}
+	return time.Time{}
+}
+
 // Listener accepts tunnel sessions.
 type Listener interface {
 	Accept(ctx context.Context) (Session, error)

@@ -92,6 +92,14 @@ type yamuxSession struct {
 	tls  tls.ConnectionState
 }
 
+// LastReceived is when the connection last received bytes, of any stream.
+func (s *yamuxSession) LastReceived() time.Time {
+	if n := s.conn.last.Load(); n != 0 {
+		return time.Unix(0, n)
+	}
+	return time.Time{}
+}
+
 // confirm waits for a ping answer, or says why the session ended before it.
 func (s *yamuxSession) confirm(ctx context.Context) error {
 	done := make(chan error, 1)
@@ -216,6 +224,8 @@ type yamuxConn struct {
 	net.Conn
 	held []byte // a data header waiting for its body; send loop only
 	rerr atomic.Pointer[error]
+	// last is when bytes last arrived, of any stream (unix nanos).
+	last atomic.Int64
 }
 
 func (c *yamuxConn) Write(p []byte) (int, error) {
@@ -242,6 +252,9 @@ func (c *yamuxConn) Write(p []byte) (int, error) {
 
 func (c *yamuxConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
+	if n > 0 {
+		c.last.Store(time.Now().UnixNano())
+	}
 	if err != nil {
 		c.rerr.CompareAndSwap(nil, &err)
 	}

@@ -144,7 +144,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	case "run":
 		cfgPath := fs.String("config", "", "TOML config file")
 		transport := fs.String("transport", "", "auto, quic or yamux (overrides the config)")
-		coord := fs.String("coordinator", "", "coordinator address (overrides the enrolled one)")
+		coord := fs.String("coordinator", "", "coordinator address HOST:PORT, or several replicas' as HOST:PORT,HOST:PORT (overrides the enrolled one)")
 		level := fs.String("log-level", "", "debug, info, warn or error (overrides [log] level; default info)")
 		if err := parse(); err != nil {
 			return err
@@ -162,7 +162,10 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 			cfg.Transport = *transport
 		}
 		if *coord != "" {
-			cfg.Coordinator = *coord
+			cfg.Coordinator = strings.Split(*coord, ",")
+			if err := cfg.Coordinator.Check(); err != nil {
+				return fmt.Errorf("--coordinator: %w", err)
+			}
 		}
 		if *level != "" {
 			cfg.Log.Level = *level

@@ -210,6 +210,11 @@ func (s *session) Observe(l []byte) cliruntime.Step {
 			s.ended++
 		}
 		ev.Kind, ev.Reason, ev.IsError = cliruntime.EventTurnEnded, e.Status, e.Status != "completed"
+		if e.Status == "cancelled" {
+			// Only a cancel op ends a turn so: a person's interrupt, not a
+			// failure of the run (R-LERR-1).
+			ev.ErrorKind = cliruntime.ErrorInterrupted
+		}
 	default:
 		return cliruntime.Step{}
 	}

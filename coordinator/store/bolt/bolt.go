@@ -333,56 +333,102 @@ func (s *Store) UpdateNode(ctx context.Context, id string, fn func(*store.Node) 
 // out of order leave the index on the last state the agent reported
 // (R-STATE-7). An equal Rev is a duplicate push and is not written.
 func (s *Store) PutRun(ctx context.Context, r apitypes.Run) (bool, error) {
-	if r.RunRef == "" {
-		return false, errors.New("put run: empty run_ref")
-	}
-	if r.Tenant == "" {
-		return false, fmt.Errorf("put run %q: empty tenant", r.RunRef)
+	if err := checkRun(r); err != nil {
+		return false, err
 	}
 	wrote := false
 	err := s.update(ctx, func(tx *bbolt.Tx) error {
-		runs, index := tx.Bucket(bucketRuns), tx.Bucket(bucketRunsByTenant)
-		if tx.Bucket(bucketTombstones).Get([]byte(r.RunRef)) != nil {
-			// A late push of a deleted run (R-DEL-1): it stays deleted.
-			return nil
-		}
-		key := runIndexKey(r.Tenant, r.CreatedAt, r.RunRef)
-		var old apitypes.Run
-		switch err := get(runs, r.RunRef, &old); {
-		case errors.Is(err, store.ErrNotFound):
-		case err != nil:
-			return fmt.Errorf("run %q: %w", r.RunRef, err)
-		default:
-			// Checked before Rev: a foreign push is refused even when it
-			// would lose anyway, so the caller learns of it. The message
-			// does not name the owner, which belongs to the other side.
-			if old.Tenant != r.Tenant || old.NodeID != r.NodeID {
-				return fmt.Errorf("run %q belongs to another tenant or node: %w", r.RunRef, store.ErrConflict)
-			}
-			if r.Rev <= old.Rev {
-				return nil
-			}
-			// CreatedAt is fixed for a ref, but a row that moved must not
-			// be listed twice.
-			if oldKey := runIndexKey(old.Tenant, old.CreatedAt, old.RunRef); !bytes.Equal(oldKey, key) {
-				if err := index.Delete(oldKey); err != nil {
-					return err
-				}
-			}
-		}
-		if err := put(runs, r.RunRef, r); err != nil {
-			return err
-		}
-		if err := index.Put(key, []byte{}); err != nil {
-			return err
-		}
-		wrote = true
-		return nil
+		var err error
+		wrote, err = putRunTx(tx, r)
+		return err
 	})
 	if err != nil {
 		return false, err
 	}
 	return wrote, nil
+}
+
+// PutRuns implements store.Store: one bbolt transaction (one fsync) for
+// the batch.
+func (s *Store) PutRuns(ctx context.Context, rs []apitypes.Run) (int, map[string]error, error) {
+	refused := map[string]error{}
+	wrote := 0
+	err := s.update(ctx, func(tx *bbolt.Tx) error {
+		wrote = 0
+		clear(refused)
+		for _, r := range rs {
+			if err := checkRun(r); err != nil {
+				refused[r.RunRef] = err
+				continue
+			}
+			w, err := putRunTx(tx, r)
+			if errors.Is(err, store.ErrConflict) {
+				refused[r.RunRef] = err
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			if w {
+				wrote++
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, nil, err
+	}
+	return wrote, refused, nil
+}
+
+func checkRun(r apitypes.Run) error {
+	if r.RunRef == "" {
+		return errors.New("put run: empty run_ref")
+	}
+	if r.Tenant == "" {
+		return fmt.Errorf("put run %q: empty tenant", r.RunRef)
+	}
+	return nil
+}
+
+// putRunTx keeps r in tx when its rev is newer (PutRun's rules).
+func putRunTx(tx *bbolt.Tx, r apitypes.Run) (bool, error) {
+	runs, index := tx.Bucket(bucketRuns), tx.Bucket(bucketRunsByTenant)
+	if tx.Bucket(bucketTombstones).Get([]byte(r.RunRef)) != nil {
+		// A late push of a deleted run (R-DEL-1): it stays deleted.
+		return false, nil
+	}
+	key := runIndexKey(r.Tenant, r.CreatedAt, r.RunRef)
+	var old apitypes.Run
+	switch err := get(runs, r.RunRef, &old); {
+	case errors.Is(err, store.ErrNotFound):
+	case err != nil:
+		return false, fmt.Errorf("run %q: %w", r.RunRef, err)
+	default:
+		// Checked before Rev: a foreign push is refused even when it
+		// would lose anyway, so the caller learns of it. The message
+		// does not name the owner, which belongs to the other side.
+		if old.Tenant != r.Tenant || old.NodeID != r.NodeID {
+			return false, fmt.Errorf("run %q belongs to another tenant or node: %w", r.RunRef, store.ErrConflict)
+		}
+		if r.Rev <= old.Rev {
+			return false, nil
+		}
+		// CreatedAt is fixed for a ref, but a row that moved must not
+		// be listed twice.
+		if oldKey := runIndexKey(old.Tenant, old.CreatedAt, old.RunRef); !bytes.Equal(oldKey, key) {
+			if err := index.Delete(oldKey); err != nil {
+				return false, err
+			}
+		}
+	}
+	if err := put(runs, r.RunRef, r); err != nil {
+		return false, err
+	}
+	if err := index.Put(key, []byte{}); err != nil {
+		return false, err
+	}
+	return true, nil
 }
 
 func (s *Store) GetRun(ctx context.Context, ref string) (apitypes.Run, error) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -26,13 +27,7 @@ const defaultRunLimit = 50
 // tombstone is checked under the same lock, so a push racing a delete
 // cannot bring the run back.
 func (s *Store) PutRun(ctx context.Context, r apitypes.Run) (bool, error) {
-	if r.RunRef == "" {
-		return false, errors.New("put run: empty run_ref")
-	}
-	if r.Tenant == "" {
-		return false, fmt.Errorf("put run %q: empty tenant", r.RunRef)
-	}
-	if err := checkText("put run", r.RunRef, r.Tenant, r.NodeID, r.State, r.LiveRef, r.ClaudeSessionID); err != nil {
+	if err := checkRun(r); err != nil {
 		return false, err
 	}
 	doc, err := encode(r)
@@ -41,61 +36,121 @@ func (s *Store) PutRun(ctx context.Context, r apitypes.Run) (bool, error) {
 	}
 	wrote := false
 	err = s.tx(ctx, func(tx pgx.Tx) error {
-		// Two pushes of a new ref may both find no row; the loser of the
-		// insert then finds the winner's row and compares revs.
-		for range 3 {
-			var tenant, node, revText string
-			err := tx.QueryRow(ctx, "SELECT tenant, node_id, rev::text FROM runs WHERE run_ref = $1 FOR NO KEY UPDATE", r.RunRef).Scan(&tenant, &node, &revText)
-			switch {
-			case err == nil:
-				rev, err := strconv.ParseUint(revText, 10, 64)
-				if err != nil {
-					return fmt.Errorf("run %q: stored rev %q: %w", r.RunRef, revText, err)
-				}
-				// Checked before Rev: a foreign push is refused even when it
-				// would lose anyway, so the caller learns of it. The message
-				// does not name the owner, which belongs to the other side.
-				if tenant != r.Tenant || node != r.NodeID {
-					return fmt.Errorf("run %q belongs to another tenant or node: %w", r.RunRef, store.ErrConflict)
-				}
-				if r.Rev <= rev {
-					return nil
-				}
-				_, err = tx.Exec(ctx, `UPDATE runs SET rev = $2::numeric, created_at = $3, state = $4, live_ref = $5,
-					claude_session_id = $6, doc = $7 WHERE run_ref = $1`,
-					r.RunRef, revString(r.Rev), r.CreatedAt, r.State, r.LiveRef, r.ClaudeSessionID, doc)
-				wrote = err == nil
-				return err
-			case !errors.Is(err, pgx.ErrNoRows):
-				return err
-			}
-			tag, err := tx.Exec(ctx, `INSERT INTO runs (run_ref, tenant, node_id, rev, created_at, state, live_ref, claude_session_id, doc)
-				SELECT $1, $2, $3, $4::numeric, $5, $6, $7, $8, $9
-				WHERE NOT EXISTS (SELECT 1 FROM run_tombstones WHERE run_ref = $1)
-				ON CONFLICT (run_ref) DO NOTHING`,
-				r.RunRef, r.Tenant, r.NodeID, revString(r.Rev), r.CreatedAt, r.State, r.LiveRef, r.ClaudeSessionID, doc)
-			if err != nil {
-				return err
-			}
-			if tag.RowsAffected() == 1 {
-				wrote = true
-				return nil
-			}
-			var dead bool
-			if err := tx.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM run_tombstones WHERE run_ref = $1)", r.RunRef).Scan(&dead); err != nil {
-				return err
-			}
-			if dead {
-				// A late push of a deleted run (R-DEL-1): it stays deleted.
-				return nil
-			}
-		}
-		return fmt.Errorf("put run %q: the row kept changing under concurrent pushes", r.RunRef)
+		var err error
+		wrote, err = putRunTx(ctx, tx, r, doc)
+		return err
 	})
 	if err != nil {
 		return false, err
 	}
 	return wrote, nil
+}
+
+// PutRuns implements store.Store: one transaction for the batch.
+func (s *Store) PutRuns(ctx context.Context, rs []apitypes.Run) (int, map[string]error, error) {
+	refused := map[string]error{}
+	docs := make([]json.RawMessage, len(rs))
+	for i, r := range rs {
+		if err := checkRun(r); err != nil {
+			refused[r.RunRef] = err
+			continue
+		}
+		doc, err := encode(r)
+		if err != nil {
+			refused[r.RunRef] = err
+			continue
+		}
+		docs[i] = doc
+	}
+	wrote := 0
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		wrote = 0
+		for i, r := range rs {
+			if docs[i] == nil {
+				continue
+			}
+			w, err := putRunTx(ctx, tx, r, docs[i])
+			if errors.Is(err, store.ErrConflict) {
+				// Refused before any statement failed: the transaction
+				// goes on with the other rows.
+				refused[r.RunRef] = err
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			if w {
+				wrote++
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, nil, err
+	}
+	return wrote, refused, nil
+}
+
+func checkRun(r apitypes.Run) error {
+	if r.RunRef == "" {
+		return errors.New("put run: empty run_ref")
+	}
+	if r.Tenant == "" {
+		return fmt.Errorf("put run %q: empty tenant", r.RunRef)
+	}
+	return checkText("put run", r.RunRef, r.Tenant, r.NodeID, r.State, r.LiveRef, r.ClaudeSessionID)
+}
+
+// putRunTx keeps r in tx when its rev is newer (PutRun's rules).
+func putRunTx(ctx context.Context, tx pgx.Tx, r apitypes.Run, doc json.RawMessage) (bool, error) {
+	// Two pushes of a new ref may both find no row; the loser of the
+	// insert then finds the winner's row and compares revs.
+	for range 3 {
+		var tenant, node, revText string
+		err := tx.QueryRow(ctx, "SELECT tenant, node_id, rev::text FROM runs WHERE run_ref = $1 FOR NO KEY UPDATE", r.RunRef).Scan(&tenant, &node, &revText)
+		switch {
+		case err == nil:
+			rev, err := strconv.ParseUint(revText, 10, 64)
+			if err != nil {
+				return false, fmt.Errorf("run %q: stored rev %q: %w", r.RunRef, revText, err)
+			}
+			// Checked before Rev: a foreign push is refused even when it
+			// would lose anyway, so the caller learns of it. The message
+			// does not name the owner, which belongs to the other side.
+			if tenant != r.Tenant || node != r.NodeID {
+				return false, fmt.Errorf("run %q belongs to another tenant or node: %w", r.RunRef, store.ErrConflict)
+			}
+			if r.Rev <= rev {
+				return false, nil
+			}
+			_, err = tx.Exec(ctx, `UPDATE runs SET rev = $2::numeric, created_at = $3, state = $4, live_ref = $5,
+				claude_session_id = $6, doc = $7 WHERE run_ref = $1`,
+				r.RunRef, revString(r.Rev), r.CreatedAt, r.State, r.LiveRef, r.ClaudeSessionID, doc)
+			return err == nil, err
+		case !errors.Is(err, pgx.ErrNoRows):
+			return false, err
+		}
+		tag, err := tx.Exec(ctx, `INSERT INTO runs (run_ref, tenant, node_id, rev, created_at, state, live_ref, claude_session_id, doc)
+			SELECT $1, $2, $3, $4::numeric, $5, $6, $7, $8, $9
+			WHERE NOT EXISTS (SELECT 1 FROM run_tombstones WHERE run_ref = $1)
+			ON CONFLICT (run_ref) DO NOTHING`,
+			r.RunRef, r.Tenant, r.NodeID, revString(r.Rev), r.CreatedAt, r.State, r.LiveRef, r.ClaudeSessionID, doc)
+		if err != nil {
+			return false, err
+		}
+		if tag.RowsAffected() == 1 {
+			return true, nil
+		}
+		var dead bool
+		if err := tx.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM run_tombstones WHERE run_ref = $1)", r.RunRef).Scan(&dead); err != nil {
+			return false, err
+		}
+		if dead {
+			// A late push of a deleted run (R-DEL-1): it stays deleted.
+			return false, nil
+		}
+	}
+	return false, fmt.Errorf("put run %q: the row kept changing under concurrent pushes", r.RunRef)
 }
 
 func (s *Store) GetRun(ctx context.Context, ref string) (apitypes.Run, error) {

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -958,4 +959,46 @@ func normTimePtr(ts *time.Time) *time.Time {
 	}
 	u := normTime(*ts)
 	return &u
+}
+
+// A push is one batch: each row is kept by its rev as PutRun keeps it, a
+// foreign row is refused alone and the rest are written, and a row the
+// batch holds twice keeps its higher rev (ARCHITECTURE: one writer per
+// read model, one transaction per push).
+func testRunPutBatch(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	old := newRun("r-old", "t1", 0)
+	old.Rev = 5
+	foreign := newRun("r-foreign", "t1", 1)
+	foreign.NodeID = "another-node"
+	for _, r := range []apitypes.Run{old, foreign} {
+		if _, err := s.PutRun(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stale := old
+	stale.Rev, stale.State = 4, apitypes.StateFailed
+	pushedForeign := newRun("r-foreign", "t1", 1)
+	pushedForeign.Rev = 9
+	first, second := newRun("r-new", "t1", 2), newRun("r-new", "t1", 2)
+	first.Rev, second.Rev, second.State = 1, 2, apitypes.StateStopped
+	wrote, refused, err := s.PutRuns(ctx, []apitypes.Run{stale, pushedForeign, first, second, {RunRef: "r-no-tenant"}})
+	if err != nil {
+		t.Fatalf("PutRuns: %v", err)
+	}
+	if wrote != 2 {
+		t.Errorf("wrote %d rows, want 2 (r-new twice)", wrote)
+	}
+	if len(refused) != 2 || !errors.Is(refused["r-foreign"], store.ErrConflict) || refused["r-no-tenant"] == nil {
+		t.Errorf("refused = %v, want r-foreign (ErrConflict) and r-no-tenant", refused)
+	}
+	if got, _ := s.GetRun(ctx, "r-old"); got.Rev != 5 {
+		t.Errorf("r-old rev %d after a stale push, want 5", got.Rev)
+	}
+	if got, _ := s.GetRun(ctx, "r-new"); got.Rev != 2 || got.State != apitypes.StateStopped {
+		t.Errorf("r-new = rev %d %s, want rev 2 stopped", got.Rev, got.State)
+	}
+	if got, _ := s.GetRun(ctx, "r-foreign"); got.NodeID != "another-node" {
+		t.Errorf("r-foreign's node = %q after a foreign push, want another-node", got.NodeID)
+	}
 }

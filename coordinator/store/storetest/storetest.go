@@ -106,6 +106,7 @@ func Run(t *testing.T, b Backend) {
 		{"Run/Conflict", testRunConflict},
 		{"Run/CreatedAtMoves", testRunCreatedAtMoves},
 		{"Run/PutConcurrent", testRunPutConcurrent},
+		{"Run/PutBatch", testRunPutBatch},
 		{"Run/ListFilters", testRunListFilters},
 		{"Run/ListOrder", testRunListOrder},
 		{"Run/ListDefaultLimit", testRunListDefaultLimit},

@@ -86,8 +86,16 @@ func (c *codex) fail(id json.RawMessage, msg string) {
 	c.p.emit(map[string]any{"id": id, "error": rpcError{Code: -32600, Message: msg}})
 }
 
+// notify writes a notification with its members in the real app server's
+// order: method first, which is what the agent's line peeks rely on.
 func (c *codex) notify(method string, params any) {
-	c.p.emit(map[string]any{"method": method, "params": params, "emittedAtMs": time.Now().UnixMilli()})
+	c.p.emit(codexNotification{Method: method, Params: params, EmittedAtMs: time.Now().UnixMilli()})
+}
+
+type codexNotification struct {
+	Method      string `json:"method"`
+	Params      any    `json:"params"`
+	EmittedAtMs int64  `json:"emittedAtMs"`
 }
 
 var codexMethods = []string{"initialize", "thread/start", "thread/resume", "turn/start", "turn/interrupt"}

@@ -367,6 +367,11 @@ func (s *session) responseLocked(m jsonrpc.Message, raw json.RawMessage) clirunt
 			// end_turn is the one normal end; cancelled, refusal,
 			// max_tokens and max_turn_requests all cut the turn short.
 			ev.Reason, ev.IsError = r.StopReason, r.StopReason != "end_turn"
+			if r.StopReason == "cancelled" {
+				// The client's session/cancel: a person's interrupt, not a
+				// failure of the run (R-LERR-1).
+				ev.ErrorKind = cliruntime.ErrorInterrupted
+			}
 		}
 		s.interrupt = false
 		return merge(step(ev), s.flushLocked())
