@@ -129,8 +129,7 @@ func readFile(t *testing.T, path string) string {
 // cursor of await has passed.
 func seen(t *testing.T, h *harness, kind cliruntime.EventKind) cliruntime.Event {
 	t.Helper()
-	timer := time.NewTimer(h.limit)
-	defer timer.Stop()
+	began := time.Now()
 	for {
 		h.evMu.Lock()
 		wake := h.evWake
@@ -138,16 +137,22 @@ func seen(t *testing.T, h *harness, kind cliruntime.EventKind) cliruntime.Event 
 		if ev, ok := h.first(kind); ok {
 			return ev
 		}
+		end, speaking := h.giveUp(began)
+		if !time.Now().Before(end) {
+			t.Fatalf("no %s event within %v (%s); events: %s; stdio:\n%s", kind, time.Since(began).Round(time.Millisecond), startNote(h.t0, h.stdout.spokeAt()), h.kinds(), h.traceText())
+		}
+		timer := time.NewTimer(time.Until(end))
 		select {
 		case <-wake:
+		case <-speaking:
+		case <-timer.C:
 		case <-h.eof:
 			if ev, ok := h.first(kind); ok {
 				return ev
 			}
-			t.Fatalf("no %s event before stdout EOF; events: %s", kind, h.kinds())
-		case <-timer.C:
-			t.Fatalf("no %s event within %v; events: %s", kind, h.limit, h.kinds())
+			t.Fatalf("no %s event before stdout EOF; events: %s; stdio:\n%s", kind, h.kinds(), h.traceText())
 		}
+		timer.Stop()
 	}
 }
 

@@ -63,6 +63,7 @@ func claudeSpec(t *testing.T, bin string, fake *fakemodel.Anthropic, env ...stri
 	if len(env) == 0 {
 		env = []string{"ANTHROPIC_API_KEY=test"}
 	}
+	logRequestsOnFailure(t, fake.Requests)
 	return cliruntime.LaunchSpec{Home: home, Workdir: work, Env: append(base, env...), IsolateSettings: true}
 }
 
@@ -89,7 +90,26 @@ stream_idle_timeout_ms = 15000
 	if err := os.WriteFile(filepath.Join(home, ".codex", "config.toml"), []byte(config), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	logRequestsOnFailure(t, fake.Requests)
 	return cliruntime.LaunchSpec{Home: home, Workdir: work, Env: []string{realPath(bin), "FAKE_OPENAI_KEY=test"}}
+}
+
+// logRequestsOnFailure logs, when t fails, every request the fake model
+// server got, in order, with its time: a failed wait's message shows the
+// child's stdio, this the model side.
+func logRequestsOnFailure(t *testing.T, requests func() []fakemodel.Request) {
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		reqs := requests()
+		if len(reqs) == 0 {
+			t.Log("the model server got no request")
+		}
+		for i, r := range reqs {
+			t.Logf("model request %d at %s: %s %s, prompt %q, stream %t", i+1, r.At.Format("15:04:05.000"), r.Method, r.Path, r.Prompt, r.Stream)
+		}
+	})
 }
 
 // realStart starts spec's launch, or its resume when it names a conversation.
