@@ -144,17 +144,27 @@ func TestRealContinueAtResetClaude(t *testing.T) {
 // sees the earlier turn in its history.
 func TestRealContinueAtResetCodexRestart(t *testing.T) {
 	for _, storeKind := range []string{"bolt", "postgres"} {
-		t.Run(storeKind, func(t *testing.T) { testContinueCodexRestart(t, storeKind) })
+		t.Run(storeKind, func(t *testing.T) { testContinueCodex(t, storeKind, false) })
 	}
 }
 
-func testContinueCodexRestart(t *testing.T, storeKind string) {
+// R-CONT-6 with two coordinator replicas on one PostgreSQL, both scanning
+// the schedules every 100 ms: the continue still fires once (one request
+// at the fake, one sessions.run.continued), whichever replica claims it.
+func TestRealContinueAtResetReplicas(t *testing.T) {
+	testContinueCodex(t, "postgres", true)
+}
+
+func testContinueCodex(t *testing.T, storeKind string, replicas bool) {
 	bin := realBin(t, "codex")
 	eo := continueEnv()
 	if storeKind == "postgres" {
 		eo.Postgres = pgtest.NewDatabase(t)
 	}
 	f := setupEnv(t, "yamux", eo, integration.ProcOptions{Path: bin + ":" + cliruntime.DefaultPath})
+	if replicas {
+		f.env.StartReplica()
+	}
 	fake := fakemodel.NewOpenAI()
 	defer fake.Close()
 	p := f.realCodexProfile(t, fake)
@@ -177,8 +187,10 @@ func testContinueCodexRestart(t *testing.T, storeKind string) {
 	if sched.ScheduledContinueAt == nil || time.Now().After(*sched.ScheduledContinueAt) {
 		t.Fatalf("scheduled_continue_at %v: want it ahead, to restart before it", sched.ScheduledContinueAt)
 	}
-	f.env.RestartCoordinator()
-	f.agent.AwaitConnected(wait)
+	if !replicas {
+		f.env.RestartCoordinator()
+		f.agent.AwaitConnected(wait)
+	}
 
 	got := awaitRequest(t, fake.Await, fakemodel.ResponsesPath, n+2)
 	if got.At.Before(reset) || got.Prompt != "continue" {
