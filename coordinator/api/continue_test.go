@@ -198,3 +198,24 @@ func TestContinueDueDecisions(t *testing.T) {
 		})
 	}
 }
+
+// R-CONT-4: a handoff from the run drops its schedule, audited with
+// cancel_reason handed_off; with nothing scheduled it writes nothing.
+func TestContinueCancelledByHandoff(t *testing.T) {
+	s, st := newTestServer(t)
+	op := principal(t, st, "op", map[string]string{"t1": store.RoleOperator})
+	limitedRun(t, st, "run_h", time.Now().Add(time.Hour))
+	if rec := callBody(s, http.MethodPost, Base+"/runs/run_h/continue-at-reset", op, "t1", `{}`); rec.Code != http.StatusOK {
+		t.Fatalf("POST: %d %s", rec.Code, rec.Body)
+	}
+	actor := apitypes.AuditActor{CredentialID: "c1", Kind: apitypes.ActorHuman}
+	s.CancelContinueFor(t.Context(), "run_h", cancelHandedOff, actor)
+	s.CancelContinueFor(t.Context(), "run_h", cancelHandedOff, actor)
+	metas, _ := st.GetRunMeta(t.Context(), []string{"run_h"})
+	if metas["run_h"].Continue != nil {
+		t.Fatalf("schedule %+v after the handoff", metas["run_h"].Continue)
+	}
+	if got, want := fmt.Sprint(auditEvents(t, st, "run_h")), "[sessions.run.continue_scheduled sessions.run.continue_cancelled:handed_off]"; got != want {
+		t.Errorf("audit: got %s, want %s", got, want)
+	}
+}

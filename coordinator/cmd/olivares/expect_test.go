@@ -117,6 +117,10 @@ func TestUsageTable(t *testing.T) {
 	var query string
 	reset := time.Date(2026, 12, 2, 11, 16, 15, 0, time.UTC)
 	fakeAPI(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/m/sessions/profiles" {
+			writeJSON(w, 200, apitypes.ProfileList{Items: []apitypes.Profile{{Ref: "prof_2", Name: "team-codex"}}})
+			return
+		}
 		if r.URL.Path != "/v1/m/sessions/usage" {
 			t.Errorf("unexpected %s", r.URL)
 		}
@@ -140,7 +144,7 @@ func TestUsageTable(t *testing.T) {
 		t.Errorf("query %q, want group_by=node, from 7 days back, to as given", query)
 	}
 	for _, want := range []string{"NODE", "n1", "0.0125", "n2", "0.0000*", "total", "1300", "1 turns whose tool reports no cost",
-		"prof_2", "primary", "100%", "usage until 2026-12-02T11:16:15Z"} {
+		"team-codex (prof_2)", "primary", "100%", "usage until 2026-12-02T11:16:15Z"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}

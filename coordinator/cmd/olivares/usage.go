@@ -36,19 +36,37 @@ func usageCommands() []*command {
 			if err != nil {
 				return err
 			}
-			return c.emit(r, func() { printUsage(c, r) })
+			// Profile names, for the table only: a profile deleted since
+			// keeps its ref.
+			names := map[string]string{}
+			if ps, err := c.cl.Profiles(ctx); err == nil {
+				for _, p := range ps.Items {
+					names[p.Ref] = p.Name
+				}
+			}
+			return c.emit(r, func() { printUsage(c, r, names) })
 		},
 	}}
 }
 
-func printUsage(c *call, r apitypes.UsageReport) {
+func printUsage(c *call, r apitypes.UsageReport, names map[string]string) {
+	account := func(ref string) string {
+		if n := names[ref]; n != "" {
+			return n + " (" + ref + ")"
+		}
+		return dash(ref)
+	}
 	tw := tabwriter.NewWriter(c.out, 0, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "%s\tTURNS\tINPUT\tOUTPUT\tCACHE READ\tCACHE WRITE\tCOST USD\t\n", strings.ToUpper(r.GroupBy))
 	row := func(key string, t apitypes.UsageTotals) {
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%s\t\n", key, t.Turns, t.InputTokens, t.OutputTokens, t.CacheReadTokens, t.CacheWriteTokens, cost(t))
 	}
 	for _, g := range r.Groups {
-		row(dash(g.Key), g.UsageTotals)
+		key := dash(g.Key)
+		if r.GroupBy == "profile" {
+			key = account(g.Key)
+		}
+		row(key, g.UsageTotals)
 	}
 	row("total", r.Total)
 	tw.Flush()
@@ -67,10 +85,10 @@ func printUsage(c *call, r apitypes.UsageReport) {
 			limit = a.Limit.Kind + " until " + stampPtr(a.Limit.ResetsAt)
 		}
 		if len(a.RateLimits) == 0 {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t-\t-\t-\t%s\n", a.ProfileRef, a.Tool, stamp(a.At), limit)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t-\t-\t-\t%s\n", account(a.ProfileRef), a.Tool, stamp(a.At), limit)
 		}
 		for _, w := range a.RateLimits {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.0f%%\t%s\t%s\n", a.ProfileRef, a.Tool, stamp(a.At), w.Name, w.UsedPercent, stampPtr(w.ResetsAt), limit)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.0f%%\t%s\t%s\n", account(a.ProfileRef), a.Tool, stamp(a.At), w.Name, w.UsedPercent, stampPtr(w.ResetsAt), limit)
 		}
 	}
 	tw.Flush()
