@@ -119,6 +119,7 @@ func TestSlowViewersDoNotStallTheTunnel(t *testing.T) {
 				t.Fatalf("fast viewer: seq %d after %d", seqs[i], seqs[i-1])
 			}
 		}
+		frames, recs := len(seqs), reconnects
 		mu.Unlock()
 		now := f.env.Fleet().Link(f.agent.ID)
 		if !now.Connected || !now.ConnectedSince.Equal(link.ConnectedSince) {
@@ -127,6 +128,6 @@ func TestSlowViewersDoNotStallTheTunnel(t *testing.T) {
 		if st := f.env.Fleet().Stats(); st.Reconnects != 0 {
 			t.Fatalf("reconnects: got %d, want 0", st.Reconnects)
 		}
-		t.Logf("%s: %d frames to the fast viewer (%d reconnects), %d node calls during the flood", transport, len(seqs), reconnects, calls)
+		t.Logf("%s: %d frames to the fast viewer (%d reconnects), %d node calls during the flood", transport, frames, recs, calls)
 	})
 }
