@@ -53,6 +53,8 @@ type generation struct {
 	unavailable bool
 
 	handshake chan struct{} // closed once handshaken (or never)
+	spoke     chan struct{} // closed at the first byte on stdout
+	spokeOnce sync.Once
 	refused   chan struct{} // closed once the tool refused the conversation
 	ended     chan struct{} // closed after the exit is recorded
 }
@@ -116,7 +118,7 @@ func (r *run) start(ctx context.Context, d cliruntime.Driver, spec cliruntime.La
 	r.mu.Unlock()
 	g := &generation{r: r, n: n, proc: proc, sess: d.NewSession(spec), resume: resume, cleanup: cleanup, withhold: resume && tainted,
 		policy: s.approvals(r), tool: string(d.Kind()),
-		wake: make(chan struct{}, 1), handshake: make(chan struct{}), refused: make(chan struct{}), turnSeen: make(chan struct{}),
+		wake: make(chan struct{}, 1), handshake: make(chan struct{}), spoke: make(chan struct{}), refused: make(chan struct{}), turnSeen: make(chan struct{}),
 		ended: make(chan struct{})}
 	first := g.sess.Start()
 	// A form without a protocol handshake (Claude's stream-json) is ready
@@ -286,9 +288,62 @@ func (g *generation) interrupt() bool {
 	return active
 }
 
+// spokeReader closes its generation's spoke at the first byte read.
+type spokeReader struct {
+	io.Reader
+	g *generation
+}
+
+func (r spokeReader) Read(p []byte) (int, error) {
+	n, err := r.Reader.Read(p)
+	if n > 0 {
+		r.g.spokeOnce.Do(func() { close(r.g.spoke) })
+	}
+	return n, err
+}
+
+// awaitHandshake waits until the tool confirms or refuses the conversation,
+// the generation ends or ctx does, or the tool is judged hung: silent for
+// StartTimeout after the spawn, or unconfirmed HandshakeTimeout after its
+// first byte on stdout. A tool on a loaded host can take most of a minute
+// before it prints anything (Codex's start is measured in docs/real-clis.md),
+// which is slowness, not a refusal.
+func (g *generation) awaitHandshake(ctx context.Context) {
+	start := time.NewTimer(StartTimeout)
+	defer start.Stop()
+	spoke := g.spoke
+	var confirm <-chan time.Time
+	for {
+		select {
+		case <-g.handshake:
+			return
+		case <-g.refused:
+			return
+		case <-g.ended:
+			return
+		case <-ctx.Done():
+			return
+		case <-spoke:
+			spoke = nil
+			t := time.NewTimer(HandshakeTimeout)
+			defer t.Stop()
+			confirm = t.C
+		case <-confirm:
+			return
+		case <-start.C:
+			if confirm == nil {
+				return
+			}
+		}
+	}
+}
+
 // read copies one output stream into the ring, and (stdout) hands each line
 // to the driver.
 func (g *generation) read(rd io.Reader, stream ring.Stream, observe bool) {
+	if observe {
+		rd = spokeReader{rd, g}
+	}
 	if observe && g.withhold {
 		g.readWithheld(rd, stream)
 		return

@@ -162,15 +162,11 @@ func (s *Supervisor) deliverFirstTurn(ctx context.Context, ref, tool, text strin
 	if g == nil {
 		return SummaryNotDelivered
 	}
-	timer := time.NewTimer(HandshakeTimeout)
-	defer timer.Stop()
-	select {
-	case <-g.handshake:
-	case <-g.ended:
-		return SummaryNotDelivered
-	case <-timer.C:
-		return SummaryNotDelivered
-	case <-ctx.Done():
+	g.awaitHandshake(ctx)
+	g.mu.Lock()
+	ok := g.handshaken
+	g.mu.Unlock()
+	if !ok {
 		return SummaryNotDelivered
 	}
 	in := cliruntime.Input{Text: text}

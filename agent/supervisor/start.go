@@ -335,15 +335,7 @@ func (s *Supervisor) resume(ctx context.Context, r *run, rs resumeSpec) (apitype
 	if g == nil {
 		return r.snapshot(), nil
 	}
-	timer := time.NewTimer(HandshakeTimeout)
-	defer timer.Stop()
-	select {
-	case <-g.handshake:
-	case <-g.refused:
-	case <-g.ended:
-	case <-ctx.Done():
-	case <-timer.C:
-	}
+	g.awaitHandshake(ctx)
 	g.mu.Lock()
 	ok, unavailable := g.handshaken, g.unavailable
 	g.mu.Unlock()

@@ -47,6 +47,9 @@ const (
 	// HandshakeTimeout bounds how long resume waits for the tool to confirm
 	// the stored conversation.
 	HandshakeTimeout = 30 * time.Second
+	// StartTimeout bounds how long a resumed tool may print nothing at all
+	// before it is judged hung; HandshakeTimeout counts from its first byte.
+	StartTimeout = 90 * time.Second
 	// drainTimeout bounds how long, after the leader exited, the output
 	// readers wait for EOF: a grandchild that keeps the pipe open must not
 	// hold the generation open forever.
