@@ -595,6 +595,12 @@ func (p *pusher) send(ctx context.Context, open func(context.Context) (tunnel.St
 		p.ring[r.RunRef] = [2]uint64{r.RingFirst, r.RingLast}
 	}
 	p.mu.Unlock()
+	// R-USE-6: each run's unacknowledged usage rows ride with its row,
+	// whichever push carries it; a repeat is stored once.
+	msg.Usage = nil
+	for _, r := range msg.Runs {
+		msg.Usage = append(msg.Usage, p.a.sup.PendingUsage(r.RunRef)...)
+	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	s, err := open(ctx)
@@ -603,7 +609,11 @@ func (p *pusher) send(ctx context.Context, open func(context.Context) (tunnel.St
 	}
 	defer s.Close()
 	s.SetDeadline(time.Now().Add(30 * time.Second))
-	return wire.Call(s, wire.Header{Op: proto.OpRunsPush}, msg, nil)
+	if err := wire.Call(s, wire.Header{Op: proto.OpRunsPush}, msg, nil); err != nil {
+		return err
+	}
+	p.ack(msg.Usage)
+	return nil
 }
 
 // session runs for one tunnel session (link.Options.OnSession).
@@ -664,6 +674,18 @@ func (p *pusher) session(ctx context.Context, open func(context.Context) (tunnel
 			}
 			return // the session is likely gone; the next one sends all
 		}
+	}
+}
+
+// ack drops the usage rows a push delivered from the runs' outboxes
+// (R-USE-6).
+func (p *pusher) ack(rows []apitypes.UsageTurn) {
+	last := map[string]uint64{}
+	for _, u := range rows {
+		last[u.RunRef] = max(last[u.RunRef], u.Seq)
+	}
+	for ref, seq := range last {
+		p.a.sup.AckUsage(ref, seq)
 	}
 }
 

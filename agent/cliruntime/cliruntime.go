@@ -203,6 +203,9 @@ type Event struct {
 	Reason         string    `json:"reason,omitempty"`
 	Error          string    `json:"error,omitempty"`
 	Limit          *Limit    `json:"limit,omitempty"`
+	// Usage is set on EventTurnEnded when the tool reported the turn's
+	// tokens, cost or rate-limit windows (R-USE-1).
+	Usage *TurnUsage `json:"usage,omitempty"`
 	// ErrorKind classifies Error on a failed turn or an EventError (the
 	// Error* constants); "" when the driver cannot tell.
 	ErrorKind string `json:"error_kind,omitempty"`

@@ -483,6 +483,7 @@ func (g *generation) storeObserved(line, raw []byte, store func([]byte)) {
 // events applies what the driver learned to the run.
 func (g *generation) events(evs []cliruntime.Event) {
 	r := g.r
+	var lim *apitypes.Limit // the limit this step's turn ended on
 	for _, e := range evs {
 		switch e.Kind {
 		case cliruntime.EventConversation, cliruntime.EventReady:
@@ -511,6 +512,9 @@ func (g *generation) events(evs []cliruntime.Event) {
 			r.touch()
 		case cliruntime.EventTurnEnded:
 			g.sawTurn()
+			if !e.Usage.Empty() {
+				r.recordUsage(g.n, e.Usage, lim, time.Now())
+			}
 			if e.IsError {
 				if g.lastError(e) {
 					continue
@@ -543,6 +547,7 @@ func (g *generation) events(evs []cliruntime.Event) {
 			l := limitOf(e.Limit, r.rec.ProfileRef, time.Now())
 			old := r.rec.Limit
 			r.mu.Unlock()
+			lim = l
 			ev := ledger.Event{}
 			if old == nil || old.Kind != l.Kind || old.AccountRef != l.AccountRef {
 				// R-LIM-7, R-LIM-10: a new fact gets one limit_reached.

@@ -57,6 +57,13 @@ type record struct {
 	// (R-ACT-7).
 	Window *transcript.WindowReport `json:"window,omitempty"`
 
+	// Usage sums the run's usage rows (R-USE-4); UsageSeq is the last
+	// row's seq; UsageOutbox holds the rows the coordinator has not
+	// acknowledged yet (usage.go, R-USE-6).
+	Usage       *apitypes.UsageTotals `json:"usage,omitempty"`
+	UsageSeq    uint64                `json:"usage_seq,omitempty"`
+	UsageOutbox []apitypes.UsageTurn  `json:"usage_outbox,omitempty"`
+
 	// Released: cleanup succeeded (R-CLN-3/5, R-CLN-9); the run takes no
 	// new generation and may be deleted.
 	Released bool `json:"released,omitempty"`

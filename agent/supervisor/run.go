@@ -299,6 +299,10 @@ func (r *run) snapshot() apitypes.Run {
 		TemplateRef: rec.TemplateRef, ConversationID: rec.ConversationID, Limit: rec.Limit, Taint: rec.Taint, HandoffOf: rec.HandoffOf,
 		CreatedAt: rec.CreatedAt, Rev: rec.Rev, PendingRequests: pending, LastError: rec.LastError,
 	}
+	if rec.Usage != nil {
+		u := *rec.Usage
+		v.Usage = &u
+	}
 	if rec.Ended {
 		v.ExitCode, v.Signal = rec.ExitCode, rec.Signal
 	}

@@ -394,7 +394,8 @@ func (s *Supervisor) Live() []LiveRun {
 
 // limitOf turns a driver's limit fact into the run's field (R-LIM-3/4).
 func limitOf(l *cliruntime.Limit, account string, now time.Time) *apitypes.Limit {
-	out := &apitypes.Limit{Kind: string(l.Kind), AccountRef: account}
+	seen := now.UTC()
+	out := &apitypes.Limit{Kind: string(l.Kind), AccountRef: account, SeenAt: &seen} // R-CONT-5
 	if l.ResetsAt != nil && l.ResetsAt.Sub(now) <= limitHorizon {
 		t := l.ResetsAt.UTC()
 		out.ResetsAt = &t

@@ -65,6 +65,8 @@ type Options struct {
 	// Attach tunes the attach relay: buffers, deadlines, the cap per
 	// principal. Zero values take the defaults.
 	Attach AttachOptions
+	// Continue tunes the continues at a limit's reset (continue.go).
+	Continue ContinueOptions
 	// Log gets the API's lines (echo's own included). When nil,
 	// discarded. The access lines are accesslog's.
 	Log *slog.Logger
@@ -96,11 +98,13 @@ type Server struct {
 	echo     *echo.Echo
 	attaches attachSlots
 	idem     idemWaiters
-	log      *slog.Logger
-	metrics  *metrics
-	changes  *changeLog
-	notify   *notifier
-	vapid    *ecdsa.PrivateKey
+	// continueWake wakes RunContinuer when a schedule is set (continue.go).
+	continueWake chan struct{}
+	log          *slog.Logger
+	metrics      *metrics
+	changes      *changeLog
+	notify       *notifier
+	vapid        *ecdsa.PrivateKey
 }
 
 // New builds the router.
@@ -111,7 +115,8 @@ func New(o Options) *Server {
 		o.Now = time.Now
 	}
 	o.Attach.setDefaults()
-	s := &Server{o: o, echo: e, log: logging.OrDiscard(o.Log).With(logging.KeyComponent, "api"), changes: newChangeLog(o.ChangeLog)}
+	o.Continue.setDefaults()
+	s := &Server{o: o, echo: e, continueWake: make(chan struct{}, 1), log: logging.OrDiscard(o.Log).With(logging.KeyComponent, "api"), changes: newChangeLog(o.ChangeLog)}
 	if s.vapid = o.VAPIDKey; s.vapid == nil {
 		s.vapid, _ = webpush.NewVAPIDKey()
 	}
@@ -264,7 +269,7 @@ func (s *Server) routes() []Route {
 		{http.MethodPost, "/v1/nodes/:id/revoke", auth.PermRunAdmin, s.revokeNode},
 		// The audit ledger is read by administrators (issue 5).
 		{http.MethodGet, "/v1/audit", auth.PermRunAdmin, s.listAudit},
-	}, slices.Concat(s.runRoutes(), s.markRoutes(), s.workspaceRoutes(), s.projectConfigRoutes(), s.vaultRoutes(), s.diffRoutes(), s.handoffRoutes(), s.activityRoutes(), s.codexRoutes(), s.lifecycleRoutes(), s.changeRoutes(), s.webhookRoutes(), s.pushRoutes())...)
+	}, slices.Concat(s.runRoutes(), s.markRoutes(), s.workspaceRoutes(), s.projectConfigRoutes(), s.vaultRoutes(), s.diffRoutes(), s.handoffRoutes(), s.activityRoutes(), s.codexRoutes(), s.lifecycleRoutes(), s.changeRoutes(), s.webhookRoutes(), s.pushRoutes(), s.usageRoutes(), s.continueRoutes())...)
 }
 
 // Close stops what the API runs in the background: the webhooks'

@@ -97,6 +97,9 @@ func (s *Server) handoff(c echo.Context) error {
 	out.Run.NodeID, out.Run.Tenant = src.NodeID, tenant
 	s.index(ctx, out.Run)
 	s.auditStart(c, apitypes.AuditRunStarted, out.Run, nil, map[string]any{"profile_ref": p.Ref, "workspace_ref": src.WorkspaceRef, "handoff_of": src.RunRef})
+	// R-CONT-4: the work went on in another run; the source does not
+	// continue by itself any more.
+	s.CancelContinueFor(ctx, src.RunRef, cancelHandedOff, CallerOf(c).Actor())
 	if name != "" {
 		if _, err := s.o.Store.UpdateRunMeta(ctx, out.Run.RunRef, func(m *store.RunMeta) (*apitypes.AuditEntry, error) {
 			m.Name = name

@@ -88,6 +88,10 @@ func (s *Server) runViewsFor(ctx context.Context, cl Caller, rows ...apitypes.Ru
 		}
 		meta := metas[r.RunRef]
 		r.Name, r.ArchivedAt = meta.Name, utcPtr(meta.ArchivedAt)
+		r.ScheduledContinueAt = nil
+		if c := meta.Continue; c != nil && c.FiredAt == nil {
+			r.ScheduledContinueAt = utcPtr(&c.At) // R-CONT-1
+		}
 		m := marks[r.RunRef]
 		r.Pinned, r.PinnedAt, r.Done = m.PinnedAt != nil, utcPtr(m.PinnedAt), m.Done
 		r.SnoozedUntil = nil

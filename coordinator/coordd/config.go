@@ -47,6 +47,17 @@ type Config struct {
 		// MaxAttachesPerPrincipal caps the attach streams one principal
 		// has open (429 too_many_attaches past it). When zero, 128.
 		MaxAttachesPerPrincipal int `toml:"max_attaches_per_principal"`
+		// ContinueJitter is the most a continue at a limit's reset is put
+		// after the reset, at random (docs/rules/usage.md). When zero, 60s;
+		// negative, none.
+		ContinueJitter config.Duration `toml:"continue_jitter"`
+		// ContinueBackoff is the first wait when a continue meets the
+		// limit again without a later reset, doubling up to an hour. When
+		// zero, 1m.
+		ContinueBackoff config.Duration `toml:"continue_backoff"`
+		// ContinuePoll is how often the schedules are scanned besides
+		// their own timers. When zero, 5s.
+		ContinuePoll config.Duration `toml:"continue_poll"`
 	} `toml:"api"`
 	Metrics struct {
 		// Listen is the address of the Prometheus /metrics listener, plain

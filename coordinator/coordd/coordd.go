@@ -192,7 +192,9 @@ func New(cfg Config, logger *slog.Logger) (*Coordinator, error) {
 		Attach: api.AttachOptions{
 			Buffer: cfg.API.AttachBuffer, WriteTimeout: cfg.API.SSEWriteTimeout.Duration,
 			KeepAlive: cfg.API.SSEKeepAlive.Duration, PerPrincipal: cfg.API.MaxAttachesPerPrincipal,
-		}})
+		},
+		Continue: api.ContinueOptions{Jitter: cfg.API.ContinueJitter.Duration, Backoff: cfg.API.ContinueBackoff.Duration,
+			Poll: cfg.API.ContinuePoll.Duration}})
 	co := console.Options{Store: st, API: c.API.Handler(), Now: cfg.Now}
 	if cfg.OIDC.Enabled() {
 		if co.SSO, err = sso.New(cfg.OIDC, st, v, cfg.Now); err != nil {
@@ -284,6 +286,9 @@ func (c *Coordinator) Start(ctx context.Context) error {
 		Logger:           logging.StdLogger(c.log.With(logging.KeyComponent, "yamux"), slog.LevelInfo),
 	})
 	c.serve(func() error { return c.Fleet.Serve(ctx, tcp) })
+	// The continues at a limit's reset (docs/rules/usage.md): stopped with
+	// the fleet, before the store closes.
+	c.serve(func() error { c.API.RunContinuer(ctx); return nil })
 	c.ctx = ctx
 	if c.udp != nil {
 		if err := c.serveQUIC(); err != nil {

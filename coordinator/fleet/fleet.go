@@ -391,7 +391,11 @@ func (f *Fleet) serveStream(ctx context.Context, l *link, s tunnel.Stream, hello
 			wire.Respond(s, nil, &wire.Error{Status: http.StatusBadRequest, Code: "bad_request", Message: "runs.push: bad params"})
 			return
 		}
-		wire.Respond(s, nil, f.indexRuns(ctx, l.nodeID, req.Runs))
+		err := f.indexRuns(ctx, l.nodeID, req.Runs)
+		if err == nil {
+			err = f.indexUsage(ctx, l.nodeID, req.Usage)
+		}
+		wire.Respond(s, nil, err)
 	default:
 		wire.Respond(s, nil, &wire.Error{Status: http.StatusNotFound, Code: "unknown_op", Message: fmt.Sprintf("coordinator has no op %q", h.Op)})
 	}

@@ -96,6 +96,9 @@ type RunMeta struct {
 	// Grants are the credentials the run was launched with, for its
 	// resumes (R-GRANT-2); values stay in the vault.
 	Grants []GrantRef `json:"grants,omitempty"`
+	// Continue is the run's scheduled continue at a limit's reset
+	// (continue.go, R-CONT-*); nil when none.
+	Continue *ContinueSchedule `json:"continue,omitempty"`
 }
 
 // AuditQuery selects a page of a tenant's audit ledger, oldest first.

@@ -185,6 +185,8 @@ type Store interface {
 	Lifecycler
 	IdempotencyKeys
 	Webhooker
+	Usager
+	Continuer
 
 	Close() error
 }

@@ -26,20 +26,22 @@ const (
 	RecMarks             = "marks"
 	RecAudit             = "audit"
 	RecAuditWindows      = "audit_windows"
+	// RecUsage are the per-turn usage rows (docs/rules/usage.md).
+	RecUsage = "usage_turns"
 )
 
 // RecordKinds lists every kind, in import order.
 var RecordKinds = []string{
 	RecTenants, RecPrincipals, RecCredentials, RecSigninLinks, RecJoinTokens, RecNodes,
 	RecProfiles, RecWorkspaces, RecWorkspaceSettings, RecSecrets,
-	RecRuns, RecRunTombstones, RecRunMeta, RecMarks, RecAudit, RecAuditWindows,
+	RecRuns, RecRunTombstones, RecRunMeta, RecMarks, RecAudit, RecAuditWindows, RecUsage,
 }
 
 // Record is one record in transit. Value's type follows Kind: Tenant,
 // Principal, Credential, SigninLink, JoinToken, Node, apitypes.Profile,
 // apitypes.Workspace, WorkspaceSettings, Secret, apitypes.Run, Tombstone,
 // RunMeta, MarkRecord, apitypes.AuditEntry (sealed: seq, prev and hash as
-// stored) or AuditWindow.
+// stored), AuditWindow or apitypes.UsageTurn.
 type Record struct {
 	Kind  string
 	Value any

@@ -57,6 +57,9 @@ func TestEveryRoute(t *testing.T) {
 		func() error { _, err := c.Node(ctx, "node-1"); return err },
 		func() error { _, err := c.RevokeNode(ctx, "node-1"); return err },
 		func() error { _, err := c.Audit(ctx, apiclient.AuditQuery{Limit: 5}); return err },
+		func() error { _, err := c.Usage(ctx, apiclient.UsageQuery{GroupBy: "day"}); return err },
+		func() error { _, err := c.ContinueAtReset(ctx, "run_1", "go on"); return err },
+		func() error { _, err := c.CancelContinueAtReset(ctx, "run_1"); return err },
 		func() error { _, err := c.Principals(ctx); return err },
 		func() error { _, err := c.Principal(ctx, "prn_1"); return err },
 		func() error {

@@ -66,6 +66,10 @@ const (
 	AuditRunResumed        = "sessions.run.resumed"
 	AuditRunStopped        = "sessions.run.stopped"
 	AuditRunGranted        = "sessions.run.granted"
+	// Continue at a limit's reset (docs/rules/usage.md, R-CONT-*).
+	AuditRunContinueScheduled = "sessions.run.continue_scheduled"
+	AuditRunContinued         = "sessions.run.continued"
+	AuditRunContinueCancelled = "sessions.run.continue_cancelled"
 )
 
 // AuditActor is who did it: the credential, never a name (R-AUD-3).

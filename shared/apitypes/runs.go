@@ -48,6 +48,9 @@ type Limit struct {
 	Kind       string     `json:"kind"` // usage | rate
 	ResetsAt   *time.Time `json:"resets_at,omitempty"`
 	AccountRef string     `json:"account_ref"`
+	// SeenAt is when a turn last ended on this limit: a continue at the
+	// reset tells by it that the limit was met again (R-CONT-5).
+	SeenAt *time.Time `json:"seen_at,omitempty"`
 }
 
 // Run is the run object (docs/rules/runs.md). Every route that answers
@@ -104,6 +107,12 @@ type Run struct {
 	// CodexBinding is set on a Codex supervision run (R-CX-CONT-*); while
 	// it is model-locked the run refuses deletion (R-CX-LOCK-1).
 	CodexBinding *CodexBinding `json:"codex_binding,omitempty"`
+	// Usage sums the run's recorded turns (R-USE-4); absent before its
+	// first turn that reported usage.
+	Usage *UsageTotals `json:"usage,omitempty"`
+	// ScheduledContinueAt is when the coordinator will continue the run
+	// after its limit resets (R-CONT-1); absent when nothing is scheduled.
+	ScheduledContinueAt *time.Time `json:"scheduled_continue_at,omitempty"`
 
 	// Per-caller marks (R-GET-3); filled by the coordinator per request.
 	Pinned       bool       `json:"pinned"`
@@ -190,6 +199,13 @@ type InputRequest struct {
 	Line    json.RawMessage `json:"line,omitempty"`
 	Message json.RawMessage `json:"message,omitempty"`
 	Text    *string         `json:"text,omitempty"`
+}
+
+// ContinueRequest is POST /runs/{ref}/continue-at-reset (R-CONT-1).
+type ContinueRequest struct {
+	// Message is sent once the conversation is back; when absent,
+	// "continue".
+	Message *string `json:"message,omitempty"`
 }
 
 // Accepted answers input and interrupt (202).

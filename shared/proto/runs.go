@@ -212,6 +212,10 @@ type RunAttachReply struct {
 type RunsPush struct {
 	Full bool           `json:"full,omitempty"`
 	Runs []apitypes.Run `json:"runs"`
+	// Usage are per-turn usage rows not yet acknowledged (R-USE-6); a
+	// push answered ok acknowledges them all. The coordinator stores a
+	// (run_ref, seq) once and takes tenant and node from the tunnel.
+	Usage []apitypes.UsageTurn `json:"usage,omitempty"`
 }
 
 // Attach frames: after RunAttachReply the agent writes wire frames, each

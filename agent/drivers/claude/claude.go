@@ -128,6 +128,10 @@ type session struct {
 	// already reported refused: a permission_denials entry for one of them
 	// is no new refusal. Cleared at each result.
 	answered map[string]bool
+	// model is the model system/init last named; windows the account's
+	// rate-limit windows of the last rate_limit_event (usage.go).
+	model   string
+	windows []cliruntime.RateWindow
 }
 
 func (s *session) Start() cliruntime.Step { return cliruntime.Step{} }
@@ -208,6 +212,13 @@ type frame struct {
 	APIError       json.RawMessage `json:"api_error"`
 	APIErrorStatus json.RawMessage `json:"api_error_status"`
 	QueuedTurns    json.RawMessage `json:"queued_turn_count"`
+	// Usage (usage.go): the turn's own per-model figures, and the
+	// request totals for a tool that sends no per-turn map.
+	ModelUsageSince json.RawMessage `json:"model_usage_since_last_result"`
+	Usage           json.RawMessage `json:"usage"`
+
+	// system/init
+	Model json.RawMessage `json:"model"`
 
 	// rate_limit_event
 	RateLimitInfo json.RawMessage `json:"rate_limit_info"`
@@ -265,6 +276,9 @@ func (s *session) observeFrame(f *frame, raw json.RawMessage) cliruntime.Step {
 	case "system":
 		switch str(f.Subtype) {
 		case "init":
+			if m := str(f.Model); m != "" {
+				s.model = m
+			}
 			return s.initLocked(str(f.SessionID), raw)
 		case "permission_denied":
 			return s.permissionDeniedLocked(f, raw)
@@ -353,7 +367,8 @@ func (s *session) resultLocked(f *frame, raw json.RawMessage) cliruntime.Step {
 		}
 	}
 	evs = append(evs, s.denialsLocked(f.PermissionDenials, raw)...)
-	ev := cliruntime.Event{Kind: cliruntime.EventTurnEnded, ConversationID: s.conv, IsError: isErr, Reason: str(f.TerminalReason), Raw: raw}
+	ev := cliruntime.Event{Kind: cliruntime.EventTurnEnded, ConversationID: s.conv, IsError: isErr, Reason: str(f.TerminalReason), Raw: raw,
+		Usage: s.usageLocked(f)}
 	if isErr {
 		ev.Error = strings.Join(errs, "; ")
 		if ev.Error == "" {
@@ -418,6 +433,9 @@ func (s *session) limitLocked(f *frame) *cliruntime.Limit {
 // rateLimitLocked keeps the reset of a rejecting rate_limit_event; only
 // subscription auth sends them (real-clis.md §1.10).
 func (s *session) rateLimitLocked(info json.RawMessage) {
+	if w := windowsOf(info); w != nil {
+		s.windows = w
+	}
 	var ri struct {
 		Status   string  `json:"status"`
 		ResetsAt float64 `json:"resetsAt"`

@@ -100,6 +100,7 @@ type session struct {
 	retry    bool // resend the interrupt at turn/started
 	retried  bool // the one retry of this turn was spent
 	windows  rateWindows
+	tokens   turnTokens // the active turn's token reports (usage.go)
 
 	// open are Codex's requests waiting for an answer, by JSON-RPC id;
 	// items the file-change items whose diff an approval shows
@@ -237,7 +238,7 @@ func (s *session) TurnActive() bool {
 // notification (the deltas, most of a busy turn's lines) is passed over
 // after a Peek, without a decode or a copy.
 var observed = map[string]bool{"turn/started": true, "turn/completed": true, "account/rateLimits/updated": true, "error": true,
-	"item/started": true, "serverRequest/resolved": true}
+	"item/started": true, "serverRequest/resolved": true, "thread/tokenUsage/updated": true}
 
 func (s *session) Observe(line []byte) cliruntime.Step {
 	h, ok := jsonrpc.Peek(line)
@@ -274,7 +275,8 @@ func (s *session) Observe(line []byte) cliruntime.Step {
 
 type threadResult struct {
 	Thread struct {
-		ID string `json:"id"`
+		ID    string `json:"id"`
+		Model string `json:"model"`
 	} `json:"thread"`
 }
 
@@ -370,6 +372,9 @@ func (s *session) threadLocked(method string, m jsonrpc.Message, raw json.RawMes
 		return step(cliruntime.Event{Kind: cliruntime.EventError, Error: method + ": " + msg, Raw: raw})
 	}
 	s.thread = r.Thread.ID
+	if r.Thread.Model != "" {
+		s.tokens.model = r.Thread.Model
+	}
 	out := step(cliruntime.Event{Kind: cliruntime.EventConversation, ConversationID: s.thread, Raw: raw})
 	return merge(out, s.flushLocked())
 }
@@ -424,6 +429,8 @@ func (s *session) notificationLocked(m jsonrpc.Message, raw json.RawMessage) cli
 		return s.turnCompletedLocked(&n, raw)
 	case "account/rateLimits/updated":
 		s.windows.update(m.Params)
+	case "thread/tokenUsage/updated":
+		s.tokens.add(m.Params)
 	case "item/started":
 		s.rememberItemLocked(m.Params)
 	case "serverRequest/resolved":
@@ -453,7 +460,8 @@ func (s *session) notificationLocked(m jsonrpc.Message, raw json.RawMessage) cli
 func (s *session) turnCompletedLocked(n *turnNotification, raw json.RawMessage) cliruntime.Step {
 	t := n.Turn
 	var evs []cliruntime.Event
-	ev := cliruntime.Event{Kind: cliruntime.EventTurnEnded, ConversationID: s.thread, TurnID: t.ID, Reason: t.Status, IsError: t.Status != "completed", Raw: raw}
+	ev := cliruntime.Event{Kind: cliruntime.EventTurnEnded, ConversationID: s.thread, TurnID: t.ID, Reason: t.Status, IsError: t.Status != "completed", Raw: raw,
+		Usage: s.tokens.turn(s.windows.list())}
 	if t.Status == "interrupted" {
 		ev.ErrorKind = cliruntime.ErrorInterrupted
 	}
@@ -544,8 +552,9 @@ type rateWindows struct {
 }
 
 type window struct {
-	UsedPercent float64 `json:"usedPercent"`
-	ResetsAt    float64 `json:"resetsAt"`
+	UsedPercent        float64 `json:"usedPercent"`
+	ResetsAt           float64 `json:"resetsAt"`
+	WindowDurationMins int     `json:"windowDurationMins"`
 }
 
 func (w *rateWindows) update(params json.RawMessage) {

@@ -10,7 +10,8 @@
 //
 // The fake takes text input (like codex and grok) and honours the same
 // driving texts as integration/peers/fakecli: slow, exit N, stderr X,
-// history, ignore-term, flood N.
+// history, ignore-term, flood N, and tokens IN OUT (the turn reports that
+// usage).
 //
 // It must never be wired by the composition root: its Kind is not one of the
 // contract's three.
@@ -49,7 +50,8 @@ const Program = "fake-cli"
 //	{"ev":"unavailable","conversation":"<id>","error":"…"}   then exit 1
 //	{"ev":"turn_started","turn":"t1"}
 //	{"ev":"delta","turn":"t1","text":"…"}
-//	{"ev":"turn_ended","turn":"t1","status":"completed"|"cancelled"}
+//	{"ev":"turn_ended","turn":"t1","status":"completed"|"cancelled","in":N,"out":M}
+//	                                     in/out: the turn's tokens, when it reports usage
 //	{"ev":"ask","id":"q1","text":"<command>"}     the turn waits for an answer
 type (
 	request struct {
@@ -67,6 +69,10 @@ type (
 		Status       string `json:"status,omitempty"`
 		Error        string `json:"error,omitempty"`
 		ID           string `json:"id,omitempty"`
+		// In and Out are a turn_ended's tokens, when the turn reports
+		// usage (the "tokens IN OUT" driving text).
+		In  int64 `json:"in,omitempty"`
+		Out int64 `json:"out,omitempty"`
 	}
 )
 
@@ -210,6 +216,9 @@ func (s *session) Observe(l []byte) cliruntime.Step {
 			s.ended++
 		}
 		ev.Kind, ev.Reason, ev.IsError = cliruntime.EventTurnEnded, e.Status, e.Status != "completed"
+		if e.In|e.Out != 0 {
+			ev.Usage = &cliruntime.TurnUsage{Models: []cliruntime.ModelUsage{{Model: "fake", InputTokens: e.In, OutputTokens: e.Out}}}
+		}
 		if e.Status == "cancelled" {
 			// Only a cancel op ends a turn so: a person's interrupt, not a
 			// failure of the run (R-LERR-1).

@@ -342,7 +342,12 @@ func (pr *peer) turn(text string) bool {
 	}
 	word, rest, _ := strings.Cut(text, " ")
 	reply := "pong: " + text
+	var in, out int64 // "tokens IN OUT": the turn reports that usage
 	switch word {
+	case "tokens":
+		a, b, _ := strings.Cut(rest, " ")
+		in, _ = strconv.ParseInt(a, 10, 64)
+		out, _ = strconv.ParseInt(b, 10, 64)
 	case "exit":
 		n, _ := strconv.Atoi(rest)
 		pr.p.finish(exitCode(n), "")
@@ -410,5 +415,5 @@ func (pr *peer) turn(text string) bool {
 	if pr.isCancelled(n) {
 		return cancelled()
 	}
-	return pr.emit(event{Ev: "delta", Turn: id, Text: reply}) && pr.end(n, event{Ev: "turn_ended", Turn: id, Status: "completed"})
+	return pr.emit(event{Ev: "delta", Turn: id, Text: reply}) && pr.end(n, event{Ev: "turn_ended", Turn: id, Status: "completed", In: in, Out: out})
 }

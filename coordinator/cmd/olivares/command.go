@@ -103,7 +103,7 @@ func table() []*command {
 	var all []*command
 	for _, g := range [][]*command{
 		loginCommands(), nodeCommands(), profileCommands(), workspaceCommands(),
-		sessionCommands(), markCommands(), activityCommands(), lifecycleCommands(), vaultCommands(), auditCommands(), webhookCommands(),
+		sessionCommands(), markCommands(), activityCommands(), lifecycleCommands(), vaultCommands(), auditCommands(), webhookCommands(), usageCommands(),
 		hookCommands(), codexCommands(), completionCommands(),
 	} {
 		all = append(all, g...)

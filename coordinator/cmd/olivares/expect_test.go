@@ -2,8 +2,10 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -105,5 +107,82 @@ func TestAuditSinceDuration(t *testing.T) {
 	cli(t, "audit", "list", "--since", "2026-01-02T03:04:05Z")
 	if since != "2026-01-02T03:04:05Z" {
 		t.Errorf("since=%q, want the instant as given", since)
+	}
+}
+
+// usage sends --by, --from (a duration back from now) and --to as GET
+// /usage's parameters and prints the groups, the total and the accounts
+// (R-USE-7).
+func TestUsageTable(t *testing.T) {
+	var query string
+	reset := time.Date(2026, 12, 2, 11, 16, 15, 0, time.UTC)
+	fakeAPI(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/m/sessions/profiles" {
+			writeJSON(w, 200, apitypes.ProfileList{Items: []apitypes.Profile{{Ref: "prof_2", Name: "team-codex"}}})
+			return
+		}
+		if r.URL.Path != "/v1/m/sessions/usage" {
+			t.Errorf("unexpected %s", r.URL)
+		}
+		query = r.URL.RawQuery
+		cost := 0.0125
+		writeJSON(w, 200, apitypes.UsageReport{GroupBy: "node",
+			Groups: []apitypes.UsageGroup{{Key: "n1", UsageTotals: apitypes.UsageTotals{Turns: 2, InputTokens: 22, OutputTokens: 10, CacheReadTokens: 300, CostUSD: cost}},
+				{Key: "n2", UsageTotals: apitypes.UsageTotals{Turns: 1, InputTokens: 234, OutputTokens: 56, CacheReadTokens: 1000, CostTurnsUnknown: 1}}},
+			Total: apitypes.UsageTotals{Turns: 3, InputTokens: 256, OutputTokens: 66, CacheReadTokens: 1300, CostUSD: cost, CostTurnsUnknown: 1},
+			Accounts: []apitypes.UsageAccount{{ProfileRef: "prof_2", Tool: "codex", At: reset.Add(-time.Hour),
+				RateLimits: []apitypes.RateWindow{{Name: "primary", UsedPercent: 100, ResetsAt: &reset}},
+				Limit:      &apitypes.Limit{Kind: "usage", ResetsAt: &reset, AccountRef: "prof_2"}}}})
+	})
+	out, stderr, code := cli(t, "usage", "--by", "node", "--from", "7d", "--to", "2026-12-31")
+	if code != 0 {
+		t.Fatalf("usage: exit %d %s", code, stderr)
+	}
+	q, _ := url.ParseQuery(query)
+	from, err := time.Parse(time.RFC3339, q.Get("from"))
+	if q.Get("group_by") != "node" || q.Get("to") != "2026-12-31" || err != nil || time.Since(from) < 167*time.Hour {
+		t.Errorf("query %q, want group_by=node, from 7 days back, to as given", query)
+	}
+	for _, want := range []string{"NODE", "n1", "0.0125", "n2", "0.0000*", "total", "1300", "1 turns whose tool reports no cost",
+		"team-codex (prof_2)", "primary", "100%", "usage until 2026-12-02T11:16:15Z"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// session continue-at-reset POSTs the message (none for the default) and
+// prints when the run continues; --cancel DELETEs (R-CONT-1, R-CONT-7).
+func TestSessionContinueAtReset(t *testing.T) {
+	var calls []string
+	at := time.Date(2026, 12, 3, 18, 0, 5, 0, time.UTC)
+	fakeAPI(t, func(w http.ResponseWriter, r *http.Request) {
+		raw, _ := io.ReadAll(r.Body)
+		calls = append(calls, r.Method+" "+r.URL.Path+" "+string(raw))
+		run := apitypes.Run{RunRef: "run_1", State: "stopped"}
+		if r.Method == http.MethodPost {
+			run.ScheduledContinueAt = &at
+		}
+		writeJSON(w, 200, run)
+	})
+	out, stderr, code := cli(t, "session", "continue-at-reset", "run_1", "--message", "go on")
+	if code != 0 || !strings.Contains(out, "run_1 continues at 2026-12-03T18:00:05Z") {
+		t.Errorf("continue-at-reset: exit %d %s\n%s", code, stderr, out)
+	}
+	cli(t, "session", "continue-at-reset", "run_1")
+	out, _, code = cli(t, "session", "continue-at-reset", "run_1", "--cancel")
+	if code != 0 || !strings.Contains(out, "nothing scheduled") {
+		t.Errorf("--cancel: exit %d\n%s", code, out)
+	}
+	want := []string{
+		`POST /v1/m/sessions/runs/run_1/continue-at-reset {"message":"go on"}`,
+		`POST /v1/m/sessions/runs/run_1/continue-at-reset {}`,
+		`DELETE /v1/m/sessions/runs/run_1/continue-at-reset `,
+	}
+	if fmt.Sprint(calls) != fmt.Sprint(want) {
+		t.Errorf("calls %q, want %q", calls, want)
+	}
+	if _, _, code := cli(t, "session", "continue-at-reset", "run_1", "--cancel", "--message", "x"); code != 2 {
+		t.Errorf("--cancel --message: exit %d, want 2", code)
 	}
 }

@@ -78,6 +78,7 @@ func sessionCommands() []*command {
 				}
 				return c.emit(r, func() { fmt.Fprintf(c.out, "%s %s, generation %d\n", r.RunRef, runState(r), r.Generation) })
 			}},
+		sessionContinueAtReset(),
 		sessionWait(), sessionDiff(), sessionMove(), sessionHandoff(), sessionAttach(),
 		sessionRequests(), sessionAnswer(),
 	}
@@ -710,6 +711,13 @@ func printRun(out io.Writer, r apitypes.Run) {
 			resets = ", resets " + stamp(*r.Limit.ResetsAt)
 		}
 		fmt.Fprintf(tw, "limit\t%s on %s%s\n", r.Limit.Kind, r.Limit.AccountRef, resets)
+	}
+	if r.ScheduledContinueAt != nil {
+		fmt.Fprintf(tw, "continues at\t%s (olivares session continue-at-reset %s --cancel)\n", stamp(*r.ScheduledContinueAt), r.RunRef)
+	}
+	if r.Usage != nil {
+		fmt.Fprintf(tw, "usage\t%d turns, %d in, %d out, %d cache read, %d cache write, %s USD\n", r.Usage.Turns, r.Usage.InputTokens,
+			r.Usage.OutputTokens, r.Usage.CacheReadTokens, r.Usage.CacheWriteTokens, cost(*r.Usage))
 	}
 	if r.RingLast != 0 {
 		fmt.Fprintf(tw, "output seq\t%d..%d\n", r.RingFirst, r.RingLast)

@@ -87,6 +87,8 @@ async function route() {
     v = import('./webhooks.js').then((m) => m.webhooksView(main));
   } else if (path === '/profiles') {
     v = import('./profiles.js').then((m) => m.profilesView(main));
+  } else if (path === '/usage') {
+    v = import('./usage.js').then((m) => m.usageView(main));
   } else {
     v = import('./list.js').then((m) => m.listView(main));
   }
@@ -111,6 +113,7 @@ const NAV = [
   ['/nodes', 'Fleet', (p) => p.startsWith('/nodes')],
   ['/codex', 'Codex', (p) => p === '/codex'],
   ['/profiles', 'Profiles', (p) => p === '/profiles'],
+  ['/usage', 'Usage', (p) => p === '/usage'],
   ['/audit', 'Audit', (p) => p === '/audit', 'sessions:run:admin'],
   ['/webhooks', 'Webhooks', (p) => p === '/webhooks', 'sessions:run:admin'],
 ];

@@ -14,6 +14,7 @@ const EVENTS = [
   'sessions.run.started', 'sessions.run.resumed', 'sessions.run.stopped', 'sessions.run.granted',
   'sessions.run.renamed', 'sessions.run.archived', 'sessions.run.unarchived', 'sessions.run.deleted',
   'sessions.run.request.answered',
+  'sessions.run.continue_scheduled', 'sessions.run.continued', 'sessions.run.continue_cancelled',
   'sessions.run.handoff_preview', 'sessions.run.messages', 'sessions.run.messages.text', 'sessions.run.activity',
   'sessions.run.activity.agent', 'sessions.workspace.created', 'sessions.workspace.deleted',
   'sessions.workspace.setup_command_set', 'sessions.workspace.approve-setup',

@@ -353,7 +353,29 @@ export function runView(main, ref, { tab = '' } = {}) {
     const reset = l.resets_at ? `it resets ${localTime(l.resets_at)} (${relTime(l.resets_at)}, ${Intl.DateTimeFormat().resolvedOptions().timeZone})` : 'the tool did not say when it resets';
     return h('p', { class: 'banner warn', dataset: { kind: 'limit' }, id: 'limit-banner', role: 'status' },
       `${kind} on ${acct ? `profile ${acct.name}` : l.account_ref}: ${reset}.`,
-      run && run.driver === 'claude' && canWrite ? ' Move it to another Claude Code account, or hand it off, to continue now.' : '');
+      run && run.driver === 'claude' && canWrite ? ' Move it to another Claude Code account, or hand it off, to continue now.' : '',
+      continueControl());
+  }
+
+  // continueControl schedules or cancels the continue at the limit's
+  // reset (POST/DELETE /runs/{ref}/continue-at-reset, R-CONT-1, R-CONT-7).
+  function continueControl() {
+    if (!run || !canWrite || run.state === 'released') return null;
+    const path = `${BASE}/runs/${encodeURIComponent(ref)}/continue-at-reset`;
+    const go = (method, done) => async () => {
+      try {
+        const { data } = await api(method, path, method === 'POST' ? {} : undefined);
+        run = data;
+        renderHead();
+        banner('act', '', done(data));
+      } catch (e) { errBanner('act', e); }
+    };
+    if (run.scheduled_continue_at) {
+      return h('span', { id: 'continue-scheduled' }, ` It continues by itself ${localTime(run.scheduled_continue_at)}. `,
+        h('button', { type: 'button', class: 'ghost act', id: 'continue-cancel', onclick: go('DELETE', () => 'The scheduled continue was cancelled.') }, 'Cancel'));
+    }
+    return [' ', h('button', { type: 'button', class: 'ghost act', id: 'continue-at-reset',
+      onclick: go('POST', (d) => `It continues by itself ${localTime(d.scheduled_continue_at)}, sending \u201ccontinue\u201d.`) }, 'Continue when it resets')];
   }
 
   async function load() {

@@ -44,6 +44,7 @@ var exportBuckets = map[string][]byte{
 	store.RecMarks:             bucketMarks,
 	store.RecAudit:             bucketAudit,
 	store.RecAuditWindows:      bucketAuditWindows,
+	store.RecUsage:             bucketUsage,
 }
 
 // Counts implements store.Counter: the number of keys in each kind's bucket.
@@ -124,6 +125,8 @@ func decodeRecord(kind string, k, v []byte) (any, error) {
 		return decodeAs[store.RunMeta](v)
 	case store.RecAudit:
 		return decodeAs[apitypes.AuditEntry](v)
+	case store.RecUsage:
+		return decodeAs[apitypes.UsageTurn](v)
 	case store.RecRunTombstones:
 		var at time.Time
 		if err := json.Unmarshal(v, &at); err != nil {

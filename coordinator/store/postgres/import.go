@@ -24,6 +24,7 @@ var countTables = map[string]string{
 	store.RecWorkspaces: "workspaces", store.RecWorkspaceSettings: "workspace_settings", store.RecSecrets: "secrets",
 	store.RecRuns: "runs", store.RecRunTombstones: "run_tombstones", store.RecRunMeta: "run_meta",
 	store.RecMarks: "marks", store.RecAudit: "audit", store.RecAuditWindows: "audit_windows",
+	store.RecUsage: "usage_turns",
 }
 
 // Counts implements store.Counter.
@@ -122,6 +123,11 @@ func upsertRecord(r store.Record) (string, []any, error) {
 		return `INSERT INTO marks AS t (tenant, owner, run_ref, pinned_at, doc) VALUES ($1, $2, $3, $4, $5)
 			ON CONFLICT (tenant, owner, run_ref) DO UPDATE SET pinned_at = EXCLUDED.pinned_at, doc = EXCLUDED.doc` + unless,
 			[]any{v.Key.Tenant, v.Key.Owner, v.Key.RunRef, v.Marks.PinnedAt, d}, err
+	case apitypes.UsageTurn:
+		// A row is stored once (R-USE-6): a second copy writes nothing.
+		d, err := doc(v)
+		return `INSERT INTO usage_turns (run_ref, seq, tenant, profile_ref, at, doc) VALUES ($1, $2, $3, $4, $5, $6)
+			ON CONFLICT (run_ref, seq) DO NOTHING`, []any{v.RunRef, int64(v.Seq), v.Tenant, v.ProfileRef, v.At.UTC(), d}, err
 	case store.AuditWindow:
 		return `INSERT INTO audit_windows AS t (tenant, event, run_ref, credential_id, last_at) VALUES ($1, $2, $3, $4, $5)
 			ON CONFLICT (tenant, event, run_ref, credential_id) DO UPDATE SET last_at = EXCLUDED.last_at

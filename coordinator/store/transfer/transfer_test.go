@@ -94,6 +94,10 @@ func fill(t *testing.T, s store.Store) {
 	_, err = s.ReleaseRun(ctx, "run_2", t0)
 	must(t, err)
 	must(t, s.DeleteRun(ctx, "run_3", entry("default", apitypes.AuditRunDeleted, "run_3")))
+	if err := s.PutUsage(ctx, []apitypes.UsageTurn{{RunRef: "run_1", Seq: 1, Turn: 1, Tenant: "default", NodeID: "node-1", Tool: "claude",
+		ProfileRef: "prof_1", At: t0, InputTokens: 11, OutputTokens: 5}}); err != nil {
+		t.Fatalf("PutUsage: %v", err)
+	}
 	ok, err := s.AppendAuditWindowed(ctx, entry("default", apitypes.AuditRunMessages, "run_1"), 15*time.Minute)
 	if err != nil || !ok {
 		t.Fatalf("AppendAuditWindowed: %v, %v", ok, err)
