@@ -13,14 +13,20 @@ import (
 
 // The webhook commands (R-NOTIF-1): each is one route.
 func webhookCommands() []*command {
-	var reasons listFlag
+	var (
+		reasons listFlag
+		quiet   bool
+	)
 	return []*command{{
 		name: "webhook add", arg: "URL",
-		usage: `olivares webhook add URL [--reason R]...   tell URL when a run needs a person (admin)
+		usage: `olivares webhook add URL [--reason R]... [--quiet|--json]   tell URL when a run needs a person (admin)
     Prints the signing secret once: keep it to check X-Olivares-Signature.
+    --quiet prints only the webhook's id (HOOK=$(olivares webhook add URL -q)), the secret on stderr.
 `,
 		flags: func(fs *flag.FlagSet) {
 			fs.Var(&reasons, "reason", "only this attention reason (repeat; default: every one): "+strings.Join(apitypes.AttentionReasons, ", "))
+			fs.BoolVar(&quiet, "quiet", false, "print only the webhook's id (the secret goes to stderr)")
+			fs.BoolVar(&quiet, "q", false, "short for --quiet")
 		},
 		check: func(c *call) error {
 			for _, r := range reasons {
@@ -34,6 +40,11 @@ func webhookCommands() []*command {
 			w, err := c.cl.CreateWebhook(ctx, apitypes.WebhookCreate{URL: c.arg, Reasons: reasons})
 			if err != nil {
 				return err
+			}
+			if quiet && !c.json {
+				fmt.Fprintln(c.out, w.ID)
+				fmt.Fprintf(c.err, "secret (shown once): %s\n", w.Secret)
+				return nil
 			}
 			return c.emit(w, func() {
 				fmt.Fprintf(c.out, "webhook %s added for %s\nsecret (shown once): %s\n", w.ID, reasonsText(w.Reasons), w.Secret)
