@@ -261,11 +261,10 @@ func VerifyVAPID(header, audience string, now time.Time) (map[string]any, error)
 	if err != nil {
 		return nil, err
 	}
-	x, y := elliptic.Unmarshal(elliptic.P256(), pubBytes) //nolint:staticcheck // the uncompressed point VAPID sends
-	if x == nil {
+	pub, err := ecdsa.ParseUncompressedPublicKey(elliptic.P256(), pubBytes) // the uncompressed point VAPID sends
+	if err != nil {
 		return nil, errors.New("webpush: k is not a P-256 point")
 	}
-	pub := &ecdsa.PublicKey{Curve: elliptic.P256(), X: x, Y: y}
 	parts := bytes.Split([]byte(t), []byte("."))
 	if len(parts) != 3 {
 		return nil, errors.New("webpush: t is not a JWT")
