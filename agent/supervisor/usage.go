@@ -31,9 +31,13 @@ func (r *run) recordUsage(gen uint32, u *cliruntime.TurnUsage, lim *apitypes.Lim
 	}
 	dropped := 0
 	r.updateAsync(ledger.Event{}, func(rec *record) {
-		if rec.Usage == nil {
-			rec.Usage = &apitypes.UsageTotals{}
+		// Copy on write: a snapshot or the saver may hold the old totals
+		// outside the run's lock.
+		totals := apitypes.UsageTotals{}
+		if rec.Usage != nil {
+			totals = *rec.Usage
 		}
+		rec.Usage = &totals
 		turn := rec.UsageSeq + 1
 		for _, m := range models {
 			rec.UsageSeq++
