@@ -3,6 +3,7 @@ package cliruntime
 import (
 	"encoding/json"
 	"errors"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -148,6 +149,28 @@ var ErrBadAnswer = errors.New("cliruntime: the answer does not fit the request")
 // MaxRequestDetail bounds each text field of a Request a driver reports (a
 // diff, a command): a longer one is cut at a rune boundary.
 const MaxRequestDetail = 16 << 10
+
+// Title is s on one line (runs of white space made one space), cut to 200
+// bytes at a rune boundary with an ellipsis: a request's title.
+func Title(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > 200 {
+		n := 200
+		for n > 0 && !utf8.RuneStart(s[n]) {
+			n--
+		}
+		s = s[:n] + "…"
+	}
+	return s
+}
+
+// Lines splits s into its lines, without a final empty one; nil for "".
+func Lines(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(strings.TrimSuffix(s, "\n"), "\n")
+}
 
 // Clip cuts s to at most MaxRequestDetail bytes at a rune boundary.
 func Clip(s string) string {

@@ -35,7 +35,7 @@ func (g *generation) lastError(e cliruntime.Event) bool {
 	if msg == "" {
 		msg = "the turn failed"
 	}
-	msg = oneLine(msg)
+	msg = cliruntime.Title(msg)
 	r := g.r
 	r.mu.Lock()
 	old := r.rec.LastError

@@ -517,7 +517,7 @@ func (g *generation) denied(d *cliruntime.Denial, by string) {
 	}
 	if d.Command != "" {
 		kind = apitypes.RequestCommand
-		title += ": " + oneLine(d.Command)
+		title += ": " + cliruntime.Title(d.Command)
 	}
 	e := &reqEntry{storedRequest: storedRequest{ToolUseID: d.ToolUseID, RunRequest: apitypes.RunRequest{
 		ID: newRequestID(), Kind: kind, Tool: d.Tool, Title: cliruntime.Clip(title), Generation: g.n, AskedAt: now,
@@ -639,18 +639,6 @@ func (g *generation) answer(toolID string, a cliruntime.Answer, accepted func())
 	}
 	g.events(st.Events)
 	return nil
-}
-
-func oneLine(s string) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > 200 {
-		n := 200
-		for n > 0 && s[n]&0xC0 == 0x80 {
-			n--
-		}
-		s = s[:n] + "…"
-	}
-	return s
 }
 
 // Requests lists run ref's requests: the pending ones, oldest first, then

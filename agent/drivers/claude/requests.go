@@ -113,7 +113,7 @@ func (s *session) describe(id string, c *canUseTool) cliruntime.Request {
 		req.Options = nil
 		for i, q := range in.Questions {
 			if i == 0 {
-				req.Title, req.Question = oneLine(firstNonEmpty(q.Header, q.Question)), cliruntime.Clip(q.Question)
+				req.Title, req.Question = cliruntime.Title(firstNonEmpty(q.Header, q.Question)), cliruntime.Clip(q.Question)
 				for j, o := range q.Options {
 					label := o.Label
 					if o.Description != "" {
@@ -132,9 +132,9 @@ func (s *session) describe(id string, c *canUseTool) cliruntime.Request {
 			cliruntime.Option{ID: cliruntime.OptionDeny, Label: "Do not answer", Decision: cliruntime.DecisionDeny})
 	case "Bash":
 		req.Kind, req.Command, req.Cwd = cliruntime.RequestCommand, cliruntime.Clip(in.Command), s.cwd
-		req.Title = "Run " + oneLine(in.Command)
+		req.Title = "Run " + cliruntime.Title(in.Command)
 		if in.Description != "" {
-			req.Title = in.Description + ": " + oneLine(in.Command)
+			req.Title = in.Description + ": " + cliruntime.Title(in.Command)
 		}
 	case "Edit", "MultiEdit", "Write", "NotebookEdit":
 		path := in.FilePath
@@ -155,7 +155,7 @@ func (s *session) describe(id string, c *canUseTool) cliruntime.Request {
 			req.Title += " on " + in.URL
 		}
 		if c.Description != "" {
-			req.Title += ": " + oneLine(c.Description)
+			req.Title += ": " + cliruntime.Title(c.Description)
 		}
 	}
 	req.Title = cliruntime.Clip(req.Title)
@@ -206,10 +206,10 @@ func editDiff(path string, in *toolInput) string {
 	fmt.Fprintf(&b, "--- %s\n+++ %s\n", path, path)
 	hunk := func(old, new string) {
 		b.WriteString("@@\n")
-		for _, l := range splitLines(old) {
+		for _, l := range cliruntime.Lines(old) {
 			b.WriteString("-" + l + "\n")
 		}
-		for _, l := range splitLines(new) {
+		for _, l := range cliruntime.Lines(new) {
 			b.WriteString("+" + l + "\n")
 		}
 	}
@@ -224,26 +224,6 @@ func editDiff(path string, in *toolInput) string {
 		hunk(in.OldString, in.NewString)
 	}
 	return b.String()
-}
-
-func splitLines(s string) []string {
-	if s == "" {
-		return nil
-	}
-	return strings.Split(strings.TrimSuffix(s, "\n"), "\n")
-}
-
-// oneLine is s on one line, cut to 200 bytes: for a title.
-func oneLine(s string) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > 200 {
-		n := 200
-		for n > 0 && s[n]&0xC0 == 0x80 {
-			n--
-		}
-		s = s[:n] + "…"
-	}
-	return s
 }
 
 // Answer answers a can_use_tool request: allow with the original input

@@ -234,9 +234,9 @@ func (s *session) describeLocked(m jsonrpc.Message) (*codexRequest, bool) {
 			cmd = p.Actions[0].Command
 		}
 		cr.req = cliruntime.Request{Kind: cliruntime.RequestCommand, Tool: "commandExecution", Command: cliruntime.Clip(cmd), Cwd: p.Cwd,
-			Title: "Run " + oneLine(cmd), Question: cliruntime.Clip(p.Reason)}
+			Title: "Run " + cliruntime.Title(cmd), Question: cliruntime.Clip(p.Reason)}
 		if p.Reason != "" {
-			cr.req.Title = p.Reason + ": " + oneLine(cmd)
+			cr.req.Title = p.Reason + ": " + cliruntime.Title(cmd)
 		}
 		if p.Command != cmd {
 			cr.req.Input = []byte(cliruntime.Clip(string(str(p.Command))))
@@ -268,7 +268,7 @@ func (s *session) describeLocked(m jsonrpc.Message) (*codexRequest, bool) {
 		cr.req = cliruntime.Request{Kind: cliruntime.RequestPermission, Tool: "permissions", Cwd: p.Cwd, Question: cliruntime.Clip(p.Reason),
 			Input: []byte(cliruntime.Clip(string(p.Permissions))), Title: "Grant more access"}
 		if p.Reason != "" {
-			cr.req.Title += ": " + oneLine(p.Reason)
+			cr.req.Title += ": " + cliruntime.Title(p.Reason)
 		}
 		cr.req.Options = []cliruntime.Option{
 			{ID: "turn", Label: "Allow for this turn", Decision: cliruntime.DecisionAllow},
@@ -298,9 +298,9 @@ func (s *session) describeLocked(m jsonrpc.Message) (*codexRequest, bool) {
 			cr.others = append(cr.others, o.ID)
 		}
 		cr.req = cliruntime.Request{Kind: cliruntime.RequestQuestion, Tool: "requestUserInput", Question: cliruntime.Clip(q.Question),
-			Title: oneLine(q.Header), Text: q.IsOther || len(q.Options) == 0}
+			Title: cliruntime.Title(q.Header), Text: q.IsOther || len(q.Options) == 0}
 		if cr.req.Title == "" {
-			cr.req.Title = oneLine(q.Question)
+			cr.req.Title = cliruntime.Title(q.Question)
 		}
 		for i, o := range q.Options {
 			label := o.Label
@@ -324,7 +324,7 @@ func (s *session) describeLocked(m jsonrpc.Message) (*codexRequest, bool) {
 		}
 		_ = json.Unmarshal(m.Params, &p)
 		cr.req = cliruntime.Request{Kind: cliruntime.RequestElicitation, Tool: p.ServerName, Question: cliruntime.Clip(p.Message),
-			Title: oneLine(p.ServerName + " asks: " + p.Message), Text: p.Mode != "url"}
+			Title: cliruntime.Title(p.ServerName + " asks: " + p.Message), Text: p.Mode != "url"}
 		if p.Mode == "url" {
 			cr.req.Input = []byte(cliruntime.Clip(string(str(p.URL))))
 		} else {
@@ -344,7 +344,7 @@ func (s *session) describeLocked(m jsonrpc.Message) (*codexRequest, bool) {
 		_ = json.Unmarshal(m.Params, &p)
 		cmd := strings.Join(p.Command, " ")
 		cr.req = cliruntime.Request{Kind: cliruntime.RequestCommand, Tool: "exec", Command: cliruntime.Clip(cmd), Cwd: p.Cwd,
-			Question: cliruntime.Clip(p.Reason), Title: "Run " + oneLine(cmd)}
+			Question: cliruntime.Clip(p.Reason), Title: "Run " + cliruntime.Title(cmd)}
 		cr.req.Options, cr.decisions = v1Options()
 	case reqPatchV1:
 		var p struct {
@@ -382,19 +382,6 @@ func filesTitle(files []string) string {
 		return files[0]
 	}
 	return fmt.Sprintf("%s and %d more files", files[0], len(files)-1)
-}
-
-// oneLine is s on one line, cut to 200 bytes: for a title.
-func oneLine(s string) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > 200 {
-		n := 200
-		for n > 0 && s[n]&0xC0 == 0x80 {
-			n--
-		}
-		s = s[:n] + "…"
-	}
-	return s
 }
 
 // Answer answers an open request in the shape its method expects.

@@ -83,7 +83,7 @@ func (s *session) agentRequestLocked(m jsonrpc.Message, raw json.RawMessage) cli
 // it is answered "cancelled").
 func describe(p *permissionParams) (cliruntime.Request, bool) {
 	tc := &p.ToolCall
-	req := cliruntime.Request{Tool: tc.Kind, Title: oneLine(tc.Title), Input: []byte(cliruntime.Clip(string(tc.RawInput))), ToolUseID: tc.ToolCallID}
+	req := cliruntime.Request{Tool: tc.Kind, Title: cliruntime.Title(tc.Title), Input: []byte(cliruntime.Clip(string(tc.RawInput))), ToolUseID: tc.ToolCallID}
 	var in struct {
 		Command json.RawMessage `json:"command"`
 		Cwd     string          `json:"cwd"`
@@ -112,11 +112,11 @@ func describe(p *permissionParams) (cliruntime.Request, bool) {
 			req.Files = append(req.Files, c.Path)
 			fmt.Fprintf(&diff, "--- %s\n+++ %s\n@@\n", c.Path, c.Path)
 			if c.OldText != nil {
-				for _, l := range lines(*c.OldText) {
+				for _, l := range cliruntime.Lines(*c.OldText) {
 					diff.WriteString("-" + l + "\n")
 				}
 			}
-			for _, l := range lines(c.NewText) {
+			for _, l := range cliruntime.Lines(c.NewText) {
 				diff.WriteString("+" + l + "\n")
 			}
 		}
@@ -150,26 +150,6 @@ func describe(p *permissionParams) (cliruntime.Request, bool) {
 		req.Options = append(req.Options, cliruntime.Option{ID: cliruntime.OptionDeny, Label: "Deny", Decision: cliruntime.DecisionDeny})
 	}
 	return req, !hasReject
-}
-
-func lines(s string) []string {
-	if s == "" {
-		return nil
-	}
-	return strings.Split(strings.TrimSuffix(s, "\n"), "\n")
-}
-
-// oneLine is s on one line, cut to 200 bytes: for a title.
-func oneLine(s string) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > 200 {
-		n := 200
-		for n > 0 && s[n]&0xC0 == 0x80 {
-			n--
-		}
-		s = s[:n] + "…"
-	}
-	return cliruntime.Clip(s)
 }
 
 // outcome is a session/request_permission answer: the chosen option, or
