@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/olivares-dev/olivares/agent/internal/jsonrpc"
 	"github.com/olivares-dev/olivares/shared/logging"
 )
 
@@ -187,7 +188,7 @@ func (c *Conn) initialize(p *peer) {
 	_, err := p.call(ctx, "initialize", initializeParams{ClientInfo: c.client,
 		Capabilities: capabilities{ExperimentalAPI: true, OptOutNotificationMethods: notificationMethods}})
 	if err == nil {
-		err = p.write(map[string]string{"method": "initialized"})
+		err = p.write(jsonrpc.Notification{JSONRPC: "2.0", Method: "initialized"})
 	}
 	if err != nil {
 		p.err = fmt.Errorf("codexsup: the app-server handshake failed: %w", err)
@@ -222,12 +223,6 @@ func (p *peer) kill() {
 	p.p.stop()
 }
 
-type request struct {
-	ID     int64  `json:"id"`
-	Method string `json:"method"`
-	Params any    `json:"params,omitempty"`
-}
-
 func (p *peer) call(ctx context.Context, method string, params any) (json.RawMessage, error) {
 	w := &waiter{method: method, ch: make(chan reply, 1)}
 	p.mu.Lock()
@@ -239,7 +234,7 @@ func (p *peer) call(ctx context.Context, method string, params any) (json.RawMes
 	id := p.next
 	p.waits[id] = w
 	p.mu.Unlock()
-	if err := p.write(request{ID: id, Method: method, Params: params}); err != nil {
+	if err := p.write(jsonrpc.Request{JSONRPC: "2.0", ID: id, Method: method, Params: params}); err != nil {
 		p.forget(id)
 		p.kill()
 		return nil, ErrConnLost
@@ -259,26 +254,14 @@ func (p *peer) forget(id int64) {
 	p.mu.Unlock()
 }
 
+// write sends one line; v is one of jsonrpc's own message types, which
+// always marshal.
 func (p *peer) write(v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	b = append(b, '\n')
+	b := jsonrpc.Line(v)
 	p.wmu.Lock()
 	defer p.wmu.Unlock()
-	_, err = p.p.stdin.Write(b)
+	_, err := p.p.stdin.Write(b)
 	return err
-}
-
-type message struct {
-	ID     json.RawMessage `json:"id"`
-	Method string          `json:"method"`
-	Result json.RawMessage `json:"result"`
-	Error  *struct {
-		Code    int    `json:"code"`
-		Message string `json:"message"`
-	} `json:"error"`
 }
 
 // read dispatches answers until stdout ends, then fails what is pending.
@@ -360,32 +343,31 @@ func (p *peer) dispatch(line []byte) {
 		}
 		return
 	}
-	var m message
-	if err := json.Unmarshal(line, &m); err != nil {
-		return // not a protocol line
-	}
-	hasID := len(m.ID) > 0 && string(m.ID) != "null"
+	m, ok := jsonrpc.Parse(line)
 	switch {
-	case m.Method != "" && hasID:
+	case !ok:
+		// Not a protocol line.
+	case m.IsRequest():
 		// A server request (an approval, user input, a tool call): the
 		// supervision connection never answers one (R-CX-PASS-1).
 		p.log.Info("the app-server asked; the passive supervision connection does not answer", "method", m.Method)
-	case m.Method != "":
+	case m.IsNotification():
 		// A notification this connection could not opt out of: ignored.
-	case hasID:
-		id, err := strconv.ParseInt(string(m.ID), 10, 64)
-		if err != nil {
+	case m.IsResponse():
+		id, ok := m.IntID()
+		if !ok {
 			return
 		}
 		w := p.take(id)
 		if w == nil {
 			return
 		}
-		if m.Error != nil {
-			w.ch <- reply{err: &RPCError{Method: w.method, Code: m.Error.Code, Message: m.Error.Message}}
+		if m.HasError {
+			w.ch <- reply{err: &RPCError{Method: w.method, Code: m.ErrorCode, Message: m.ErrorMessage}}
 			return
 		}
-		w.ch <- reply{result: m.Result}
+		// m.Result aliases the read buffer, which the next line reuses.
+		w.ch <- reply{result: append(json.RawMessage(nil), m.Result...)}
 	}
 }
 

@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/olivares-dev/olivares/agent/cliruntime"
-	"github.com/olivares-dev/olivares/agent/drivers/internal/jsonscan"
+	"github.com/olivares-dev/olivares/agent/internal/jsonscan"
 )
 
 // Name is the program run when LaunchSpec.Binary is empty.

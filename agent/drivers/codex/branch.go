@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/olivares-dev/olivares/agent/cliruntime"
-	"github.com/olivares-dev/olivares/agent/drivers/internal/jsonrpc"
+	"github.com/olivares-dev/olivares/agent/internal/jsonrpc"
 )
 
 // Codex supervision (R-CX-CONT-*, R-CX-FT-*): a run that continues a native

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/olivares-dev/olivares/agent/cliruntime"
-	"github.com/olivares-dev/olivares/agent/drivers/internal/jsonrpc"
+	"github.com/olivares-dev/olivares/agent/internal/jsonrpc"
 )
 
 // Name is the program run when LaunchSpec.Binary is empty.

@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/olivares-dev/olivares/agent/cliruntime"
-	"github.com/olivares-dev/olivares/agent/drivers/internal/jsonrpc"
+	"github.com/olivares-dev/olivares/agent/internal/jsonrpc"
 )
 
 // The requests Codex sends the client and waits on (Appendix A of

@@ -18,7 +18,7 @@ import (
 	"sync"
 
 	"github.com/olivares-dev/olivares/agent/cliruntime"
-	"github.com/olivares-dev/olivares/agent/drivers/internal/jsonrpc"
+	"github.com/olivares-dev/olivares/agent/internal/jsonrpc"
 )
 
 // ProtocolVersion is the ACP version asked for in initialize.

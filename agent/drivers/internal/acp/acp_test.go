@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/olivares-dev/olivares/agent/cliruntime"
-	"github.com/olivares-dev/olivares/agent/drivers/internal/jsonrpc"
+	"github.com/olivares-dev/olivares/agent/internal/jsonrpc"
 )
 
 // The protocol is tested through the grok, gemini and opencode goldens

@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/olivares-dev/olivares/agent/cliruntime"
-	"github.com/olivares-dev/olivares/agent/drivers/internal/jsonrpc"
+	"github.com/olivares-dev/olivares/agent/internal/jsonrpc"
 )
 
 // acpRequest is a session/request_permission waiting for an answer.

@@ -118,3 +118,19 @@ func BenchmarkPeekDelta(b *testing.B) {
 		}
 	})
 }
+
+// TestParseErrorCode: an error answer's integer code is kept (Codex
+// supervision's RPCError carries it); any other code is 0.
+func TestParseErrorCode(t *testing.T) {
+	for line, want := range map[string]int{
+		`{"error":{"code":-32600,"message":"Not initialized"},"id":1}`: -32600,
+		`{"id":2,"error":{"code":"x","message":"m"}}`:                  0,
+		`{"id":2,"error":{"code":1.5,"message":"m"}}`:                  0,
+		`{"id":2,"error":"boom"}`:                                      0,
+	} {
+		m, ok := Parse([]byte(line))
+		if !ok || !m.HasError || m.ErrorCode != want {
+			t.Errorf("Parse(%s) = %+v ok=%t, want an error with code %d", line, m, ok, want)
+		}
+	}
+}

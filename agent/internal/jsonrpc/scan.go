@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 
-	"github.com/olivares-dev/olivares/agent/drivers/internal/jsonscan"
+	"github.com/olivares-dev/olivares/agent/internal/jsonscan"
 )
 
 // Head is what a line says about itself before its body is decoded: its
@@ -84,9 +84,11 @@ func Parse(line []byte) (m Message, ok bool) {
 	if errRaw != nil && !isNull(errRaw) {
 		m.HasError = true
 		var body struct {
+			Code    json.RawMessage `json:"code"`
 			Message json.RawMessage `json:"message"`
 		}
 		if json.Unmarshal(errRaw, &body) == nil {
+			_ = json.Unmarshal(body.Code, &m.ErrorCode)
 			if json.Unmarshal(body.Message, &m.ErrorMessage) != nil {
 				m.ErrorMessage = string(body.Message)
 			}

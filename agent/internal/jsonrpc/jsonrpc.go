@@ -1,5 +1,6 @@
 // Package jsonrpc reads and writes the JSON-RPC lines of the Codex app-server
-// and ACP drivers. Reading is lenient (Codex omits "jsonrpc":"2.0",
+// and ACP drivers and of Codex supervision's connection (agent/codexsup): the
+// one JSON-RPC codec of the agent. Reading is lenient (Codex omits "jsonrpc":"2.0",
 // real-clis.md §2.1) and never fails on a hostile line: a line that is not a
 // JSON object is simply not a message.
 package jsonrpc
@@ -17,8 +18,10 @@ type Message struct {
 	Method string
 	Params json.RawMessage
 	Result json.RawMessage
-	// HasError is set when the line carries a non-null "error" member.
+	// HasError is set when the line carries a non-null "error" member;
+	// ErrorCode is its code when that is an integer, else 0.
 	HasError     bool
+	ErrorCode    int
 	ErrorMessage string
 }
 
