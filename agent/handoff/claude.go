@@ -8,36 +8,18 @@ import (
 	"strings"
 
 	"github.com/olivares-dev/olivares/agent/transcript"
+	"github.com/olivares-dev/olivares/shared/apitypes"
 )
 
-// claudeLine is a Claude Code transcript record (real-clis.md §1.3). Only
-// "user" and "assistant" records carry the conversation; every other type
-// (queue-operation, attachment, api-request*, last-prompt, cost-state, …)
-// is bookkeeping.
+// claudeLine is a Claude Code transcript record (real-clis.md §1.3), as
+// agent/transcript decodes it (the one decoding of the format), with the
+// two members only a handoff reads. Only "user" and "assistant" records
+// carry the conversation; every other type (queue-operation, attachment,
+// api-request*, last-prompt, cost-state, …) is bookkeeping.
 type claudeLine struct {
-	Type        string `json:"type"`
-	UUID        string `json:"uuid"`
-	IsSidechain bool   `json:"isSidechain"`
-	IsMeta      bool   `json:"isMeta"`
-	Timestamp   string `json:"timestamp"`
-	Cwd         string `json:"cwd"`
-	Message     *struct {
-		ID      string          `json:"id"`
-		Content json.RawMessage `json:"content"`
-	} `json:"message"`
-}
-
-type claudeBlock struct {
-	Type      string          `json:"type"`
-	Text      string          `json:"text"`
-	ID        string          `json:"id"`
-	Name      string          `json:"name"`
-	Input     json.RawMessage `json:"input"`
-	ToolUseID string          `json:"tool_use_id"`
-	// Content (of a tool_result) is decoded in the same pass as the block,
-	// a string or a list of blocks, not scanned a third time.
-	Content any  `json:"content"`
-	IsError bool `json:"is_error"`
+	transcript.ClaudeRecord
+	UUID string `json:"uuid"`
+	Cwd  string `json:"cwd"`
 }
 
 // claudeReader turns transcript lines into records.
@@ -79,7 +61,7 @@ func (r *claudeReader) line(b []byte) bool {
 	if jsonString(l.Message.Content, &s) {
 		r.add(l.Type, l.Message.ID, message(Kind(l.Type), at, s))
 	} else {
-		var blocks []claudeBlock
+		var blocks []transcript.ClaudeBlock
 		if json.Unmarshal(l.Message.Content, &blocks) != nil {
 			return false
 		}
@@ -129,30 +111,28 @@ func (r *claudeReader) add(typ, msgID string, rec Record) {
 
 // blockText is a tool_result's content: a string, or blocks whose texts
 // are joined (an image block reads "[image]").
-func blockText(content any) string {
-	switch v := content.(type) {
-	case nil:
-		return ""
-	case string:
-		return v
-	case []any:
-		var parts []string
-		for _, b := range v {
-			m, _ := b.(map[string]any)
-			typ, _ := m["type"].(string)
-			switch typ {
-			case "text":
-				text, _ := m["text"].(string)
-				parts = append(parts, text)
-			case "":
-			default:
-				parts = append(parts, "["+typ+"]")
-			}
+func blockText(content json.RawMessage) string {
+	s, isString, bs := transcript.ClaudeBlocks(content)
+	switch {
+	case isString:
+		return s
+	case bs == nil:
+		if len(content) == 0 || string(content) == "null" {
+			return ""
 		}
-		return strings.Join(parts, "\n")
+		return string(content)
 	}
-	b, _ := json.Marshal(content)
-	return string(b)
+	var parts []string
+	for _, b := range bs {
+		switch b.Type {
+		case "text":
+			parts = append(parts, b.Text)
+		case "":
+		default:
+			parts = append(parts, "["+b.Type+"]")
+		}
+	}
+	return strings.Join(parts, "\n")
 }
 
 // readClaude reads <home>/.claude/projects/<slug>/<id>.jsonl.
@@ -223,23 +203,6 @@ func claudeProjectDir(projects *os.File, cwd, name string) (*os.File, error) {
 // messages.
 var claudeSlug = transcript.ClaudeSlug
 
-// isUUID: 8-4-4-4-12 hex digits.
-func isUUID(s string) bool {
-	if len(s) != 36 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch i {
-		case 8, 13, 18, 23:
-			if c != '-' {
-				return false
-			}
-		default:
-			if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
-				return false
-			}
-		}
-	}
-	return true
-}
+// isUUID: a session id's 8-4-4-4-12 hex form (Claude Code, Codex, Gemini
+// CLI all use it).
+var isUUID = apitypes.IsUUID

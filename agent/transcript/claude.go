@@ -6,11 +6,12 @@ import (
 	"strings"
 )
 
-// claudeRecord is the part of a Claude Code transcript record this package
-// reads (real-clis.md §1.3). Records of other types (api-request*,
-// atis-latch, last-prompt, cost-state, tools-used, most attachments) are
-// passed over without a decode.
-type claudeRecord struct {
+// ClaudeRecord is the part of a Claude Code transcript record the agent
+// reads (real-clis.md §1.3): the one decoding of the format, which this
+// package's index and agent/handoff's conversation reader share. Records of
+// other types (api-request*, atis-latch, last-prompt, cost-state,
+// tools-used, most attachments) are passed over without a decode.
+type ClaudeRecord struct {
 	Type                      string          `json:"type"`
 	Subtype                   string          `json:"subtype"`
 	Timestamp                 string          `json:"timestamp"`
@@ -50,7 +51,9 @@ type claudeUsage struct {
 	CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
 }
 
-type claudeBlock struct {
+// ClaudeBlock is one content block of a Claude Code message (text,
+// tool_use, tool_result, image, ...).
+type ClaudeBlock struct {
 	Type      string          `json:"type"`
 	Text      string          `json:"text"`
 	ID        string          `json:"id"`
@@ -70,8 +73,10 @@ var personOrigins = map[string]bool{"human": true, "person": true, "composer": t
 
 func fromPerson(o *claudeOrigin) bool { return o == nil || o.Kind == "" || personOrigins[o.Kind] }
 
-// blocks decodes a content value: a string is one text block.
-func blocks(raw json.RawMessage) (text string, isString bool, bs []claudeBlock) {
+// ClaudeBlocks decodes a message's content: a string is returned as text
+// (isString), anything else as its blocks (none when it is no list of
+// blocks).
+func ClaudeBlocks(raw json.RawMessage) (text string, isString bool, bs []ClaudeBlock) {
 	if len(raw) == 0 {
 		return "", false, nil
 	}
@@ -88,7 +93,7 @@ func blocks(raw json.RawMessage) (text string, isString bool, bs []claudeBlock) 
 
 // blockText joins the text blocks of content (a string or blocks).
 func blockText(raw json.RawMessage) string {
-	s, isString, bs := blocks(raw)
+	s, isString, bs := ClaudeBlocks(raw)
 	if isString {
 		return s
 	}
@@ -134,12 +139,12 @@ func claudePersonText(s string) (string, bool) {
 // person's origin, holding text and no tool_result (see claudePersonText
 // for the text rules). In a sub-agent transcript the sidechain records
 // are the point, so isSidechain is allowed there.
-func claudeUserText(rec *claudeRecord, sub bool) (string, bool) {
+func claudeUserText(rec *ClaudeRecord, sub bool) (string, bool) {
 	if rec.Message == nil || (rec.IsSidechain && !sub) || rec.IsMeta || rec.IsCompactSummary ||
 		rec.IsVisibleInTranscriptOnly || !fromPerson(rec.Origin) {
 		return "", false
 	}
-	s, isString, bs := blocks(rec.Message.Content)
+	s, isString, bs := ClaudeBlocks(rec.Message.Content)
 	if !isString {
 		var parts []string
 		for _, b := range bs {
@@ -160,7 +165,7 @@ func claudeUserText(rec *claudeRecord, sub bool) (string, bool) {
 // claudeQueuedText is the prompt of a queued_command attachment: a person's
 // message sent while a turn ran, which Claude Code delivers inside the
 // running turn instead of as a user record (absorbed_mid_turn).
-func claudeQueuedText(rec *claudeRecord) (string, bool) {
+func claudeQueuedText(rec *ClaudeRecord) (string, bool) {
 	a := rec.Attachment
 	if a == nil || a.Type != "queued_command" || (a.CommandMode != "" && a.CommandMode != "prompt") ||
 		!fromPerson(a.Origin) || !fromPerson(rec.Origin) {
@@ -170,7 +175,7 @@ func claudeQueuedText(rec *claudeRecord) (string, bool) {
 }
 
 // claudeAssistantText is the text of an assistant record.
-func claudeAssistantText(rec *claudeRecord, sub bool) (string, bool) {
+func claudeAssistantText(rec *ClaudeRecord, sub bool) (string, bool) {
 	if rec.Message == nil || (rec.IsSidechain && !sub) {
 		return "", false
 	}
@@ -180,7 +185,7 @@ func claudeAssistantText(rec *claudeRecord, sub bool) (string, bool) {
 
 // claudeText re-reads the text of a message from one of its records.
 func claudeText(line []byte, how uint8, sub bool) string {
-	var rec claudeRecord
+	var rec ClaudeRecord
 	if json.Unmarshal(line, &rec) != nil {
 		return ""
 	}
@@ -218,7 +223,7 @@ func (ix *fileIndex) claudeRecord(off int64, line []byte) {
 			return
 		}
 	}
-	var rec claudeRecord
+	var rec ClaudeRecord
 	if err := json.Unmarshal(line, &rec); err != nil {
 		ix.skipped++
 		return

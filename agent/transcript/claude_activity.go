@@ -188,13 +188,13 @@ func (st *claudeState) dropFinished() {
 
 // assistantRecord reads the model, the last request's usage and the tool
 // uses of an assistant record.
-func (st *claudeState) assistantRecord(rec *claudeRecord, at int64, sub bool) {
+func (st *claudeState) assistantRecord(rec *ClaudeRecord, at int64, sub bool) {
 	m := rec.Message
 	if !sub && m.Model != "" && m.Model != "<synthetic>" {
 		st.model = m.Model
 		st.usage = m.Usage
 	}
-	_, isString, bs := blocks(m.Content)
+	_, isString, bs := ClaudeBlocks(m.Content)
 	if isString {
 		return
 	}
@@ -207,7 +207,7 @@ func (st *claudeState) assistantRecord(rec *claudeRecord, at int64, sub bool) {
 }
 
 // toolUse notes one tool call.
-func (st *claudeState) toolUse(b claudeBlock, at int64) {
+func (st *claudeState) toolUse(b ClaudeBlock, at int64) {
 	var in toolInput
 	_ = json.Unmarshal(b.Input, &in)
 	switch name := b.Name; {
@@ -347,11 +347,11 @@ type toolResultInfo struct {
 }
 
 // userRecord reads the tool results of a user record.
-func (st *claudeState) userRecord(rec *claudeRecord, at int64) {
+func (st *claudeState) userRecord(rec *ClaudeRecord, at int64) {
 	if rec.Origin != nil && rec.Origin.Kind == "task-notification" {
 		st.notification(blockText(rec.Message.Content), at)
 	}
-	s, isString, bs := blocks(rec.Message.Content)
+	s, isString, bs := ClaudeBlocks(rec.Message.Content)
 	if isString {
 		if strings.HasPrefix(strings.TrimSpace(s), "<task-notification>") {
 			st.notification(s, at)
@@ -392,7 +392,7 @@ func (st *claudeState) follows(id string) bool {
 }
 
 // toolResult settles a tracked tool use from its result.
-func (st *claudeState) toolResult(b claudeBlock, info toolResultInfo, infoOK bool, at int64) {
+func (st *claudeState) toolResult(b ClaudeBlock, info toolResultInfo, infoOK bool, at int64) {
 	text := blockText(b.Content)
 	if strings.HasPrefix(b.Text, "denied:") {
 		text = b.Text // the record's toolDenialKind, which errorState reads
