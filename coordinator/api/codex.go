@@ -295,7 +295,6 @@ func (s *Server) codexContinue(c echo.Context) error {
 	r := out.Run
 	r.NodeID, r.Tenant = n.ID, tenant
 	status := http.StatusOK // R-CX-CONT-2: the existing run
-	s.index(ctx, r)
 	if out.Created {
 		status = http.StatusCreated
 		// The branch's name says where it came from; it belongs to the

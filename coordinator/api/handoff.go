@@ -95,7 +95,6 @@ func (s *Server) handoff(c echo.Context) error {
 		return err
 	}
 	out.Run.NodeID, out.Run.Tenant = src.NodeID, tenant
-	s.index(ctx, out.Run)
 	s.auditStart(c, apitypes.AuditRunStarted, out.Run, nil, map[string]any{"profile_ref": p.Ref, "workspace_ref": src.WorkspaceRef, "handoff_of": src.RunRef})
 	// R-CONT-4: the work went on in another run; the source does not
 	// continue by itself any more.

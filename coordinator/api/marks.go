@@ -420,7 +420,6 @@ func (s *Server) cleanup(c echo.Context) error {
 	}
 	out.NodeID, out.Tenant = r.NodeID, r.Tenant
 	ctx := c.Request().Context()
-	s.index(ctx, out)
 	if out.State == apitypes.StateReleased {
 		if _, err := s.o.Store.ReleaseRun(ctx, r.RunRef, s.o.Now()); err != nil {
 			return err

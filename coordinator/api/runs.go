@@ -458,7 +458,6 @@ func (s *Server) launch(c echo.Context) error {
 		return err
 	}
 	r.NodeID, r.Tenant = node, tenant
-	s.index(ctx, r)
 	s.auditStart(c, apitypes.AuditRunStarted, r, grantRefs, map[string]any{"profile_ref": p.Ref, "workspace_ref": req.WorkspaceRef, "worktree": worktree})
 	if name != "" || len(grantRefs) > 0 {
 		// The name belongs to the session, which the coordinator keeps
