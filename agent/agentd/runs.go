@@ -777,6 +777,12 @@ func registryProfile(p proto.ProfileCreate) registry.ProfileParams {
 			Approvals: p.Approvals, ApprovalRules: p.ApprovalRules, AskTimeout: p.AskTimeout}}
 }
 
+// supervisorLaunch is the last of a launch's three hops (see
+// proto.RunLaunch): the supervisor's LaunchParams is not the wire body
+// because it is the domain's input, built by two more callers than this op
+// (a handoff's target, a Codex branch, which set Workdir and HandoffOf that
+// no call carries), holding grants as supervisor.Grant, not JSON. Every
+// field of the wire body is copied (TestLaunchCopyKeepsEveryField).
 func supervisorLaunch(p proto.RunLaunch) supervisor.LaunchParams {
 	return supervisor.LaunchParams{RunRef: p.RunRef, Tenant: p.Tenant, ProfileRef: p.ProfileRef,
 		WorkspaceRef: p.WorkspaceRef, Isolation: p.Isolation, TemplateRef: p.TemplateRef, Grants: grants(p.Grants),

@@ -450,6 +450,7 @@ func (s *Server) launch(c echo.Context) error {
 	}
 	ref := newRunRef(c)
 	var r apitypes.Run
+	// The request's second hop: proto.RunLaunch says why it is a copy.
 	err = s.call(ctx, node, wire.Header{Op: proto.OpRunLaunch, RunRef: ref}, proto.RunLaunch{
 		RunRef: ref, Tenant: tenant, ProfileRef: p.Ref, WorkspaceRef: req.WorkspaceRef,
 		Isolation: req.Isolation, TemplateRef: req.TemplateRef, Grants: grants, Gate: gate,

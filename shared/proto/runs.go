@@ -97,6 +97,17 @@ type WorkspaceCreate struct {
 }
 
 // RunLaunch asks the agent to create and start a run.
+//
+// It is a copy of apitypes.LaunchRequest on purpose, one of three hops a
+// launch takes (docs/architecture.md, "A launch"): the public body names
+// what a person asks for (refs, secret refs, a name, no_setup), this one
+// what the node needs to start it, which only the coordinator knows (the
+// run ref it made, the caller's tenant, the grants opened from the vault
+// with their values, the setup verdict, the approved project-config hash).
+// It is the contract between two daemons that may run different releases,
+// so a field of the public API reaches it only when the agent needs it.
+// The agent turns it into supervisor.LaunchParams (agentd's
+// supervisorLaunch, held field for field by TestLaunchCopyKeepsEveryField).
 type RunLaunch struct {
 	RunRef       string  `json:"run_ref"`
 	Tenant       string  `json:"tenant"`
