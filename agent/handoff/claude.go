@@ -20,7 +20,25 @@ type claudeLine struct {
 	transcript.ClaudeRecord
 	UUID string `json:"uuid"`
 	Cwd  string `json:"cwd"`
+	// The members only the activity index reads are stepped over here, not
+	// copied (a shallower field hides the embedded one of its name).
+	ToolUseResult skipJSON `json:"toolUseResult"`
+	Attachment    skipJSON `json:"attachment"`
+	Content       skipJSON `json:"content"`
 }
+
+// claudeBlock is a content block as agent/transcript decodes it, but for
+// a tool_result's content, decoded in the same pass as the block (a string
+// or a list of blocks), not copied raw and scanned again.
+type claudeBlock struct {
+	transcript.ClaudeBlock
+	Content any `json:"content"`
+}
+
+// skipJSON decodes any value into nothing.
+type skipJSON struct{}
+
+func (*skipJSON) UnmarshalJSON([]byte) error { return nil }
 
 // claudeReader turns transcript lines into records.
 type claudeReader struct {
@@ -61,7 +79,7 @@ func (r *claudeReader) line(b []byte) bool {
 	if jsonString(l.Message.Content, &s) {
 		r.add(l.Type, l.Message.ID, message(Kind(l.Type), at, s))
 	} else {
-		var blocks []transcript.ClaudeBlock
+		var blocks []claudeBlock
 		if json.Unmarshal(l.Message.Content, &blocks) != nil {
 			return false
 		}
@@ -111,28 +129,30 @@ func (r *claudeReader) add(typ, msgID string, rec Record) {
 
 // blockText is a tool_result's content: a string, or blocks whose texts
 // are joined (an image block reads "[image]").
-func blockText(content json.RawMessage) string {
-	s, isString, bs := transcript.ClaudeBlocks(content)
-	switch {
-	case isString:
-		return s
-	case bs == nil:
-		if len(content) == 0 || string(content) == "null" {
-			return ""
+func blockText(content any) string {
+	switch v := content.(type) {
+	case nil:
+		return ""
+	case string:
+		return v
+	case []any:
+		var parts []string
+		for _, b := range v {
+			m, _ := b.(map[string]any)
+			typ, _ := m["type"].(string)
+			switch typ {
+			case "text":
+				text, _ := m["text"].(string)
+				parts = append(parts, text)
+			case "":
+			default:
+				parts = append(parts, "["+typ+"]")
+			}
 		}
-		return string(content)
+		return strings.Join(parts, "\n")
 	}
-	var parts []string
-	for _, b := range bs {
-		switch b.Type {
-		case "text":
-			parts = append(parts, b.Text)
-		case "":
-		default:
-			parts = append(parts, "["+b.Type+"]")
-		}
-	}
-	return strings.Join(parts, "\n")
+	b, _ := json.Marshal(content)
+	return string(b)
 }
 
 // readClaude reads <home>/.claude/projects/<slug>/<id>.jsonl.
