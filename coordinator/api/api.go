@@ -365,15 +365,9 @@ func (s *Server) authorize(perm string, noTenant bool) echo.MiddlewareFunc {
 			if tok == "" {
 				return apierr.Unauthenticated()
 			}
-			p, cred, err := s.o.Store.PrincipalByCredential(req.Context(), auth.Hash(tok))
+			p, cred, err := ResolveToken(req.Context(), s.o.Store, s.o.Now(), tok)
 			if err != nil {
-				if errors.Is(err, store.ErrNotFound) {
-					return apierr.Unauthenticated()
-				}
 				return err
-			}
-			if cred.Expired(s.o.Now()) {
-				return apierr.New(http.StatusUnauthorized, "session_expired", "this console session has expired; sign in again")
 			}
 			if t := req.Header.Get(HeaderTenant); ValidTenant(t) {
 				accesslog.SetCaller(req.Context(), p.ID, t)
@@ -395,6 +389,9 @@ func (s *Server) authorize(perm string, noTenant bool) echo.MiddlewareFunc {
 			if !ok {
 				return apierr.TenantForbidden(tenant)
 			}
+			if !cred.Serves(p, tenant) {
+				return CredentialOtherTenant(cred, tenant)
+			}
 			if perm != "" && !auth.Grants(role, perm) {
 				return apierr.PermissionDenied(perm)
 			}
@@ -402,6 +399,44 @@ func (s *Server) authorize(perm string, noTenant bool) echo.MiddlewareFunc {
 			return next(c)
 		}
 	}
+}
+
+// ResolveToken is every path that takes a bearer token or the session
+// cookie (issue 35): an unknown token is 401 unauthenticated, an expired
+// one 401 session_expired, and one stored before credentials had a tenant
+// whose principal now holds roles in several tenants 401
+// credential_outdated (store.Credential.Serves). Which tenant the
+// credential serves is the caller's to check.
+func ResolveToken(ctx context.Context, st store.Store, now time.Time, tok string) (store.Principal, store.Credential, error) {
+	p, cred, err := st.PrincipalByCredential(ctx, auth.Hash(tok))
+	if errors.Is(err, store.ErrNotFound) {
+		return store.Principal{}, store.Credential{}, apierr.Unauthenticated()
+	}
+	if err != nil {
+		return store.Principal{}, store.Credential{}, err
+	}
+	if cred.Expired(now) {
+		return store.Principal{}, store.Credential{}, apierr.New(http.StatusUnauthorized, "session_expired", "this session or token has expired; sign in again")
+	}
+	if cred.Tenant == "" {
+		if len(p.Roles) != 1 {
+			return store.Principal{}, store.Credential{}, apierr.New(http.StatusUnauthorized, "credential_outdated",
+				"this token was issued before tokens belonged to one tenant, and its holder now has roles in several; sign in again (olivares login), or ask an admin for a new token")
+		}
+		// Its one tenant is the only one it could have been minted in:
+		// what is derived from it carries that tenant.
+		for t := range p.Roles {
+			cred.Tenant = t
+		}
+	}
+	return p, cred, nil
+}
+
+// CredentialOtherTenant is the 403 for a credential presented in a tenant
+// its principal belongs to but it was not issued for (issue 35).
+func CredentialOtherTenant(c store.Credential, tenant string) *apierr.Error {
+	return apierr.New(http.StatusForbidden, "credential_other_tenant",
+		"this token was issued for tenant %q and works there only, not in %q; use a token issued in %q", c.Tenant, tenant, tenant)
 }
 
 // BearerOrCookie returns the request's token: the Authorization bearer
@@ -428,13 +463,17 @@ func CrossSiteRefused() *apierr.Error {
 
 func (s *Server) tenants(c echo.Context) error {
 	cl := CallerOf(c)
-	return c.JSON(http.StatusOK, TenantsOf(cl.Principal))
+	return c.JSON(http.StatusOK, TenantsOf(cl.Principal, cl.Credential))
 }
 
-// TenantsOf lists p's tenants by id with their roles and permissions.
-func TenantsOf(p store.Principal) apitypes.Tenants {
+// TenantsOf lists the tenants of p that credential c serves, by id with
+// their roles and permissions.
+func TenantsOf(p store.Principal, c store.Credential) apitypes.Tenants {
 	out := apitypes.Tenants{PrincipalID: p.ID, Name: p.Name, Kind: p.Kind, Items: []apitypes.TenantRole{}}
 	for id, role := range p.Roles {
+		if !c.Serves(p, id) {
+			continue
+		}
 		out.Items = append(out.Items, apitypes.TenantRole{ID: id, Role: role, Permissions: append([]string{}, auth.RolePermissions(role)...)})
 	}
 	slices.SortFunc(out.Items, func(a, b apitypes.TenantRole) int { return strings.Compare(a.ID, b.ID) })
