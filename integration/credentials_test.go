@@ -2,7 +2,10 @@ package integration
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -262,4 +265,54 @@ func signinToken(t *testing.T, env *Env, tok string, want int, code string) stri
 		t.Fatal("sign in with a token: no session cookie")
 	}
 	return ""
+}
+
+// R-SIGNIN-6: an address that sent too many unknown tokens is refused
+// with 429 and Retry-After, a valid token included (a hit must not be
+// told from a miss), and so is its console sign-in; once the window ends
+// it is let in, and the window is one audit row with its count, never a
+// token.
+func TestFailedAuthenticationThrottled(t *testing.T) {
+	t.Parallel()
+	t0 := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
+	opts := func() (Options, *Clock) { c := NewClock(t0); return Options{Now: c.Now}, c }
+	eachStore(t, opts, func(t *testing.T, env *Env, clock *Clock) {
+		for i := range auth.DefaultFailureLimit {
+			bad := "olv_wrong" + strconv.Itoa(i)
+			env.NoteSecret(bad)
+			if got := env.Do(http.MethodGet, "/v1/whoami", bad, Tenant); got.Status != http.StatusUnauthorized {
+				t.Fatalf("unknown token %d: got %d, want 401", i, got.Status)
+			}
+		}
+		for name, tok := range map[string]string{"an unknown token": "olv_wrong", "a valid token": env.AdminToken} {
+			got := env.Do(http.MethodGet, "/v1/whoami", tok, Tenant)
+			if got.Status != http.StatusTooManyRequests || got.ErrorCode() != "too_many_failures" || got.Header.Get("Retry-After") != "60" {
+				t.Fatalf("%s after %d failures: got %d %q Retry-After %q, want 429 too_many_failures 60", name, auth.DefaultFailureLimit, got.Status, got.Body, got.Header.Get("Retry-After"))
+			}
+		}
+		r, err := env.Client("").Send(http.MethodPost, "/v1/signin", map[string]string{"token": env.AdminToken}, nil)
+		if err != nil || r.Status != http.StatusTooManyRequests {
+			t.Fatalf("console sign-in from a throttled address: %v %d %s, want 429", err, r.Status, r.Body)
+		}
+		clock.Advance(time.Minute)
+		admin := env.Client(env.AdminToken)
+		admin.Must(http.StatusOK, http.MethodGet, "/v1/whoami", nil, nil)
+		var page apitypes.AuditList
+		admin.Must(http.StatusOK, http.MethodGet, "/v1/audit?event=auth.failures", nil, &page)
+		if len(page.Items) != 1 {
+			t.Fatalf("auth.failures rows: %d, want 1 for the window", len(page.Items))
+		}
+		var d struct {
+			Source    string `json:"source"`
+			Failures  int    `json:"failures"`
+			Throttled bool   `json:"throttled"`
+		}
+		if err := json.Unmarshal(page.Items[0].Detail, &d); err != nil || d.Failures != auth.DefaultFailureLimit || !d.Throttled || d.Source != "127.0.0.1" {
+			t.Fatalf("the window's row: %s (%v), want %d failures from 127.0.0.1, throttled", page.Items[0].Detail, err, auth.DefaultFailureLimit)
+		}
+		if strings.Contains(string(page.Items[0].Detail), "olv_") {
+			t.Fatal("a token reached the audit ledger")
+		}
+		env.AssertNoSecretInLogs(t)
+	})
 }

@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -86,6 +87,10 @@ type Options struct {
 	// names; when "", DefaultVAPIDSubject.
 	VAPIDKey     *ecdsa.PrivateKey
 	VAPIDSubject string
+	// Failures throttles failed authentication per source
+	// (R-SIGNIN-6); when nil, one with the defaults. The console's
+	// sign-in shares it (Server.Failures).
+	Failures *auth.Failures
 }
 
 // DefaultVAPIDSubject is the contact a push service is given when the
@@ -105,6 +110,7 @@ type Server struct {
 	changes      *changeLog
 	notify       *notifier
 	vapid        *ecdsa.PrivateKey
+	fails        *auth.Failures
 }
 
 // New builds the router.
@@ -117,6 +123,9 @@ func New(o Options) *Server {
 	o.Attach.setDefaults()
 	o.Continue.setDefaults()
 	s := &Server{o: o, echo: e, continueWake: make(chan struct{}, 1), log: logging.OrDiscard(o.Log).With(logging.KeyComponent, "api"), changes: newChangeLog(o.ChangeLog)}
+	if s.fails = o.Failures; s.fails == nil {
+		s.fails = &auth.Failures{}
+	}
 	if s.vapid = o.VAPIDKey; s.vapid == nil {
 		s.vapid, _ = webpush.NewVAPIDKey()
 	}
@@ -365,8 +374,19 @@ func (s *Server) authorize(perm string, noTenant bool) echo.MiddlewareFunc {
 			if tok == "" {
 				return apierr.Unauthenticated()
 			}
-			p, cred, err := ResolveToken(req.Context(), s.o.Store, s.o.Now(), tok)
+			now, src := s.o.Now(), auth.Source(req.RemoteAddr)
+			s.auditFailures(req.Context(), now)
+			if after, ok := s.fails.Blocked(src, now); ok {
+				return TooManyFailures(c.Response().Header(), after)
+			}
+			p, cred, err := ResolveToken(req.Context(), s.o.Store, now, tok)
 			if err != nil {
+				// An unknown token is a guess or a mistake; an expired
+				// or outdated one is a real token, not counted.
+				var ae *apierr.Error
+				if errors.As(err, &ae) && ae.Code == "unauthenticated" {
+					s.fails.Fail(src, req.Header.Get(HeaderTenant), now)
+				}
 				return err
 			}
 			if t := req.Header.Get(HeaderTenant); ValidTenant(t) {
@@ -430,6 +450,40 @@ func ResolveToken(ctx context.Context, st store.Store, now time.Time, tok string
 		}
 	}
 	return p, cred, nil
+}
+
+// Failures is the throttle of failed authentication the API counts in;
+// the console's sign-in counts in it too (R-SIGNIN-6).
+func (s *Server) Failures() *auth.Failures { return s.fails }
+
+// TooManyFailures is the 429 of a source throttled after failed
+// authentication, with Retry-After (R-SIGNIN-6).
+func TooManyFailures(h http.Header, after time.Duration) *apierr.Error {
+	secs := int((after + time.Second - 1) / time.Second)
+	h.Set("Retry-After", strconv.Itoa(secs))
+	return apierr.New(http.StatusTooManyRequests, "too_many_failures",
+		"too many failed sign-ins or unknown tokens from this address; try again in %d s with a valid token", secs)
+}
+
+// auditFailures writes the summaries of the failure windows that have
+// ended (R-SIGNIN-6): one log line per source and tenant named, and one
+// audit row in that tenant when it exists; never one row per attempt,
+// never a token. A window is summed up at the first request after it
+// ends.
+func (s *Server) auditFailures(ctx context.Context, now time.Time) {
+	for _, sum := range s.fails.Sweep(now) {
+		s.log.WarnContext(ctx, "failed authentication", "source", sum.Source, logging.KeyTenant, sum.Tenant,
+			"failures", sum.Failures, "window_start", sum.Start.UTC(), "throttled", sum.Throttled)
+		if !ValidTenant(sum.Tenant) {
+			continue
+		}
+		if _, err := s.o.Store.GetTenant(ctx, sum.Tenant); err != nil {
+			continue
+		}
+		s.Audit(ctx, sum.Tenant, apitypes.AuditActor{CredentialID: "unauthenticated", Kind: apitypes.ActorAnonymous}, apitypes.AuditAuthFailures,
+			apitypes.AuditTarget{Tenant: sum.Tenant}, map[string]any{"source": sum.Source, "failures": sum.Failures,
+				"window_seconds": int(sum.Window / time.Second), "throttled": sum.Throttled})
+	}
 }
 
 // CredentialOtherTenant is the 403 for a credential presented in a tenant

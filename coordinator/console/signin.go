@@ -102,6 +102,14 @@ func (c *Console) signin(w http.ResponseWriter, r *http.Request) {
 	if !guard(w, r) {
 		return
 	}
+	// R-SIGNIN-6: a source that failed too often is refused before the
+	// link or token is looked up; each 401 below counts.
+	src := auth.Source(r.RemoteAddr)
+	if after, ok := c.o.Failures.Blocked(src, c.o.Now()); ok {
+		writeErr(w, api.TooManyFailures(w.Header(), after))
+		return
+	}
+	w = &failureCounter{ResponseWriter: w, count: func() { c.o.Failures.Fail(src, "", c.o.Now()) }}
 	ctx := r.Context()
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 64<<10))
 	if err != nil {
@@ -190,6 +198,19 @@ func (c *Console) signin(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusOK)
 	json.NewEncoder(w).Encode(out)
+}
+
+// failureCounter counts a failed sign-in when the answer is 401.
+type failureCounter struct {
+	http.ResponseWriter
+	count func()
+}
+
+func (f *failureCounter) WriteHeader(code int) {
+	if code == http.StatusUnauthorized {
+		f.count()
+	}
+	f.ResponseWriter.WriteHeader(code)
 }
 
 // audit records a sign-in or sign-out in each tenant of p (R-AUD-6); the

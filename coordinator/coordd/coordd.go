@@ -195,7 +195,7 @@ func New(cfg Config, logger *slog.Logger) (*Coordinator, error) {
 		},
 		Continue: api.ContinueOptions{Jitter: cfg.API.ContinueJitter.Duration, Backoff: cfg.API.ContinueBackoff.Duration,
 			Poll: cfg.API.ContinuePoll.Duration}})
-	co := console.Options{Store: st, API: c.API.Handler(), Now: cfg.Now}
+	co := console.Options{Store: st, API: c.API.Handler(), Now: cfg.Now, Failures: c.API.Failures()}
 	if cfg.OIDC.Enabled() {
 		if co.SSO, err = sso.New(cfg.OIDC, st, v, cfg.Now); err != nil {
 			st.Close()
