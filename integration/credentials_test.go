@@ -3,7 +3,11 @@ package integration
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -315,4 +319,50 @@ func TestFailedAuthenticationThrottled(t *testing.T) {
 		}
 		env.AssertNoSecretInLogs(t)
 	})
+}
+
+// Issue 32 item 1, through the CLI: `olivares login --token $TOK`, then
+// `olivares credential revoke` of $TOK from an admin's login: the first
+// login's own credential, derived from $TOK, stops working with it
+// (R-LIFE-10).
+func TestCLILoginDiesWithItsToken(t *testing.T) {
+	t.Parallel()
+	env := NewEnv(t)
+	bin := filepath.Join(Binaries(t), "olivares")
+	olivares := func(dir string, args ...string) (string, int) {
+		t.Helper()
+		cmd := exec.Command(bin, args...)
+		cmd.Env = append(os.Environ(), "OLIVARES_CONFIG_DIR="+dir)
+		out, err := cmd.CombinedOutput()
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return string(out), ee.ExitCode()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(out), 0
+	}
+	adminDir, botDir := t.TempDir(), t.TempDir()
+	if out, code := olivares(adminDir, "login", "--url", env.CheckedURL(), "--token", env.AdminToken, "--tenant", Tenant); code != 0 {
+		t.Fatalf("admin login: exit %d %s", code, out)
+	}
+	var bot apitypes.PrincipalCreated
+	out, code := olivares(adminDir, "principal", "create", "--name", "ci-bot", "--role", "operator", "--json")
+	if code != 0 || json.Unmarshal([]byte(out), &bot) != nil || bot.Token == "" {
+		t.Fatalf("principal create: exit %d %s", code, out)
+	}
+	env.NoteSecret(bot.Token)
+	if out, code := olivares(botDir, "login", "--url", env.CheckedURL(), "--token", bot.Token, "--tenant", Tenant); code != 0 {
+		t.Fatalf("ci-bot login: exit %d %s", code, out)
+	}
+	if out, code := olivares(botDir, "whoami"); code != 0 || !strings.Contains(out, "ci-bot") {
+		t.Fatalf("whoami under ci-bot's login: exit %d %s", code, out)
+	}
+	if out, code := olivares(adminDir, "credential", "revoke", bot.CredentialID); code != 0 || !strings.Contains(out, "1 credential derived from it") {
+		t.Fatalf("credential revoke: exit %d %s", code, out)
+	}
+	if out, code := olivares(botDir, "whoami"); code == 0 {
+		t.Fatalf("whoami under the login of a revoked token: exit 0 %s", out)
+	}
 }

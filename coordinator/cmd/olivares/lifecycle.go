@@ -170,6 +170,13 @@ func lifeCommands() []*lifeCmd {
 			}
 			return c.emit(cr, func() {
 				fmt.Fprintf(c.out, "credential %s of principal %s revoked: its token no longer works\n", cr.ID, cr.PrincipalID)
+				switch n := cr.DerivedRevoked; {
+				case n == nil || *n == 0:
+				case *n == 1:
+					fmt.Fprintln(c.out, "(nor does the 1 credential derived from it: an olivares login or console session made with it)")
+				default:
+					fmt.Fprintf(c.out, "(nor do the %d credentials derived from it: olivares logins or console sessions made with it)\n", *n)
+				}
 				if cr.Current {
 					fmt.Fprintln(c.out, "(it was this login's own; log in again)")
 				}
