@@ -277,9 +277,10 @@ type Lifecycler interface {
 	// CredentialByID returns the credential whose PublicID is id.
 	// ErrNotFound if none.
 	CredentialByID(ctx context.Context, id string) (Credential, error)
-	// RevokePrincipal removes the principal's role in tenant and, when it
-	// then holds no role anywhere, deletes every credential of it; audit
-	// is appended in the same transaction. It returns how many
+	// RevokePrincipal removes the principal's role in tenant and deletes
+	// the credentials issued for that tenant, or every credential of it
+	// when it then holds no role anywhere; audit is appended in the same
+	// transaction. It returns how many
 	// credentials were deleted. ErrNotFound if the principal holds no role
 	// in tenant.
 	RevokePrincipal(ctx context.Context, id, tenant string, audit apitypes.AuditEntry) (int, error)
