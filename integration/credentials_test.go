@@ -271,7 +271,7 @@ func signinToken(t *testing.T, env *Env, tok string, want int, code string) stri
 	return ""
 }
 
-// R-SIGNIN-6: an address that sent too many unknown tokens is refused
+// R-SIGNIN-5: an address that sent too many unknown tokens is refused
 // with 429 and Retry-After, a valid token included (a hit must not be
 // told from a miss), and so is its console sign-in; once the window ends
 // it is let in, and the window is one audit row with its count, never a

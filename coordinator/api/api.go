@@ -88,7 +88,7 @@ type Options struct {
 	VAPIDKey     *ecdsa.PrivateKey
 	VAPIDSubject string
 	// Failures throttles failed authentication per source
-	// (R-SIGNIN-6); when nil, one with the defaults. The console's
+	// (R-SIGNIN-5); when nil, one with the defaults. The console's
 	// sign-in shares it (Server.Failures).
 	Failures *auth.Failures
 }
@@ -453,11 +453,11 @@ func ResolveToken(ctx context.Context, st store.Store, now time.Time, tok string
 }
 
 // Failures is the throttle of failed authentication the API counts in;
-// the console's sign-in counts in it too (R-SIGNIN-6).
+// the console's sign-in counts in it too (R-SIGNIN-5).
 func (s *Server) Failures() *auth.Failures { return s.fails }
 
 // TooManyFailures is the 429 of a source throttled after failed
-// authentication, with Retry-After (R-SIGNIN-6).
+// authentication, with Retry-After (R-SIGNIN-5).
 func TooManyFailures(h http.Header, after time.Duration) *apierr.Error {
 	secs := int((after + time.Second - 1) / time.Second)
 	h.Set("Retry-After", strconv.Itoa(secs))
@@ -466,7 +466,7 @@ func TooManyFailures(h http.Header, after time.Duration) *apierr.Error {
 }
 
 // auditFailures writes the summaries of the failure windows that have
-// ended (R-SIGNIN-6): one log line per source and tenant named, and one
+// ended (R-SIGNIN-5): one log line per source and tenant named, and one
 // audit row in that tenant when it exists; never one row per attempt,
 // never a token. A window is summed up at the first request after it
 // ends.

@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// Failures throttles failed authentication per source (R-SIGNIN-6, issue
+// Failures throttles failed authentication per source (R-SIGNIN-5, issue
 // 35): once a source has failed Limit times in a window, every attempt of
 // it that carries a credential is refused until the window ends, before
 // the credential is looked up, so that a hit cannot be told from a miss.

@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// R-SIGNIN-6: a source is throttled once it failed Limit times in a
+// R-SIGNIN-5: a source is throttled once it failed Limit times in a
 // window, until the window ends; the window ends with one summary per
 // tenant named, counting every attempt.
 func TestFailuresThrottleAndSummary(t *testing.T) {

@@ -43,7 +43,7 @@ type Options struct {
 	// provider; nil leaves the /v1/sso routes out (404).
 	SSO *sso.Provider
 	// Failures throttles failed sign-ins per source, shared with the API
-	// (api.Server.Failures, R-SIGNIN-6); when nil, one of its own.
+	// (api.Server.Failures, R-SIGNIN-5); when nil, one of its own.
 	Failures *auth.Failures
 }
 

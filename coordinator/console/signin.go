@@ -102,7 +102,7 @@ func (c *Console) signin(w http.ResponseWriter, r *http.Request) {
 	if !guard(w, r) {
 		return
 	}
-	// R-SIGNIN-6: a source that failed too often is refused before the
+	// R-SIGNIN-5: a source that failed too often is refused before the
 	// link or token is looked up; each 401 below counts.
 	src := auth.Source(r.RemoteAddr)
 	if after, ok := c.o.Failures.Blocked(src, c.o.Now()); ok {

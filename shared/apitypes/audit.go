@@ -17,7 +17,7 @@ const (
 	// ActorNode is a node acting on its own (enrolling with a join token).
 	ActorNode = "node"
 	// ActorAnonymous is a request whose credential authenticated nothing
-	// (auth.failures, R-SIGNIN-6).
+	// (auth.failures, R-SIGNIN-5).
 	ActorAnonymous = "anonymous"
 )
 
@@ -54,7 +54,7 @@ const (
 	AuditSignedIn          = "auth.signed_in"
 	AuditSignedOut         = "auth.signed_out"
 	// AuditAuthFailures sums up one source's failed authentication in
-	// one window (R-SIGNIN-6).
+	// one window (R-SIGNIN-5).
 	AuditAuthFailures      = "auth.failures"
 	AuditSigninLinkCreated = "auth.signin_link.created"
 	AuditSecretAdded       = "sessions.secret.added"
