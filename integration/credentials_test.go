@@ -359,6 +359,11 @@ func TestCLILoginDiesWithItsToken(t *testing.T) {
 	if out, code := olivares(botDir, "whoami"); code != 0 || !strings.Contains(out, "ci-bot") {
 		t.Fatalf("whoami under ci-bot's login: exit %d %s", code, out)
 	}
+	// The list names each credential's tenant and the one it came from.
+	if out, code := olivares(adminDir, "credential", "list", "--principal", "ci-bot"); code != 0 || !strings.Contains(out, "TENANT") ||
+		!strings.Contains(out, bot.CredentialID) || strings.Count(out, bot.CredentialID) != 2 {
+		t.Fatalf("credential list: exit %d, want ci-bot's token and its login (FROM it)\n%s", code, out)
+	}
 	if out, code := olivares(adminDir, "credential", "revoke", bot.CredentialID); code != 0 || !strings.Contains(out, "1 credential derived from it") {
 		t.Fatalf("credential revoke: exit %d %s", code, out)
 	}

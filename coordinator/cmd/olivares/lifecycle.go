@@ -244,7 +244,7 @@ func lifeCommands() []*lifeCmd {
 
 func printCredentials(out io.Writer, cs []apitypes.Credential) {
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "CREDENTIAL\tPRINCIPAL\tKIND\tLABEL\tCREATED\tEXPIRES")
+	fmt.Fprintln(tw, "CREDENTIAL\tPRINCIPAL\tKIND\tTENANT\tFROM\tLABEL\tCREATED\tEXPIRES")
 	for _, cr := range cs {
 		id := cr.ID
 		if cr.Current {
@@ -254,7 +254,10 @@ func printCredentials(out io.Writer, cs []apitypes.Credential) {
 		if cr.ExpiresAt != nil {
 			exp = cr.ExpiresAt.Format(time.RFC3339)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", id, cr.PrincipalID, cr.Kind, dash(cr.Label), cr.CreatedAt.Format(time.RFC3339), exp)
+		// TENANT "*" serves all the principal's tenants; FROM is the
+		// credential this one was derived from (R-LIFE-9, R-LIFE-10).
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", id, cr.PrincipalID, cr.Kind, dash(cr.Tenant), dash(cr.ParentID),
+			dash(cr.Label), cr.CreatedAt.Format(time.RFC3339), exp)
 	}
 	tw.Flush()
 }
