@@ -422,7 +422,7 @@ func (s *Server) authorize(perm string, noTenant bool) echo.MiddlewareFunc {
 }
 
 // ResolveToken is every path that takes a bearer token or the session
-// cookie (issue 35): an unknown token is 401 unauthenticated, an expired
+// cookie (R-LIFE-10): an unknown token is 401 unauthenticated, an expired
 // one 401 session_expired, and one stored before credentials had a tenant
 // whose principal now holds roles in several tenants 401
 // credential_outdated (store.Credential.Serves). Which tenant the
@@ -487,7 +487,7 @@ func (s *Server) auditFailures(ctx context.Context, now time.Time) {
 }
 
 // CredentialOtherTenant is the 403 for a credential presented in a tenant
-// its principal belongs to but it was not issued for (issue 35).
+// its principal belongs to but it was not issued for (R-LIFE-9).
 func CredentialOtherTenant(c store.Credential, tenant string) *apierr.Error {
 	return apierr.New(http.StatusForbidden, "credential_other_tenant",
 		"this token was issued for tenant %q and works there only, not in %q; use a token issued in %q", c.Tenant, tenant, tenant)

@@ -100,7 +100,7 @@ func credentialView(c store.Credential, current, parentID string) apitypes.Crede
 // credentialViews shows the credentials of cs that serve tenant: those
 // of the tenant, a person's own sign-ins and the older ones without a
 // tenant. Another tenant's credentials of the same person are not this
-// tenant's admin's to see or revoke (issue 35).
+// tenant's admin's to see or revoke (R-LIFE-9).
 func credentialViews(p store.Principal, cs []store.Credential, tenant, current string) []apitypes.Credential {
 	ids := make(map[string]string, len(cs))
 	for _, c := range cs {
@@ -115,9 +115,9 @@ func credentialViews(p store.Principal, cs []store.Credential, tenant, current s
 	return out
 }
 
-// personAct refuses an agent identity what only a person may do (R-AUTH-10,
-// issue 35): create a person or an admin, mint a token for one, or take a
-// role away from one. An agent admin may manage agent identities below
+// personAct refuses an agent identity what only a person may do
+// (R-AUTH-10): create a person or an admin, mint a token for one, or take
+// a role or a token away from one. An agent admin may manage agent identities below
 // admin, as automation that provisions its own helpers does.
 func personAct(cl Caller, kind, role, what string) error {
 	if cl.Principal.Kind != store.KindAgent || (kind == store.KindAgent && role != store.RoleAdmin) {
@@ -313,7 +313,7 @@ func (s *Server) createCredential(c echo.Context) error {
 		return err
 	}
 	// The token serves this tenant only: its admin may not hand out a way
-	// into another tenant the same person belongs to (issue 35).
+	// into another tenant the same person belongs to (R-LIFE-9).
 	tok, cred, err := s.NewCredential(ctx, p, store.Credential{Kind: req.Kind, Label: req.Label, Tenant: cl.Tenant}, cl.Actor())
 	if err != nil {
 		return err
@@ -357,7 +357,7 @@ func (s *Server) listCredentials(c echo.Context) error {
 
 // revokeCredential deletes one token of a principal of this tenant, and
 // every credential derived from it: they authenticate nothing from the
-// next request on, on every coordinator (R-LIFE-4, issue 35). An admin
+// next request on, on every coordinator (R-LIFE-4, R-LIFE-10). An admin
 // may revoke the credentials that serve the tenant: the tenant's own, and
 // a person's sign-ins, which serve all their tenants.
 func (s *Server) revokeCredential(c echo.Context) error {
@@ -399,7 +399,7 @@ func (s *Server) revokeCredential(c echo.Context) error {
 // principal and kind, which the CLI keeps and `olivares logout` revokes,
 // leaving the token it was given untouched (R-LIFE-5). The new credential
 // is derived from the presented one: of its tenant, expiring no later,
-// revoked with it (issue 35, issue 32).
+// revoked with it (R-LIFE-10).
 func (s *Server) login(c echo.Context) error {
 	ctx := c.Request().Context()
 	cl := CallerOf(c)

@@ -160,7 +160,7 @@ func (c *Console) signin(w http.ResponseWriter, r *http.Request) {
 		// snoozes and done marks, R-PIN-6), so signing out never revokes
 		// the token that was pasted. That session is derived from the
 		// token: of its tenant, ending no later, revoked with it, so an
-		// expired session never comes back as a fresh one (issue 35).
+		// expired session never comes back as a fresh one (R-LIFE-10).
 		tp, parent, err := api.ResolveToken(ctx, c.o.Store, now, req.Token)
 		var ae *apierr.Error
 		if errors.As(err, &ae) && ae.Code == "unauthenticated" {

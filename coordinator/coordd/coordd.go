@@ -630,7 +630,7 @@ func (c *Coordinator) CreateTenant(ctx context.Context, id string) (store.Tenant
 // AddCredential gives an existing principal another bearer token. A
 // session credential (a console or `olivares login` session) shares the
 // person's marks; an API token keeps its own (R-PIN-6). The local
-// operator's token serves every tenant of the principal (issue 35).
+// operator's token serves every tenant of the principal (R-LIFE-9).
 func (c *Coordinator) AddCredential(ctx context.Context, principalID, kind, label string) (string, store.Credential, error) {
 	p, err := c.Store.GetPrincipal(ctx, principalID)
 	if errors.Is(err, store.ErrNotFound) {

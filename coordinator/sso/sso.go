@@ -417,7 +417,7 @@ func (p *Provider) signIn(ctx context.Context, id store.External, name string, r
 		return Result{}, err
 	}
 	// The person proved themselves to the provider: the session serves
-	// every tenant the role rules give them (issue 35).
+	// every tenant the role rules give them (R-LIFE-9).
 	cred := store.Credential{Hash: auth.Hash(tok), ID: auth.NewID("cred_"), Kind: store.CredSession, Label: label,
 		CreatedAt: now, ExpiresAt: now.Add(p.cfg.SessionTTL.Duration), Tenant: store.AllTenants}
 	pr, created, err := p.st.SignInExternal(ctx, id, auth.NewID("prn_"), name, roles, now, cred)

@@ -101,7 +101,7 @@ func (c Credential) Expired(now time.Time) bool {
 // before credentials had one, keeps serving while p holds a role in one
 // tenant only, which is then the only tenant it could have been minted
 // in; once p holds several, it serves none, and its holder signs in
-// again (issue 35).
+// again (R-LIFE-9).
 func (c Credential) Serves(p Principal, tenant string) bool {
 	switch c.Tenant {
 	case AllTenants:

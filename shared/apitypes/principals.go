@@ -63,7 +63,7 @@ type Credential struct {
 	ExpiresAt   *time.Time `json:"expires_at,omitempty"`
 	// Tenant is the one tenant the credential authenticates in, or "*"
 	// for a person's own sign-in, which serves all their tenants; absent
-	// on a credential stored before credentials had a tenant (issue 35).
+	// on a credential stored before credentials had a tenant (R-LIFE-9).
 	Tenant string `json:"tenant,omitempty"`
 	// ParentID is the credential this one was derived from (POST
 	// /v1/login, POST /v1/signin with a token): it expires no later and is

@@ -105,7 +105,7 @@ func testRevokePrincipal(t *testing.T, s store.Store) {
 		t.Fatalf("revoke in a tenant it is not in: got %v, want ErrNotFound", err)
 	}
 	// A token issued for t1, and one derived from it: they go with the
-	// role in t1 (issue 35), the others stay.
+	// role in t1 (R-LIFE-4, R-LIFE-9), the others stay.
 	t1 := store.Credential{Hash: hash("tok-1-t1"), ID: "cred_t1", PrincipalID: "p1", Tenant: "t1", CreatedAt: t0}
 	t1login := t1.Derive(store.Credential{Hash: hash("tok-1-t1-login"), ID: "cred_t1_login", CreatedAt: t0})
 	t2 := store.Credential{Hash: hash("tok-1-t2"), ID: "cred_t2", PrincipalID: "p1", Tenant: "t2", CreatedAt: t0}
