@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -86,6 +87,10 @@ type Options struct {
 	// names; when "", DefaultVAPIDSubject.
 	VAPIDKey     *ecdsa.PrivateKey
 	VAPIDSubject string
+	// Failures throttles failed authentication per source
+	// (R-SIGNIN-5); when nil, one with the defaults. The console's
+	// sign-in shares it (Server.Failures).
+	Failures *auth.Failures
 }
 
 // DefaultVAPIDSubject is the contact a push service is given when the
@@ -105,6 +110,7 @@ type Server struct {
 	changes      *changeLog
 	notify       *notifier
 	vapid        *ecdsa.PrivateKey
+	fails        *auth.Failures
 }
 
 // New builds the router.
@@ -117,6 +123,9 @@ func New(o Options) *Server {
 	o.Attach.setDefaults()
 	o.Continue.setDefaults()
 	s := &Server{o: o, echo: e, continueWake: make(chan struct{}, 1), log: logging.OrDiscard(o.Log).With(logging.KeyComponent, "api"), changes: newChangeLog(o.ChangeLog)}
+	if s.fails = o.Failures; s.fails == nil {
+		s.fails = &auth.Failures{}
+	}
 	if s.vapid = o.VAPIDKey; s.vapid == nil {
 		s.vapid, _ = webpush.NewVAPIDKey()
 	}
@@ -365,15 +374,20 @@ func (s *Server) authorize(perm string, noTenant bool) echo.MiddlewareFunc {
 			if tok == "" {
 				return apierr.Unauthenticated()
 			}
-			p, cred, err := s.o.Store.PrincipalByCredential(req.Context(), auth.Hash(tok))
+			now, src := s.o.Now(), auth.Source(req.RemoteAddr)
+			s.auditFailures(req.Context(), now)
+			if after, ok := s.fails.Blocked(src, now); ok {
+				return TooManyFailures(c.Response().Header(), after)
+			}
+			p, cred, err := ResolveToken(req.Context(), s.o.Store, now, tok)
 			if err != nil {
-				if errors.Is(err, store.ErrNotFound) {
-					return apierr.Unauthenticated()
+				// An unknown token is a guess or a mistake; an expired
+				// or outdated one is a real token, not counted.
+				var ae *apierr.Error
+				if errors.As(err, &ae) && ae.Code == "unauthenticated" {
+					s.fails.Fail(src, req.Header.Get(HeaderTenant), now)
 				}
 				return err
-			}
-			if cred.Expired(s.o.Now()) {
-				return apierr.New(http.StatusUnauthorized, "session_expired", "this console session has expired; sign in again")
 			}
 			if t := req.Header.Get(HeaderTenant); ValidTenant(t) {
 				accesslog.SetCaller(req.Context(), p.ID, t)
@@ -395,6 +409,9 @@ func (s *Server) authorize(perm string, noTenant bool) echo.MiddlewareFunc {
 			if !ok {
 				return apierr.TenantForbidden(tenant)
 			}
+			if !cred.Serves(p, tenant) {
+				return CredentialOtherTenant(cred, tenant)
+			}
 			if perm != "" && !auth.Grants(role, perm) {
 				return apierr.PermissionDenied(perm)
 			}
@@ -402,6 +419,78 @@ func (s *Server) authorize(perm string, noTenant bool) echo.MiddlewareFunc {
 			return next(c)
 		}
 	}
+}
+
+// ResolveToken is every path that takes a bearer token or the session
+// cookie (R-LIFE-10): an unknown token is 401 unauthenticated, an expired
+// one 401 session_expired, and one stored before credentials had a tenant
+// whose principal now holds roles in several tenants 401
+// credential_outdated (store.Credential.Serves). Which tenant the
+// credential serves is the caller's to check.
+func ResolveToken(ctx context.Context, st store.Store, now time.Time, tok string) (store.Principal, store.Credential, error) {
+	p, cred, err := st.PrincipalByCredential(ctx, auth.Hash(tok))
+	if errors.Is(err, store.ErrNotFound) {
+		return store.Principal{}, store.Credential{}, apierr.Unauthenticated()
+	}
+	if err != nil {
+		return store.Principal{}, store.Credential{}, err
+	}
+	if cred.Expired(now) {
+		return store.Principal{}, store.Credential{}, apierr.New(http.StatusUnauthorized, "session_expired", "this session or token has expired; sign in again")
+	}
+	if cred.Tenant == "" {
+		if len(p.Roles) != 1 {
+			return store.Principal{}, store.Credential{}, apierr.New(http.StatusUnauthorized, "credential_outdated",
+				"this token was issued before tokens belonged to one tenant, and its holder now has roles in several; sign in again (olivares login), or ask an admin for a new token")
+		}
+		// Its one tenant is the only one it could have been minted in:
+		// what is derived from it carries that tenant.
+		for t := range p.Roles {
+			cred.Tenant = t
+		}
+	}
+	return p, cred, nil
+}
+
+// Failures is the throttle of failed authentication the API counts in;
+// the console's sign-in counts in it too (R-SIGNIN-5).
+func (s *Server) Failures() *auth.Failures { return s.fails }
+
+// TooManyFailures is the 429 of a source throttled after failed
+// authentication, with Retry-After (R-SIGNIN-5).
+func TooManyFailures(h http.Header, after time.Duration) *apierr.Error {
+	secs := int((after + time.Second - 1) / time.Second)
+	h.Set("Retry-After", strconv.Itoa(secs))
+	return apierr.New(http.StatusTooManyRequests, "too_many_failures",
+		"too many failed sign-ins or unknown tokens from this address; try again in %d s with a valid token", secs)
+}
+
+// auditFailures writes the summaries of the failure windows that have
+// ended (R-SIGNIN-5): one log line per source and tenant named, and one
+// audit row in that tenant when it exists; never one row per attempt,
+// never a token. A window is summed up at the first request after it
+// ends.
+func (s *Server) auditFailures(ctx context.Context, now time.Time) {
+	for _, sum := range s.fails.Sweep(now) {
+		s.log.WarnContext(ctx, "failed authentication", "source", sum.Source, logging.KeyTenant, sum.Tenant,
+			"failures", sum.Failures, "window_start", sum.Start.UTC(), "throttled", sum.Throttled)
+		if !ValidTenant(sum.Tenant) {
+			continue
+		}
+		if _, err := s.o.Store.GetTenant(ctx, sum.Tenant); err != nil {
+			continue
+		}
+		s.Audit(ctx, sum.Tenant, apitypes.AuditActor{CredentialID: "unauthenticated", Kind: apitypes.ActorAnonymous}, apitypes.AuditAuthFailures,
+			apitypes.AuditTarget{Tenant: sum.Tenant}, map[string]any{"source": sum.Source, "failures": sum.Failures,
+				"window_seconds": int(sum.Window / time.Second), "throttled": sum.Throttled})
+	}
+}
+
+// CredentialOtherTenant is the 403 for a credential presented in a tenant
+// its principal belongs to but it was not issued for (R-LIFE-9).
+func CredentialOtherTenant(c store.Credential, tenant string) *apierr.Error {
+	return apierr.New(http.StatusForbidden, "credential_other_tenant",
+		"this token was issued for tenant %q and works there only, not in %q; use a token issued in %q", c.Tenant, tenant, tenant)
 }
 
 // BearerOrCookie returns the request's token: the Authorization bearer
@@ -428,13 +517,17 @@ func CrossSiteRefused() *apierr.Error {
 
 func (s *Server) tenants(c echo.Context) error {
 	cl := CallerOf(c)
-	return c.JSON(http.StatusOK, TenantsOf(cl.Principal))
+	return c.JSON(http.StatusOK, TenantsOf(cl.Principal, cl.Credential))
 }
 
-// TenantsOf lists p's tenants by id with their roles and permissions.
-func TenantsOf(p store.Principal) apitypes.Tenants {
+// TenantsOf lists the tenants of p that credential c serves, by id with
+// their roles and permissions.
+func TenantsOf(p store.Principal, c store.Credential) apitypes.Tenants {
 	out := apitypes.Tenants{PrincipalID: p.ID, Name: p.Name, Kind: p.Kind, Items: []apitypes.TenantRole{}}
 	for id, role := range p.Roles {
+		if !c.Serves(p, id) {
+			continue
+		}
 		out.Items = append(out.Items, apitypes.TenantRole{ID: id, Role: role, Permissions: append([]string{}, auth.RolePermissions(role)...)})
 	}
 	slices.SortFunc(out.Items, func(a, b apitypes.TenantRole) int { return strings.Compare(a.ID, b.ID) })

@@ -50,7 +50,7 @@ func principal(t *testing.T, st store.Store, id string, roles map[string]string)
 	t.Helper()
 	tok, _ := auth.NewToken(auth.PrefixAPIToken)
 	p := store.Principal{ID: id, Name: id, Kind: store.KindHuman, Roles: roles, CreatedAt: time.Now()}
-	if err := st.CreatePrincipal(context.Background(), p, store.Credential{Hash: auth.Hash(tok), PrincipalID: id, CreatedAt: time.Now()}); err != nil {
+	if err := st.CreatePrincipal(context.Background(), p, store.Credential{Hash: auth.Hash(tok), PrincipalID: id, CreatedAt: time.Now(), Tenant: store.AllTenants}); err != nil {
 		t.Fatal(err)
 	}
 	return tok

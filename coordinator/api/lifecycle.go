@@ -61,12 +61,14 @@ func (s *Server) Audit(ctx context.Context, tenant string, actor apitypes.AuditA
 	}
 }
 
-// auditAll appends the entry to every tenant of p: a credential serves
-// all of them.
-func (s *Server) auditAll(ctx context.Context, p store.Principal, actor apitypes.AuditActor, event string, target apitypes.AuditTarget, detail any) {
+// auditAll appends the entry to every tenant of p that credential c
+// serves.
+func (s *Server) auditAll(ctx context.Context, p store.Principal, c store.Credential, actor apitypes.AuditActor, event string, target apitypes.AuditTarget, detail any) {
 	ts := make([]string, 0, len(p.Roles))
 	for t := range p.Roles {
-		ts = append(ts, t)
+		if c.Serves(p, t) {
+			ts = append(ts, t)
+		}
 	}
 	slices.Sort(ts)
 	for _, t := range ts {
@@ -83,14 +85,46 @@ func principalView(p store.Principal, tenant string) apitypes.Principal {
 	return apitypes.Principal{ID: p.ID, Name: p.Name, Kind: p.Kind, Role: p.Roles[tenant], CreatedAt: p.CreatedAt.UTC()}
 }
 
-func credentialView(c store.Credential, current string) apitypes.Credential {
+// credentialView is c as the API shows it; parentID is the public id of
+// its parent, if any.
+func credentialView(c store.Credential, current, parentID string) apitypes.Credential {
 	kind := c.Kind
 	if kind == "" {
 		kind = store.CredSession
 	}
 	v := apitypes.Credential{ID: c.PublicID(), PrincipalID: c.PrincipalID, Kind: kind, Label: c.Label,
-		CreatedAt: c.CreatedAt.UTC(), ExpiresAt: tp(c.ExpiresAt), Current: c.Hash == current}
+		CreatedAt: c.CreatedAt.UTC(), ExpiresAt: tp(c.ExpiresAt), Tenant: c.Tenant, ParentID: parentID, Current: c.Hash == current}
 	return v
+}
+
+// credentialViews shows the credentials of cs that serve tenant: those
+// of the tenant, a person's own sign-ins and the older ones without a
+// tenant. Another tenant's credentials of the same person are not this
+// tenant's admin's to see or revoke (R-LIFE-9).
+func credentialViews(p store.Principal, cs []store.Credential, tenant, current string) []apitypes.Credential {
+	ids := make(map[string]string, len(cs))
+	for _, c := range cs {
+		ids[c.Hash] = c.PublicID()
+	}
+	out := []apitypes.Credential{}
+	for _, c := range cs {
+		if c.Serves(p, tenant) {
+			out = append(out, credentialView(c, current, ids[c.Parent]))
+		}
+	}
+	return out
+}
+
+// personAct refuses an agent identity what only a person may do
+// (R-AUTH-10): create a person or an admin, mint a token for one, or take
+// a role or a token away from one. An agent admin may manage agent identities below
+// admin, as automation that provisions its own helpers does.
+func personAct(cl Caller, kind, role, what string) error {
+	if cl.Principal.Kind != store.KindAgent || (kind == store.KindAgent && role != store.RoleAdmin) {
+		return nil
+	}
+	return apierr.New(http.StatusForbidden, "agent_identity_refused",
+		"%s a person or an admin needs a person: agent identities may manage only agent identities below admin", what)
 }
 
 // principalMu serializes the name check and the creation of a principal
@@ -125,7 +159,7 @@ func (s *Server) NewPrincipal(ctx context.Context, tenant, name, role, kind stri
 	}
 	now := s.o.Now().UTC()
 	p := store.Principal{ID: auth.NewID("prn_"), Name: name, Kind: kind, Roles: map[string]string{tenant: role}, CreatedAt: now}
-	cred := store.Credential{Hash: auth.Hash(tok), ID: auth.NewID("cred_"), Kind: store.CredSession, PrincipalID: p.ID, Label: "created", CreatedAt: now}
+	cred := store.Credential{Hash: auth.Hash(tok), ID: auth.NewID("cred_"), Kind: store.CredSession, PrincipalID: p.ID, Label: "created", CreatedAt: now, Tenant: tenant}
 	if err := s.o.Store.CreatePrincipal(ctx, p, cred); err != nil {
 		return "", store.Principal{}, store.Credential{}, err
 	}
@@ -134,28 +168,38 @@ func (s *Server) NewPrincipal(ctx context.Context, tenant, name, role, kind stri
 	return tok, p, cred, nil
 }
 
-// NewCredential gives principal p another token of kind and audits it.
-func (s *Server) NewCredential(ctx context.Context, p store.Principal, kind, label string, actor apitypes.AuditActor) (string, store.Credential, error) {
-	switch kind {
+// NewCredential gives principal p another token and audits it. spec
+// gives its kind, label, tenant (store.Credential.Tenant: required), and,
+// for a derived credential, its parent and expiry (Credential.Derive); the
+// rest is filled in here. A parent revoked meanwhile is 401.
+func (s *Server) NewCredential(ctx context.Context, p store.Principal, spec store.Credential, actor apitypes.AuditActor) (string, store.Credential, error) {
+	switch spec.Kind {
 	case "":
-		kind = store.CredSession
+		spec.Kind = store.CredSession
 	case store.CredSession, store.CredAPIToken:
 	default:
-		return "", store.Credential{}, apierr.BadRequest("bad_kind", "credential kind %q: use session or api_token", kind)
+		return "", store.Credential{}, apierr.BadRequest("bad_kind", "credential kind %q: use session or api_token", spec.Kind)
 	}
-	if utf8.RuneCountInString(label) > 200 || strings.ContainsAny(label, "\x00\n\r") {
+	if utf8.RuneCountInString(spec.Label) > 200 || strings.ContainsAny(spec.Label, "\x00\n\r") {
 		return "", store.Credential{}, apierr.BadRequest("bad_label", "a label is one line of at most 200 characters")
+	}
+	if spec.Tenant == "" {
+		return "", store.Credential{}, errors.New("new credential: no tenant")
 	}
 	tok, err := auth.NewToken(auth.PrefixAPIToken)
 	if err != nil {
 		return "", store.Credential{}, err
 	}
-	cred := store.Credential{Hash: auth.Hash(tok), ID: auth.NewID("cred_"), Kind: kind, PrincipalID: p.ID, Label: label, CreatedAt: s.o.Now().UTC()}
+	cred := spec
+	cred.Hash, cred.ID, cred.PrincipalID, cred.CreatedAt = auth.Hash(tok), auth.NewID("cred_"), p.ID, s.o.Now().UTC()
 	if err := s.o.Store.AddCredential(ctx, cred); err != nil {
+		if cred.Parent != "" && errors.Is(err, store.ErrNotFound) {
+			return "", store.Credential{}, apierr.Unauthenticated()
+		}
 		return "", store.Credential{}, err
 	}
-	s.auditAll(ctx, p, actor, apitypes.AuditCredentialCreated, apitypes.AuditTarget{PrincipalID: p.ID, CredentialID: cred.ID},
-		map[string]string{"kind": kind})
+	s.auditAll(ctx, p, cred, actor, apitypes.AuditCredentialCreated, apitypes.AuditTarget{PrincipalID: p.ID, CredentialID: cred.ID},
+		map[string]string{"kind": cred.Kind})
 	return tok, cred, nil
 }
 
@@ -181,6 +225,9 @@ func (s *Server) createPrincipal(c echo.Context) error {
 		req.Kind = store.KindHuman
 	}
 	cl := CallerOf(c)
+	if err := personAct(cl, req.Kind, req.Role, "creating"); err != nil {
+		return err
+	}
 	tok, p, cred, err := s.NewPrincipal(c.Request().Context(), cl.Tenant, req.Name, req.Role, req.Kind, cl.Actor())
 	if err != nil {
 		return err
@@ -216,10 +263,7 @@ func (s *Server) getPrincipal(c echo.Context) error {
 		return err
 	}
 	v := principalView(p, cl.Tenant)
-	v.Credentials = []apitypes.Credential{}
-	for _, cr := range cs {
-		v.Credentials = append(v.Credentials, credentialView(cr, cl.Credential.Hash))
-	}
+	v.Credentials = credentialViews(p, cs, cl.Tenant, cl.Credential.Hash)
 	return c.JSON(http.StatusOK, v)
 }
 
@@ -234,6 +278,9 @@ func (s *Server) revokePrincipal(c echo.Context) error {
 	}
 	p, err := s.principalInTenant(ctx, cl.Tenant, c.Param("id"))
 	if err != nil {
+		return err
+	}
+	if err := personAct(cl, p.Kind, p.Roles[cl.Tenant], "revoking"); err != nil {
 		return err
 	}
 	if p.ID == cl.Principal.ID {
@@ -262,11 +309,16 @@ func (s *Server) createCredential(c echo.Context) error {
 	if err := decodeStrict(c, maxJSONBody, &req); err != nil {
 		return err
 	}
-	tok, cred, err := s.NewCredential(ctx, p, req.Kind, req.Label, cl.Actor())
+	if err := personAct(cl, p.Kind, p.Roles[cl.Tenant], "minting a token for"); err != nil {
+		return err
+	}
+	// The token serves this tenant only: its admin may not hand out a way
+	// into another tenant the same person belongs to (R-LIFE-9).
+	tok, cred, err := s.NewCredential(ctx, p, store.Credential{Kind: req.Kind, Label: req.Label, Tenant: cl.Tenant}, cl.Actor())
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusCreated, apitypes.CredentialCreated{Credential: credentialView(cred, ""), Token: tok})
+	return c.JSON(http.StatusCreated, apitypes.CredentialCreated{Credential: credentialView(cred, "", ""), Token: tok})
 }
 
 // listCredentials lists the credentials of the tenant's principals, or of
@@ -298,17 +350,16 @@ func (s *Server) listCredentials(c echo.Context) error {
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
 			return err
 		}
-		for _, cr := range cs {
-			out.Items = append(out.Items, credentialView(cr, cl.Credential.Hash))
-		}
+		out.Items = append(out.Items, credentialViews(p, cs, cl.Tenant, cl.Credential.Hash)...)
 	}
 	return c.JSON(http.StatusOK, out)
 }
 
-// revokeCredential deletes one token of a principal of this tenant: it
-// authenticates nothing from the next request on, on every coordinator
-// (R-LIFE-4). A principal's credential serves all its tenants; an admin of
-// any of them may revoke it.
+// revokeCredential deletes one token of a principal of this tenant, and
+// every credential derived from it: they authenticate nothing from the
+// next request on, on every coordinator (R-LIFE-4, R-LIFE-10). An admin
+// may revoke the credentials that serve the tenant: the tenant's own, and
+// a person's sign-ins, which serve all their tenants.
 func (s *Server) revokeCredential(c echo.Context) error {
 	ctx := c.Request().Context()
 	cl := CallerOf(c)
@@ -324,22 +375,31 @@ func (s *Server) revokeCredential(c echo.Context) error {
 		return err
 	}
 	p, err := s.principalInTenant(ctx, cl.Tenant, cred.PrincipalID)
-	if err != nil {
+	if err != nil || !cred.Serves(p, cl.Tenant) {
 		return apierr.NotFound("credential", id)
 	}
-	if err := s.o.Store.RevokeCredential(ctx, cred.Hash); err != nil {
+	if err := personAct(cl, p.Kind, p.Roles[cl.Tenant], "revoking a token of"); err != nil {
+		return err
+	}
+	n, err := s.o.Store.RevokeCredential(ctx, cred.Hash)
+	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return apierr.NotFound("credential", id)
 		}
 		return err
 	}
-	s.auditAll(ctx, p, cl.Actor(), apitypes.AuditCredentialRevoked, apitypes.AuditTarget{PrincipalID: p.ID, CredentialID: id}, nil)
-	return c.JSON(http.StatusOK, credentialView(cred, cl.Credential.Hash))
+	s.auditAll(ctx, p, cred, cl.Actor(), apitypes.AuditCredentialRevoked, apitypes.AuditTarget{PrincipalID: p.ID, CredentialID: id},
+		map[string]int{"derived_revoked": n})
+	v := credentialView(cred, cl.Credential.Hash, "")
+	v.DerivedRevoked = &n
+	return c.JSON(http.StatusOK, v)
 }
 
 // login trades the presented token for a new credential of the same
 // principal and kind, which the CLI keeps and `olivares logout` revokes,
-// leaving the token it was given untouched (R-LIFE-5).
+// leaving the token it was given untouched (R-LIFE-5). The new credential
+// is derived from the presented one: of its tenant, expiring no later,
+// revoked with it (R-LIFE-10).
 func (s *Server) login(c echo.Context) error {
 	ctx := c.Request().Context()
 	cl := CallerOf(c)
@@ -351,12 +411,12 @@ func (s *Server) login(c echo.Context) error {
 	if label == "" {
 		label = "olivares login"
 	}
-	tok, cred, err := s.NewCredential(ctx, cl.Principal, cl.Credential.Kind, label, cl.Actor())
+	tok, cred, err := s.NewCredential(ctx, cl.Principal, cl.Credential.Derive(store.Credential{Kind: cl.Credential.Kind, Label: label}), cl.Actor())
 	if err != nil {
 		return err
 	}
 	s.auditCaller(c, apitypes.AuditSignedIn, apitypes.AuditTarget{PrincipalID: cl.Principal.ID, CredentialID: cred.ID}, map[string]string{"via": "cli"})
-	return c.JSON(http.StatusCreated, apitypes.CredentialCreated{Credential: credentialView(cred, ""), Token: tok})
+	return c.JSON(http.StatusCreated, apitypes.CredentialCreated{Credential: credentialView(cred, "", cl.Credential.PublicID()), Token: tok})
 }
 
 // logout revokes the credential the request presents (R-LIFE-5).
@@ -366,7 +426,7 @@ func (s *Server) logout(c echo.Context) error {
 	if err := noBody(c); err != nil {
 		return err
 	}
-	if err := s.o.Store.RevokeCredential(ctx, cl.Credential.Hash); err != nil && !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.o.Store.RevokeCredential(ctx, cl.Credential.Hash); err != nil && !errors.Is(err, store.ErrNotFound) {
 		return err
 	}
 	s.auditCaller(c, apitypes.AuditSignedOut, apitypes.AuditTarget{PrincipalID: cl.Principal.ID, CredentialID: cl.Credential.PublicID()}, map[string]string{"via": "cli"})

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/olivares-dev/olivares/coordinator/accesslog"
+	"github.com/olivares-dev/olivares/coordinator/auth"
 	"github.com/olivares-dev/olivares/coordinator/sso"
 	"github.com/olivares-dev/olivares/coordinator/store"
 )
@@ -41,6 +42,9 @@ type Options struct {
 	// SSO signs people in with the organisation's OpenID Connect
 	// provider; nil leaves the /v1/sso routes out (404).
 	SSO *sso.Provider
+	// Failures throttles failed sign-ins per source, shared with the API
+	// (api.Server.Failures, R-SIGNIN-5); when nil, one of its own.
+	Failures *auth.Failures
 }
 
 // Console is the coordinator's whole HTTP handler: the console, its
@@ -71,6 +75,9 @@ func New(o Options) *Console {
 	}
 	if o.SessionTTL == 0 {
 		o.SessionTTL = 30 * 24 * time.Hour
+	}
+	if o.Failures == nil {
+		o.Failures = &auth.Failures{}
 	}
 	c := &Console{o: o, files: map[string]asset{}}
 	err := fs.WalkDir(assets, "assets", func(p string, d fs.DirEntry, err error) error {

@@ -47,7 +47,7 @@ func newFix(t *testing.T) *fix {
 	ctx := context.Background()
 	for _, p := range []struct{ id, kind, tok string }{{"prn_h", store.KindHuman, "olv_human"}, {"prn_a", store.KindAgent, "olv_agent"}} {
 		if err := st.CreatePrincipal(ctx, store.Principal{ID: p.id, Name: p.id, Kind: p.kind, Roles: map[string]string{"default": store.RoleViewer, "other": store.RoleAdmin}},
-			store.Credential{Hash: auth.Hash(p.tok), ID: "cred_" + p.id, Kind: store.CredAPIToken, PrincipalID: p.id}); err != nil {
+			store.Credential{Hash: auth.Hash(p.tok), ID: "cred_" + p.id, Kind: store.CredAPIToken, PrincipalID: p.id, Tenant: store.AllTenants}); err != nil {
 			t.Fatal(err)
 		}
 	}

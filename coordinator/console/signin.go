@@ -102,6 +102,14 @@ func (c *Console) signin(w http.ResponseWriter, r *http.Request) {
 	if !guard(w, r) {
 		return
 	}
+	// R-SIGNIN-5: a source that failed too often is refused before the
+	// link or token is looked up; each 401 below counts.
+	src := auth.Source(r.RemoteAddr)
+	if after, ok := c.o.Failures.Blocked(src, c.o.Now()); ok {
+		writeErr(w, api.TooManyFailures(w.Header(), after))
+		return
+	}
+	w = &failureCounter{ResponseWriter: w, count: func() { c.o.Failures.Fail(src, "", c.o.Now()) }}
 	ctx := r.Context()
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 64<<10))
 	if err != nil {
@@ -129,6 +137,8 @@ func (c *Console) signin(w http.ResponseWriter, r *http.Request) {
 		Label: "console", CreatedAt: now, ExpiresAt: now.Add(c.o.SessionTTL)}
 	var p store.Principal
 	if req.Link != "" {
+		// A link is the operator's word for the person: every tenant.
+		cred.Tenant = store.AllTenants
 		p, _, err = c.o.Store.RedeemSigninLink(ctx, auth.Hash(req.Link), now, cred)
 		switch {
 		case errors.Is(err, store.ErrTokenUsed):
@@ -148,9 +158,12 @@ func (c *Console) signin(w http.ResponseWriter, r *http.Request) {
 		// A pasted token proves the person; the browser gets its own
 		// session credential of that person (which shares their pins,
 		// snoozes and done marks, R-PIN-6), so signing out never revokes
-		// the token that was pasted.
-		tp, _, err := c.o.Store.PrincipalByCredential(ctx, auth.Hash(req.Token))
-		if errors.Is(err, store.ErrNotFound) {
+		// the token that was pasted. That session is derived from the
+		// token: of its tenant, ending no later, revoked with it, so an
+		// expired session never comes back as a fresh one (R-LIFE-10).
+		tp, parent, err := api.ResolveToken(ctx, c.o.Store, now, req.Token)
+		var ae *apierr.Error
+		if errors.As(err, &ae) && ae.Code == "unauthenticated" {
 			writeErr(w, apierr.New(http.StatusUnauthorized, "unauthenticated", "this token is not known to this coordinator; check that it was copied whole"))
 			return
 		}
@@ -162,8 +175,11 @@ func (c *Console) signin(w http.ResponseWriter, r *http.Request) {
 			writeErr(w, apierr.New(http.StatusForbidden, "agent_identity_refused", "this token belongs to an agent identity; the console signs in people"))
 			return
 		}
-		cred.PrincipalID = tp.ID
-		if err := c.o.Store.AddCredential(ctx, cred); err != nil {
+		cred = parent.Derive(cred)
+		if err := c.o.Store.AddCredential(ctx, cred); errors.Is(err, store.ErrNotFound) {
+			writeErr(w, apierr.Unauthenticated())
+			return
+		} else if err != nil {
 			writeErr(w, apierr.As(err))
 			return
 		}
@@ -174,14 +190,27 @@ func (c *Console) signin(w http.ResponseWriter, r *http.Request) {
 		via = "console token"
 	}
 	c.audit(ctx, p, cred, apitypes.AuditSignedIn, via)
-	setSession(w, r, tok, cred.ExpiresAt, c.o.SessionTTL)
-	out := api.TenantsOf(p)
+	setSession(w, r, tok, cred.ExpiresAt, now)
+	out := api.TenantsOf(p, cred)
 	exp := cred.ExpiresAt
 	out.ExpiresAt = &exp
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusOK)
 	json.NewEncoder(w).Encode(out)
+}
+
+// failureCounter counts a failed sign-in when the answer is 401.
+type failureCounter struct {
+	http.ResponseWriter
+	count func()
+}
+
+func (f *failureCounter) WriteHeader(code int) {
+	if code == http.StatusUnauthorized {
+		f.count()
+	}
+	f.ResponseWriter.WriteHeader(code)
 }
 
 // audit records a sign-in or sign-out in each tenant of p (R-AUD-6); the
@@ -206,7 +235,7 @@ func (c *Console) signout(w http.ResponseWriter, r *http.Request) {
 	}
 	if ck, err := r.Cookie(auth.SessionCookie); err == nil && ck.Value != "" {
 		p, cred, perr := c.o.Store.PrincipalByCredential(r.Context(), auth.Hash(ck.Value))
-		if err := c.o.Store.RevokeCredential(r.Context(), auth.Hash(ck.Value)); err != nil && !errors.Is(err, store.ErrNotFound) {
+		if _, err := c.o.Store.RevokeCredential(r.Context(), auth.Hash(ck.Value)); err != nil && !errors.Is(err, store.ErrNotFound) {
 			writeErr(w, apierr.As(err))
 			return
 		}

@@ -148,7 +148,7 @@ func (c *Console) ssoCallback(w http.ResponseWriter, r *http.Request) {
 		signinError(w, r, apierr.As(err))
 		return
 	}
-	setSession(w, r, res.Token, res.Credential.ExpiresAt, c.o.SSO.SessionTTL())
+	setSession(w, r, res.Token, res.Credential.ExpiresAt, c.o.Now())
 	http.Redirect(w, r, "/", http.StatusSeeOther)
 }
 
@@ -188,7 +188,7 @@ func (c *Console) ssoComplete(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, apierr.As(err))
 		return
 	}
-	out := SSOSession{Tenants: api.TenantsOf(res.Principal), Token: res.Token}
+	out := SSOSession{Tenants: api.TenantsOf(res.Principal, res.Credential), Token: res.Token}
 	exp := res.Credential.ExpiresAt
 	out.ExpiresAt = &exp
 	w.Header().Set("Cache-Control", "no-store")
@@ -213,7 +213,10 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
 
 // setSession puts a console session's token in the browser: the cookie
 // every sign-in sets (HttpOnly, SameSite=Strict, Secure under TLS).
-func setSession(w http.ResponseWriter, r *http.Request, token string, expires time.Time, ttl time.Duration) {
+// setSession sets the session cookie, which the browser keeps until the
+// session's credential expires and no longer.
+func setSession(w http.ResponseWriter, r *http.Request, token string, expires, now time.Time) {
+	maxAge := max(int(expires.Sub(now)/time.Second), 1)
 	http.SetCookie(w, &http.Cookie{Name: auth.SessionCookie, Value: token, Path: "/", HttpOnly: true,
-		Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode, Expires: expires, MaxAge: int(ttl / time.Second)})
+		Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode, Expires: expires, MaxAge: maxAge})
 }

@@ -195,7 +195,7 @@ func New(cfg Config, logger *slog.Logger) (*Coordinator, error) {
 		},
 		Continue: api.ContinueOptions{Jitter: cfg.API.ContinueJitter.Duration, Backoff: cfg.API.ContinueBackoff.Duration,
 			Poll: cfg.API.ContinuePoll.Duration}})
-	co := console.Options{Store: st, API: c.API.Handler(), Now: cfg.Now}
+	co := console.Options{Store: st, API: c.API.Handler(), Now: cfg.Now, Failures: c.API.Failures()}
 	if cfg.OIDC.Enabled() {
 		if co.SSO, err = sso.New(cfg.OIDC, st, v, cfg.Now); err != nil {
 			st.Close()
@@ -629,7 +629,8 @@ func (c *Coordinator) CreateTenant(ctx context.Context, id string) (store.Tenant
 
 // AddCredential gives an existing principal another bearer token. A
 // session credential (a console or `olivares login` session) shares the
-// person's marks; an API token keeps its own (R-PIN-6).
+// person's marks; an API token keeps its own (R-PIN-6). The local
+// operator's token serves every tenant of the principal (R-LIFE-9).
 func (c *Coordinator) AddCredential(ctx context.Context, principalID, kind, label string) (string, store.Credential, error) {
 	p, err := c.Store.GetPrincipal(ctx, principalID)
 	if errors.Is(err, store.ErrNotFound) {
@@ -638,7 +639,7 @@ func (c *Coordinator) AddCredential(ctx context.Context, principalID, kind, labe
 	if err != nil {
 		return "", store.Credential{}, err
 	}
-	return c.API.NewCredential(ctx, p, kind, label, api.OperatorActor)
+	return c.API.NewCredential(ctx, p, store.Credential{Kind: kind, Label: label, Tenant: store.AllTenants}, api.OperatorActor)
 }
 
 // SigninLink mints a one-time console sign-in link for a person (the

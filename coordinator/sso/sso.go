@@ -416,8 +416,10 @@ func (p *Provider) signIn(ctx context.Context, id store.External, name string, r
 	if err != nil {
 		return Result{}, err
 	}
+	// The person proved themselves to the provider: the session serves
+	// every tenant the role rules give them (R-LIFE-9).
 	cred := store.Credential{Hash: auth.Hash(tok), ID: auth.NewID("cred_"), Kind: store.CredSession, Label: label,
-		CreatedAt: now, ExpiresAt: now.Add(p.cfg.SessionTTL.Duration)}
+		CreatedAt: now, ExpiresAt: now.Add(p.cfg.SessionTTL.Duration), Tenant: store.AllTenants}
 	pr, created, err := p.st.SignInExternal(ctx, id, auth.NewID("prn_"), name, roles, now, cred)
 	if err != nil {
 		return Result{}, err

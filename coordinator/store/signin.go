@@ -28,7 +28,10 @@ type Signer interface {
 	// transaction: an unknown link is ErrNotFound, a used one ErrTokenUsed,
 	// an expired one ErrTokenExpired, and then nothing is written.
 	RedeemSigninLink(ctx context.Context, hash string, now time.Time, cred Credential) (Principal, Credential, error)
-	// RevokeCredential removes the credential with the given hash, so its
-	// token authenticates nothing any more. ErrNotFound if absent.
-	RevokeCredential(ctx context.Context, hash string) error
+	// RevokeCredential removes the credential with the given hash and
+	// every credential derived from it, transitively (Credential.Parent),
+	// in one transaction, so none of their tokens authenticates anything
+	// any more. It returns how many derived credentials went with it.
+	// ErrNotFound if absent.
+	RevokeCredential(ctx context.Context, hash string) (int, error)
 }

@@ -73,11 +73,80 @@ type Credential struct {
 	// ExpiresAt, when set, is when the credential stops authenticating
 	// (a console session's). When zero it never expires.
 	ExpiresAt time.Time `json:"expires_at,omitempty"`
+	// Tenant is the one tenant the credential authenticates in (issue
+	// 35): the tenant whose admin minted it, or the tenant of the
+	// credential it was derived from. AllTenants marks a person's own
+	// sign-in (a sign-in link, single sign-on, the local operator), which
+	// serves every tenant of its principal. Empty is a credential stored
+	// before credentials had a tenant: see Serves.
+	Tenant string `json:"tenant,omitempty"`
+	// Parent is the hash of the credential this one was derived from
+	// (POST /v1/login, POST /v1/signin with a token), or empty. A derived
+	// credential expires no later than its parent and is revoked with it,
+	// transitively (RevokeCredential).
+	Parent string `json:"parent,omitempty"`
 }
+
+// AllTenants is the Tenant of a credential that serves every tenant of
+// its principal.
+const AllTenants = "*"
 
 // Expired reports whether c no longer authenticates at now.
 func (c Credential) Expired(now time.Time) bool {
 	return !c.ExpiresAt.IsZero() && !now.Before(c.ExpiresAt)
+}
+
+// Serves reports whether c authenticates its principal p in tenant (p
+// must hold a role there too). A credential without a tenant, stored
+// before credentials had one, keeps serving while p holds a role in one
+// tenant only, which is then the only tenant it could have been minted
+// in; once p holds several, it serves none, and its holder signs in
+// again (R-LIFE-9).
+func (c Credential) Serves(p Principal, tenant string) bool {
+	switch c.Tenant {
+	case AllTenants:
+		return true
+	case "":
+		return len(p.Roles) == 1
+	}
+	return c.Tenant == tenant
+}
+
+// Derive returns child as a credential derived from c: of c's principal
+// and tenant, recording c as its parent, and expiring no later than c
+// (child's own ExpiresAt, when set and earlier, stays).
+func (c Credential) Derive(child Credential) Credential {
+	child.PrincipalID, child.Tenant, child.Parent = c.PrincipalID, c.Tenant, c.Hash
+	if !c.ExpiresAt.IsZero() && (child.ExpiresAt.IsZero() || c.ExpiresAt.Before(child.ExpiresAt)) {
+		child.ExpiresAt = c.ExpiresAt
+	}
+	return child
+}
+
+// Descendants returns the hashes of the credentials in cs derived from
+// the one whose hash is root, directly or not (root itself excluded).
+func Descendants(cs []Credential, root string) []string {
+	children := map[string][]string{}
+	for _, c := range cs {
+		if c.Parent != "" {
+			children[c.Parent] = append(children[c.Parent], c.Hash)
+		}
+	}
+	var out []string
+	seen := map[string]bool{root: true}
+	queue := []string{root}
+	for len(queue) > 0 {
+		h := queue[0]
+		queue = queue[1:]
+		for _, k := range children[h] {
+			if !seen[k] {
+				seen[k] = true
+				out = append(out, k)
+				queue = append(queue, k)
+			}
+		}
+	}
+	return out
 }
 
 // JoinToken is a single-use enrollment token, stored as its hash.
@@ -119,6 +188,9 @@ type Store interface {
 	// ErrExists if p.ID or c.Hash is taken.
 	CreatePrincipal(ctx context.Context, p Principal, c Credential) error
 	// AddCredential adds another credential to an existing principal.
+	// When c.Parent is set, the parent must still exist (ErrNotFound
+	// otherwise), checked in the same transaction as the insert, so that
+	// no credential outlives the revocation of its parent.
 	AddCredential(ctx context.Context, c Credential) error
 	GetPrincipal(ctx context.Context, id string) (Principal, error)
 	// PrincipalByCredential resolves a token hash.
@@ -205,9 +277,10 @@ type Lifecycler interface {
 	// CredentialByID returns the credential whose PublicID is id.
 	// ErrNotFound if none.
 	CredentialByID(ctx context.Context, id string) (Credential, error)
-	// RevokePrincipal removes the principal's role in tenant and, when it
-	// then holds no role anywhere, deletes every credential of it; audit
-	// is appended in the same transaction. It returns how many
+	// RevokePrincipal removes the principal's role in tenant and deletes
+	// the credentials issued for that tenant, or every credential of it
+	// when it then holds no role anywhere; audit is appended in the same
+	// transaction. It returns how many
 	// credentials were deleted. ErrNotFound if the principal holds no role
 	// in tenant.
 	RevokePrincipal(ctx context.Context, id, tenant string, audit apitypes.AuditEntry) (int, error)

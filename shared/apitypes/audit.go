@@ -16,6 +16,9 @@ const (
 	ActorOperator = "operator"
 	// ActorNode is a node acting on its own (enrolling with a join token).
 	ActorNode = "node"
+	// ActorAnonymous is a request whose credential authenticated nothing
+	// (auth.failures, R-SIGNIN-5).
+	ActorAnonymous = "anonymous"
 )
 
 // Audit events (docs/rules/taint-audit.md, R-AUD-*).
@@ -50,6 +53,9 @@ const (
 	AuditCredentialRevoked = "auth.credential.revoked"
 	AuditSignedIn          = "auth.signed_in"
 	AuditSignedOut         = "auth.signed_out"
+	// AuditAuthFailures sums up one source's failed authentication in
+	// one window (R-SIGNIN-5).
+	AuditAuthFailures      = "auth.failures"
 	AuditSigninLinkCreated = "auth.signin_link.created"
 	AuditSecretAdded       = "sessions.secret.added"
 	AuditSecretDeleted     = "sessions.secret.deleted"

@@ -61,8 +61,19 @@ type Credential struct {
 	Label       string     `json:"label,omitempty"`
 	CreatedAt   time.Time  `json:"created_at"`
 	ExpiresAt   *time.Time `json:"expires_at,omitempty"`
+	// Tenant is the one tenant the credential authenticates in, or "*"
+	// for a person's own sign-in, which serves all their tenants; absent
+	// on a credential stored before credentials had a tenant (R-LIFE-9).
+	Tenant string `json:"tenant,omitempty"`
+	// ParentID is the credential this one was derived from (POST
+	// /v1/login, POST /v1/signin with a token): it expires no later and is
+	// revoked with it.
+	ParentID string `json:"parent_id,omitempty"`
 	// Current marks the credential the request itself presented.
 	Current bool `json:"current,omitempty"`
+	// DerivedRevoked, on a revocation's answer, counts the credentials
+	// derived from this one that were revoked with it.
+	DerivedRevoked *int `json:"derived_revoked,omitempty"`
 }
 
 // CredentialList is GET /v1/credentials.

@@ -170,6 +170,13 @@ func lifeCommands() []*lifeCmd {
 			}
 			return c.emit(cr, func() {
 				fmt.Fprintf(c.out, "credential %s of principal %s revoked: its token no longer works\n", cr.ID, cr.PrincipalID)
+				switch n := cr.DerivedRevoked; {
+				case n == nil || *n == 0:
+				case *n == 1:
+					fmt.Fprintln(c.out, "(nor does the 1 credential derived from it: an olivares login or console session made with it)")
+				default:
+					fmt.Fprintf(c.out, "(nor do the %d credentials derived from it: olivares logins or console sessions made with it)\n", *n)
+				}
 				if cr.Current {
 					fmt.Fprintln(c.out, "(it was this login's own; log in again)")
 				}
@@ -237,7 +244,7 @@ func lifeCommands() []*lifeCmd {
 
 func printCredentials(out io.Writer, cs []apitypes.Credential) {
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "CREDENTIAL\tPRINCIPAL\tKIND\tLABEL\tCREATED\tEXPIRES")
+	fmt.Fprintln(tw, "CREDENTIAL\tPRINCIPAL\tKIND\tTENANT\tFROM\tLABEL\tCREATED\tEXPIRES")
 	for _, cr := range cs {
 		id := cr.ID
 		if cr.Current {
@@ -247,7 +254,10 @@ func printCredentials(out io.Writer, cs []apitypes.Credential) {
 		if cr.ExpiresAt != nil {
 			exp = cr.ExpiresAt.Format(time.RFC3339)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", id, cr.PrincipalID, cr.Kind, dash(cr.Label), cr.CreatedAt.Format(time.RFC3339), exp)
+		// TENANT "*" serves all the principal's tenants; FROM is the
+		// credential this one was derived from (R-LIFE-9, R-LIFE-10).
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", id, cr.PrincipalID, cr.Kind, dash(cr.Tenant), dash(cr.ParentID),
+			dash(cr.Label), cr.CreatedAt.Format(time.RFC3339), exp)
 	}
 	tw.Flush()
 }

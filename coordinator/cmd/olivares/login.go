@@ -41,7 +41,9 @@ func loginCmd() *command {
 		name: "login", noLogin: true,
 		usage: `olivares login --url URL --token T --tenant T [--ca-file FILE]
 olivares login --dev DIR/dev.json
-    Check the credentials against the coordinator and save them (0600).
+    Check the credentials against the coordinator and save a login of its
+    own (0600), which works in the token's tenant, ends no later than the
+    token and is revoked with it.
 olivares login --sso --url URL [--tenant T] [--ca-file FILE] [--listen 127.0.0.1:8250] [--no-browser]
     Sign in with the coordinator's identity provider (single sign-on) in a
     browser; the provider answers on --listen (register

@@ -19,6 +19,8 @@ const HINTS = {
   conversation_unavailable: 'The tool no longer has this conversation, so it cannot be resumed; Olivares never starts a fresh conversation in its place.',
   cross_site_refused: 'This request did not come from the console\'s own page.',
   session_expired: 'Your console session has expired.',
+  credential_outdated: 'Your console session predates per-tenant sign-ins; sign in again.',
+  too_many_failures: 'Too many failed sign-ins from this address; wait, then try again.',
 };
 
 export function explain(err) {

@@ -23,7 +23,7 @@ const EVENTS = [
   'sessions.secret.added', 'sessions.secret.deleted', 'sessions.webhook.created', 'sessions.webhook.deleted', 'sessions.push.subscribed', 'sessions.push.unsubscribed',
   'fleet.join_token.created', 'fleet.node.enrolled', 'fleet.node.revoked', 'fleet.node.forgotten', 'fleet.node.reassigned',
   'auth.tenant.created', 'auth.principal.created', 'auth.principal.revoked', 'auth.credential.created',
-  'auth.credential.revoked', 'auth.signin_link.created', 'auth.signed_in', 'auth.signed_out',
+  'auth.credential.revoked', 'auth.signin_link.created', 'auth.signed_in', 'auth.signed_out', 'auth.failures',
 ];
 const PAGE = 100;
 const VERIFY_PAGE = 500;

@@ -180,6 +180,9 @@ func (s *Store) AddCredential(ctx context.Context, c store.Credential) error {
 		if creds.Get([]byte(c.Hash)) != nil {
 			return fmt.Errorf("credential: %w", store.ErrExists)
 		}
+		if c.Parent != "" && creds.Get([]byte(c.Parent)) == nil {
+			return fmt.Errorf("parent credential: %w", store.ErrNotFound)
+		}
 		return put(creds, c.Hash, c)
 	})
 }

@@ -120,22 +120,22 @@ func (s *Store) RevokePrincipal(ctx context.Context, id, tenant string, audit ap
 			return fmt.Errorf("revoke principal %q: audit entry of tenant %q for tenant %q", id, audit.Tenant, tenant)
 		}
 		delete(p.Roles, tenant)
-		if len(p.Roles) == 0 {
-			creds, err := credentialsOf(tx, id)
-			if err != nil {
-				return err
-			}
-			for _, c := range creds {
+		creds, err := credentialsOf(tx, id)
+		if err != nil {
+			return err
+		}
+		for _, c := range creds {
+			if len(p.Roles) == 0 || c.Tenant == tenant {
 				if err := tx.Bucket(bucketCreds).Delete([]byte(c.Hash)); err != nil {
 					return err
 				}
+				n++
 			}
-			n = len(creds)
 		}
 		if err := put(b, id, p); err != nil {
 			return err
 		}
-		_, err := appendAuditTx(tx, audit)
+		_, err = appendAuditTx(tx, audit)
 		return err
 	})
 	return n, err

@@ -72,13 +72,28 @@ func (s *Store) RedeemSigninLink(ctx context.Context, hash string, now time.Time
 	return p, cred, nil
 }
 
-// RevokeCredential implements store.Signer.
-func (s *Store) RevokeCredential(ctx context.Context, hash string) error {
-	return s.update(ctx, func(tx *bbolt.Tx) error {
+// RevokeCredential implements store.Signer. A derived credential is of
+// its parent's principal, so the cascade looks at that principal's only.
+func (s *Store) RevokeCredential(ctx context.Context, hash string) (int, error) {
+	n := 0
+	err := s.update(ctx, func(tx *bbolt.Tx) error {
 		b := tx.Bucket(bucketCreds)
-		if b.Get([]byte(hash)) == nil {
-			return fmt.Errorf("credential: %w", store.ErrNotFound)
+		var c store.Credential
+		if err := get(b, hash, &c); err != nil {
+			return fmt.Errorf("credential: %w", err)
 		}
-		return b.Delete([]byte(hash))
+		cs, err := credentialsOf(tx, c.PrincipalID)
+		if err != nil {
+			return err
+		}
+		gone := store.Descendants(cs, hash)
+		for _, h := range append(gone, hash) {
+			if err := b.Delete([]byte(h)); err != nil {
+				return err
+			}
+		}
+		n = len(gone)
+		return nil
 	})
+	return n, err
 }

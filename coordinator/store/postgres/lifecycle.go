@@ -122,13 +122,14 @@ func (s *Store) RevokePrincipal(ctx context.Context, id, tenant string, audit ap
 			return fmt.Errorf("principal %q in tenant %q: %w", id, tenant, store.ErrNotFound)
 		}
 		delete(p.Roles, tenant)
-		if len(p.Roles) == 0 {
-			tag, err := tx.Exec(ctx, "DELETE FROM credentials WHERE principal_id = $1", id)
-			if err != nil {
-				return err
-			}
-			n = int(tag.RowsAffected())
+		// With no role left every credential goes; otherwise those
+		// issued for this tenant (and so derived from one), which would
+		// come back to life with a role here again.
+		tag, err := tx.Exec(ctx, `DELETE FROM credentials WHERE principal_id = $1 AND ($2 OR doc->>'tenant' = $3)`, id, len(p.Roles) == 0, tenant)
+		if err != nil {
+			return err
 		}
+		n = int(tag.RowsAffected())
 		doc, err := encode(p)
 		if err != nil {
 			return err

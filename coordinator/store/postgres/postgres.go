@@ -360,6 +360,9 @@ func (s *Store) AddCredential(ctx context.Context, c store.Credential) error {
 	if err != nil {
 		return err
 	}
+	if c.Parent != "" {
+		return s.addDerived(ctx, c, doc)
+	}
 	db, err := s.q()
 	if err != nil {
 		return err
@@ -372,6 +375,38 @@ func (s *Store) AddCredential(ctx context.Context, c store.Credential) error {
 		return fmt.Errorf("principal %q: %w", c.PrincipalID, store.ErrNotFound)
 	}
 	return closedErr(s, err)
+}
+
+// addDerived inserts a derived credential while its principal's row is
+// share-locked and its parent is there: RevokeCredential takes that row
+// for update before it collects the descendants, so a credential derived
+// during a revocation either is collected with it or finds its parent
+// gone (ErrNotFound), never outlives it.
+func (s *Store) addDerived(ctx context.Context, c store.Credential, doc []byte) error {
+	return s.tx(ctx, func(tx pgx.Tx) error {
+		var one int
+		err := tx.QueryRow(ctx, "SELECT 1 FROM principals WHERE id = $1 FOR SHARE", c.PrincipalID).Scan(&one)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("principal %q: %w", c.PrincipalID, store.ErrNotFound)
+		}
+		if err != nil {
+			return err
+		}
+		err = tx.QueryRow(ctx, "SELECT 1 FROM credentials WHERE hash = $1 AND principal_id = $2", c.Parent, c.PrincipalID).Scan(&one)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("parent credential: %w", store.ErrNotFound)
+		}
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, "INSERT INTO credentials (hash, principal_id, doc) VALUES ($1, $2, $3)", c.Hash, c.PrincipalID, doc); err != nil {
+			if _, ok := uniqueViolation(err); ok {
+				return fmt.Errorf("credential: %w", store.ErrExists)
+			}
+			return err
+		}
+		return nil
+	})
 }
 
 func (s *Store) GetPrincipal(ctx context.Context, id string) (store.Principal, error) {

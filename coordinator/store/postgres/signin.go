@@ -101,21 +101,45 @@ func (s *Store) RedeemSigninLink(ctx context.Context, hash string, now time.Time
 
 // RevokeCredential implements store.Signer. Every coordinator resolves a
 // token from the table on each request, so the revocation holds everywhere
-// once this commits.
-func (s *Store) RevokeCredential(ctx context.Context, hash string) error {
-	db, err := s.q()
-	if err != nil {
-		return err
-	}
+// once this commits. A derived credential is of its parent's principal:
+// that principal's row, locked for update, orders the revocation against
+// a derivation in flight (addDerived).
+func (s *Store) RevokeCredential(ctx context.Context, hash string) (int, error) {
 	if !textOK(hash) {
-		return fmt.Errorf("credential: %w", store.ErrNotFound)
+		return 0, fmt.Errorf("credential: %w", store.ErrNotFound)
 	}
-	tag, err := db.Exec(ctx, "DELETE FROM credentials WHERE hash = $1", hash)
-	if err != nil {
-		return closedErr(s, err)
-	}
-	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("credential: %w", store.ErrNotFound)
-	}
-	return nil
+	n := 0
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		var pid string
+		err := tx.QueryRow(ctx, "SELECT principal_id FROM credentials WHERE hash = $1", hash).Scan(&pid)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("credential: %w", store.ErrNotFound)
+		}
+		if err != nil {
+			return err
+		}
+		var one int
+		if err := tx.QueryRow(ctx, "SELECT 1 FROM principals WHERE id = $1 FOR UPDATE", pid).Scan(&one); err != nil {
+			return err
+		}
+		rows, err := tx.Query(ctx, "SELECT doc FROM credentials WHERE principal_id = $1", pid)
+		if err != nil {
+			return err
+		}
+		cs, err := collectDocs[store.Credential](rows)
+		if err != nil {
+			return err
+		}
+		gone := store.Descendants(cs, hash)
+		tag, err := tx.Exec(ctx, "DELETE FROM credentials WHERE hash = ANY($1)", append(gone, hash))
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return fmt.Errorf("credential: %w", store.ErrNotFound)
+		}
+		n = int(tag.RowsAffected()) - 1
+		return nil
+	})
+	return n, err
 }

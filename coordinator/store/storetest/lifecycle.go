@@ -104,16 +104,33 @@ func testRevokePrincipal(t *testing.T, s store.Store) {
 	if _, err := s.RevokePrincipal(ctx, "p1", "t3", lifecycleAudit("t3", apitypes.AuditPrincipalRevoked)); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("revoke in a tenant it is not in: got %v, want ErrNotFound", err)
 	}
-	n, err := s.RevokePrincipal(ctx, "p1", "t1", lifecycleAudit("t1", apitypes.AuditPrincipalRevoked))
-	if err != nil || n != 0 {
-		t.Fatalf("revoke in t1: got %d, %v; want 0 credentials (it is still in t2)", n, err)
+	// A token issued for t1, and one derived from it: they go with the
+	// role in t1 (R-LIFE-4, R-LIFE-9), the others stay.
+	t1 := store.Credential{Hash: hash("tok-1-t1"), ID: "cred_t1", PrincipalID: "p1", Tenant: "t1", CreatedAt: t0}
+	t1login := t1.Derive(store.Credential{Hash: hash("tok-1-t1-login"), ID: "cred_t1_login", CreatedAt: t0})
+	t2 := store.Credential{Hash: hash("tok-1-t2"), ID: "cred_t2", PrincipalID: "p1", Tenant: "t2", CreatedAt: t0}
+	for _, cr := range []store.Credential{t1, t1login, t2} {
+		if err := s.AddCredential(ctx, cr); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if _, _, err := s.PrincipalByCredential(ctx, c.Hash); err != nil {
-		t.Fatalf("token after the first revoke: %v", err)
+	n, err := s.RevokePrincipal(ctx, "p1", "t1", lifecycleAudit("t1", apitypes.AuditPrincipalRevoked))
+	if err != nil || n != 2 {
+		t.Fatalf("revoke in t1: got %d, %v; want 2 credentials (those of t1; it is still in t2)", n, err)
+	}
+	for _, h := range []string{t1.Hash, t1login.Hash} {
+		if _, _, err := s.PrincipalByCredential(ctx, h); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("t1's token after the revoke in t1: got %v, want ErrNotFound", err)
+		}
+	}
+	for _, h := range []string{c.Hash, t2.Hash} {
+		if _, _, err := s.PrincipalByCredential(ctx, h); err != nil {
+			t.Fatalf("token after the first revoke: %v", err)
+		}
 	}
 	n, err = s.RevokePrincipal(ctx, "p1", "t2", lifecycleAudit("t2", apitypes.AuditPrincipalRevoked))
-	if err != nil || n != 1 {
-		t.Fatalf("revoke in t2: got %d, %v; want 1 credential", n, err)
+	if err != nil || n != 2 {
+		t.Fatalf("revoke in t2: got %d, %v; want 2 credentials", n, err)
 	}
 	if _, _, err := s.PrincipalByCredential(ctx, c.Hash); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("token after the last revoke: got %v, want ErrNotFound", err)

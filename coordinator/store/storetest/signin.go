@@ -22,6 +22,9 @@ var signinCases = []struct {
 	{"Signin/Concurrent", testSigninConcurrent},
 	{"Credential/Revoke", testCredentialRevoke},
 	{"Credential/ExpiresAtRoundTrip", testCredentialExpiresAt},
+	{"Credential/RevokeCascades", testCredentialRevokeCascades},
+	{"Credential/DeriveFromRevoked", testCredentialDeriveFromRevoked},
+	{"Credential/DeriveDuringRevoke", testCredentialDeriveDuringRevoke},
 }
 
 func init() { markCases = append(markCases, signinCases...) }
@@ -124,8 +127,8 @@ func testCredentialRevoke(t *testing.T, s store.Store) {
 	if err := s.AddCredential(ctx, second); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.RevokeCredential(ctx, second.Hash); err != nil {
-		t.Fatal(err)
+	if n, err := s.RevokeCredential(ctx, second.Hash); err != nil || n != 0 {
+		t.Fatalf("revoke: %d derived, %v; want 0, nil", n, err)
 	}
 	if _, _, err := s.PrincipalByCredential(ctx, second.Hash); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("revoked credential: got %v, want ErrNotFound", err)
@@ -133,7 +136,7 @@ func testCredentialRevoke(t *testing.T, s store.Store) {
 	if _, _, err := s.PrincipalByCredential(ctx, c.Hash); err != nil {
 		t.Fatalf("the principal's other credential: %v", err)
 	}
-	if err := s.RevokeCredential(ctx, second.Hash); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.RevokeCredential(ctx, second.Hash); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("second revoke: got %v, want ErrNotFound", err)
 	}
 }
@@ -153,5 +156,85 @@ func testCredentialExpiresAt(t *testing.T, s store.Store) {
 	}
 	if !got.ExpiresAt.Equal(cr.ExpiresAt) || !got.Expired(cr.ExpiresAt) || got.Expired(cr.ExpiresAt.Add(-time.Second)) {
 		t.Fatalf("got expires_at %v, want %v", got.ExpiresAt, cr.ExpiresAt)
+	}
+}
+
+// Issue 35, issue 32 item 1: revoking a credential revokes every
+// credential derived from it, transitively, and nothing else; the tenant
+// and parent a credential carries round-trip.
+func testCredentialRevokeCascades(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	p, root := newPrincipal("prn_casc", "tok-casc")
+	root.Tenant = "t1"
+	mustCreatePrincipal(t, s, p, root)
+	other := sessionCred("tok-casc-other")
+	other.PrincipalID = p.ID
+	child := root.Derive(sessionCred("tok-casc-child"))
+	grandchild := child.Derive(sessionCred("tok-casc-grandchild"))
+	sibling := other.Derive(sessionCred("tok-casc-sibling"))
+	for _, c := range []store.Credential{other, child, grandchild, sibling} {
+		if err := s.AddCredential(ctx, c); err != nil {
+			t.Fatalf("add %s: %v", c.ID, err)
+		}
+	}
+	_, got, err := s.PrincipalByCredential(ctx, grandchild.Hash)
+	if err != nil || got.Parent != child.Hash || got.Tenant != "t1" {
+		t.Fatalf("grandchild: got parent %q tenant %q (%v), want %q t1", got.Parent, got.Tenant, err, child.Hash)
+	}
+	n, err := s.RevokeCredential(ctx, root.Hash)
+	if err != nil || n != 2 {
+		t.Fatalf("revoke root: %d derived, %v; want 2, nil", n, err)
+	}
+	for _, h := range []string{root.Hash, child.Hash, grandchild.Hash} {
+		if _, _, err := s.PrincipalByCredential(ctx, h); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("a revoked lineage's credential: got %v, want ErrNotFound", err)
+		}
+	}
+	for _, h := range []string{other.Hash, sibling.Hash} {
+		if _, _, err := s.PrincipalByCredential(ctx, h); err != nil {
+			t.Fatalf("a credential of another lineage: %v", err)
+		}
+	}
+}
+
+func testCredentialDeriveFromRevoked(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	p, root := newPrincipal("prn_orphan", "tok-orphan")
+	mustCreatePrincipal(t, s, p, root)
+	if _, err := s.RevokeCredential(ctx, root.Hash); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AddCredential(ctx, root.Derive(sessionCred("tok-orphan-child"))); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("derive from a revoked credential: got %v, want ErrNotFound", err)
+	}
+}
+
+// A derivation racing the revocation of its parent is either revoked
+// with it or refused; no derived credential outlives its parent.
+func testCredentialDeriveDuringRevoke(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	p, root := newPrincipal("prn_race", "tok-race")
+	mustCreatePrincipal(t, s, p, root)
+	const n = 8
+	kids := make([]store.Credential, n)
+	var wg sync.WaitGroup
+	for i := range kids {
+		kids[i] = root.Derive(sessionCred("tok-race-" + string(rune('a'+i))))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := s.AddCredential(ctx, kids[i]); err != nil && !errors.Is(err, store.ErrNotFound) {
+				t.Errorf("derive: %v", err)
+			}
+		}()
+	}
+	if _, err := s.RevokeCredential(ctx, root.Hash); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	for _, k := range kids {
+		if _, _, err := s.PrincipalByCredential(ctx, k.Hash); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("a credential derived from a revoked one still resolves (%v)", err)
+		}
 	}
 }
