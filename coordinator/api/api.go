@@ -29,6 +29,7 @@ import (
 	"github.com/olivares-dev/olivares/coordinator/accesslog"
 	"github.com/olivares-dev/olivares/coordinator/auth"
 	"github.com/olivares-dev/olivares/coordinator/fleet"
+	"github.com/olivares-dev/olivares/coordinator/outbound"
 	"github.com/olivares-dev/olivares/coordinator/store"
 	"github.com/olivares-dev/olivares/coordinator/vault"
 	"github.com/olivares-dev/olivares/shared/apierr"
@@ -76,10 +77,11 @@ type Options struct {
 	// ChangeLog is how many changes the change stream keeps for a resume
 	// (R-CHG-4). When zero, DefaultChangeLog.
 	ChangeLog int
-	// WebhookClient sends the webhooks' deliveries; when nil, a client
-	// with a 10 s timeout that follows no redirect. WebhookBackoff is the
-	// wait before each retry; when nil, DefaultWebhookBackoff.
-	WebhookClient  *http.Client
+	// Outbound checks the URLs of webhooks and push subscriptions and
+	// sends their deliveries (R-NOTIF-9); when nil, a guard that refuses
+	// every internal address. WebhookBackoff is the wait before each
+	// retry; when nil, DefaultWebhookBackoff.
+	Outbound       *outbound.Guard
 	WebhookBackoff []time.Duration
 	// VAPIDKey is the coordinator's Web Push key (R-NOTIF-8); when nil,
 	// one is made for this process. VAPIDSubject is the contact VAPID
