@@ -77,6 +77,9 @@ type Options struct {
 	// ChangeLog is how many changes the change stream keeps for a resume
 	// (R-CHG-4). When zero, DefaultChangeLog.
 	ChangeLog int
+	// ChangeStreams caps the open change streams (R-CHG-6). Zero values
+	// take the defaults.
+	ChangeStreams ChangeStreamLimits
 	// Outbound checks the URLs of webhooks and push subscriptions and
 	// sends their deliveries (R-NOTIF-9); when nil, a guard that refuses
 	// every internal address. WebhookBackoff is the wait before each
@@ -98,7 +101,8 @@ const DefaultVAPIDSubject = "mailto:olivares@localhost"
 type Server struct {
 	o        Options
 	echo     *echo.Echo
-	attaches attachSlots
+	attaches streamSlots
+	streams  streamSlots // the change streams (R-CHG-6)
 	idem     idemWaiters
 	// continueWake wakes RunContinuer when a schedule is set (continue.go).
 	continueWake chan struct{}
@@ -117,6 +121,7 @@ func New(o Options) *Server {
 		o.Now = time.Now
 	}
 	o.Attach.setDefaults()
+	o.ChangeStreams.setDefaults()
 	o.Continue.setDefaults()
 	s := &Server{o: o, echo: e, continueWake: make(chan struct{}, 1), log: logging.OrDiscard(o.Log).With(logging.KeyComponent, "api"), changes: newChangeLog(o.ChangeLog)}
 	if s.vapid = o.VAPIDKey; s.vapid == nil {
