@@ -307,7 +307,7 @@ func (c *Coordinator) Start(ctx context.Context) error {
 	// accesslog is outermost: a request refused while draining has its
 	// id and access line too (R-OBS-3, R-OBS-4).
 	front := accesslog.New(c.requests.wrap(c.Console), accesslog.Options{Log: c.log.With(logging.KeyComponent, "http"), Metrics: c.metrics})
-	// A slow or idle client is cut off (issue 35). No WriteTimeout: the
+	// R-API-13: a slow or idle client is cut off. No WriteTimeout: the
 	// attach and change streams are answers that last; each of their
 	// writes has its own deadline (api.sse_write_timeout) instead.
 	srv := &http.Server{Handler: front, ReadHeaderTimeout: DefaultReadHeaderTimeout,

@@ -15,7 +15,7 @@ import (
 	"github.com/olivares-dev/olivares/integration/contract"
 )
 
-// Issue 35 (finding 8): the API server cuts off a client that trickles its
+// R-API-13 (issue 35, finding 8): the API server cuts off a client that trickles its
 // request body and a kept-alive connection left idle, each after its
 // configured bound, while a change stream, an answer, outlives both.
 func TestSlowAndIdleClientsAreCut(t *testing.T) {
