@@ -76,3 +76,35 @@ func TestSlowAndIdleClientsAreCut(t *testing.T) {
 		got = append(got, buf[:n]...)
 	}
 }
+
+// R-NOTIF-9: [outbound] allow reaches the API: without it a webhook on
+// loopback is 422 destination_refused; with 127.0.0.1/32 it is taken.
+func TestOutboundAllowFromConfig(t *testing.T) {
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	body := `{"url":"http://` + ln.Addr().String() + `/hook"}`
+	client := &http.Client{Transport: contract.Transport(t, &http.Transport{})}
+	for _, tc := range []struct {
+		allow []string
+		want  int
+	}{{nil, http.StatusUnprocessableEntity}, {[]string{"127.0.0.1/32"}, http.StatusCreated}} {
+		c, tok := startPlain(t, func(cfg *Config) { cfg.Outbound.Allow = tc.allow })
+		req, _ := http.NewRequest(http.MethodPost, c.APIURL()+"/v1/m/sessions/webhooks", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+tok)
+		req.Header.Set("X-Olivares-Tenant", "default")
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		c.Close()
+		if resp.StatusCode != tc.want {
+			t.Errorf("outbound.allow %v: POST /webhooks got %d %s, want %d", tc.allow, resp.StatusCode, b, tc.want)
+		}
+	}
+}
