@@ -244,6 +244,10 @@ func (n *notifier) deliver(h store.Webhook, d apitypes.WebhookDelivery, body []b
 	defer func() { <-n.workers }()
 	for attempt := 0; ; attempt++ {
 		status, err := n.post(h, d, body)
+		if err != nil {
+			// The operator's log has what the tenant's does not.
+			n.s.log.Debug("notifications: a delivery got no answer", "webhook", h.ID, logging.Err(err))
+		}
 		d.Attempts++
 		// R-NOTIF-9: the status and a short reason, never the receiver's
 		// body, nor what kept a connection from being made.
