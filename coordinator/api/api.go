@@ -30,6 +30,7 @@ import (
 	"github.com/olivares-dev/olivares/coordinator/accesslog"
 	"github.com/olivares-dev/olivares/coordinator/auth"
 	"github.com/olivares-dev/olivares/coordinator/fleet"
+	"github.com/olivares-dev/olivares/coordinator/outbound"
 	"github.com/olivares-dev/olivares/coordinator/store"
 	"github.com/olivares-dev/olivares/coordinator/vault"
 	"github.com/olivares-dev/olivares/shared/apierr"
@@ -77,10 +78,14 @@ type Options struct {
 	// ChangeLog is how many changes the change stream keeps for a resume
 	// (R-CHG-4). When zero, DefaultChangeLog.
 	ChangeLog int
-	// WebhookClient sends the webhooks' deliveries; when nil, a client
-	// with a 10 s timeout that follows no redirect. WebhookBackoff is the
-	// wait before each retry; when nil, DefaultWebhookBackoff.
-	WebhookClient  *http.Client
+	// ChangeStreams caps the open change streams (R-CHG-6). Zero values
+	// take the defaults.
+	ChangeStreams ChangeStreamLimits
+	// Outbound checks the URLs of webhooks and push subscriptions and
+	// sends their deliveries (R-NOTIF-9); when nil, a guard that refuses
+	// every internal address. WebhookBackoff is the wait before each
+	// retry; when nil, DefaultWebhookBackoff.
+	Outbound       *outbound.Guard
 	WebhookBackoff []time.Duration
 	// VAPIDKey is the coordinator's Web Push key (R-NOTIF-8); when nil,
 	// one is made for this process. VAPIDSubject is the contact VAPID
@@ -101,7 +106,8 @@ const DefaultVAPIDSubject = "mailto:olivares@localhost"
 type Server struct {
 	o        Options
 	echo     *echo.Echo
-	attaches attachSlots
+	attaches streamSlots
+	streams  streamSlots // the change streams (R-CHG-6)
 	idem     idemWaiters
 	// continueWake wakes RunContinuer when a schedule is set (continue.go).
 	continueWake chan struct{}
@@ -121,6 +127,7 @@ func New(o Options) *Server {
 		o.Now = time.Now
 	}
 	o.Attach.setDefaults()
+	o.ChangeStreams.setDefaults()
 	o.Continue.setDefaults()
 	s := &Server{o: o, echo: e, continueWake: make(chan struct{}, 1), log: logging.OrDiscard(o.Log).With(logging.KeyComponent, "api"), changes: newChangeLog(o.ChangeLog)}
 	if s.fails = o.Failures; s.fails == nil {

@@ -19,14 +19,20 @@ import (
 	"github.com/olivares-dev/olivares/integration/contract"
 )
 
-func newTestServer(t *testing.T) (*Server, store.Store) {
+// newTestServer builds a server on a fresh store; each with changes the
+// options first.
+func newTestServer(t *testing.T, with ...func(*Options)) (*Server, store.Store) {
 	t.Helper()
 	st, err := bolt.Open(filepath.Join(t.TempDir(), "c.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	s := New(Options{Store: st, Fleet: fleet.New(fleet.Options{Store: st})})
+	o := Options{Store: st, Fleet: fleet.New(fleet.Options{Store: st})}
+	for _, f := range with {
+		f(&o)
+	}
+	s := New(o)
 	// Every request these tests send and every answer they get is checked
 	// against openapi.yaml (issue 17).
 	checked.Store(s, contract.Handler(t, s.Handler()))

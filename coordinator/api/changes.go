@@ -15,6 +15,7 @@ import (
 
 	"github.com/olivares-dev/olivares/coordinator/auth"
 	"github.com/olivares-dev/olivares/coordinator/store"
+	"github.com/olivares-dev/olivares/shared/apierr"
 	"github.com/olivares-dev/olivares/shared/apitypes"
 	"github.com/olivares-dev/olivares/shared/logging"
 )
@@ -25,6 +26,33 @@ import (
 
 // DefaultChangeLog is how many changes the log keeps at least (R-CHG-4).
 const DefaultChangeLog = 4096
+
+// Default caps of the change streams (R-CHG-6): a console tab holds one,
+// so a person's few browsers stay far below the first; the second bounds
+// the goroutines and connections the streams hold at once.
+const (
+	DefaultChangeStreamsPerPrincipal = 32
+	DefaultChangeStreams             = 4096
+)
+
+// ChangeStreamLimits cap the open change streams (R-CHG-6).
+type ChangeStreamLimits struct {
+	// PerPrincipal is the most one principal holds open; one more is 429
+	// too_many_change_streams. When zero, DefaultChangeStreamsPerPrincipal.
+	PerPrincipal int
+	// Total is the most this coordinator holds open for everyone. When
+	// zero, DefaultChangeStreams.
+	Total int
+}
+
+func (l *ChangeStreamLimits) setDefaults() {
+	if l.PerPrincipal <= 0 {
+		l.PerPrincipal = DefaultChangeStreamsPerPrincipal
+	}
+	if l.Total <= 0 {
+		l.Total = DefaultChangeStreams
+	}
+}
 
 // change is one entry of the log.
 type change struct {
@@ -156,6 +184,17 @@ func (s *Server) changeStream(c echo.Context) error {
 	}
 	ctx := c.Request().Context()
 	cl := CallerOf(c)
+	// R-CHG-6: capped per principal and in all.
+	release, n, ok := s.streams.acquire(cl.Principal.ID, s.o.ChangeStreams.PerPrincipal, s.o.ChangeStreams.Total)
+	if !ok && n < 0 {
+		return apierr.New(http.StatusTooManyRequests, "too_many_change_streams",
+			"this coordinator has %d change streams open, the most it serves at once; try again in a minute, or ask its operator to raise api.max_change_streams", s.o.ChangeStreams.Total)
+	}
+	if !ok {
+		return apierr.New(http.StatusTooManyRequests, "too_many_change_streams",
+			"you have %d change streams open, the most one principal may hold at once; close a console tab or another client that follows the changes, then connect again", n)
+	}
+	defer release()
 	w := c.Response()
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")

@@ -215,3 +215,59 @@ func pushRow(t *testing.T, s *Server, r apitypes.Run) {
 		fleetObserver{s}.RunsIndexed(t.Context(), []apitypes.Run{r})
 	}
 }
+
+// R-CHG-6 (issue 35, finding 7): change streams are capped per principal
+// and in all: past either, 429 too_many_change_streams, checked against
+// the document; a closed stream gives its slot back.
+func TestChangeStreamCap(t *testing.T) {
+	s, st := newTestServer(t, func(o *Options) { o.ChangeStreams = ChangeStreamLimits{PerPrincipal: 3, Total: 5} })
+	srv := httptest.NewServer(handler(s))
+	t.Cleanup(srv.Close)
+	viewer := principal(t, st, "viewer", map[string]string{"t1": store.RoleViewer})
+	other := principal(t, st, "other", map[string]string{"t1": store.RoleViewer})
+	third := principal(t, st, "third", map[string]string{"t1": store.RoleViewer})
+	try := func(tok string) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, srv.URL+Base+"/events", nil)
+		req.Header.Set("Authorization", "Bearer "+tok)
+		req.Header.Set(HeaderTenant, "t1")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var b struct {
+			Error struct{ Code string } `json:"error"`
+		}
+		json.NewDecoder(resp.Body).Decode(&b)
+		return resp.StatusCode, b.Error.Code
+	}
+	var mine []*changeClient
+	for range 3 {
+		c := openChanges(t, srv.URL, viewer, "t1", "")
+		c.next(t) // the reset: the stream holds its slot
+		mine = append(mine, c)
+	}
+	if status, code := try(viewer); status != 429 || code != "too_many_change_streams" {
+		t.Fatalf("a 4th stream of one principal: got %d %s, want 429 too_many_change_streams", status, code)
+	}
+	for range 2 {
+		openChanges(t, srv.URL, other, "t1", "").next(t)
+	}
+	if status, code := try(third); status != 429 || code != "too_many_change_streams" {
+		t.Fatalf("a stream past the total: got %d %s, want 429 too_many_change_streams", status, code)
+	}
+	mine[0].close()
+	deadline := time.Now().Add(10 * time.Second)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if status, _ := try(third); status == http.StatusOK {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("a closed stream's slot was not given back within 10 s")
+		}
+		<-tick.C
+	}
+}

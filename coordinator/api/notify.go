@@ -9,16 +9,14 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
+	"github.com/olivares-dev/olivares/coordinator/outbound"
 	"github.com/olivares-dev/olivares/coordinator/store"
 	"github.com/olivares-dev/olivares/shared/apitypes"
 	"github.com/olivares-dev/olivares/shared/logging"
@@ -36,10 +34,8 @@ var DefaultWebhookBackoff = []time.Duration{time.Second, 5 * time.Second, 30 * t
 const (
 	// pushTTL is how long a push service keeps a message for a browser
 	// that is offline (RFC 8030's TTL).
-	pushTTL            = 24 * time.Hour
-	webhookTimeout     = 10 * time.Second
-	webhookMaxResponse = 1 << 10
-	webhookWorkers     = 8
+	pushTTL        = 24 * time.Hour
+	webhookWorkers = 8
 )
 
 // Webhook request headers (R-NOTIF-3).
@@ -62,8 +58,9 @@ func WebhookSignature(secret, timestamp string, body []byte) string {
 }
 
 type notifier struct {
-	s       *Server
-	client  *http.Client
+	s *Server
+	// out is the only way a delivery leaves (R-NOTIF-9).
+	out     *outbound.Guard
 	backoff []time.Duration
 	ctx     context.Context
 	cancel  context.CancelFunc
@@ -92,10 +89,10 @@ func changeKey(r apitypes.Run, a string) string {
 }
 
 func newNotifier(s *Server) *notifier {
-	n := &notifier{s: s, client: s.o.WebhookClient, backoff: s.o.WebhookBackoff, last: map[string]string{}, sent: map[string]time.Time{},
+	n := &notifier{s: s, out: s.o.Outbound, backoff: s.o.WebhookBackoff, last: map[string]string{}, sent: map[string]time.Time{},
 		workers: make(chan struct{}, webhookWorkers)}
-	if n.client == nil {
-		n.client = &http.Client{Timeout: webhookTimeout, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	if n.out == nil {
+		n.out, _ = outbound.New(outbound.Options{}) // no allowlist: nothing to refuse
 	}
 	if n.backoff == nil {
 		n.backoff = DefaultWebhookBackoff
@@ -246,11 +243,20 @@ func (n *notifier) deliver(h store.Webhook, d apitypes.WebhookDelivery, body []b
 	}
 	defer func() { <-n.workers }()
 	for attempt := 0; ; attempt++ {
-		status, resp, err := n.post(h, d, body)
-		d.Attempts++
-		d.LastStatus, d.LastResponse, d.LastError, d.NextAttempt = status, resp, "", nil
+		status, err := n.post(h, d, body)
 		if err != nil {
-			d.LastError = err.Error()
+			// The operator's log has what the tenant's does not.
+			n.s.log.Debug("notifications: a delivery got no answer", "webhook", h.ID, logging.Err(err))
+		}
+		d.Attempts++
+		// R-NOTIF-9: the status and a short reason, never the receiver's
+		// body, nor what kept a connection from being made.
+		d.LastStatus, d.LastResponse, d.LastError, d.NextAttempt = status, "", outbound.Reason(err), nil
+		if status != 0 {
+			d.LastResponse = strconv.Itoa(status) + " " + http.StatusText(status)
+			if status >= 300 && status < 400 {
+				d.LastResponse += " (redirects are not followed)"
+			}
 		}
 		d.UpdatedAt = n.s.o.Now().UTC()
 		switch {
@@ -287,9 +293,10 @@ func retryable(status int) bool {
 	return status >= 500 || status == http.StatusRequestTimeout || status == http.StatusTooManyRequests
 }
 
-// post is one attempt: the signed request and what came back.
-func (n *notifier) post(h store.Webhook, d apitypes.WebhookDelivery, body []byte) (int, string, error) {
-	ctx, cancel := context.WithTimeout(n.ctx, webhookTimeout)
+// post is one attempt: the signed request, through the guard, and the
+// status that came back.
+func (n *notifier) post(h store.Webhook, d apitypes.WebhookDelivery, body []byte) (int, error) {
+	ctx, cancel := context.WithTimeout(n.ctx, n.out.Timeout())
 	defer cancel()
 	var req *http.Request
 	var err error
@@ -302,13 +309,16 @@ func (n *notifier) post(h store.Webhook, d apitypes.WebhookDelivery, body []byte
 		req, err = webpush.Request(n.s.vapid, webpush.Subscription{Endpoint: h.URL, P256dh: h.P256dh, Auth: h.Auth},
 			n.s.o.VAPIDSubject, body, pushTTL, urgency, n.s.o.Now())
 		if err != nil {
-			return 0, "", err
+			return 0, err
+		}
+		if req.URL.Scheme != "https" {
+			return 0, outbound.ErrScheme // a subscription stored before push was https only
 		}
 		req = req.WithContext(ctx)
 	} else {
 		req, err = http.NewRequestWithContext(ctx, http.MethodPost, h.URL, bytes.NewReader(body))
 		if err != nil {
-			return 0, "", err
+			return 0, err
 		}
 		ts := strconv.FormatInt(n.s.o.Now().Unix(), 10)
 		req.Header.Set("Content-Type", "application/json")
@@ -318,16 +328,7 @@ func (n *notifier) post(h store.Webhook, d apitypes.WebhookDelivery, body []byte
 		req.Header.Set(HeaderWebhookSignature, WebhookSignature(h.Secret, ts, body))
 	}
 	req.Header.Set("User-Agent", "Olivares-Webhook/1")
-	resp, err := n.client.Do(req)
-	if err != nil {
-		return 0, "", fmt.Errorf("the request failed: %w", errors.Unwrap(err))
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, webhookMaxResponse))
-	for len(b) > 0 && !utf8.Valid(b) {
-		b = b[:len(b)-1] // a rune cut at the limit
-	}
-	return resp.StatusCode, string(b), nil
+	return n.out.Do(req)
 }
 
 // close stops the retries and waits for the deliveries under way.

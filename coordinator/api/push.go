@@ -89,6 +89,12 @@ func (s *Server) subscribePush(c echo.Context) error {
 		}
 	}
 	ctx := c.Request().Context()
+	// R-NOTIF-9: a push service is a public https address, as every
+	// browser's is; anything else would have the coordinator call where a
+	// viewer said.
+	if err := s.notify.out.Check(ctx, req.Endpoint, true); err != nil {
+		return destinationError(err, "endpoint", req.Endpoint, "the https endpoint of a push service, as the browser gave it")
+	}
 	cl := CallerOf(c)
 	hooks, err := s.o.Store.ListWebhooks(ctx, cl.Tenant)
 	if err != nil {

@@ -18,7 +18,7 @@ import (
 	"github.com/olivares-dev/olivares/shared/webpush"
 )
 
-// pushService is a push service on 127.0.0.1 as RFC 8030 has one: it
+// pushService is a push service on 127.0.0.1, over https, as RFC 8030 has one: it
 // takes a push for the one browser it serves, checks the VAPID JWT
 // against the coordinator's key and its own origin, and decrypts the body
 // with the browser's private key and auth secret (RFC 8291).
@@ -36,7 +36,7 @@ func newPushService(t *testing.T) *pushService {
 	ps := &pushService{auth: make([]byte, 16)}
 	ps.ua, _ = ecdh.P256().GenerateKey(rand.Reader)
 	rand.Read(ps.auth)
-	ps.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	ps.srv = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		ps.mu.Lock()
 		defer ps.mu.Unlock()
@@ -79,11 +79,11 @@ func (ps *pushService) subscription(reasons string) string {
 // the push service's origin (it verifies); another person cannot see or
 // remove it; test-fire pushes now.
 func TestWebPush(t *testing.T) {
-	s, st := newTestServer(t)
+	ps := newPushService(t)
+	s, st := newTestServer(t, allowLoopback(t, ps.srv.Certificate()))
 	t.Cleanup(s.Close)
 	alice := principal(t, st, "alice", map[string]string{"t1": store.RoleViewer})
 	bob := principal(t, st, "bob", map[string]string{"t1": store.RoleAdmin})
-	ps := newPushService(t)
 
 	rec := doJSON(t, s, http.MethodGet, Base+"/push/key", alice, "")
 	var key apitypes.PushKey

@@ -6,11 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"net/http"
 	"sync"
 	"time"
 
-	"github.com/olivares-dev/olivares/shared/apierr"
 	"github.com/olivares-dev/olivares/shared/apitypes"
 	"github.com/olivares-dev/olivares/shared/proto"
 	"github.com/olivares-dev/olivares/shared/wire"
@@ -445,25 +443,32 @@ func (r *relayWriter) frame(p []byte) (relayEnd, bool) {
 	return 0, false
 }
 
-// attachSlots counts each principal's open attaches (issue 18: capped,
-// 429 past the cap).
-type attachSlots struct {
-	mu   sync.Mutex
-	open map[string]int
+// streamSlots counts the open streams of one kind, each principal's and
+// all of them (issue 18 capped attaches; issue 35 the change streams).
+type streamSlots struct {
+	mu    sync.Mutex
+	open  map[string]int
+	total int
 }
 
-// acquire takes one of principal's max slots; release gives it back.
-func (a *attachSlots) acquire(principal string, max int) (release func(), err error) {
+// acquire takes one of principal's max slots and, when total is not zero,
+// one of total; release gives them back (twice is once). ok is false when
+// either is full; held is then how many principal has open, or -1 when
+// the total is what ran out.
+func (a *streamSlots) acquire(principal string, max, total int) (release func(), held int, ok bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.open == nil {
 		a.open = map[string]int{}
 	}
 	if n := a.open[principal]; n >= max {
-		return nil, apierr.New(http.StatusTooManyRequests, "too_many_attaches",
-			"you have %d attach streams open, the most one principal may hold at once; close one of them (a dropped viewer's slot is freed once its connection ends), then attach again", n)
+		return nil, n, false
+	}
+	if total > 0 && a.total >= total {
+		return nil, -1, false
 	}
 	a.open[principal]++
+	a.total++
 	var once sync.Once
 	return func() {
 		once.Do(func() {
@@ -471,7 +476,8 @@ func (a *attachSlots) acquire(principal string, max int) (release func(), err er
 			if a.open[principal]--; a.open[principal] <= 0 {
 				delete(a.open, principal)
 			}
+			a.total--
 			a.mu.Unlock()
 		})
-	}, nil
+	}, 0, true
 }

@@ -300,31 +300,34 @@ func TestRelayRefusesAnOversizedFrame(t *testing.T) {
 }
 
 // The attach cap: a principal's slots run out at max, another principal
-// keeps its own, and a released slot can be taken again.
-func TestAttachSlots(t *testing.T) {
-	var a attachSlots
+// keeps its own, and a released slot can be taken again; with a total, the
+// total runs out for everyone (R-CHG-6).
+func TestStreamSlots(t *testing.T) {
+	var a streamSlots
 	var rels []func()
 	for range 3 {
-		rel, err := a.acquire("p1", 3)
-		if err != nil {
-			t.Fatal(err)
+		rel, _, ok := a.acquire("p1", 3, 0)
+		if !ok {
+			t.Fatal("a free slot was refused")
 		}
 		rels = append(rels, rel)
 	}
-	_, err := a.acquire("p1", 3)
-	if err == nil || !strings.Contains(err.Error(), "too_many_attaches") {
-		t.Fatalf("4th attach: got %v, want too_many_attaches", err)
+	if _, n, ok := a.acquire("p1", 3, 0); ok || n != 3 {
+		t.Fatalf("4th attach: got %v %d, want refused with 3 held", ok, n)
 	}
-	if _, err := a.acquire("p2", 3); err != nil {
-		t.Fatalf("another principal: %v", err)
+	if _, _, ok := a.acquire("p2", 3, 0); !ok {
+		t.Fatal("another principal was refused")
 	}
 	rels[0]()
 	rels[0]() // twice is once
-	if _, err := a.acquire("p1", 3); err != nil {
-		t.Fatalf("after a release: %v", err)
+	if _, _, ok := a.acquire("p1", 3, 0); !ok {
+		t.Fatal("refused after a release")
 	}
-	if _, err := a.acquire("p1", 3); err == nil {
+	if _, _, ok := a.acquire("p1", 3, 0); ok {
 		t.Fatal("a double release freed two slots")
+	}
+	if _, n, ok := a.acquire("p3", 3, 4); ok || n != -1 { // 4 open
+		t.Fatalf("past the total: got %v %d, want refused with -1", ok, n)
 	}
 }
 

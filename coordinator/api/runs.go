@@ -776,9 +776,10 @@ func (s *Server) attach(c echo.Context) error {
 		}
 		from = n + 1
 	}
-	release, err := s.attaches.acquire(CallerOf(c).Principal.ID, s.o.Attach.PerPrincipal)
-	if err != nil {
-		return err
+	release, n, ok := s.attaches.acquire(CallerOf(c).Principal.ID, s.o.Attach.PerPrincipal, 0)
+	if !ok {
+		return apierr.New(http.StatusTooManyRequests, "too_many_attaches",
+			"you have %d attach streams open, the most one principal may hold at once; close one of them (a dropped viewer's slot is freed once its connection ends), then attach again", n)
 	}
 	defer release()
 	octx, cancel := context.WithTimeout(ctx, callTimeout)

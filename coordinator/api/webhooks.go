@@ -13,6 +13,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/olivares-dev/olivares/coordinator/auth"
+	"github.com/olivares-dev/olivares/coordinator/outbound"
 	"github.com/olivares-dev/olivares/coordinator/store"
 	"github.com/olivares-dev/olivares/shared/apierr"
 	"github.com/olivares-dev/olivares/shared/apitypes"
@@ -39,6 +40,24 @@ func webhookView(w store.Webhook) apitypes.Webhook {
 		r = []string{}
 	}
 	return apitypes.Webhook{ID: w.ID, URL: w.URL, Reasons: r, CreatedAt: w.CreatedAt.UTC()}
+}
+
+// destinationError is the answer to a webhook URL or a push endpoint the
+// guard refused (R-NOTIF-9): a form it does not take is 400 bad_url or
+// bad_subscription, an internal address 422 destination_refused.
+func destinationError(err error, field, raw, want string) error {
+	code := "bad_url"
+	if field == "endpoint" {
+		code = "bad_subscription"
+	}
+	switch {
+	case errors.Is(err, outbound.ErrInternal):
+		return apierr.New(http.StatusUnprocessableEntity, "destination_refused",
+			"%s %q: its host is an address of the coordinator's own network (loopback, private, link-local or another internal range); give a public address, or ask the coordinator's operator to allow this destination ([outbound] allow)", field, raw)
+	case errors.Is(err, outbound.ErrUnresolved):
+		return apierr.BadRequest(code, "%s %q: the host does not resolve; check its name", field, raw)
+	}
+	return apierr.BadRequest(code, "%s %q: give %s", field, raw, want)
 }
 
 // urlHost is what the audit keeps of a hook's URL: its scheme and host,
@@ -69,16 +88,18 @@ func (s *Server) createWebhook(c echo.Context) error {
 	if err := decodeStrict(c, maxJSONBody, &req); err != nil {
 		return err
 	}
-	u, err := url.Parse(req.URL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || len(req.URL) > 2048 {
-		return apierr.BadRequest("bad_url", "url %q: give an absolute http or https URL (at most 2048 bytes)", req.URL)
-	}
 	for _, r := range req.Reasons {
 		if !slices.Contains(apitypes.AttentionReasons, r) {
 			return apierr.BadRequest("bad_reason", "reason %q: use %s", r, strings.Join(apitypes.AttentionReasons, ", "))
 		}
 	}
 	ctx := c.Request().Context()
+	if len(req.URL) > 2048 {
+		return apierr.BadRequest("bad_url", "url %q: give an absolute http or https URL (at most 2048 bytes)", req.URL)
+	}
+	if err := s.notify.out.Check(ctx, req.URL, false); err != nil {
+		return destinationError(err, "url", req.URL, "an absolute http or https URL, without user or password")
+	}
 	cl := CallerOf(c)
 	hooks, err := s.o.Store.ListWebhooks(ctx, cl.Tenant)
 	if err != nil {
@@ -135,10 +156,14 @@ func (s *Server) hookInTenant(ctx context.Context, c echo.Context) (store.Webhoo
 	return w, err
 }
 
+// deleteWebhook and testWebhook are a person's acts, as creating one is.
 func (s *Server) deleteWebhook(c echo.Context) error {
 	ctx := c.Request().Context()
 	w, err := s.hookInTenant(ctx, c)
 	if err != nil {
+		return err
+	}
+	if err := refuseAgent(c); err != nil {
 		return err
 	}
 	if err := noBody(c); err != nil {
@@ -173,14 +198,22 @@ func (s *Server) listDeliveries(c echo.Context) error {
 }
 
 // testWebhook is POST /webhooks/{id}/test (R-NOTIF-6): one signed `test`
-// delivery, sent now and not retried; the answer is how it went.
+// delivery, sent now and not retried; the answer is how it went. It is
+// audited before it goes (R-NOTIF-7): a test is a request the coordinator
+// sends where a person said.
 func (s *Server) testWebhook(c echo.Context) error {
 	ctx := c.Request().Context()
 	w, err := s.hookInTenant(ctx, c)
 	if err != nil {
 		return err
 	}
+	if err := refuseAgent(c); err != nil {
+		return err
+	}
 	if err := noBody(c); err != nil {
+		return err
+	}
+	if _, err := s.o.Store.AppendAudit(ctx, s.webhookAudit(c, apitypes.AuditWebhookTested, w)); err != nil {
 		return err
 	}
 	d := s.notify.newDelivery(w, apitypes.WebhookEventTest)

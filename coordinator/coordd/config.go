@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/olivares-dev/olivares/certs"
+	"github.com/olivares-dev/olivares/coordinator/outbound"
 	"github.com/olivares-dev/olivares/coordinator/sso"
 	"github.com/olivares-dev/olivares/coordinator/store/postgres"
 	"github.com/olivares-dev/olivares/shared/config"
@@ -47,6 +48,19 @@ type Config struct {
 		// MaxAttachesPerPrincipal caps the attach streams one principal
 		// has open (429 too_many_attaches past it). When zero, 128.
 		MaxAttachesPerPrincipal int `toml:"max_attaches_per_principal"`
+		// MaxChangeStreamsPerPrincipal caps the change streams (GET
+		// /v1/m/sessions/events) one principal has open, and
+		// MaxChangeStreams all of them (429 too_many_change_streams past
+		// either). When zero, 32 and 4096.
+		MaxChangeStreamsPerPrincipal int `toml:"max_change_streams_per_principal"`
+		MaxChangeStreams             int `toml:"max_change_streams"`
+		// ReadTimeout bounds the reading of one request, headers and body;
+		// a client that sends slower is cut off. The streams (attach,
+		// events) are answers, which it does not bound. When zero, 30s.
+		ReadTimeout config.Duration `toml:"read_timeout"`
+		// IdleTimeout closes a kept-alive connection that sends no next
+		// request for this long. When zero, 30s.
+		IdleTimeout config.Duration `toml:"idle_timeout"`
 		// ContinueJitter is the most a continue at a limit's reset is put
 		// after the reset, at random (docs/rules/usage.md). When zero, 60s;
 		// negative, none.
@@ -86,6 +100,17 @@ type Config struct {
 		// NodeCertValidity is the lifetime of node certificates. Default 7 days.
 		NodeCertValidity config.Duration `toml:"node_cert_validity"`
 	} `toml:"pki"`
+	// Outbound is where the coordinator may send the requests a tenant
+	// names the address of: webhook deliveries and Web Push.
+	Outbound struct {
+		// Allow lists the private destinations the operator means tenants
+		// to reach: CIDR prefixes ("10.20.0.0/16") or host names
+		// ("hooks.corp.example", whose every address is then taken). When
+		// empty, every loopback, private, link-local (cloud metadata),
+		// unique-local, unspecified and other special address is refused,
+		// at creation and at each send.
+		Allow []string `toml:"allow"`
+	} `toml:"outbound"`
 	Store StoreConfig `toml:"store"`
 	// Replica: this coordinator as one of several sharing the PostgreSQL
 	// store (issue 24). Only with store.driver "postgres".
@@ -161,6 +186,15 @@ func (s *StoreConfig) CheckAndSetDefaults() error {
 	return nil
 }
 
+// The API server's bounds on slow and idle clients (issue 35): what a
+// client that trickles its request, or holds a connection it does not use,
+// may keep.
+const (
+	DefaultReadHeaderTimeout = 10 * time.Second
+	DefaultReadTimeout       = 30 * time.Second
+	DefaultIdleTimeout       = 30 * time.Second
+)
+
 // DefaultMetricsListen is where serve answers /metrics by default.
 const DefaultMetricsListen = "127.0.0.1:7445"
 
@@ -173,6 +207,7 @@ func DefaultConfig() Config {
 	c.API.Listen = "127.0.0.1:7443"
 	c.Tunnel.Listen = "127.0.0.1:7444"
 	c.Metrics.Listen = DefaultMetricsListen
+	c.API.ReadTimeout.Duration, c.API.IdleTimeout.Duration = DefaultReadTimeout, DefaultIdleTimeout
 	c.Tunnel.Heartbeat.Duration = 5 * time.Second
 	c.PKI.NodeCertValidity.Duration = certs.DefaultNodeValidity
 	return c
@@ -210,6 +245,15 @@ func (c *Config) CheckAndSetDefaults() error {
 	if c.API.AttachBuffer < 0 || c.API.MaxAttachesPerPrincipal < 0 || c.API.SSEWriteTimeout.Duration < 0 || c.API.SSEKeepAlive.Duration < 0 {
 		return errors.New("config: api.attach_buffer, api.max_attaches_per_principal, api.sse_write_timeout and api.sse_keepalive must not be negative (zero takes the default)")
 	}
+	if c.API.MaxChangeStreamsPerPrincipal < 0 || c.API.MaxChangeStreams < 0 || c.API.ReadTimeout.Duration < 0 || c.API.IdleTimeout.Duration < 0 {
+		return errors.New("config: api.max_change_streams_per_principal, api.max_change_streams, api.read_timeout and api.idle_timeout must not be negative (zero takes the default)")
+	}
+	if c.API.ReadTimeout.Duration == 0 {
+		c.API.ReadTimeout.Duration = DefaultReadTimeout
+	}
+	if c.API.IdleTimeout.Duration == 0 {
+		c.API.IdleTimeout.Duration = DefaultIdleTimeout
+	}
 	switch {
 	case c.Metrics.Listen == "":
 		c.Metrics.Listen = DefaultMetricsListen
@@ -221,6 +265,9 @@ func (c *Config) CheckAndSetDefaults() error {
 		if !IsLoopback(c.Metrics.Listen) && c.Metrics.TokenFile == "" {
 			return fmt.Errorf("config: metrics.listen %s is not a loopback address: set metrics.token_file so that scrapes must authenticate, or listen on 127.0.0.1", c.Metrics.Listen)
 		}
+	}
+	if _, err := outbound.New(outbound.Options{Allow: c.Outbound.Allow}); err != nil {
+		return fmt.Errorf("config: outbound.allow: %w", err)
 	}
 	if c.Tunnel.Heartbeat.Duration <= 0 {
 		return errors.New("config: tunnel.heartbeat must be positive")
@@ -236,6 +283,11 @@ func (c *Config) CheckAndSetDefaults() error {
 	}
 	if err := c.OIDC.CheckAndSetDefaults(); err != nil {
 		return err
+	}
+	// R-SSO-8: the callback address comes from the config, never from a
+	// request's Host header, except on a plain loopback listener (dev).
+	if c.OIDC.Enabled() && c.OIDC.RedirectURL == "" && !c.API.Plain {
+		return fmt.Errorf("config: oidc.redirect_url is required: give the console's callback as it is registered at the provider, such as https://olivares.example.com%s (only a plain-HTTP coordinator on loopback takes it from the address the browser used)", sso.CallbackPath)
 	}
 	if len(c.Tunnel.Hosts) == 0 {
 		c.Tunnel.Hosts = []string{"localhost", "127.0.0.1"}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/olivares-dev/olivares/coordinator/sso"
 	"github.com/olivares-dev/olivares/shared/config"
 )
 
@@ -72,6 +73,11 @@ func TestExampleConfig(t *testing.T) {
 	}
 }
 
+func testOIDC() sso.Config {
+	return sso.Config{Issuer: "https://idp.example.com", ClientID: "olivares", ClientSecret: "s",
+		Roles: []sso.RoleRule{{Claim: "groups", Value: "eng", Tenant: "default", Role: "viewer"}}}
+}
+
 // R-API-9, R-ATT-7, R-ATT-10: the metrics listener and the attach limits
 // are checked (issue 16, 18).
 func TestConfigMetricsAndAttach(t *testing.T) {
@@ -89,6 +95,20 @@ func TestConfigMetricsAndAttach(t *testing.T) {
 		{"bad address", func(c *Config) { c.Metrics.Listen = "nowhere" }, "metrics.listen", ""},
 		{"negative buffer", func(c *Config) { c.API.AttachBuffer = -1 }, "api.attach_buffer", ""},
 		{"negative cap", func(c *Config) { c.API.MaxAttachesPerPrincipal = -1 }, "api.max_attaches_per_principal", ""},
+		// R-CHG-6, issue 35: the change stream caps and the server's bounds.
+		{"negative stream cap", func(c *Config) { c.API.MaxChangeStreams = -1 }, "api.max_change_streams", ""},
+		{"negative read timeout", func(c *Config) { c.API.ReadTimeout.Duration = -1 }, "api.read_timeout", ""},
+		{"zero timeouts take the defaults", func(c *Config) { c.API.ReadTimeout.Duration, c.API.IdleTimeout.Duration = 0, 0 }, "", DefaultMetricsListen},
+		// R-NOTIF-9: a bad allow entry is named.
+		{"bad outbound allow", func(c *Config) { c.Outbound.Allow = []string{"10.0.0.0/8", "not a host/"} }, `outbound.allow: "not a host/"`, ""},
+		{"outbound allow", func(c *Config) { c.Outbound.Allow = []string{"10.0.0.0/8", "::1", "hooks.corp.example"} }, "", DefaultMetricsListen},
+		// R-SSO-8: the callback comes from the config outside dev.
+		{"sso without redirect_url", func(c *Config) { c.OIDC = testOIDC() }, "oidc.redirect_url is required", ""},
+		{"sso with redirect_url", func(c *Config) {
+			c.OIDC = testOIDC()
+			c.OIDC.RedirectURL = "https://olivares.example.com/v1/sso/callback"
+		}, "", DefaultMetricsListen},
+		{"sso on plain loopback (dev)", func(c *Config) { c.OIDC, c.API.Plain = testOIDC(), true }, "", DefaultMetricsListen},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := DefaultConfig()
@@ -102,6 +122,8 @@ func TestConfigMetricsAndAttach(t *testing.T) {
 				t.Fatalf("got %v, want an error naming %s", err, tc.wantErr)
 			case tc.wantErr == "" && c.Metrics.Listen != tc.listen:
 				t.Fatalf("metrics.listen: got %q, want %q", c.Metrics.Listen, tc.listen)
+			case tc.wantErr == "" && (c.API.ReadTimeout.Duration != DefaultReadTimeout || c.API.IdleTimeout.Duration != DefaultIdleTimeout):
+				t.Fatalf("api.read_timeout, idle_timeout: got %v, %v, want the defaults", c.API.ReadTimeout, c.API.IdleTimeout)
 			}
 		})
 	}

@@ -34,6 +34,7 @@ import (
 	"github.com/olivares-dev/olivares/coordinator/console"
 	"github.com/olivares-dev/olivares/coordinator/enroll"
 	"github.com/olivares-dev/olivares/coordinator/fleet"
+	"github.com/olivares-dev/olivares/coordinator/outbound"
 	"github.com/olivares-dev/olivares/coordinator/sso"
 	"github.com/olivares-dev/olivares/coordinator/store"
 	"github.com/olivares-dev/olivares/coordinator/store/bolt"
@@ -187,12 +188,18 @@ func New(cfg Config, logger *slog.Logger) (*Coordinator, error) {
 			return nil, fmt.Errorf("config: metrics.token_file %s is empty", cfg.Metrics.TokenFile)
 		}
 	}
+	out, err := outbound.New(outbound.Options{Allow: cfg.Outbound.Allow})
+	if err != nil {
+		st.Close()
+		return nil, fmt.Errorf("config: outbound.allow: %w", err)
+	}
 	c.API = api.New(api.Options{Store: st, Fleet: c.Fleet, Version: Version, Ready: c.readyErr, Now: cfg.Now, Vault: v, VAPIDKey: vapid,
-		Log: logger, Metrics: c.metrics,
+		Log: logger, Metrics: c.metrics, Outbound: out,
 		Attach: api.AttachOptions{
 			Buffer: cfg.API.AttachBuffer, WriteTimeout: cfg.API.SSEWriteTimeout.Duration,
 			KeepAlive: cfg.API.SSEKeepAlive.Duration, PerPrincipal: cfg.API.MaxAttachesPerPrincipal,
 		},
+		ChangeStreams: api.ChangeStreamLimits{PerPrincipal: cfg.API.MaxChangeStreamsPerPrincipal, Total: cfg.API.MaxChangeStreams},
 		Continue: api.ContinueOptions{Jitter: cfg.API.ContinueJitter.Duration, Backoff: cfg.API.ContinueBackoff.Duration,
 			Poll: cfg.API.ContinuePoll.Duration}})
 	co := console.Options{Store: st, API: c.API.Handler(), Now: cfg.Now, Failures: c.API.Failures()}
@@ -300,7 +307,11 @@ func (c *Coordinator) Start(ctx context.Context) error {
 	// accesslog is outermost: a request refused while draining has its
 	// id and access line too (R-OBS-3, R-OBS-4).
 	front := accesslog.New(c.requests.wrap(c.Console), accesslog.Options{Log: c.log.With(logging.KeyComponent, "http"), Metrics: c.metrics})
-	srv := &http.Server{Handler: front, ReadHeaderTimeout: 10 * time.Second,
+	// R-API-13: a slow or idle client is cut off. No WriteTimeout: the
+	// attach and change streams are answers that last; each of their
+	// writes has its own deadline (api.sse_write_timeout) instead.
+	srv := &http.Server{Handler: front, ReadHeaderTimeout: DefaultReadHeaderTimeout,
+		ReadTimeout: c.cfg.API.ReadTimeout.Duration, IdleTimeout: c.cfg.API.IdleTimeout.Duration,
 		BaseContext: func(net.Listener) context.Context { return c.httpCtx },
 		// net/http's own lines (TLS handshake errors of scanners, ...).
 		ErrorLog: logging.StdLogger(c.log.With(logging.KeyComponent, "http"), slog.LevelDebug)}
@@ -324,7 +335,8 @@ func (c *Coordinator) Start(ctx context.Context) error {
 	})
 	c.serve(func() error { return serveAdmin(c.httpCtx, c.admin, c) })
 	if c.metricsLn != nil {
-		c.msrv = &http.Server{Handler: api.MetricsHandler(c.gatherer(), c.metricsToken), ReadHeaderTimeout: 10 * time.Second,
+		c.msrv = &http.Server{Handler: api.MetricsHandler(c.gatherer(), c.metricsToken), ReadHeaderTimeout: DefaultReadHeaderTimeout,
+			ReadTimeout: DefaultReadTimeout, IdleTimeout: DefaultIdleTimeout, WriteTimeout: time.Minute,
 			ErrorLog: logging.StdLogger(c.log.With(logging.KeyComponent, "metrics"), slog.LevelDebug)}
 		c.serve(func() error {
 			if err := c.msrv.Serve(c.metricsLn); !errors.Is(err, http.ErrServerClosed) {

@@ -22,8 +22,9 @@ import (
 )
 
 // startPlain starts a coordinator with plain HTTP on loopback ports and an
-// admin of tenant "default"; the caller closes it.
-func startPlain(t *testing.T) (*Coordinator, string) {
+// admin of tenant "default"; each with changes the config first. The
+// caller closes it.
+func startPlain(t *testing.T, with ...func(*Config)) (*Coordinator, string) {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "olv-coordd-")
 	if err != nil {
@@ -38,6 +39,9 @@ func startPlain(t *testing.T) (*Coordinator, string) {
 	// A free port: the default 7445 is taken by any other coordinator on
 	// the host, another test's included.
 	cfg.Metrics.Listen = "127.0.0.1:0"
+	for _, f := range with {
+		f(&cfg)
+	}
 	c, err := New(cfg, slog.New(slog.NewTextHandler(t.Output(), nil)))
 	if err != nil {
 		t.Fatal(err)

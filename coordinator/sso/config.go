@@ -35,7 +35,8 @@ type Config struct {
 	// <DisplayName>". When empty, "single sign-on".
 	DisplayName string `toml:"display_name"`
 	// RedirectURL is the console's callback as the provider knows it
-	// (registered there): https://HOST/v1/sso/callback. When empty, the
+	// (registered there): https://HOST/v1/sso/callback. Required, except
+	// on a plain-HTTP coordinator on loopback (dev), where empty means the
 	// address the browser used to reach the console, + /v1/sso/callback.
 	RedirectURL string `toml:"redirect_url"`
 	// AllowedEmailDomains, when set, admit only people whose verified email

@@ -59,7 +59,7 @@ func TestWebhooksScreen(t *testing.T) {
 	}
 	mu.Unlock()
 	tab.Click("#wh-rows .wh-log")
-	tab.Await("the delivery log with the answer", `(document.querySelector('#wh-deliveries')?.textContent || '').includes('thanks')`, wait)
+	tab.Await("the delivery log with the answer's status", `(document.querySelector('#wh-deliveries')?.textContent || '').includes('200 OK')`, wait)
 	tab.Exec(`window.confirm = () => true`)
 	tab.Click("#wh-rows .wh-delete")
 	tab.Await("no webhook left", `document.querySelectorAll('#wh-rows tr[data-id]').length === 0`, wait)

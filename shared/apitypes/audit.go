@@ -61,6 +61,7 @@ const (
 	AuditSecretDeleted     = "sessions.secret.deleted"
 	AuditWebhookCreated    = "sessions.webhook.created"
 	AuditWebhookDeleted    = "sessions.webhook.deleted"
+	AuditWebhookTested     = "sessions.webhook.tested"
 	AuditPushSubscribed    = "sessions.push.subscribed"
 	AuditPushUnsubscribed  = "sessions.push.unsubscribed"
 	AuditProfileCreated    = "sessions.profile.created"

@@ -20,7 +20,7 @@ const EVENTS = [
   'sessions.workspace.setup_command_set', 'sessions.workspace.approve-setup',
   'sessions.workspace.approve-project-config', 'sessions.workspace.file_read',
   'sessions.profile.created', 'sessions.profile.updated', 'sessions.profile.deleted',
-  'sessions.secret.added', 'sessions.secret.deleted', 'sessions.webhook.created', 'sessions.webhook.deleted', 'sessions.push.subscribed', 'sessions.push.unsubscribed',
+  'sessions.secret.added', 'sessions.secret.deleted', 'sessions.webhook.created', 'sessions.webhook.deleted', 'sessions.webhook.tested', 'sessions.push.subscribed', 'sessions.push.unsubscribed',
   'fleet.join_token.created', 'fleet.node.enrolled', 'fleet.node.revoked', 'fleet.node.forgotten', 'fleet.node.reassigned',
   'auth.tenant.created', 'auth.principal.created', 'auth.principal.revoked', 'auth.credential.created',
   'auth.credential.revoked', 'auth.signin_link.created', 'auth.signed_in', 'auth.signed_out', 'auth.failures',
