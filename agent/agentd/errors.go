@@ -58,6 +58,7 @@ var wireKinds = []wireKind{
 	{supervisor.ErrRequestSettled, http.StatusConflict, "request_settled"},
 	{supervisor.ErrRequestExpired, http.StatusConflict, "request_expired"},
 	{supervisor.ErrProfileGone, http.StatusConflict, "profile_gone"},
+	{supervisor.ErrIsolationBelowProfile, http.StatusConflict, "isolation_below_profile"},
 	{supervisor.ErrConversationUnavailable, http.StatusConflict, "conversation_unavailable"},
 	{supervisor.ErrSetupNotApproved, http.StatusConflict, "setup_not_approved"},
 	{supervisor.ErrProjectConfig, http.StatusConflict, "project_config_not_approved"},
