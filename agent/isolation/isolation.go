@@ -25,11 +25,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync/atomic"
-	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/olivares-dev/olivares/agent/sessions"
 )
@@ -296,40 +292,5 @@ func (r runner) Start(ctx context.Context, s sessions.Spec) (sessions.Process, e
 		<-p.Done()
 		cleanup()
 	}()
-	return &process{Process: p}, nil
-}
-
-// process is a contained child. bubblewrap reports a child a signal ended
-// as exit code 128+n; for a signal the agent sent, the exit is reported as
-// that signal, as a native run's would be (R-EXIT-3).
-type process struct {
-	sessions.Process
-	sent atomic.Uint64 // bit n: signal n was sent (set before sending)
-}
-
-func (p *process) Signal(sig syscall.Signal) error {
-	p.mark(sig)
-	return p.Process.Signal(sig)
-}
-
-func (p *process) Stop(grace time.Duration) sessions.Exit {
-	p.mark(syscall.SIGTERM)
-	return p.exit(p.Process.Stop(grace))
-}
-
-func (p *process) mark(sig syscall.Signal) {
-	if sig > 0 && sig < 64 {
-		p.sent.Or(1 << sig)
-	}
-}
-
-func (p *process) Wait() sessions.Exit { return p.exit(p.Process.Wait()) }
-
-func (p *process) exit(e sessions.Exit) sessions.Exit {
-	if e.Code == nil || *e.Code <= 128 || *e.Code > 128+63 || p.sent.Load()&(1<<(*e.Code-128)) == 0 {
-		return e
-	}
-	sig := syscall.Signal(*e.Code - 128)
-	e.Code, e.Signal = nil, unix.SignalName(sig)
-	return e
+	return p, nil
 }
