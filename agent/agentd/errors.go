@@ -44,7 +44,6 @@ var wireKinds = []wireKind{
 	{supervisor.ErrTransportUnsupported, http.StatusUnprocessableEntity, "transport_unsupported"},
 	{supervisor.ErrToolNotFound, http.StatusUnprocessableEntity, "tool_not_found"},
 	{supervisor.ErrWorktreeNeedsWorkspace, http.StatusUnprocessableEntity, "worktree_needs_workspace"},
-	{supervisor.ErrWorktreeIsolation, http.StatusUnprocessableEntity, "worktree_isolation"},
 	{supervisor.ErrGrantFilesUnsupported, http.StatusUnprocessableEntity, "grant_files_unsupported"},
 	{supervisor.ErrMoveUnsupported, http.StatusUnprocessableEntity, "move_unsupported"},
 	{supervisor.ErrNotLive, http.StatusConflict, "not_live"},

@@ -294,3 +294,32 @@ func (r runner) Start(ctx context.Context, s sessions.Spec) (sessions.Process, e
 	}()
 	return p, nil
 }
+
+// GitWorktree is what a run in a linked git worktree (R-WT-1) needs of its
+// repository for git to work inside the boundary: the repository's git
+// directory read-only, so that no hook or config can be planted there and
+// later run outside, and writable only where commits go: objects, refs,
+// logs and the worktree's own administrative directory. dir that is not a
+// linked worktree needs nothing.
+func GitWorktree(dir string) (readOnly, writable []string) {
+	b, err := os.ReadFile(filepath.Join(dir, ".git"))
+	if err != nil {
+		return nil, nil
+	}
+	admin, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "gitdir: ")
+	if !ok {
+		return nil, nil
+	}
+	if !filepath.IsAbs(admin) {
+		admin = filepath.Join(dir, admin)
+	}
+	common := filepath.Join(admin, "..", "..")
+	if c, err := os.ReadFile(filepath.Join(admin, "commondir")); err == nil {
+		if common = strings.TrimSpace(string(c)); !filepath.IsAbs(common) {
+			common = filepath.Join(admin, common)
+		}
+	}
+	common = filepath.Clean(common)
+	return []string{common}, []string{filepath.Join(common, "objects"), filepath.Join(common, "refs"),
+		filepath.Join(common, "logs"), filepath.Clean(admin)}
+}

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -240,6 +241,53 @@ func TestSandboxExit(t *testing.T) {
 		}
 		if err := p.Signal(syscall.SIGTERM); err == nil {
 			t.Fatal("a reaped child was signalled")
+		}
+	}
+}
+
+// TestSandboxGitWorktree: in a linked worktree (R-WT-1) git works inside
+// the sandbox, status and commit, while the repository's hooks and config,
+// which would later run outside, stay read-only, and the repository's
+// working tree stays out of sight.
+func TestSandboxGitWorktree(t *testing.T) {
+	sb := sandbox(t)
+	n := newNode(t)
+	repo, wt := filepath.Join(n.base, "repo"), filepath.Join(n.base, "worktrees", "run-git")
+	git := func(dir string, args ...string) {
+		t.Helper()
+		cmd := exec.Command("git", append([]string{"-C", dir, "-c", "user.name=t", "-c", "user.email=t@t"}, args...)...)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v %s", args, err, out)
+		}
+	}
+	if err := os.MkdirAll(repo, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	git(repo, "init", "-q", "-b", "main")
+	if err := os.WriteFile(filepath.Join(repo, "README"), []byte("hi\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	git(repo, "add", "README")
+	git(repo, "commit", "-qm", "first")
+	git(repo, "worktree", "add", "-q", "-b", "olivares/run-git", wt)
+	ro, rw := isolation.GitWorktree(wt)
+	b := isolation.Boundary{Writable: append([]string{wt, n.home}, rw...), ReadOnly: ro, Network: isolation.NetworkNone}
+	n.work = wt
+	rn := sb.Runner(sessions.NewProcRunner(), b)
+	r := run(t, rn, n, "echo change > made.txt && git add made.txt && git -c user.name=t -c user.email=t@t commit -qm inside && git status --short && echo committed")
+	if !r.ok() || !strings.Contains(r.out, "committed") {
+		t.Fatalf("git in the sandboxed worktree: %+v %s", r.exit, r.out)
+	}
+	for _, probe := range []string{
+		"echo x > " + filepath.Join(repo, ".git", "hooks", "post-checkout"),
+		"git config core.hooksPath /tmp",
+		"cat " + filepath.Join(repo, "README"),
+	} {
+		if r := run(t, rn, n, probe); r.ok() {
+			t.Fatalf("%q succeeded inside the sandbox: %s", probe, r.out)
+		}
+		if r := run(t, sessions.NewProcRunner(), n, probe); !r.ok() {
+			t.Fatalf("natively %q fails, so it proves nothing: %s", probe, r.out)
 		}
 	}
 }

@@ -47,8 +47,6 @@ var (
 	ErrToolNotFound = errors.New("supervisor: tool not found")
 	// ErrWorktreeNeedsWorkspace: a worktree launch without a workspace.
 	ErrWorktreeNeedsWorkspace = errors.New("supervisor: worktree needs a workspace")
-	// ErrWorktreeIsolation: a worktree launch needs native isolation.
-	ErrWorktreeIsolation = errors.New("supervisor: worktree needs native isolation")
 	// ErrGrantFilesUnsupported: a grant as_file on an agent without a
 	// grants directory.
 	ErrGrantFilesUnsupported = errors.New("supervisor: grant files unsupported")

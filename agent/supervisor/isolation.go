@@ -63,6 +63,9 @@ func (s *Supervisor) contain(rn sessions.Runner, iso, network string, spec cliru
 		return rn
 	}
 	b := isolation.Boundary{Writable: []string{spec.Workdir, spec.Home}, Network: network}
+	// A worktree run's git needs its repository's objects and refs.
+	ro, rw := isolation.GitWorktree(spec.Workdir)
+	b.ReadOnly, b.Writable = append(b.ReadOnly, ro...), append(b.Writable, rw...)
 	if s.o.GrantsDir != "" {
 		b.ReadOnly = append(b.ReadOnly, filepath.Join(s.o.GrantsDir, spec.RunRef))
 	}

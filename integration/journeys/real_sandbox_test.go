@@ -161,3 +161,50 @@ func TestRealCodexSandboxed(t *testing.T) {
 	s.UntilOutput("pong: again", wait)
 	f.post(f.operator, http.StatusOK, r.RunRef, "stop", nil, nil)
 }
+
+// A worktree launch under sandbox (R-WT-1, R-TR-7; the seeds' 422
+// worktree_isolation is gone, decisions.md departure 26): the real Codex
+// commits in its worktree on its branch, and cannot read the workspace's
+// own working tree; `session show` marks each run's boundary plainly.
+func TestRealCodexSandboxedWorktree(t *testing.T) {
+	bin := realBin(t, "codex")
+	fake := fakemodel.NewOpenAI()
+	defer fake.Close()
+	f := setup(t, "yamux", integration.ProcOptions{Path: bin + ":" + cliruntime.DefaultPath})
+	f.awaitSandboxNode(t)
+	newRepo(t, f.wsDir)
+	p := f.realCodexProfileWith(t, fake, apitypes.ProfileCreate{Name: "codex-worktree", Isolation: apitypes.IsolationSandbox}, "on-request")
+	yes := true
+	var r apitypes.Run
+	f.operator.Must(http.StatusCreated, http.MethodPost, runsPath,
+		apitypes.LaunchRequest{ProviderProfileRef: p.Ref, WorkspaceRef: f.ws.Ref, Worktree: &yes}, &r)
+	if r.Isolation != apitypes.IsolationSandbox || r.WorktreeBranch == "" {
+		t.Fatalf("worktree launch: isolation %q branch %q", r.Isolation, r.WorktreeBranch)
+	}
+	f.operator.AwaitRun(r.RunRef, wait, "the handshake", func(r apitypes.Run) bool { return r.State == apitypes.StateIdle })
+	s := f.viewer.Attach(r.RunRef, "from=0")
+	fake.Push(escalated("echo wt > wt.txt && git add wt.txt && git -c user.name=T -c user.email=t@example.com commit -qm sandboxed && echo committed; cat "+
+		filepath.Join(f.wsDir, "README.md")+" || echo no-workspace"), fakemodel.Text("done-commit"))
+	f.post(f.operator, http.StatusAccepted, r.RunRef, "input", integration.Text("commit"), nil)
+	asked := untilRequestEvent(t, s, apitypes.SSERequest)
+	f.post(f.operator, http.StatusOK, r.RunRef, "requests/"+asked.ID, apitypes.RequestAnswer{Decision: "allow"}, nil)
+	s.UntilOutput("done-commit", wait)
+	outs := strings.Join(codexOutputs(fake), "|")
+	if !strings.Contains(outs, "committed") || !strings.Contains(outs, "no-workspace") {
+		t.Fatalf("the model got %q, want a commit in the worktree and no sight of the workspace", outs)
+	}
+	if got := gitRun(t, f.wsDir, "log", "-1", "--format=%s", r.WorktreeBranch); got != "sandboxed" {
+		t.Fatalf("the run's branch %s ends at %q, want the sandboxed commit", r.WorktreeBranch, got)
+	}
+	if out, code := f.cli("session", "show", r.RunRef); code != 0 || !strings.Contains(out, "sandbox (sees only its working directory and its profile home)") {
+		t.Fatalf("session show of a sandboxed run (exit %d):\n%s", code, out)
+	}
+	f.post(f.operator, http.StatusOK, r.RunRef, "stop", nil, nil)
+
+	native := f.realCodexProfileWith(t, fake, apitypes.ProfileCreate{Name: "codex-native"}, "never")
+	n := f.launch(native)
+	if out, code := f.cli("session", "show", n.RunRef); code != 0 || !strings.Contains(out, "native (runs as the agent's user, can read the node's files)") {
+		t.Fatalf("session show of a native run (exit %d):\n%s", code, out)
+	}
+	f.post(f.operator, http.StatusOK, n.RunRef, "stop", nil, nil)
+}
