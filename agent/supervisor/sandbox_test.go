@@ -90,6 +90,41 @@ func TestSandboxRunLifecycle(t *testing.T) {
 	e.awaitState("run_sandbox1", apitypes.StateIdle)
 }
 
+// TestSandboxResumeTakesProfile: a profile that isolates its runs from
+// now on applies to the next resume of a native run (R-TR-7, R-MOVE-10):
+// the run resumes under sandbox, the same conversation.
+func TestSandboxResumeTakesProfile(t *testing.T) {
+	e := sandboxEnv(t)
+	e.isolatedProfile("prof_later1", "codex", "", "")
+	r := e.launch("run_later1", "prof_later1")
+	if r.Isolation != apitypes.IsolationNative {
+		t.Fatalf("isolation %q, want native", r.Isolation)
+	}
+	r = e.awaitState("run_later1", apitypes.StateIdle)
+	// A turn, so that Codex keeps the thread (its rollout).
+	out := e.tail("run_later1", 0)
+	e.input("run_later1", "native")
+	out.awaitText(ring.Stdout, "pong: native", `"turn/completed"`)
+	e.awaitState("run_later1", apitypes.StateIdle)
+	if _, err := e.sup.Stop(context.Background(), "run_later1", 0); err != nil {
+		t.Fatal(err)
+	}
+	iso := apitypes.IsolationSandbox
+	if _, err := e.reg.UpdateProfile("prof_later1", tenant, registry.ProfileUpdate{Isolation: &iso}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.sup.Resume(context.Background(), "run_later1", nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Isolation != apitypes.IsolationSandbox || res.ConversationID != r.ConversationID {
+		t.Fatalf("resume: isolation %q conversation %s, want sandbox and %s", res.Isolation, res.ConversationID, r.ConversationID)
+	}
+	if cmd, err := os.ReadFile(procCmdline(res.PID)); err != nil || !strings.Contains(string(cmd), "bwrap\x00") {
+		t.Fatalf("the resumed process is not contained: %q %v", cmd, err)
+	}
+}
+
 // TestSandboxUnavailable: a node where bubblewrap does not work refuses a
 // sandbox launch, and one of a sandbox profile, with 422 and the reason
 // (R-TR-7), before anything is stored.

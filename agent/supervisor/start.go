@@ -266,6 +266,9 @@ type resumeSpec struct {
 	// relaunch: the run has no conversation yet and its driver lets it
 	// start afresh (Relauncher).
 	relaunch bool
+	// isolation is the next generation's: the run's, or its profile's
+	// when that is stricter now (R-TR-7, R-MOVE-10).
+	isolation string
 }
 
 // checkResume checks the run's own state for a resume, then runs the start
@@ -297,19 +300,25 @@ func (s *Supervisor) checkResume(r *run, approving bool, grants []Grant, approve
 		}
 		relaunch = true
 	}
+	iso := rec.Isolation
+	if iso == apitypes.IsolationNative && prof.Isolation != "" {
+		iso = prof.Isolation
+	}
 	c, err := s.check(start{runRef: ref, prof: prof, workspaceRef: rec.WorkspaceRef, dir: rec.WorkspacePath,
-		conv: rec.ConversationID, grants: grants, approved: approved, isolation: rec.Isolation})
+		conv: rec.ConversationID, grants: grants, approved: approved, isolation: iso})
 	if err != nil {
 		return resumeSpec{}, err
 	}
-	return resumeSpec{rec: rec, prof: prof, c: c, grants: grants, relaunch: relaunch}, nil
+	return resumeSpec{rec: rec, prof: prof, c: c, grants: grants, relaunch: relaunch, isolation: iso}, nil
 }
 
 // resume starts the next generation on the stored conversation and waits
 // for the tool to confirm it (R-RES-1, R-RES-2). The caller holds r.op.
 func (s *Supervisor) resume(ctx context.Context, r *run, rs resumeSpec) (apitypes.Run, error) {
 	rec := rs.rec
-	if err := r.update(ledger.Event{Kind: ledger.KindResumed, Generation: rec.Generation + 1}, nil); err != nil {
+	if err := r.update(ledger.Event{Kind: ledger.KindResumed, Generation: rec.Generation + 1}, func(rec *record) {
+		rec.Isolation, rec.Network = rs.isolation, network(rs.isolation, rs.prof)
+	}); err != nil {
 		return apitypes.Run{}, err
 	}
 	if rs.relaunch {
