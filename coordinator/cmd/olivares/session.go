@@ -171,7 +171,7 @@ func sessionStart() *command {
 			fs.StringVar(&o.profile, "profile", "", "provider profile ref or exact name")
 			fs.StringVar(&o.workspace, "workspace", "", "workspace ref or exact name")
 			fs.StringVar(&o.name, "name", "", "display name")
-			fs.StringVar(&o.isolation, "isolation", "", "native (default), container or sandbox")
+			fs.StringVar(&o.isolation, "isolation", "", "sandbox (the session sees only its working directory and its profile home; docs/isolation.md), native (runs as the agent's user, can read the node's files) or container; default: the profile's")
 			fs.BoolVar(&o.worktree, "worktree", false, "run in a new git worktree of the workspace")
 			fs.StringVar(&o.worktreeFrom, "worktree-from", "", "branch or commit the worktree starts from (with --worktree)")
 			fs.BoolVar(&o.noSetup, "no-setup", false, "skip the workspace setup command for this launch")
