@@ -196,6 +196,9 @@ func TestRealCodexSandboxedWorktree(t *testing.T) {
 	if got := gitRun(t, f.wsDir, "log", "-1", "--format=%s", r.WorktreeBranch); got != "sandboxed" {
 		t.Fatalf("the run's branch %s ends at %q, want the sandboxed commit", r.WorktreeBranch, got)
 	}
+	if out, code := f.cli("node", "show", f.agent.ID); code != 0 || !strings.Contains(out, "yes (bubblewrap)") {
+		t.Fatalf("node show (exit %d) does not say sandbox works:\n%s", code, out)
+	}
 	if out, code := f.cli("session", "show", r.RunRef); code != 0 || !strings.Contains(out, "sandbox (sees only its working directory and its profile home)") {
 		t.Fatalf("session show of a sandboxed run (exit %d):\n%s", code, out)
 	}
