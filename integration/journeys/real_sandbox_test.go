@@ -26,18 +26,28 @@ func sandboxProbe(stateDir string) string {
 // capabilities, R-TR-7), or skips as the sandbox's own tests do.
 func (f *fixture) awaitSandboxNode(t *testing.T) {
 	t.Helper()
+	if why := f.sandboxMissing(t); why != "" {
+		t.Skip(why)
+	}
+}
+
+// sandboxMissing says why sandbox does not work on the fixture's node, ""
+// when it does; under OLIVARES_SANDBOX=1 (scripts/test) that fails t.
+func (f *fixture) sandboxMissing(t *testing.T) string {
+	t.Helper()
 	var n apitypes.Node
 	f.admin.Must(http.StatusOK, http.MethodGet, "/v1/nodes/"+f.agent.ID, nil, &n)
 	var c proto.Capabilities
 	if err := json.Unmarshal(n.Capabilities, &c); err != nil {
 		t.Fatalf("capabilities %s: %v", n.Capabilities, err)
 	}
-	if !c.Sandbox {
-		if os.Getenv("OLIVARES_SANDBOX") == "1" {
-			t.Fatalf("the node says sandbox does not work: %s", c.SandboxError)
-		}
-		t.Skipf("sandbox does not work on this node (set OLIVARES_SANDBOX=1 to fail instead): %s", c.SandboxError)
+	if c.Sandbox {
+		return ""
 	}
+	if os.Getenv("OLIVARES_SANDBOX") == "1" {
+		t.Fatalf("the node says sandbox does not work: %s", c.SandboxError)
+	}
+	return "sandbox does not work on this node (set OLIVARES_SANDBOX=1 to fail instead): " + c.SandboxError
 }
 
 // The real Claude Code (2.1.328) with isolation=sandbox on its profile,
