@@ -90,7 +90,7 @@ func TestRealClaudeSandboxed(t *testing.T) {
 		t.Fatalf("the model got %q, want the command not to see the agent's state directory", outs)
 	}
 
-	s = f.reconnectAndInterrupt(t, s, r.RunRef, fake.Push, integration.Message("hold on"))
+	f.reconnectAndInterrupt(t, s, r.RunRef, fake.Push, integration.Message("hold on")).Close()
 
 	var stopped apitypes.Run
 	f.post(f.operator, http.StatusOK, r.RunRef, "stop", nil, &stopped)
@@ -154,7 +154,7 @@ func TestRealCodexSandboxed(t *testing.T) {
 	}
 	f.operator.AwaitRun(r.RunRef, wait, "idle", func(r apitypes.Run) bool { return r.State == apitypes.StateIdle })
 
-	s = f.reconnectAndInterrupt(t, s, r.RunRef, fake.Push, integration.Text("hold on"))
+	f.reconnectAndInterrupt(t, s, r.RunRef, fake.Push, integration.Text("hold on")).Close()
 
 	var stopped apitypes.Run
 	f.post(f.operator, http.StatusOK, r.RunRef, "stop", nil, &stopped)
