@@ -215,7 +215,18 @@ func (sb *Sandbox) Wrap(s sessions.Spec, b Boundary) (sessions.Spec, func(), err
 	// of the run is born inside it.
 	out.Path = sb.sh
 	out.Args = append([]string{"-c", `echo $$ > "$0" && exec "$@"`, filepath.Join(cg, "cgroup.procs"), sb.env}, args...)
-	return out, func() { os.Remove(cg) }, nil
+	return out, func() { removeCgroup(cg) }, nil
+}
+
+// removeCgroup removes a run's cgroup once its last process is released:
+// the kernel refuses (EBUSY) while an exited one is still counted.
+func removeCgroup(cg string) {
+	for i := 0; os.Remove(cg) != nil && i < 50; i++ {
+		if _, err := os.Stat(cg); err != nil {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // newCgroup makes a run's pids cgroup with its limit.
