@@ -270,10 +270,11 @@ func (a *Agent) openRuns() error {
 		Runners:          runners(),
 		StopGrace:        a.cfg.Runs.StopGrace.Duration,
 		ContainerRuntime: containerRuntime(),
-		Sandbox:          sandbox, SandboxUnavailable: a.sandboxUnavailable,
-		OnChange: a.pusher.changed,
-		Log:      a.log,
-		Metrics:  a.metrics,
+		OnChange:         a.pusher.changed,
+		Log:              a.log,
+		Metrics:          a.metrics,
+		// R-TR-7: nil, with the reason, where bubblewrap does not run.
+		Sandbox: sandbox, SandboxUnavailable: a.sandboxUnavailable,
 	})
 	if err != nil {
 		rings.Close()
