@@ -118,7 +118,7 @@ func DetectSandbox(ctx context.Context) (*Sandbox, error) {
 	cmd := exec.CommandContext(ctx, spec.Path, spec.Args...)
 	cmd.Env, cmd.Dir = spec.Env, spec.Dir
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("bwrap does not run here: %s", firstLine(out, err))
+		return nil, fmt.Errorf("a contained probe (bwrap … true) failed: %s", firstLine(out, err))
 	}
 	return sb, nil
 }
