@@ -35,19 +35,14 @@ func (f *fixture) awaitSandboxNode(t *testing.T) {
 // when it does; under OLIVARES_SANDBOX=1 (scripts/test) that fails t.
 func (f *fixture) sandboxMissing(t *testing.T) string {
 	t.Helper()
-	var n apitypes.Node
-	f.admin.Must(http.StatusOK, http.MethodGet, "/v1/nodes/"+f.agent.ID, nil, &n)
-	var c proto.Capabilities
-	if err := json.Unmarshal(n.Capabilities, &c); err != nil {
-		t.Fatalf("capabilities %s: %v", n.Capabilities, err)
-	}
-	if c.Sandbox {
+	why := f.sandboxMissingQuiet(t)
+	if why == "" {
 		return ""
 	}
 	if os.Getenv("OLIVARES_SANDBOX") == "1" {
-		t.Fatalf("the node says sandbox does not work: %s", c.SandboxError)
+		t.Fatalf("the node says sandbox does not work: %s", why)
 	}
-	return "sandbox does not work on this node (set OLIVARES_SANDBOX=1 to fail instead): " + c.SandboxError
+	return "sandbox does not work on this node (set OLIVARES_SANDBOX=1 to fail instead): " + why
 }
 
 // The real Claude Code (2.1.328) with isolation=sandbox on its profile,
@@ -220,4 +215,43 @@ func TestRealCodexSandboxedWorktree(t *testing.T) {
 		t.Fatalf("session show of a native run (exit %d):\n%s", code, out)
 	}
 	f.post(f.operator, http.StatusOK, n.RunRef, "stop", nil, nil)
+}
+
+// A node where bubblewrap is missing says why in its capabilities and in
+// `node show`, and a sandbox launch there is 422 isolation_unsupported
+// with that reason, before any run exists (R-TR-7).
+func TestSandboxUnavailableNode(t *testing.T) {
+	f := setup(t, "yamux", integration.ProcOptions{AgentPATH: t.TempDir()}) // no bwrap on the agent's PATH
+	const why = "bubblewrap (bwrap) is not installed; install the bubblewrap package"
+	if got := f.sandboxMissingQuiet(t); !strings.Contains(got, why) {
+		t.Fatalf("capabilities' sandbox_error %q, want %q", got, why)
+	}
+	if out, code := f.cli("node", "show", f.agent.ID); code != 0 || !strings.Contains(out, "no: "+why) {
+		t.Fatalf("node show (exit %d) does not say why sandbox does not run:\n%s", code, out)
+	}
+	p := f.profile("codex")
+	resp := f.operator.Call(http.MethodPost, runsPath, apitypes.LaunchRequest{ProviderProfileRef: p.Ref, WorkspaceRef: f.ws.Ref, Isolation: apitypes.IsolationSandbox})
+	if resp.Status != http.StatusUnprocessableEntity || resp.ErrorCode() != "isolation_unsupported" || !strings.Contains(string(resp.Body), why) {
+		t.Fatalf("a sandbox launch: %d %s, want 422 isolation_unsupported with the reason", resp.Status, resp.Body)
+	}
+	var list apitypes.RunList
+	f.operator.Must(http.StatusOK, http.MethodGet, runsPath, nil, &list)
+	if len(list.Items) != 0 {
+		t.Fatalf("a refused launch left %d runs", len(list.Items))
+	}
+}
+
+// sandboxMissingQuiet is the node's sandbox_error, "" when sandbox works.
+func (f *fixture) sandboxMissingQuiet(t *testing.T) string {
+	t.Helper()
+	var n apitypes.Node
+	f.admin.Must(http.StatusOK, http.MethodGet, "/v1/nodes/"+f.agent.ID, nil, &n)
+	var c proto.Capabilities
+	if err := json.Unmarshal(n.Capabilities, &c); err != nil {
+		t.Fatalf("capabilities %s: %v", n.Capabilities, err)
+	}
+	if c.Sandbox {
+		return ""
+	}
+	return c.SandboxError
 }
