@@ -104,11 +104,11 @@ func DetectSandbox(ctx context.Context) (*Sandbox, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	true_, err := exec.LookPath("true")
+	trueBin, err := exec.LookPath("true")
 	if err != nil {
 		return nil, errors.New("true is not installed")
 	}
-	spec, cleanup, err := sb.Wrap(sessions.Spec{Path: true_, Dir: dir, Env: []string{"PATH=/usr/bin:/bin"}}, Boundary{Writable: []string{dir}, Network: NetworkNone})
+	spec, cleanup, err := sb.Wrap(sessions.Spec{Path: trueBin, Dir: dir, Env: []string{"PATH=/usr/bin:/bin"}}, Boundary{Writable: []string{dir}, Network: NetworkNone})
 	if err != nil {
 		return nil, err
 	}
