@@ -135,6 +135,16 @@ func (sb *Sandbox) findCgroup() error {
 	if err := os.MkdirAll(sb.cgroup, 0o755); err != nil {
 		return fmt.Errorf("cannot create %s: %v", sb.cgroup, err)
 	}
+	// The cgroups of runs whose agent was killed stay behind, empty: remove
+	// those older than a minute (a new one is joined at once; the kernel
+	// refuses to remove one that holds a process).
+	if es, err := os.ReadDir(sb.cgroup); err == nil {
+		for _, e := range es {
+			if fi, err := e.Info(); err == nil && e.IsDir() && strings.HasPrefix(e.Name(), "run-") && time.Since(fi.ModTime()) > time.Minute {
+				os.Remove(filepath.Join(sb.cgroup, e.Name()))
+			}
+		}
+	}
 	if sb.v2 {
 		for _, d := range []string{filepath.Dir(sb.cgroup), sb.cgroup} {
 			if err := os.WriteFile(filepath.Join(d, "cgroup.subtree_control"), []byte("+pids"), 0); err != nil {
