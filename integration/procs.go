@@ -111,6 +111,9 @@ type ProcOptions struct {
 	// dials (`coordinator = [...]`); it enrolls through the env's
 	// coordinator either way.
 	Coordinators []string
+	// AgentPATH is the agent process's own PATH (where it finds bwrap and
+	// git); when empty, /usr/local/bin:/usr/bin:/bin.
+	AgentPATH string
 }
 
 // AgentProc is an olivares-agent process enrolled in the env.
@@ -121,6 +124,7 @@ type AgentProc struct {
 	Dir        string
 	config     string // the agent binary
 	configFile string
+	path       string // the process's PATH
 
 	mu      sync.Mutex
 	cmd     *exec.Cmd
@@ -187,7 +191,10 @@ func (e *Env) StartAgentProcess(o ProcOptions) *AgentProc {
 	if err := os.WriteFile(cfg, []byte(b.String()), 0o600); err != nil {
 		e.t.Fatal(err)
 	}
-	a := &AgentProc{env: e, t: e.t, ID: iss.NodeID, Dir: dir, config: filepath.Join(bin, "olivares-agent")}
+	a := &AgentProc{env: e, t: e.t, ID: iss.NodeID, Dir: dir, config: filepath.Join(bin, "olivares-agent"), path: o.AgentPATH}
+	if a.path == "" {
+		a.path = "/usr/local/bin:/usr/bin:/bin"
+	}
 	a.configFile = cfg
 	e.mu.Lock()
 	e.procs = append(e.procs, a)
@@ -201,7 +208,7 @@ func (e *Env) StartAgentProcess(o ProcOptions) *AgentProc {
 func (a *AgentProc) Start() {
 	a.t.Helper()
 	cmd := exec.Command(a.config, "run", "--config", a.configFile)
-	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + a.Dir}
+	cmd.Env = []string{"PATH=" + a.path, "HOME=" + a.Dir}
 	out := &syncBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {

@@ -27,6 +27,7 @@ import (
 	"github.com/olivares-dev/olivares/agent/caps"
 	"github.com/olivares-dev/olivares/agent/codexsup"
 	"github.com/olivares-dev/olivares/agent/identity"
+	"github.com/olivares-dev/olivares/agent/isolation"
 	"github.com/olivares-dev/olivares/agent/ledger"
 	"github.com/olivares-dev/olivares/agent/link"
 	"github.com/olivares-dev/olivares/agent/localapi"
@@ -151,7 +152,10 @@ type Agent struct {
 	started time.Time
 
 	capsOnce sync.Mutex
-	caps     *proto.Capabilities
+	// sandboxUnavailable says why isolation=sandbox does not work here,
+	// "" when it does.
+	sandboxUnavailable string
+	caps               *proto.Capabilities
 
 	rings  *ring.Store
 	reg    *registry.Registry
@@ -251,6 +255,11 @@ func (a *Agent) openRuns() error {
 		rings.Close()
 		return err
 	}
+	// R-TR-7: one contained probe decides whether sandbox runs here.
+	sandbox, sandboxErr := isolation.DetectSandbox(context.Background())
+	if sandboxErr != nil {
+		a.sandboxUnavailable = sandboxErr.Error()
+	}
 	sup, err := supervisor.Open(supervisor.Options{
 		DB: a.db, Ring: rings, Ledger: led, Registry: reg,
 		GrantsDir:        filepath.Join(a.cfg.StateDir, "grants"),
@@ -264,6 +273,8 @@ func (a *Agent) openRuns() error {
 		OnChange:         a.pusher.changed,
 		Log:              a.log,
 		Metrics:          a.metrics,
+		// R-TR-7: nil, with the reason, where bubblewrap does not run.
+		Sandbox: sandbox, SandboxUnavailable: a.sandboxUnavailable,
 	})
 	if err != nil {
 		rings.Close()
@@ -331,6 +342,7 @@ func (a *Agent) capabilities(ctx context.Context) proto.Capabilities {
 	if a.caps == nil {
 		c := caps.Detect(ctx, a.cfg.Path, a.cfg.WorktreeDir)
 		c.CodexSupervision = a.codex.Capability()
+		c.Sandbox, c.SandboxError = a.sandboxUnavailable == "", a.sandboxUnavailable
 		a.caps = &c
 	}
 	return *a.caps

@@ -36,7 +36,8 @@ func realPath(bin string) string { return "PATH=" + bin + ":" + cliruntime.Defau
 // physical path of the latter (Claude's project slug uses it).
 func realDirs(t *testing.T) (home, work string) {
 	t.Helper()
-	home = t.TempDir()
+	// Outside /tmp: Codex's command sandbox needs its helper aliases (§2.6).
+	home = realcli.HomeDir(t)
 	if err := os.MkdirAll(filepath.Join(home, ".codex"), 0o700); err != nil {
 		t.Fatal(err)
 	}

@@ -47,10 +47,9 @@ type profile struct {
 
 func newProfile(t *testing.T, bin string, extra ...string) profile {
 	t.Helper()
-	home, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	// Outside /tmp: Codex's command sandbox needs its helper aliases
+	// (real-clis.md §2.6).
+	home := realcli.HomeDir(t)
 	work, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)

@@ -74,6 +74,11 @@ type Profile struct {
 	Approvals         string                  `json:"approvals,omitempty"`
 	ApprovalRules     []apitypes.ApprovalRule `json:"approval_rules,omitempty"`
 	AskTimeoutSeconds int64                   `json:"ask_timeout_s,omitempty"`
+	// Isolation is what the profile's runs get unless a launch asks for
+	// stricter ("" is native); Network is an isolated run's network
+	// ("" is the host's) (R-TR-7, docs/isolation.md).
+	Isolation string `json:"isolation,omitempty"`
+	Network   string `json:"network,omitempty"`
 }
 
 // Workspace is a registered directory and its file rules.
@@ -144,9 +149,25 @@ type ProfilePolicy struct {
 	Approvals     string
 	ApprovalRules []apitypes.ApprovalRule
 	AskTimeout    string
+	// Isolation and Network: R-TR-7.
+	Isolation, Network string
 }
 
 func (pp ProfilePolicy) check(tool string) error {
+	switch pp.Isolation {
+	case "", apitypes.IsolationNative, apitypes.IsolationSandbox, apitypes.IsolationContainer:
+	default:
+		return refusal.New(ErrBadPolicy, "isolation %q: use native, sandbox or container", pp.Isolation)
+	}
+	switch pp.Network {
+	case "", "host":
+	case "none":
+		if pp.Isolation == "" || pp.Isolation == apitypes.IsolationNative {
+			return refusal.New(ErrBadPolicy, "network \"none\" needs isolation sandbox or container: a native run shares the node's network")
+		}
+	default:
+		return refusal.New(ErrBadPolicy, "network %q: use host or none", pp.Network)
+	}
 	if pp.EngineHooks && tool != string(cliruntime.KindClaude) {
 		return refusal.New(ErrBadPolicy, "engine_hooks applies to Claude Code profiles only, not %s", tool)
 	}
@@ -221,7 +242,8 @@ func (g *Registry) CreateProfile(p ProfileParams) (apitypes.Profile, error) {
 	rec := Profile{Ref: p.Ref, Tenant: p.Tenant, Tool: p.Tool, Name: p.Name, Home: home, Env: p.Env, CreatedAt: time.Now().UTC(),
 		Inactive: p.Policy.Inactive, LaunchRequiresApproval: p.Policy.LaunchRequiresApproval,
 		AllowedWorkspaces: p.Policy.AllowedWorkspaces, EngineHooks: p.Policy.EngineHooks, DeniedTools: p.Policy.DeniedTools,
-		Approvals: p.Policy.Approvals, ApprovalRules: p.Policy.ApprovalRules, AskTimeoutSeconds: int64(askTimeout / time.Second)}
+		Approvals: p.Policy.Approvals, ApprovalRules: p.Policy.ApprovalRules, AskTimeoutSeconds: int64(askTimeout / time.Second),
+		Isolation: p.Policy.Isolation, Network: p.Policy.Network}
 	err = g.o.DB.Update(func(tx *bbolt.Tx) error {
 		if tx.Bucket(bucketProfiles).Get([]byte(p.Ref)) != nil {
 			return refusal.New(ErrExists, "profile %q exists", p.Ref)
@@ -238,7 +260,7 @@ func (g *Registry) CreateProfile(p ProfileParams) (apitypes.Profile, error) {
 func (p Profile) View() apitypes.Profile {
 	v := apitypes.Profile{Ref: p.Ref, Tenant: p.Tenant, Tool: p.Tool, Name: p.Name, Home: p.Home, CreatedAt: p.CreatedAt,
 		Active: !p.Inactive, LaunchRequiresApproval: p.LaunchRequiresApproval, AllowedWorkspaces: p.AllowedWorkspaces,
-		EngineHooks: p.EngineHooks, DeniedTools: p.DeniedTools}
+		EngineHooks: p.EngineHooks, DeniedTools: p.DeniedTools, Isolation: p.Isolation, Network: p.Network}
 	ap := p.ApprovalPolicy()
 	v.Approvals, v.ApprovalRules, v.AskTimeout = ap.Default, ap.Rules, ap.AskTimeout.String()
 	for k := range p.Env {
@@ -407,6 +429,8 @@ type ProfileUpdate struct {
 	Approvals     *string
 	ApprovalRules *[]apitypes.ApprovalRule
 	AskTimeout    *string
+	// Isolation and Network apply to the next launch (R-TR-7).
+	Isolation, Network *string
 }
 
 // UpdateProfile changes the policy of a profile of tenant. It applies to
@@ -439,7 +463,14 @@ func (g *Registry) UpdateProfile(ref, tenant string, u ProfileUpdate) (apitypes.
 			return refusal.New(ErrNotFound, "profile %q not found", ref)
 		}
 		pol := ProfilePolicy{Inactive: p.Inactive, LaunchRequiresApproval: p.LaunchRequiresApproval,
-			AllowedWorkspaces: p.AllowedWorkspaces, EngineHooks: p.EngineHooks, DeniedTools: p.DeniedTools}
+			AllowedWorkspaces: p.AllowedWorkspaces, EngineHooks: p.EngineHooks, DeniedTools: p.DeniedTools,
+			Isolation: p.Isolation, Network: p.Network}
+		if u.Isolation != nil {
+			pol.Isolation = *u.Isolation
+		}
+		if u.Network != nil {
+			pol.Network = *u.Network
+		}
 		if u.Active != nil {
 			pol.Inactive = !*u.Active
 		}
@@ -475,7 +506,7 @@ func (g *Registry) UpdateProfile(ref, tenant string, u ProfileUpdate) (apitypes.
 		}
 		p.Approvals, p.ApprovalRules, p.AskTimeoutSeconds = def, rules, int64(d/time.Second)
 		p.Inactive, p.LaunchRequiresApproval, p.AllowedWorkspaces, p.EngineHooks = pol.Inactive, pol.LaunchRequiresApproval, pol.AllowedWorkspaces, pol.EngineHooks
-		p.DeniedTools = pol.DeniedTools
+		p.DeniedTools, p.Isolation, p.Network = pol.DeniedTools, pol.Isolation, pol.Network
 		if len(u.Env) > 0 || len(u.UnsetEnv) > 0 || u.Home != nil {
 			if err := g.changeEnvHome(&p, u); err != nil {
 				return err

@@ -37,8 +37,8 @@ var (
 	ErrUnknownTool = errors.New("supervisor: unknown tool")
 	// ErrBadWorkdir: the run directory is not an absolute directory.
 	ErrBadWorkdir = errors.New("supervisor: bad run directory")
-	// ErrIsolationUnsupported: sandbox, or container without a runner
-	// (R-TR-7).
+	// ErrIsolationUnsupported: sandbox without a working bubblewrap, or
+	// container without a runner (R-TR-7).
 	ErrIsolationUnsupported = errors.New("supervisor: isolation unsupported")
 	// ErrTransportUnsupported: the launch form's runner is missing
 	// (R-TR-8).
@@ -47,8 +47,6 @@ var (
 	ErrToolNotFound = errors.New("supervisor: tool not found")
 	// ErrWorktreeNeedsWorkspace: a worktree launch without a workspace.
 	ErrWorktreeNeedsWorkspace = errors.New("supervisor: worktree needs a workspace")
-	// ErrWorktreeIsolation: a worktree launch needs native isolation.
-	ErrWorktreeIsolation = errors.New("supervisor: worktree needs native isolation")
 	// ErrGrantFilesUnsupported: a grant as_file on an agent without a
 	// grants directory.
 	ErrGrantFilesUnsupported = errors.New("supervisor: grant files unsupported")
@@ -88,6 +86,9 @@ var (
 	ErrNotPending = errors.New("supervisor: not pending")
 	// ErrProfileGone: the run's profile is no longer registered.
 	ErrProfileGone = errors.New("supervisor: profile gone")
+	// ErrIsolationBelowProfile: a native launch of a profile that isolates
+	// its runs (R-TR-7).
+	ErrIsolationBelowProfile = errors.New("supervisor: isolation below the profile's")
 	// ErrConversationUnavailable: the stored conversation cannot be
 	// resumed; nothing new was started in its place (R-RES-2).
 	ErrConversationUnavailable = errors.New("supervisor: conversation unavailable")

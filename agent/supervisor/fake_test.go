@@ -334,7 +334,8 @@ func TestFakeInputChecks(t *testing.T) {
 }
 
 // TestLaunchRefusals: refusals answer before anything is stored: an
-// unknown profile is 404, sandbox is 422 isolation_unsupported (R-TR-7),
+// unknown profile is 404, sandbox on a node without bubblewrap is 422
+// isolation_unsupported (R-TR-7),
 // container without a runtime is 422 (R-TR-8).
 func TestLaunchRefusals(t *testing.T) {
 	e, _ := fakeEnv(t)
@@ -348,7 +349,7 @@ func TestLaunchRefusals(t *testing.T) {
 		{"unknown profile", supervisor.LaunchParams{ProfileRef: "prof_nosuch1"}, registry.ErrNotFound},
 		{"another tenant's profile", supervisor.LaunchParams{ProfileRef: "prof_ref1", Tenant: "ten_other1"}, registry.ErrNotFound},
 		{"unknown workspace", supervisor.LaunchParams{ProfileRef: "prof_ref1", WorkspaceRef: "ws_nosuch1"}, registry.ErrNotFound},
-		{"sandbox", supervisor.LaunchParams{ProfileRef: "prof_ref1", Isolation: apitypes.IsolationSandbox}, supervisor.ErrIsolationUnsupported},
+		{"sandbox without bubblewrap", supervisor.LaunchParams{ProfileRef: "prof_ref1", Isolation: apitypes.IsolationSandbox}, supervisor.ErrIsolationUnsupported},
 		{"container without podman or docker", supervisor.LaunchParams{ProfileRef: "prof_ref1", Isolation: apitypes.IsolationContainer}, supervisor.ErrIsolationUnsupported},
 		{"unknown isolation", supervisor.LaunchParams{ProfileRef: "prof_ref1", Isolation: "vm"}, supervisor.ErrBadIsolation},
 	}

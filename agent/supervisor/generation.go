@@ -87,6 +87,9 @@ func (r *run) start(ctx context.Context, d cliruntime.Driver, spec cliruntime.La
 		var rn sessions.Runner
 		rn, err = s.runner(d)
 		if err == nil {
+			r.mu.Lock()
+			rn = s.contain(rn, r.rec.Isolation, r.rec.Network, spec)
+			r.mu.Unlock()
 			proc, err = rn.Start(ctx, sessions.Spec{Path: cmd.Path, Args: cmd.Args, Env: cmd.Env, Dir: cmd.Dir})
 		}
 	}

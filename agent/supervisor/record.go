@@ -32,8 +32,10 @@ type record struct {
 	// worktree is WorkspacePath.
 	WorktreeBranch string `json:"worktree_branch,omitempty"`
 	Isolation      string `json:"isolation"`
-	TemplateRef    string `json:"template_ref,omitempty"`
-	HandoffOf      string `json:"handoff_of,omitempty"`
+	// Network is the profile's at launch for an isolated run (R-TR-7).
+	Network     string `json:"network,omitempty"`
+	TemplateRef string `json:"template_ref,omitempty"`
+	HandoffOf   string `json:"handoff_of,omitempty"`
 
 	ConversationID string `json:"conversation_id,omitempty"`
 	// Generation is the last generation spawned (0 before the first).

@@ -28,6 +28,7 @@ type start struct {
 	conv         string // the stored conversation a resume continues; "" to launch
 	grants       []Grant
 	approved     string // the workspace's last project-config approval hash
+	isolation    string // the run's (R-TR-7)
 	// prepare, when set, runs after the refusals that need nothing on disk
 	// and before the repository-config gate, and returns the directory the
 	// gate checks: a worktree launch creates its worktree there, and the
@@ -59,6 +60,9 @@ func (s *Supervisor) check(st start) (checked, error) {
 		return checked{}, refusal.New(ErrUnknownTool, "this agent has no driver for tool %q", st.prof.Tool)
 	}
 	if _, err := s.runner(d); err != nil {
+		return checked{}, err
+	}
+	if err := s.supports(st.isolation); err != nil {
 		return checked{}, err
 	}
 	spec := s.spec(st.prof, st.dir, "", st.runRef)
@@ -149,10 +153,10 @@ func (s *Supervisor) Launch(ctx context.Context, p LaunchParams) (apitypes.Run, 
 		// Without a workspace the tool works in its profile home.
 		workdir = prof.Home
 	}
-	if p.Isolation, err = s.isolation(p.Isolation); err != nil {
+	if p.Isolation, err = s.isolation(p.Isolation, prof); err != nil {
 		return apitypes.Run{}, err
 	}
-	st := start{runRef: p.RunRef, prof: prof, workspaceRef: p.WorkspaceRef, dir: workdir, grants: p.Grants, approved: p.ProjectConfigApproved}
+	st := start{runRef: p.RunRef, prof: prof, workspaceRef: p.WorkspaceRef, dir: workdir, grants: p.Grants, approved: p.ProjectConfigApproved, isolation: p.Isolation}
 	var wp worktreePlan
 	if p.Worktree {
 		if wp, err = s.checkWorktree(ctx, ws, p); err != nil {
@@ -190,7 +194,7 @@ func (s *Supervisor) Launch(ctx context.Context, p LaunchParams) (apitypes.Run, 
 	}
 	r := newRun(s, rg, record{
 		RunRef: p.RunRef, Tenant: p.Tenant, Driver: string(c.d.Kind()), ProfileRef: prof.Ref,
-		WorkspaceRef: p.WorkspaceRef, WorkspacePath: workdir, WorktreeBranch: wp.wt.Branch, Isolation: p.Isolation,
+		WorkspaceRef: p.WorkspaceRef, WorkspacePath: workdir, WorktreeBranch: wp.wt.Branch, Isolation: p.Isolation, Network: network(p.Isolation, prof),
 		TemplateRef: p.TemplateRef, HandoffOf: p.HandoffOf, CreatedAt: time.Now().UTC(), Ended: true,
 		// a profile whose policy wants a person's approval holds the
 		// launch (R-CRT-4: created, then approval_requested).
@@ -222,24 +226,6 @@ func (s *Supervisor) Launch(ctx context.Context, p LaunchParams) (apitypes.Run, 
 		r.start(ctx, c.d, c.spec, false, p.Grants)
 	}
 	return r.snapshot(), nil
-}
-
-// isolation checks the launch's isolation (R-TR-7): 400 for a value that is
-// none of the three, 422 for one this node cannot give.
-func (s *Supervisor) isolation(iso string) (string, error) {
-	switch iso {
-	case "", apitypes.IsolationNative:
-		return apitypes.IsolationNative, nil
-	case apitypes.IsolationSandbox:
-		// R-TR-7: sandbox stays refused ("see Topology 4").
-		return "", refusal.New(ErrIsolationUnsupported, "isolation \"sandbox\" is not supported in Community; use native or container")
-	case apitypes.IsolationContainer:
-		if s.o.ContainerRuntime == "" {
-			return "", refusal.New(ErrIsolationUnsupported, "isolation \"container\" needs podman or docker on the node, and none was found")
-		}
-		return "", refusal.New(ErrIsolationUnsupported, "isolation \"container\": this agent version has no container runner yet (found %s)", s.o.ContainerRuntime)
-	}
-	return "", refusal.New(ErrBadIsolation, "isolation %q: use native, container or sandbox", iso)
 }
 
 // Resume starts a new generation on the exact stored conversation
@@ -280,6 +266,9 @@ type resumeSpec struct {
 	// relaunch: the run has no conversation yet and its driver lets it
 	// start afresh (Relauncher).
 	relaunch bool
+	// isolation is the next generation's: the run's, or its profile's
+	// when that is stricter now (R-TR-7, R-MOVE-10).
+	isolation string
 }
 
 // checkResume checks the run's own state for a resume, then runs the start
@@ -311,19 +300,25 @@ func (s *Supervisor) checkResume(r *run, approving bool, grants []Grant, approve
 		}
 		relaunch = true
 	}
+	iso := rec.Isolation
+	if iso == apitypes.IsolationNative && prof.Isolation != "" {
+		iso = prof.Isolation
+	}
 	c, err := s.check(start{runRef: ref, prof: prof, workspaceRef: rec.WorkspaceRef, dir: rec.WorkspacePath,
-		conv: rec.ConversationID, grants: grants, approved: approved})
+		conv: rec.ConversationID, grants: grants, approved: approved, isolation: iso})
 	if err != nil {
 		return resumeSpec{}, err
 	}
-	return resumeSpec{rec: rec, prof: prof, c: c, grants: grants, relaunch: relaunch}, nil
+	return resumeSpec{rec: rec, prof: prof, c: c, grants: grants, relaunch: relaunch, isolation: iso}, nil
 }
 
 // resume starts the next generation on the stored conversation and waits
 // for the tool to confirm it (R-RES-1, R-RES-2). The caller holds r.op.
 func (s *Supervisor) resume(ctx context.Context, r *run, rs resumeSpec) (apitypes.Run, error) {
 	rec := rs.rec
-	if err := r.update(ledger.Event{Kind: ledger.KindResumed, Generation: rec.Generation + 1}, nil); err != nil {
+	if err := r.update(ledger.Event{Kind: ledger.KindResumed, Generation: rec.Generation + 1}, func(rec *record) {
+		rec.Isolation, rec.Network = rs.isolation, network(rs.isolation, rs.prof)
+	}); err != nil {
 		return apitypes.Run{}, err
 	}
 	if rs.relaunch {
@@ -387,7 +382,7 @@ func (s *Supervisor) Approve(ctx context.Context, ref string, grants []Grant, ap
 	if !ok {
 		return apitypes.Run{}, refusal.New(ErrProfileGone, "the profile %s of run %s is gone", rec.ProfileRef, ref)
 	}
-	c, err := s.check(start{runRef: ref, prof: prof, workspaceRef: rec.WorkspaceRef, dir: rec.WorkspacePath, grants: grants, approved: approved})
+	c, err := s.check(start{runRef: ref, prof: prof, workspaceRef: rec.WorkspaceRef, dir: rec.WorkspacePath, grants: grants, approved: approved, isolation: rec.Isolation})
 	if err != nil {
 		return apitypes.Run{}, err
 	}

@@ -33,6 +33,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/olivares-dev/olivares/agent/cliruntime"
+	"github.com/olivares-dev/olivares/agent/isolation"
 	"github.com/olivares-dev/olivares/agent/ledger"
 	"github.com/olivares-dev/olivares/agent/refusal"
 	"github.com/olivares-dev/olivares/agent/registry"
@@ -95,6 +96,10 @@ type Options struct {
 	MaxStdinQueue int
 	// ContainerRuntime is the podman or docker path found, "" if none.
 	ContainerRuntime string
+	// Sandbox is the bubblewrap runner of isolation=sandbox; when nil,
+	// sandbox launches are refused with SandboxUnavailable, the reason.
+	Sandbox            *isolation.Sandbox
+	SandboxUnavailable string
 	// OnChange is called (without locks held) after a run row changed.
 	OnChange func(runRef string)
 	// Log gets the supervisor's lines. When nil, they are dropped.

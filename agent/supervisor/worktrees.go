@@ -8,7 +8,6 @@ import (
 	"github.com/olivares-dev/olivares/agent/refusal"
 	"github.com/olivares-dev/olivares/agent/registry"
 	"github.com/olivares-dev/olivares/agent/worktree"
-	"github.com/olivares-dev/olivares/shared/apitypes"
 )
 
 // worktreeTimeout bounds each git step of a launch or a release.
@@ -27,9 +26,6 @@ type worktreePlan struct {
 func (s *Supervisor) checkWorktree(ctx context.Context, w registry.Workspace, p LaunchParams) (worktreePlan, error) {
 	if p.WorkspaceRef == "" {
 		return worktreePlan{}, refusal.New(ErrWorktreeNeedsWorkspace, "a worktree launch needs a workspace at a git repository's root") // R-WT-3
-	}
-	if p.Isolation != apitypes.IsolationNative {
-		return worktreePlan{}, refusal.New(ErrWorktreeIsolation, "a worktree launch needs native isolation, not %q", p.Isolation)
 	}
 	ctx, cancel := context.WithTimeout(ctx, worktreeTimeout)
 	defer cancel()

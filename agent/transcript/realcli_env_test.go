@@ -46,10 +46,9 @@ func realBinDir(t *testing.T, names ...string) string {
 // needs) and a working directory, by physical path.
 func realDirs(t *testing.T) (home, work string) {
 	t.Helper()
-	base, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	// Outside /tmp: Codex's command sandbox needs its helper aliases
+	// (real-clis.md §2.6).
+	base := realcli.HomeDir(t)
 	home, work = filepath.Join(base, "home"), filepath.Join(base, "work")
 	for _, d := range []string{filepath.Join(home, ".codex"), work} {
 		if err := os.MkdirAll(d, 0o700); err != nil {

@@ -128,7 +128,8 @@ func (s *Server) CreateProfileAs(ctx context.Context, tenant string, req apitype
 		proto.ProfileCreate{Ref: ref, Tenant: tenant, Tool: req.Tool, Name: req.Name, Home: req.Home, Env: req.Env,
 			Inactive: req.Active != nil && !*req.Active, LaunchRequiresApproval: req.LaunchRequiresApproval,
 			AllowedWorkspaces: req.AllowedWorkspaces, EngineHooks: req.EngineHooks, DeniedTools: req.DeniedTools,
-			Approvals: req.Approvals, ApprovalRules: req.ApprovalRules, AskTimeout: req.AskTimeout}, &p)
+			Approvals: req.Approvals, ApprovalRules: req.ApprovalRules, AskTimeout: req.AskTimeout,
+			Isolation: req.Isolation, Network: req.Network}, &p)
 	if err != nil {
 		s.undoRecord(err, req.NodeID, proto.OpProfileDelete, ref, tenant)
 		return apitypes.Profile{}, err
@@ -144,9 +145,14 @@ func (s *Server) CreateProfileAs(ctx context.Context, tenant string, req apitype
 		}
 		return apitypes.Profile{}, err
 	}
-	s.Audit(ctx, tenant, actor, apitypes.AuditProfileCreated, apitypes.AuditTarget{ProfileRef: p.Ref, NodeID: p.NodeID},
-		map[string]any{"tool": p.Tool, "env_keys": p.EnvKeys, "active": p.Active, "launch_requires_approval": p.LaunchRequiresApproval,
-			"allowed_workspaces": p.AllowedWorkspaces, "engine_hooks": p.EngineHooks, "denied_tools": p.DeniedTools})
+	details := map[string]any{"tool": p.Tool, "env_keys": p.EnvKeys, "active": p.Active, "launch_requires_approval": p.LaunchRequiresApproval,
+		"allowed_workspaces": p.AllowedWorkspaces, "engine_hooks": p.EngineHooks, "denied_tools": p.DeniedTools}
+	for k, v := range map[string]string{"isolation": p.Isolation, "network": p.Network} {
+		if v != "" {
+			details[k] = v
+		}
+	}
+	s.Audit(ctx, tenant, actor, apitypes.AuditProfileCreated, apitypes.AuditTarget{ProfileRef: p.Ref, NodeID: p.NodeID}, details)
 	return p, nil
 }
 

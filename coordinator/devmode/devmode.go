@@ -366,7 +366,9 @@ func setupRuns(ctx context.Context, c *coordd.Coordinator, a *agentd.Agent, step
 			return nil, fmt.Errorf("dev: profile %s: %w", cli.Name, err)
 		}
 		names = append(names, p.Name)
-		step("profile %s (%s, home %s)", p.Name, p.Ref, p.Home)
+		// Dev mode's profiles stay native (R-TR-7): they use the user's own
+		// home and login. Say what that means.
+		step("profile %s (%s, home %s, isolation native: its sessions run as you and can read your files; olivares profile update %s --isolation sandbox contains them)", p.Name, p.Ref, p.Home, p.Name)
 	}
 	ws, err := c.Store.ListWorkspaces(ctx, Tenant)
 	if err != nil {

@@ -105,6 +105,8 @@ func TestLaunchConverseInterruptStopResume(t *testing.T) {
 		t.Fatalf("launched run %+v", got)
 	}
 	tab.Await("input enabled", `!document.querySelector('#input').disabled`, wait)
+	// R-TR-7: a native run's boundary, said plainly.
+	tab.Await("the native boundary", `(document.querySelector('#run-isolation')||{}).textContent === "native: runs as the agent's user, can read the node's files"`, wait)
 
 	tab.Type("#input", "hello\r")
 	tab.Await("the reply", hasItem("assistant", "pong: hello"), wait)

@@ -23,13 +23,20 @@ func realBin(t *testing.T, name string) string {
 // (real-clis.md §1.9, §1.10).
 func (f *fixture) realClaudeProfile(fake *fakemodel.Anthropic) apitypes.Profile {
 	f.t.Helper()
+	return f.realClaudeProfileWith(fake, apitypes.ProfileCreate{Name: "claude-real"})
+}
+
+// realClaudeProfileWith is realClaudeProfile with the profile's own fields
+// (a name, an isolation).
+func (f *fixture) realClaudeProfileWith(fake *fakemodel.Anthropic, pc apitypes.ProfileCreate) apitypes.Profile {
+	f.t.Helper()
 	var p apitypes.Profile
-	f.admin.Must(http.StatusCreated, http.MethodPost, "/v1/m/sessions/profiles", apitypes.ProfileCreate{
-		NodeID: f.agent.ID, Tool: "claude", Name: "claude-real", Home: filepath.Join(f.t.TempDir(), "home"),
-		Env: map[string]string{
-			"ANTHROPIC_BASE_URL": fake.URL(), "ANTHROPIC_API_KEY": "test",
-			"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "CLAUDE_CODE_MAX_RETRIES": "0",
-		}}, &p)
+	pc.NodeID, pc.Tool, pc.Home = f.agent.ID, "claude", filepath.Join(realcli.HomeDir(f.t), "home")
+	pc.Env = map[string]string{
+		"ANTHROPIC_BASE_URL": fake.URL(), "ANTHROPIC_API_KEY": "test",
+		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "CLAUDE_CODE_MAX_RETRIES": "0",
+	}
+	f.admin.Must(http.StatusCreated, http.MethodPost, "/v1/m/sessions/profiles", pc, &p)
 	return p
 }
 
@@ -47,7 +54,9 @@ func (f *fixture) realCodexProfile(t *testing.T, fake *fakemodel.OpenAI) apitype
 func (f *fixture) realCodexProfileWith(t *testing.T, fake *fakemodel.OpenAI, pc apitypes.ProfileCreate, approval string) apitypes.Profile {
 	t.Helper()
 	var p apitypes.Profile
-	pc.NodeID, pc.Tool, pc.Home = f.agent.ID, "codex", filepath.Join(t.TempDir(), "home")
+	// Outside /tmp: Codex's command sandbox needs its helper aliases
+	// (real-clis.md §2.6).
+	pc.NodeID, pc.Tool, pc.Home = f.agent.ID, "codex", filepath.Join(realcli.HomeDir(t), "home")
 	pc.Env = map[string]string{"FAKE_OPENAI_KEY": "test"}
 	f.admin.Must(http.StatusCreated, http.MethodPost, "/v1/m/sessions/profiles", pc, &p)
 	config := `model = "fake-model"

@@ -36,13 +36,26 @@ func TestRealClaudeEngineHooks(t *testing.T) {
 	// denial: no rule decides, so the hook passes (never "allow"), Claude
 	// Code asks, and a person denies (R-HOOK-5). hooks off: the same
 	// request, and the project's settings are loaded.
-	for _, tc := range []struct {
+	// hooks on with Bash denied under sandbox: the hook reaches the agent
+	// from inside the boundary (docs/isolation.md).
+	cases := []struct {
 		name         string
 		hooks, denyB bool
-	}{{"on", true, true}, {"on-ask", true, false}, {"off", false, false}} {
+		isolation    string
+	}{{"on", true, true, ""}, {"on-ask", true, false, ""}, {"off", false, false, ""}}
+	if why := f.sandboxMissing(t); why == "" {
+		cases = append(cases, struct {
+			name         string
+			hooks, denyB bool
+			isolation    string
+		}{"on-sandboxed", true, true, apitypes.IsolationSandbox})
+	} else {
+		t.Log(why)
+	}
+	for _, tc := range cases {
 		var p apitypes.Profile
 		req := apitypes.ProfileCreate{NodeID: f.agent.ID, Tool: "claude", Name: "hooks-" + tc.name,
-			Home: filepath.Join(t.TempDir(), "home"), Env: env, EngineHooks: tc.hooks}
+			Home: filepath.Join(t.TempDir(), "home"), Env: env, EngineHooks: tc.hooks, Isolation: tc.isolation}
 		if tc.denyB {
 			req.DeniedTools = []string{"Bash"}
 		}

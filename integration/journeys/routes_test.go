@@ -40,7 +40,7 @@ func TestRunRouteRefusals(t *testing.T) {
 	check(op, http.MethodPost, "/v1/m/sessions/runs", map[string]any{"provider_profile_ref": p.Ref, "prompt": "x"}, http.StatusBadRequest, "bad_body")
 	check(op, http.MethodPost, "/v1/m/sessions/runs", apitypes.LaunchRequest{}, http.StatusBadRequest, "profile_required")
 	check(op, http.MethodPost, "/v1/m/sessions/runs", apitypes.LaunchRequest{ProviderProfileRef: "prof_0000000000000000"}, http.StatusNotFound, "not_found")
-	check(op, http.MethodPost, "/v1/m/sessions/runs", apitypes.LaunchRequest{ProviderProfileRef: p.Ref, Isolation: "sandbox"}, http.StatusUnprocessableEntity, "isolation_unsupported")
+	check(op, http.MethodPost, "/v1/m/sessions/runs", apitypes.LaunchRequest{ProviderProfileRef: p.Ref, Isolation: "container"}, http.StatusUnprocessableEntity, "isolation_unsupported")
 	check(op, http.MethodPost, "/v1/m/sessions/runs", apitypes.LaunchRequest{ProviderProfileRef: p.Ref, WorktreeFrom: "main"}, http.StatusUnprocessableEntity, "worktree_from_without_worktree")
 	check(op, http.MethodPost, base+r.RunRef+"/input", map[string]any{"text": "a", "message": "b"}, http.StatusBadRequest, "invalid_input")
 	check(op, http.MethodPost, base+r.RunRef+"/input", map[string]any{}, http.StatusBadRequest, "invalid_input")

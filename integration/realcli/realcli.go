@@ -43,3 +43,30 @@ func BinDir(t testing.TB, names ...string) string {
 	}
 	return dir
 }
+
+// HomeDir returns a fresh profile home outside the system temp directory,
+// removed when t ends. Codex 0.169 refuses to create its helper aliases
+// (codex-linux-sandbox) in a home under the temp dir, and on a host with
+// bubblewrap its command sandbox then fails to exec them ("bwrap: execvp
+// codex-linux-sandbox", real-clis.md §2.6); a node's profile homes live
+// in its state directory, never in /tmp, so the tests' must not either.
+func HomeDir(t testing.TB) string {
+	t.Helper()
+	base, err := os.UserCacheDir()
+	if err == nil {
+		base = filepath.Join(base, "olivares-test-homes")
+		err = os.MkdirAll(base, 0o700)
+	}
+	if err != nil {
+		t.Fatalf("a profile home outside the temp dir: %v", err)
+	}
+	dir, err := os.MkdirTemp(base, "home-")
+	if err == nil {
+		dir, err = filepath.EvalSymlinks(dir)
+	}
+	if err != nil {
+		t.Fatalf("a profile home outside the temp dir: %v", err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}

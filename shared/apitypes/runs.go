@@ -308,6 +308,11 @@ type Profile struct {
 	// AskTimeout is how long a request waits for a person before it is
 	// denied, as a duration ("10m") (R-REQ-12).
 	AskTimeout string `json:"ask_timeout"`
+	// Isolation is what the profile's runs get unless a launch asks for
+	// stricter ("" is native); Network is an isolated run's network,
+	// "host" ("" too) or "none" (R-TR-7).
+	Isolation string `json:"isolation,omitempty"`
+	Network   string `json:"network,omitempty"`
 }
 
 // Approval policies of a profile (R-REQ-10).
@@ -344,6 +349,9 @@ type ProfileCreate struct {
 	Approvals     string         `json:"approvals,omitempty"`
 	ApprovalRules []ApprovalRule `json:"approval_rules,omitempty"`
 	AskTimeout    string         `json:"ask_timeout,omitempty"`
+	// Isolation and Network: as on Profile (R-TR-7).
+	Isolation string `json:"isolation,omitempty"`
+	Network   string `json:"network,omitempty"`
 }
 
 // ProfileUpdate is PATCH /profiles/{ref}: the fields given change.
@@ -357,6 +365,9 @@ type ProfileUpdate struct {
 	Approvals     *string         `json:"approvals,omitempty"`
 	ApprovalRules *[]ApprovalRule `json:"approval_rules,omitempty"`
 	AskTimeout    *string         `json:"ask_timeout,omitempty"`
+	// Isolation and Network apply to the next launch (R-TR-7).
+	Isolation *string `json:"isolation,omitempty"`
+	Network   *string `json:"network,omitempty"`
 	// Env sets these variables (added or replaced); the values go to the
 	// node and stay there (R-PROF-2). UnsetEnv removes variables by name.
 	// A name may not be in both.
@@ -384,6 +395,8 @@ func (u ProfileUpdate) Fields() []string {
 	add(u.Approvals != nil, "approvals")
 	add(u.ApprovalRules != nil, "approval_rules")
 	add(u.AskTimeout != nil, "ask_timeout")
+	add(u.Isolation != nil, "isolation")
+	add(u.Network != nil, "network")
 	add(len(u.Env) > 0, "env")
 	add(len(u.UnsetEnv) > 0, "unset_env")
 	add(u.Home != nil, "home")

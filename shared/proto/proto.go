@@ -57,7 +57,11 @@ type Capabilities struct {
 	Docker           string `json:"docker,omitempty"`
 	WorktreeDir      string `json:"worktree_dir,omitempty"`
 	WorktreeDirReady bool   `json:"worktree_dir_configured"`
-	CLIs             []CLI  `json:"clis"`
+	// Sandbox: isolation=sandbox works here (bubblewrap ran a contained
+	// probe); SandboxError says why not (R-TR-7).
+	Sandbox      bool   `json:"sandbox"`
+	SandboxError string `json:"sandbox_error,omitempty"`
+	CLIs         []CLI  `json:"clis"`
 	// CodexSupervision is present only on a node that opted in
 	// (R-CX-PERM-1) with a supported connection (R-CX-CONN-7).
 	CodexSupervision *CodexSupervision `json:"codex_supervision,omitempty"`

@@ -167,6 +167,10 @@ var terms = []term{
 	t(profileCmds, "bad_policy", `^(\d+) approval rules`, "$1 --approval-rule flags"),
 	t(profileCmds, "bad_policy", `set approvals to allow instead`, "use --approvals allow instead"),
 	t(profileCmds, "bad_policy", `^ask_timeout "`, `--ask-timeout "`),
+	// Isolation (R-TR-7).
+	t(profileCmds, "bad_policy", `^network "none" needs isolation sandbox or container`, `--network none needs --isolation sandbox`),
+	t(profileCmds, "bad_policy", `^(isolation|network) "`, `--$1 "`),
+	t(startCmd, "isolation_below_profile", `launch with that isolation, or leave it unset`, "start with that --isolation, or leave --isolation out"),
 
 	// Answers to a tool's requests (R-REQ-2).
 	t(answerCmd, "bad_answer", `an allow takes no text; give text with answer or deny`, "an allow takes no --text; give --text with --deny or to answer a question"),

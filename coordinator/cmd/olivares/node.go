@@ -104,7 +104,10 @@ func (n node) print(out io.Writer) {
 		Podman string `json:"podman"`
 		Docker string `json:"docker"`
 		WT     bool   `json:"worktree_dir_configured"`
-		CLIs   []struct {
+		// R-TR-7: whether isolation=sandbox runs there, and why not.
+		Sandbox      bool   `json:"sandbox"`
+		SandboxError string `json:"sandbox_error"`
+		CLIs         []struct {
 			Name, Version string
 		} `json:"clis"`
 	}
@@ -112,6 +115,11 @@ func (n node) print(out io.Writer) {
 		fmt.Fprintf(tw, "pty\t%v\n", caps.PTY)
 		fmt.Fprintf(tw, "podman / docker\t%s / %s\n", dash(caps.Podman), dash(caps.Docker))
 		fmt.Fprintf(tw, "worktree dir\t%v\n", caps.WT)
+		if caps.Sandbox {
+			fmt.Fprintf(tw, "sandbox\tyes (bubblewrap)\n")
+		} else {
+			fmt.Fprintf(tw, "sandbox\tno: %s\n", dash(caps.SandboxError))
+		}
 		for _, c := range caps.CLIs {
 			fmt.Fprintf(tw, "cli %s\t%s\n", c.Name, dash(c.Version))
 		}

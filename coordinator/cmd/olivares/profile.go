@@ -53,6 +53,7 @@ type policyOpts struct {
 	active, requiresApproval, engineHooks bool
 	allowWorkspaces, denyTools            listFlag
 	approvals, askTimeout                 string
+	isolation, network                    string
 	rules                                 ruleFlag
 }
 
@@ -74,6 +75,8 @@ func (o *policyOpts) define(fs *flag.FlagSet, update bool) {
 	}
 	fs.Var(&o.rules, "approval-rule", rules)
 	fs.StringVar(&o.askTimeout, "ask-timeout", "", "how long a request waits for a person before it is denied, 1s to 24h, like 10m (the default)")
+	fs.StringVar(&o.isolation, "isolation", "", "what the profile's sessions run in unless a launch asks for stricter: native (the default: the tool runs as the agent's user and can read the node's files) or sandbox (only its working directory and its home; see docs/isolation.md)")
+	fs.StringVar(&o.network, "network", "", "an isolated session's network: host (the default) or none")
 }
 
 // ruleFlag collects repeated --approval-rule ACTION:TOOL_OR_KIND:PATTERN;
@@ -168,6 +171,9 @@ func profileAdd() *command {
     [--approvals ask|deny|allow] [--approval-rule ACTION:TOOL_OR_KIND:PATTERN ...]
     [--ask-timeout D]: what answers the tool's requests to run a command,
     change files or use a tool (see profile update --help).
+    [--isolation native|sandbox] [--network host|none]: what the profile's
+    sessions can reach on the node (sandbox: only their working directory
+    and the profile's home).
 `,
 		flags: func(fs *flag.FlagSet) {
 			fs.StringVar(&o.node, "node", "", "node (id or host name) the profile lives on (default: the tenant's only node)")
@@ -189,7 +195,8 @@ func profileAdd() *command {
 			}
 			req := apitypes.ProfileCreate{NodeID: node, Tool: o.tool, Name: o.name, Home: o.home, Env: o.env,
 				LaunchRequiresApproval: o.policy.requiresApproval, AllowedWorkspaces: ws, EngineHooks: o.policy.engineHooks,
-				DeniedTools: o.policy.denyTools, Approvals: o.policy.approvals, ApprovalRules: o.policy.rules, AskTimeout: o.policy.askTimeout}
+				DeniedTools: o.policy.denyTools, Approvals: o.policy.approvals, ApprovalRules: o.policy.rules, AskTimeout: o.policy.askTimeout,
+				Isolation: o.policy.isolation, Network: o.policy.network}
 			if c.set["active"] {
 				req.Active = &o.policy.active
 			}
@@ -217,7 +224,7 @@ func profileUpdate() *command {
                         [--allow-workspace WS ...] [--deny-tool T ...] [--allow-tool T ...]
                         [--clear-denied-tools] [--env K=V ...] [--unset-env K ...] [--home DIR]
                         [--approvals ask|deny|allow] [--approval-rule ACTION:TOOL_OR_KIND:PATTERN ...]
-                        [--ask-timeout D] [--json]
+                        [--ask-timeout D] [--isolation native|sandbox] [--network host|none] [--json]
     Change the policy, the tool's environment (values stay on the node) or
     the home; it applies to the next launch or resume. The
     --allow-workspace list replaces the old one (--allow-workspace= alone:
@@ -260,6 +267,12 @@ func profileUpdate() *command {
 			}
 			if c.set["engine-hooks"] {
 				u.EngineHooks = &o.policy.engineHooks
+			}
+			if c.set["isolation"] {
+				u.Isolation = &o.policy.isolation
+			}
+			if c.set["network"] {
+				u.Network = &o.policy.network
 			}
 			if c.set["allow-workspace"] {
 				ws, err := o.policy.workspaceRefs(ctx, c)
@@ -379,6 +392,7 @@ func printProfile(out io.Writer, p apitypes.Profile) {
 		fmt.Fprintf(tw, "denied tools\t%s\n", dash(strings.Join(p.DeniedTools, ", ")))
 	}
 	fmt.Fprintf(tw, "approvals\t%s, ask timeout %s\n", dash(p.Approvals), dash(p.AskTimeout))
+	fmt.Fprintf(tw, "isolation\t%s\n", boundary(p.Isolation, p.Network))
 	for i, r := range p.ApprovalRules {
 		// As --approval-rule takes it.
 		fmt.Fprintf(tw, "approval rule %d\t%s\n", i+1, ruleText(r))

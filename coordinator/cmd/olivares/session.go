@@ -171,7 +171,7 @@ func sessionStart() *command {
 			fs.StringVar(&o.profile, "profile", "", "provider profile ref or exact name")
 			fs.StringVar(&o.workspace, "workspace", "", "workspace ref or exact name")
 			fs.StringVar(&o.name, "name", "", "display name")
-			fs.StringVar(&o.isolation, "isolation", "", "native (default), container or sandbox")
+			fs.StringVar(&o.isolation, "isolation", "", "sandbox (the session sees only its working directory and its profile home; docs/isolation.md), native (runs as the agent's user, can read the node's files) or container; default: the profile's")
 			fs.BoolVar(&o.worktree, "worktree", false, "run in a new git worktree of the workspace")
 			fs.StringVar(&o.worktreeFrom, "worktree-from", "", "branch or commit the worktree starts from (with --worktree)")
 			fs.BoolVar(&o.noSetup, "no-setup", false, "skip the workspace setup command for this launch")
@@ -677,7 +677,7 @@ func printRun(out io.Writer, r apitypes.Run) {
 	if r.PID != 0 {
 		fmt.Fprintf(tw, "pid\t%d\n", r.PID)
 	}
-	fmt.Fprintf(tw, "isolation\t%s\n", dash(r.Isolation))
+	fmt.Fprintf(tw, "isolation\t%s\n", boundary(r.Isolation, ""))
 	fmt.Fprintf(tw, "node\t%s\n", r.NodeID)
 	fmt.Fprintf(tw, "profile\t%s\n", dash(r.ProviderProfileRef))
 	fmt.Fprintf(tw, "workspace\t%s\n", dash(r.WorkspaceRef))
@@ -733,4 +733,19 @@ func printRun(out io.Writer, r apitypes.Run) {
 	fmt.Fprintf(tw, "started\t%s\n", stampPtr(r.StartedAt))
 	fmt.Fprintf(tw, "ended\t%s\n", stampPtr(r.EndedAt))
 	tw.Flush()
+}
+
+// boundary says plainly what a session of isolation iso reaches on its node
+// (R-TR-7, docs/isolation.md).
+func boundary(iso, network string) string {
+	switch iso {
+	case "", apitypes.IsolationNative:
+		return "native (runs as the agent's user, can read the node's files)"
+	case apitypes.IsolationSandbox:
+		if network == "none" {
+			return "sandbox (sees only its working directory and its profile home; no network)"
+		}
+		return "sandbox (sees only its working directory and its profile home)"
+	}
+	return iso
 }

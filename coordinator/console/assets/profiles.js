@@ -40,10 +40,15 @@ export function profilesView(main) {
       p.allowed_workspaces && p.allowed_workspaces.length ? `only in ${p.allowed_workspaces.map((r) => (workspaces.get(r) || {}).name || r).join(', ')}` : null,
       p.engine_hooks ? `engine hooks${p.denied_tools && p.denied_tools.length ? `, denies ${p.denied_tools.join(', ')}` : ''}` : null,
     ].filter(Boolean);
+    // R-TR-7: what its sessions reach on the node, said plainly.
+    const boundary = p.isolation === 'sandbox'
+      ? `Sandbox: its sessions see only their working directory and this home${p.network === 'none' ? ', with no network' : ''}.`
+      : 'Native: its sessions run as the agent\u2019s user and can read the node\u2019s files.';
     return h('li', { class: 'card', dataset: { ref: p.ref } },
       h('div', { class: 'line1' }, h('span', { class: 'title' }, p.name), h('span', { class: 'badge' }, TOOL[p.tool] || p.tool), p.active ? null : h('span', { class: 'badge warn' }, 'inactive')),
       h('div', { class: 'meta' }, h('code', null, p.home), h('span', null, p.node_id), p.env_keys && p.env_keys.length ? h('span', null, `env ${p.env_keys.join(', ')}`) : null, h('span', { class: 'muted' }, p.ref)),
       h('p', { class: 'muted policy' }, policy.length ? policy.join(' · ') : 'No restriction.'),
+      h('p', { class: p.isolation === 'sandbox' ? 'muted isolation' : 'isolation warn' }, boundary),
       canAdmin ? h('div', { class: 'actions' }, h('button', { type: 'button', class: 'ghost act-policy', onclick: () => editPolicy(p) }, 'Policy')) : null);
   }
 
@@ -53,6 +58,10 @@ export function profilesView(main) {
     const approval = h('input', { type: 'checkbox', id: 'pol-approval', checked: !!p.launch_requires_approval });
     const hooks = h('input', { type: 'checkbox', id: 'pol-hooks', checked: !!p.engine_hooks, disabled: p.tool !== 'claude' });
     const denied = h('input', { type: 'text', id: 'pol-denied', value: (p.denied_tools || []).join(', '), placeholder: 'Bash, Write (or *)', disabled: p.tool !== 'claude' });
+    const isolation = h('select', { id: 'pol-isolation' }, [['native', 'Native: runs as the agent\u2019s user, can read the node\u2019s files'], ['sandbox', 'Sandbox: sees only its working directory and its home']]
+      .map(([v, t]) => h('option', { value: v, selected: (p.isolation || 'native') === v }, t)));
+    const network = h('select', { id: 'pol-network' }, [['host', 'The node\u2019s network'], ['none', 'No network (sandbox only)']]
+      .map(([v, t]) => h('option', { value: v, selected: (p.network || 'host') === v }, t)));
     const allowed = h('select', { id: 'pol-workspaces', multiple: true, size: Math.min(6, Math.max(2, workspaces.size)) },
       [...workspaces.values()].filter((w) => w.node_id === p.node_id).map((w) => h('option', { value: w.ref, selected: (p.allowed_workspaces || []).includes(w.ref) }, w.name)));
     const msg = h('div');
@@ -61,6 +70,7 @@ export function profilesView(main) {
       const body = {
         active: active.checked, launch_requires_approval: approval.checked,
         allowed_workspaces: [...allowed.selectedOptions].map((o) => o.value),
+        isolation: isolation.value, network: network.value,
       };
       if (p.tool === 'claude') {
         body.engine_hooks = hooks.checked;
@@ -76,6 +86,8 @@ export function profilesView(main) {
     h('label', { class: 'check' }, active, 'Active: accepts launches, resumes and moves'),
     h('label', { class: 'check' }, approval, 'Launches wait for a person\u2019s approval'),
     h('label', { for: 'pol-workspaces' }, 'Allowed workspaces (none selected: all)'), allowed,
+    h('label', { for: 'pol-isolation' }, 'Isolation of its sessions (a launch may ask stricter, never looser)'), isolation,
+    h('label', { for: 'pol-network' }, 'Network of an isolated session'), network,
     h('label', { class: 'check' }, hooks, 'Engine hooks (Claude Code): tool uses are recorded and the denied tools refused'),
     h('label', { for: 'pol-denied' }, 'Denied tools'), denied,
     h('div', { class: 'buttons' }, h('button', { type: 'button', class: 'ghost', onclick: m.close }, 'Cancel'), h('button', { type: 'submit', id: 'pol-save' }, 'Save'))));

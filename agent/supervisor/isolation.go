@@ -1,0 +1,101 @@
+package supervisor
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/olivares-dev/olivares/agent/cliruntime"
+	"github.com/olivares-dev/olivares/agent/isolation"
+	"github.com/olivares-dev/olivares/agent/refusal"
+	"github.com/olivares-dev/olivares/agent/registry"
+	"github.com/olivares-dev/olivares/agent/sessions"
+	"github.com/olivares-dev/olivares/shared/apitypes"
+)
+
+// isolation is the isolation a launch of prof runs with (R-TR-7): the
+// launch's, else the profile's, else native. 400 for a value that is none
+// of the three, 422 for one this node cannot give, 409 for native asked of
+// a profile that isolates its runs (a launch may ask for stricter, never
+// looser).
+func (s *Supervisor) isolation(iso string, prof registry.Profile) (string, error) {
+	switch iso {
+	case "":
+		iso = prof.Isolation
+		if iso == "" {
+			iso = apitypes.IsolationNative
+		}
+	case apitypes.IsolationNative, apitypes.IsolationSandbox, apitypes.IsolationContainer:
+	default:
+		return "", refusal.New(ErrBadIsolation, "isolation %q: use native, container or sandbox", iso)
+	}
+	if err := s.supports(iso); err != nil {
+		return "", err
+	}
+	if iso == apitypes.IsolationNative && prof.Isolation != "" && prof.Isolation != apitypes.IsolationNative {
+		return "", refusal.New(ErrIsolationBelowProfile, "profile %s runs its sessions with isolation %q; launch with that isolation, or leave it unset", prof.Name, prof.Isolation)
+	}
+	return iso, nil
+}
+
+// supports refuses an isolation this node cannot give (R-TR-7, R-TR-8):
+// sandbox without a working bubblewrap says why.
+func (s *Supervisor) supports(iso string) error {
+	switch iso {
+	case apitypes.IsolationSandbox:
+		if s.o.Sandbox == nil {
+			return refusal.New(ErrIsolationUnsupported, "isolation \"sandbox\" does not work on this node: %s", s.o.SandboxUnavailable)
+		}
+	case apitypes.IsolationContainer:
+		if s.o.ContainerRuntime == "" {
+			return refusal.New(ErrIsolationUnsupported, "isolation \"container\" needs podman or docker on the node, and none was found")
+		}
+		return refusal.New(ErrIsolationUnsupported, "isolation \"container\": this agent version has no container runner yet (found %s); use sandbox", s.o.ContainerRuntime)
+	}
+	return nil
+}
+
+// contain wraps rn for a generation of a run with isolation iso: the run
+// sees its working directory and its profile home (docs/isolation.md),
+// its grant files and the engine's hook. A native run's runner is rn.
+func (s *Supervisor) contain(rn sessions.Runner, iso, network string, spec cliruntime.LaunchSpec) sessions.Runner {
+	if iso != apitypes.IsolationSandbox || s.o.Sandbox == nil {
+		return rn
+	}
+	b := isolation.Boundary{Writable: []string{spec.Workdir, spec.Home}, Network: network}
+	// A worktree run's git needs its repository's objects and refs.
+	ro, rw := isolation.GitWorktree(spec.Workdir)
+	b.ReadOnly, b.Writable = append(b.ReadOnly, ro...), append(b.Writable, rw...)
+	if s.o.GrantsDir != "" {
+		b.ReadOnly = append(b.ReadOnly, filepath.Join(s.o.GrantsDir, spec.RunRef))
+	}
+	if spec.EngineHook != "" {
+		if prog := hookProgram(spec.EngineHook); prog != "" {
+			b.ReadOnly = append(b.ReadOnly, filepath.Dir(prog))
+		}
+		if _, err := os.Stat(s.o.Hook.Socket); err == nil {
+			b.Writable = append(b.Writable, s.o.Hook.Socket)
+		}
+	}
+	return s.o.Sandbox.Runner(rn, b)
+}
+
+// hookProgram is the program of the engine's hook command: its first word,
+// single-quoted as agentd quotes it, or bare.
+func hookProgram(cmd string) string {
+	if rest, ok := strings.CutPrefix(cmd, "'"); ok {
+		p, _, _ := strings.Cut(strings.ReplaceAll(rest, `'\''`, "\x00"), "'")
+		return strings.ReplaceAll(p, "\x00", "'")
+	}
+	p, _, _ := strings.Cut(cmd, " ")
+	return p
+}
+
+// network is the network a run of prof with isolation iso gets: the
+// profile's, when the run is isolated ("" is the host's).
+func network(iso string, prof registry.Profile) string {
+	if iso == apitypes.IsolationNative {
+		return ""
+	}
+	return prof.Network
+}
