@@ -17,7 +17,7 @@
 // first (JSON, with "protocol"); a side that does not know the other's
 // protocol closes the connection and the holder goes on. The holder's
 // output is a numbered log of records: data of one stream (stdout or PTY,
-// stderr), a stream's EOF, the exit. The agent commits data records with
+// stderr), then the exit, written once both streams ended. The agent commits data records with
 // their number (ring marks) and acknowledges them per stream; the holder
 // forgets a record only once acknowledged, and an agent that connects says
 // the last number it committed per stream, so a reconnect after a kill -9

@@ -42,12 +42,17 @@ func startSh(t *testing.T, l Launcher, script string, pty bool) (*Process, strin
 	if err != nil {
 		t.Fatal(err)
 	}
+	hp := p.HolderPid()
 	t.Cleanup(func() {
-		// Nothing outlives a test: the holder's group, then the child's.
-		if hp := p.HolderPid(); hp > 0 {
+		if t.Failed() {
+			b, _ := os.ReadFile(filepath.Join(dir, LogFile))
+			t.Logf("holder log:\n%s", b)
+		}
+		// Nothing outlives a test: a holder still serving dir is killed,
+		// and its child dies with it. (Never a bare pid: it may be reused.)
+		if b, err := os.ReadFile("/proc/" + strconv.Itoa(hp) + "/cmdline"); err == nil && bytes.Contains(b, []byte(dir)) {
 			syscall.Kill(hp, syscall.SIGKILL)
 		}
-		syscall.Kill(-p.Pid(), syscall.SIGKILL)
 	})
 	return p, dir
 }
@@ -366,7 +371,8 @@ func TestStartFailure(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "h")
 	_, err := launcher(0).Start(context.Background(), dir, sessions.Spec{Path: "no-such-program-here", Env: shEnv}, false)
 	if err == nil || !strings.Contains(err.Error(), "not found") {
-		t.Fatalf("start: %v", err)
+		b, _ := os.ReadFile(filepath.Join(dir, LogFile))
+		t.Fatalf("start: %v\nholder log:\n%s", err, b)
 	}
 	if _, err := os.Stat(filepath.Join(dir, SocketFile)); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("socket left: %v", err)

@@ -307,13 +307,10 @@ func (p *Process) dispatch() {
 				}
 				// A copy: buf is reused for the next message.
 				rd.put(chunk{n: n, b: append([]byte(nil), data...)})
-			case kindEOF:
-				if len(data) == 1 && data[0] == classStderr {
-					p.stderr.eof()
-				} else {
-					p.stdout.eof()
-				}
 			case kindExit:
+				// The holder writes the exit once both streams ended.
+				p.stdout.eof()
+				p.stderr.eof()
 				var e Exit
 				json.Unmarshal(data, &e)
 				p.mu.Lock()

@@ -31,10 +31,11 @@ const maxMessage = 1 << 20
 
 // Record kinds and the classes a record is acknowledged in. Output records
 // are acknowledged per stream (the agent commits each stream's output on
-// its own reader); the end records (a stream's EOF, the exit) in classCtl.
+// its own reader); the exit record, the last, in classCtl. The exit ends
+// both streams: the holder writes it once they reached EOF (or after its
+// drain timeout).
 const (
 	kindData = 0
-	kindEOF  = 1
 	kindExit = 2
 
 	classStdout = 0 // stdout, or the PTY

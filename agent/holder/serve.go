@@ -191,7 +191,7 @@ func (h *holder) serve() {
 	os.Remove(filepath.Join(h.dir, SpoolFile))
 }
 
-// read copies one of the child's streams into records, then its EOF.
+// read copies one of the child's streams into records.
 func (h *holder) read(rd io.Reader, class byte) {
 	buf := make([]byte, readSize)
 	for {
@@ -202,9 +202,8 @@ func (h *holder) read(rd io.Reader, class byte) {
 			h.mu.Unlock()
 		}
 		if err != nil {
-			h.mu.Lock()
-			h.record(kindEOF, classCtl, []byte{class})
-			h.mu.Unlock()
+			// No record: the exit record, written once both streams
+			// ended, ends them for the agent.
 			return
 		}
 	}
@@ -224,7 +223,7 @@ func (h *holder) record(kind, class byte, data []byte) uint64 {
 	if h.conn != nil {
 		h.mem = append(h.mem, msg)
 		if _, err := h.conn.Write(msg); err != nil {
-			h.detachLocked(h.conn)
+			h.detachLocked(h.conn, err)
 		}
 		return n
 	}
@@ -249,10 +248,11 @@ func (h *holder) spoolLocked(msg []byte) {
 
 // detachLocked forgets conn (if it is still the connected one): the records
 // it has not acknowledged go to the spool, after the older ones.
-func (h *holder) detachLocked(conn net.Conn) {
+func (h *holder) detachLocked(conn net.Conn, why error) {
 	if h.conn != conn {
 		return
 	}
+	fmt.Fprintf(os.Stderr, "holder: agent detached (%v); %d records kept\n", why, len(h.mem))
 	conn.Close()
 	h.conn = nil
 	mem := h.mem
@@ -268,7 +268,7 @@ func (h *holder) ackedRecord(msg []byte) bool {
 }
 
 // trimLocked drops what the agent acknowledged: the spool once every
-// record in it is, and mem from its front.
+// record in it is, and mem's acknowledged records.
 func (h *holder) trimLocked() {
 	if h.spoolBytes > 0 {
 		all := true
@@ -281,12 +281,17 @@ func (h *holder) trimLocked() {
 			h.spoolBytes, h.spoolLast = 0, [classes]uint64{}
 		}
 	}
-	i := 0
-	for i < len(h.mem) && h.ackedRecord(h.mem[i]) {
-		h.unacked -= int64(len(h.mem[i]))
-		i++
+	// Each stream is acknowledged on its own: keep the others' records.
+	kept := h.mem[:0]
+	for _, msg := range h.mem {
+		if h.ackedRecord(msg) {
+			h.unacked -= int64(len(msg))
+		} else {
+			kept = append(kept, msg)
+		}
 	}
-	h.mem = h.mem[i:]
+	clear(h.mem[len(kept):])
+	h.mem = kept
 	h.room.Broadcast()
 }
 
@@ -317,7 +322,7 @@ func (h *holder) attach(c *net.UnixConn) {
 	c.SetDeadline(time.Time{})
 	h.mu.Lock()
 	if h.conn != nil {
-		h.detachLocked(h.conn)
+		h.detachLocked(h.conn, errors.New("another agent attached"))
 	}
 	for i, a := range ah.After {
 		h.acked[i] = max(h.acked[i], a)
@@ -339,10 +344,11 @@ func (h *holder) attach(c *net.UnixConn) {
 		return
 	}
 	h.conn = c
+	fmt.Fprintf(os.Stderr, "holder: agent %s attached after %v\n", ah.Version, ah.After)
 	h.mu.Unlock()
-	h.control(c)
+	err = h.control(c)
 	h.mu.Lock()
-	h.detachLocked(c)
+	h.detachLocked(c, err)
 	h.mu.Unlock()
 }
 
@@ -376,14 +382,14 @@ func (h *holder) replayLocked(w io.Writer) error {
 }
 
 // control handles one agent's messages until it goes.
-func (h *holder) control(c net.Conn) {
+func (h *holder) control(c net.Conn) error {
 	r := bufio.NewReader(c)
 	var buf []byte
 	for {
 		typ, p, b, err := readMsg(r, buf)
 		buf = b
 		if err != nil {
-			return
+			return err
 		}
 		switch typ {
 		case mAck:
@@ -434,7 +440,7 @@ func (h *holder) writeStdin() {
 		h.mu.Lock()
 		if h.conn != nil {
 			if err := writeMsg(h.conn, mInAck, ack[:]); err != nil {
-				h.detachLocked(h.conn)
+				h.detachLocked(h.conn, err)
 			}
 		}
 		h.mu.Unlock()
