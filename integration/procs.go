@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -194,7 +195,50 @@ func (e *Env) StartAgentProcess(o ProcOptions) *AgentProc {
 	e.mu.Unlock()
 	a.Start()
 	e.t.Cleanup(a.Kill)
+	// Holders outlive their agent (issue 30): none outlives the test.
+	e.t.Cleanup(a.KillHolders)
 	return a
+}
+
+// Holders returns the pids of the run holders (olivares-agent hold) of
+// this agent's state dir: the processes that keep its runs' children
+// alive across agent restarts (issue 30).
+func (a *AgentProc) Holders() []int {
+	ents, _ := os.ReadDir("/proc")
+	var pids []int
+	dir := []byte("\x00--dir\x00" + filepath.Join(a.Dir, "holders") + "/")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err == nil && bytes.Contains(b, []byte("\x00hold\x00")) && bytes.Contains(b, dir) && !zombie(pid) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// zombie reports whether pid has exited and waits to be reaped.
+func zombie(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return true
+	}
+	i := bytes.LastIndexByte(b, ')')
+	return i < 0 || len(b) < i+3 || b[i+2] == 'Z' || b[i+2] == 'X'
+}
+
+// Alive reports whether pid is a live process (not a zombie).
+func Alive(pid int) bool { return !zombie(pid) }
+
+// KillHolders sends SIGKILL to this agent's holders (their children die
+// with them).
+func (a *AgentProc) KillHolders() {
+	for _, pid := range a.Holders() {
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
 }
 
 // Start runs the agent process (again).
@@ -229,7 +273,8 @@ func (a *AgentProc) Output() string {
 }
 
 // Kill sends SIGKILL to the agent process (only the pid this env started)
-// and waits for it; its children die with it (Pdeathsig).
+// and waits for it; the children it started directly die with it
+// (Pdeathsig), those under a holder live on (issue 30).
 func (a *AgentProc) Kill() {
 	a.mu.Lock()
 	cmd, done := a.cmd, a.done

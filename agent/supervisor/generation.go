@@ -360,6 +360,7 @@ func (g *generation) awaitHandshake(ctx context.Context) {
 // read copies one output stream into the ring, and (stdout) hands each line
 // to the driver.
 func (g *generation) read(rd io.Reader, stream ring.Stream, observe bool) {
+	held := heldOutput(g.proc, rd, stream) // before rd is wrapped
 	if observe {
 		rd = spokeReader{rd, g}
 	}
@@ -370,7 +371,6 @@ func (g *generation) read(rd io.Reader, stream ring.Stream, observe bool) {
 	buf := make([]byte, ring.MaxFrameData)
 	var line []byte
 	overlong := false
-	held := heldOutput(g.proc, rd, stream)
 	for {
 		n, err := rd.Read(buf)
 		if n > 0 {
