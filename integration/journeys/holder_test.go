@@ -12,8 +12,11 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
+	"github.com/olivares-dev/olivares/agent/cliruntime"
 	"github.com/olivares-dev/olivares/integration"
+	"github.com/olivares-dev/olivares/integration/fakemodel"
 	"github.com/olivares-dev/olivares/shared/apitypes"
 )
 
@@ -141,6 +144,74 @@ func TestHolderAdoptsAcrossAgentKill(t *testing.T) {
 		_, err := os.Stat(filepath.Join(f.agent.Dir, "holders", r.RunRef))
 		return os.IsNotExist(err)
 	})
+}
+
+// Issue 30 with the real Claude Code (2.1.328, the fake Messages API):
+// kill -9 of the agent mid-turn, the turn ends while no agent runs, and the
+// agent started again adopts the same process: the attach stream goes on at
+// last+1 with the turn's end, input echoes, stop shows 143 (R-STOP-2).
+func TestRealClaudeAdoptedMidTurn(t *testing.T) {
+	t.Parallel()
+	bin := realBin(t, "claude")
+	fake := fakemodel.NewAnthropic()
+	defer fake.Close()
+	f := setup(t, "yamux", integration.ProcOptions{Path: bin + ":" + cliruntime.DefaultPath})
+	r := f.launch(f.realClaudeProfile(fake))
+	s := f.viewer.Attach(r.RunRef, "from=0")
+	f.post(f.operator, http.StatusAccepted, r.RunRef, "input", integration.Message("hello"), nil)
+	s.UntilOutput("pong: hello", wait)
+	r = f.operator.AwaitRun(r.RunRef, wait, "idle", func(r apitypes.Run) bool { return r.State == apitypes.StateIdle })
+
+	g := fakemodel.NewGate()
+	defer g.Release()
+	fake.Push(fakemodel.Held(g))
+	f.post(f.operator, http.StatusAccepted, r.RunRef, "input", integration.Message("mid-turn"), nil)
+	select {
+	case <-g.Arrived():
+	case <-time.After(wait):
+		t.Fatal("the turn never reached the fake model")
+	}
+	var last uint64
+	f.agent.Kill()
+	for {
+		ev, ok := s.Next(wait)
+		if !ok {
+			break
+		}
+		if ev.Name == apitypes.SSEOutput {
+			last = ev.Output(t).Seq
+		}
+	}
+	// The turn ends while no agent runs: Claude Code writes its result
+	// into the holder.
+	g.Release()
+	spool := filepath.Join(f.agent.Dir, "holders", r.RunRef, "1", "spool")
+	integration.Await(t, wait, "the turn's end in the holder's spool", func() bool {
+		b, _ := os.ReadFile(spool)
+		return bytes.Contains(b, []byte(`"type":"result"`))
+	})
+	f.agent.Start()
+	f.agent.AwaitConnected(wait)
+	now := f.viewer.AwaitRun(r.RunRef, wait, "adopted", func(r apitypes.Run) bool { return apitypes.Live(r.State) })
+	if now.PID != r.PID || now.Generation != 1 {
+		t.Fatalf("after the restart: pid %d gen %d, want pid %d gen 1", now.PID, now.Generation, r.PID)
+	}
+	s = f.viewer.Attach(r.RunRef, "from="+strconv.FormatUint(last+1, 10))
+	rest := s.UntilOutput(`"type":"result"`, wait)
+	contiguous(t, rest, last+1)
+	f.operator.AwaitRun(r.RunRef, wait, "idle", func(r apitypes.Run) bool { return r.State == apitypes.StateIdle })
+	f.post(f.operator, http.StatusAccepted, r.RunRef, "input", integration.Message("after"), nil)
+	s.UntilOutput("pong: after", wait)
+	f.operator.AwaitRun(r.RunRef, wait, "idle", func(r apitypes.Run) bool { return r.State == apitypes.StateIdle })
+	var stopped apitypes.Run
+	f.post(f.operator, http.StatusOK, r.RunRef, "stop", nil, &stopped)
+	if stopped.State != apitypes.StateStopped || stopped.ExitCode == nil || *stopped.ExitCode != 143 {
+		t.Fatalf("stop: %+v, want stopped with exit code 143", stopped)
+	}
+	if evs := integration.Kinds(f.viewer.Events(r.RunRef)); countOf(evs, "adopted") != 1 || slices.Contains(evs, "lost") {
+		t.Fatalf("events %v: want adopted, no lost", evs)
+	}
+	noneLeft(t, f, r.PID)
 }
 
 func firstErr(errs ...error) error {
