@@ -297,6 +297,18 @@ func (a *AgentProc) Kill() {
 	a.checkRaces()
 }
 
+// Terminate sends SIGTERM to the agent process (a graceful stop, as
+// systemctl stop) and waits for it to exit.
+func (a *AgentProc) Terminate() {
+	a.mu.Lock()
+	cmd, done := a.cmd, a.done
+	a.mu.Unlock()
+	cmd.Process.Signal(syscall.SIGTERM)
+	err := <-done
+	done <- err
+	a.checkRaces()
+}
+
 // RaceReport is how a -race binary starts its report of a data race.
 const RaceReport = "WARNING: DATA RACE"
 

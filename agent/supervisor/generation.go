@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/olivares-dev/olivares/agent/cliruntime"
+	"github.com/olivares-dev/olivares/agent/holder"
 	"github.com/olivares-dev/olivares/agent/ledger"
 	"github.com/olivares-dev/olivares/agent/refusal"
 	"github.com/olivares-dev/olivares/agent/registry"
@@ -610,16 +611,20 @@ func (g *generation) wait(readers *sync.WaitGroup) {
 		<-drained
 	}
 	defer close(g.ended)
-	g.cleanup()
 	if s.closed() {
-		// A held child lives on: the next Open adopts it.
-		// The agent is going down and the child with it: record nothing,
-		// the next Open records the generation lost (R-STATE-6).
+		// The agent is going down: record nothing. A held child lives on
+		// (its grant files with it) and the next Open adopts it; another
+		// dies with the agent, and the next Open records it lost
+		// (R-STATE-6).
+		if _, held := g.proc.(*holder.Process); !held {
+			g.cleanup()
+		}
 		r.mu.Lock()
 		r.gen = nil
 		r.mu.Unlock()
 		return
 	}
+	g.cleanup()
 	// R-REQ-8: the requests this process asked expire with it, in the
 	// output before its end.
 	r.expireGeneration(g.n, reasonGone)

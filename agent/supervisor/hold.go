@@ -119,7 +119,12 @@ func (h *heldStream) ack(rg *ring.Ring, gen uint32) {
 // adopt takes over the live holder of r's last generation (Open). It
 // reports false when there is none to adopt, after a log line saying why
 // when one answered that this agent cannot take.
-func (s *Supervisor) adopt(r *run, rec record) bool {
+//
+// A process that waits for the answer to a request of the previous agent
+// is not adopted: its requests expired with that agent (R-REQ-8) and a new
+// driver session cannot answer them, so its holder stops it and the run is
+// recorded lost, as without a holder.
+func (s *Supervisor) adopt(r *run, rec record, asked bool) bool {
 	if s.o.Holders == nil {
 		return false
 	}
@@ -142,13 +147,16 @@ func (s *Supervisor) adopt(r *run, rec record) bool {
 	case err != nil:
 		log.Error("adopting a holder failed: the run is recorded lost", "dir", dir, logging.Err(err))
 		return false
-	case d == nil:
-		log.Error("no driver for the held child's tool: stopping it", "tool", rec.Driver)
+	case d == nil || asked:
+		log.Warn("a held child cannot be adopted (no driver for its tool, or it waits for an answer to a request that expired with the previous agent): its holder stops it", "tool", rec.Driver)
+		s.wg.Add(1)
 		go func() {
+			defer s.wg.Done()
 			go io.Copy(io.Discard, p.Stdout())
 			go io.Copy(io.Discard, p.Stderr())
-			p.Stop(s.o.StopGrace)
+			p.Stop(-1)
 			p.AckExit()
+			os.RemoveAll(dir)
 		}()
 		return false
 	}

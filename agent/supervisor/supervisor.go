@@ -203,7 +203,7 @@ func Open(o Options) (*Supervisor, error) {
 		// A run still at generation 0 was being launched: the agent died
 		// between created and started, so no process will ever move it
 		// on (and a child it may have spawned died with the agent).
-		if !rec.Ended && rec.Generation > 0 && s.adopt(r, rec) {
+		if !rec.Ended && rec.Generation > 0 && s.adopt(r, rec, expired) {
 			// Its holder kept it alive (issue 30).
 		} else if !rec.Ended || rec.Generation == 0 {
 			if err := r.recordLost(); err != nil {

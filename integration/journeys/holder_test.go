@@ -93,6 +93,24 @@ func TestHolderAdoptsAcrossAgentKill(t *testing.T) {
 	f.operator.AwaitRun(r.RunRef, wait, "idle after the flood", func(r apitypes.Run) bool { return r.State == apitypes.StateIdle })
 	f.post(f.operator, http.StatusAccepted, r.RunRef, "input", integration.Message("ping"), nil)
 	s.UntilOutput("pong: ping", wait)
+
+	// A graceful stop of the agent (SIGTERM, as systemctl restart) leaves
+	// the holder too, and the next agent adopts it again.
+	f.agent.Terminate()
+	f.agent.Start()
+	f.agent.AwaitConnected(wait)
+	r = f.viewer.AwaitRun(r.RunRef, wait, "adopted again", func(r apitypes.Run) bool { return r.State == apitypes.StateIdle })
+	if r.PID != pid || r.Generation != 1 {
+		t.Fatalf("after a graceful restart: pid %d gen %d, want pid %d gen 1", r.PID, r.Generation, pid)
+	}
+	s.Close()
+	s = f.viewer.Attach(r.RunRef, "from="+strconv.FormatUint(r.RingLast+1, 10))
+	f.post(f.operator, http.StatusAccepted, r.RunRef, "input", integration.Message("ping again"), nil)
+	s.UntilOutput("pong: ping again", wait)
+	f.operator.AwaitRun(r.RunRef, wait, "idle", func(r apitypes.Run) bool { return r.State == apitypes.StateIdle })
+	if evs := integration.Kinds(f.viewer.Events(r.RunRef)); countOf(evs, "adopted") != 2 {
+		t.Fatalf("events %v: want two adopted rows", evs)
+	}
 	var stopped apitypes.Run
 	f.post(f.operator, http.StatusOK, r.RunRef, "stop", nil, &stopped)
 	if stopped.State != apitypes.StateStopped || stopped.ExitCode == nil || *stopped.ExitCode != 143 {
