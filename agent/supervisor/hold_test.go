@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -40,6 +42,7 @@ func message(e *env, ref, text string) {
 // recorded lost as before. Stopping the adopted child ends its holder.
 func TestHolderAdoptsOnOpen(t *testing.T) {
 	holders := filepath.Join(t.TempDir(), "holders")
+	t.Cleanup(func() { killHolders(holders) })
 	e := newEnv(t, supervisor.Options{
 		Path:       fakecliDir(t),
 		Drivers:    map[string]cliruntime.Driver{"claude": claude.New(), "codex": codex.New()},
@@ -98,4 +101,19 @@ func TestHolderAdoptsOnOpen(t *testing.T) {
 		_, err := os.Stat(filepath.Join(holders, "run_held1", "1"))
 		return os.IsNotExist(err)
 	})
+}
+
+// killHolders SIGKILLs the holders serving under dir (their children die
+// with them), so that a failed test leaves nothing running.
+func killHolders(dir string) {
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline"); err == nil && strings.Contains(string(b), "\x00"+dir+"/") {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
 }
