@@ -77,6 +77,30 @@ func Binaries(t testing.TB) string {
 	return binDir
 }
 
+// AgentBinary builds olivares-agent again with version as its version
+// (agentd.Version), into a directory of its own, and returns its path: a
+// newer build to upgrade an agent onto (SetBinary).
+func AgentBinary(t testing.TB, version string) string {
+	t.Helper()
+	Binaries(t)
+	dir := filepath.Join(binDir, "v-"+version)
+	out := filepath.Join(dir, "olivares-agent")
+	if fileExists(out) {
+		return out
+	}
+	args := []string{"build"}
+	if raceBuild {
+		args = append(args, "-race")
+	}
+	args = append(args, "-ldflags", "-X github.com/olivares-dev/olivares/agent/agentd.Version="+version, "-o", out, "./agent/cmd/olivares-agent")
+	cmd := exec.Command(goBin(), args...)
+	cmd.Dir = repoRoot()
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build olivares-agent %s: %v\n%s", version, err, b)
+	}
+	return out
+}
+
 // PeerPath is a PATH whose claude, codex and grok are the fakecli peer.
 func PeerPath(t testing.TB) string {
 	return peerbin.Dir(t) + ":/usr/local/bin:/usr/bin:/bin"
@@ -241,10 +265,20 @@ func (a *AgentProc) KillHolders() {
 	}
 }
 
+// SetBinary makes the next Start run bin (an upgrade, AgentBinary).
+func (a *AgentProc) SetBinary(bin string) {
+	a.mu.Lock()
+	a.config = bin
+	a.mu.Unlock()
+}
+
 // Start runs the agent process (again).
 func (a *AgentProc) Start() {
 	a.t.Helper()
-	cmd := exec.Command(a.config, "run", "--config", a.configFile)
+	a.mu.Lock()
+	bin := a.config
+	a.mu.Unlock()
+	cmd := exec.Command(bin, "run", "--config", a.configFile)
 	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + a.Dir}
 	out := &syncBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out

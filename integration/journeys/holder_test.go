@@ -94,9 +94,11 @@ func TestHolderAdoptsAcrossAgentKill(t *testing.T) {
 	f.post(f.operator, http.StatusAccepted, r.RunRef, "input", integration.Message("ping"), nil)
 	s.UntilOutput("pong: ping", wait)
 
-	// A graceful stop of the agent (SIGTERM, as systemctl restart) leaves
-	// the holder too, and the next agent adopts it again.
+	// An upgrade: a graceful stop of the agent (SIGTERM, as systemctl
+	// restart) leaves the holder too, and a newly built agent adopts it.
+	newer := integration.AgentBinary(t, "0.2.0-upgrade")
 	f.agent.Terminate()
+	f.agent.SetBinary(newer)
 	f.agent.Start()
 	f.agent.AwaitConnected(wait)
 	r = f.viewer.AwaitRun(r.RunRef, wait, "adopted again", func(r apitypes.Run) bool { return r.State == apitypes.StateIdle })
@@ -108,8 +110,14 @@ func TestHolderAdoptsAcrossAgentKill(t *testing.T) {
 	f.post(f.operator, http.StatusAccepted, r.RunRef, "input", integration.Message("ping again"), nil)
 	s.UntilOutput("pong: ping again", wait)
 	f.operator.AwaitRun(r.RunRef, wait, "idle", func(r apitypes.Run) bool { return r.State == apitypes.StateIdle })
-	if evs := integration.Kinds(f.viewer.Events(r.RunRef)); countOf(evs, "adopted") != 2 {
-		t.Fatalf("events %v: want two adopted rows", evs)
+	var upgraded []string
+	for _, ev := range f.viewer.Events(r.RunRef) {
+		if ev.Kind == "adopted" {
+			upgraded = append(upgraded, string(ev.Detail))
+		}
+	}
+	if len(upgraded) != 2 || !strings.Contains(upgraded[1], `"to":"0.2.0-upgrade"`) || strings.Contains(upgraded[1], `"from":"0.2.0-upgrade"`) {
+		t.Fatalf("adopted rows %v: want a second one onto 0.2.0-upgrade from the version that started the run", upgraded)
 	}
 	var stopped apitypes.Run
 	f.post(f.operator, http.StatusOK, r.RunRef, "stop", nil, &stopped)
