@@ -378,3 +378,14 @@ func TestStartFailure(t *testing.T) {
 		t.Fatalf("socket left: %v", err)
 	}
 }
+
+// R-CLI-3: `olivares-agent hold --help` runs nothing and exits 0; without
+// --dir it is a usage error.
+func TestHoldHelp(t *testing.T) {
+	if c := Main([]string{"--help"}); c != 0 {
+		t.Fatalf("hold --help: exit %d", c)
+	}
+	if c := Main(nil); c != 2 {
+		t.Fatalf("hold without --dir: exit %d, want 2", c)
+	}
+}

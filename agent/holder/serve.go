@@ -59,8 +59,13 @@ type spec struct {
 // wrote. It returns the process's exit status.
 func Main(args []string) int {
 	dir := ""
-	for i := 0; i+1 < len(args); i++ {
-		if args[i] == "--dir" {
+	for i, a := range args {
+		switch {
+		case a == "-h" || a == "--help" || a == "-help":
+			// R-CLI-3: help runs nothing.
+			fmt.Fprintln(os.Stdout, "olivares-agent hold --dir DIR: a run's holder, started by the agent itself (it keeps the run's process across agent restarts); not for use by hand")
+			return 0
+		case a == "--dir" && i+1 < len(args):
 			dir = args[i+1]
 		}
 	}
