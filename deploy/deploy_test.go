@@ -54,7 +54,7 @@ func TestUnitsVerify(t *testing.T) {
 		want []string
 	}{
 		{"olivares-coordinator.service", []string{"DynamicUser=yes", "StateDirectory=olivares-coordinator", "ExecReload=/bin/kill -HUP $MAINPID"}},
-		{"olivares-agent.service", []string{"User=olivares-agent", "StateDirectory=olivares-agent", "KillMode=mixed"}},
+		{"olivares-agent.service", []string{"User=olivares-agent", "StateDirectory=olivares-agent", "KillMode=process"}},
 	} {
 		t.Run(c.unit, func(t *testing.T) {
 			raw, err := os.ReadFile(filepath.Join("systemd", c.unit))

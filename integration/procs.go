@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -74,6 +75,30 @@ func Binaries(t testing.TB) string {
 		t.Fatalf("build: %v", buildErr)
 	}
 	return binDir
+}
+
+// AgentBinary builds olivares-agent again with version as its version
+// (agentd.Version), into a directory of its own, and returns its path: a
+// newer build to upgrade an agent onto (SetBinary).
+func AgentBinary(t testing.TB, version string) string {
+	t.Helper()
+	Binaries(t)
+	dir := filepath.Join(binDir, "v-"+version)
+	out := filepath.Join(dir, "olivares-agent")
+	if fileExists(out) {
+		return out
+	}
+	args := []string{"build"}
+	if raceBuild {
+		args = append(args, "-race")
+	}
+	args = append(args, "-ldflags", "-X github.com/olivares-dev/olivares/agent/agentd.Version="+version, "-o", out, "./agent/cmd/olivares-agent")
+	cmd := exec.Command(goBin(), args...)
+	cmd.Dir = repoRoot()
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build olivares-agent %s: %v\n%s", version, err, b)
+	}
+	return out
 }
 
 // PeerPath is a PATH whose claude, codex and grok are the fakecli peer.
@@ -201,13 +226,66 @@ func (e *Env) StartAgentProcess(o ProcOptions) *AgentProc {
 	e.mu.Unlock()
 	a.Start()
 	e.t.Cleanup(a.Kill)
+	// Holders outlive their agent (issue 30): none outlives the test.
+	e.t.Cleanup(a.KillHolders)
 	return a
+}
+
+// Holders returns the pids of the run holders (olivares-agent hold) of
+// this agent's state dir: the processes that keep its runs' children
+// alive across agent restarts (issue 30).
+func (a *AgentProc) Holders() []int {
+	ents, _ := os.ReadDir("/proc")
+	var pids []int
+	dir := []byte("\x00--dir\x00" + filepath.Join(a.Dir, "holders") + "/")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err == nil && bytes.Contains(b, []byte("\x00hold\x00")) && bytes.Contains(b, dir) && !zombie(pid) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// zombie reports whether pid has exited and waits to be reaped.
+func zombie(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return true
+	}
+	i := bytes.LastIndexByte(b, ')')
+	return i < 0 || len(b) < i+3 || b[i+2] == 'Z' || b[i+2] == 'X'
+}
+
+// Alive reports whether pid is a live process (not a zombie).
+func Alive(pid int) bool { return !zombie(pid) }
+
+// KillHolders sends SIGKILL to this agent's holders (their children die
+// with them).
+func (a *AgentProc) KillHolders() {
+	for _, pid := range a.Holders() {
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
+}
+
+// SetBinary makes the next Start run bin (an upgrade, AgentBinary).
+func (a *AgentProc) SetBinary(bin string) {
+	a.mu.Lock()
+	a.config = bin
+	a.mu.Unlock()
 }
 
 // Start runs the agent process (again).
 func (a *AgentProc) Start() {
 	a.t.Helper()
-	cmd := exec.Command(a.config, "run", "--config", a.configFile)
+	a.mu.Lock()
+	bin := a.config
+	a.mu.Unlock()
+	cmd := exec.Command(bin, "run", "--config", a.configFile)
 	cmd.Env = []string{"PATH=" + a.path, "HOME=" + a.Dir}
 	out := &syncBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
@@ -236,7 +314,8 @@ func (a *AgentProc) Output() string {
 }
 
 // Kill sends SIGKILL to the agent process (only the pid this env started)
-// and waits for it; its children die with it (Pdeathsig).
+// and waits for it; the children it started directly die with it
+// (Pdeathsig), those under a holder live on (issue 30).
 func (a *AgentProc) Kill() {
 	a.mu.Lock()
 	cmd, done := a.cmd, a.done
@@ -254,6 +333,18 @@ func (a *AgentProc) Kill() {
 	default:
 	}
 	cmd.Process.Signal(syscall.SIGKILL)
+	err := <-done
+	done <- err
+	a.checkRaces()
+}
+
+// Terminate sends SIGTERM to the agent process (a graceful stop, as
+// systemctl stop) and waits for it to exit.
+func (a *AgentProc) Terminate() {
+	a.mu.Lock()
+	cmd, done := a.cmd, a.done
+	a.mu.Unlock()
+	cmd.Process.Signal(syscall.SIGTERM)
 	err := <-done
 	done <- err
 	a.checkRaces()

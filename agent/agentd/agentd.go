@@ -26,6 +26,7 @@ import (
 
 	"github.com/olivares-dev/olivares/agent/caps"
 	"github.com/olivares-dev/olivares/agent/codexsup"
+	"github.com/olivares-dev/olivares/agent/holder"
 	"github.com/olivares-dev/olivares/agent/identity"
 	"github.com/olivares-dev/olivares/agent/isolation"
 	"github.com/olivares-dev/olivares/agent/ledger"
@@ -263,6 +264,8 @@ func (a *Agent) openRuns() error {
 	sup, err := supervisor.Open(supervisor.Options{
 		DB: a.db, Ring: rings, Ledger: led, Registry: reg,
 		GrantsDir:        filepath.Join(a.cfg.StateDir, "grants"),
+		Holders:          holders(),
+		HoldersDir:       filepath.Join(a.cfg.StateDir, "holders"),
 		WorktreeDir:      a.cfg.WorktreeDir,
 		Hook:             supervisor.HookEndpoint{Command: hookCommand(), Socket: a.SocketPath()},
 		Path:             a.childPath(),
@@ -429,6 +432,18 @@ func hookCommand() string {
 		return ""
 	}
 	return "'" + strings.ReplaceAll(exe, "'", `'\''`) + "' claude-hook"
+}
+
+// holders starts each adoptable child under `olivares-agent hold`, which
+// outlives the agent (issue 30), when this binary is olivares-agent (in a
+// test binary or another command there is no hold subcommand: the
+// children then die with the agent).
+func holders() *holder.Launcher {
+	exe, err := os.Executable()
+	if err != nil || filepath.Base(exe) != "olivares-agent" {
+		return nil
+	}
+	return &holder.Launcher{Exe: exe, Args: []string{"hold"}, Version: Version}
 }
 
 // RegistryRefs lists the refs of the profiles and workspaces registered on

@@ -299,6 +299,11 @@ type runner struct {
 // Name is the inner runner's: the output stream tag follows it (R-TR-9).
 func (r runner) Name() string { return r.inner.Name() }
 
+// Wrap is the contained launch of s, for a spawner other than the inner
+// runner (the agent's holder); cleanup releases what the boundary made
+// once the child has gone.
+func (r runner) Wrap(s sessions.Spec) (sessions.Spec, func(), error) { return r.sb.Wrap(s, r.b) }
+
 func (r runner) Start(ctx context.Context, s sessions.Spec) (sessions.Process, error) {
 	ws, cleanup, err := r.sb.Wrap(s, r.b)
 	if err != nil {

@@ -45,6 +45,9 @@ const (
 	KindMoved        = "moved"         // R-MOVE-7
 	KindHandedOff    = "handed_off"    // R-HOF-11, on the source run
 	KindCleaned      = "cleaned"       // R-CLN-6
+	// KindAdopted: an agent that started took over a live process from its
+	// holder (issue 30); detail from and to are the agent versions.
+	KindAdopted = "adopted"
 )
 
 // ReasonProcessLost is the Reason recorded with KindLost (R-STATE-6).

@@ -10,6 +10,7 @@ import (
 var (
 	rootBucket   = []byte("ring")
 	metaKey      = []byte("meta")
+	marksKey     = []byte("marks")
 	framesBucket = []byte("frames")
 )
 
@@ -97,4 +98,33 @@ func decodeMeta(v []byte) (meta, error) {
 		ended:  v[25] == 1,
 		reason: string(v[metaLen:]),
 	}, nil
+}
+
+// marks are, for one generation, the source marks committed with its
+// frames per stream (AppendMark): what a holder numbered, so that an
+// agent that restarts asks it only for what follows.
+type marks struct {
+	gen uint32
+	m   [Request + 1]uint64 // by Stream
+}
+
+func encodeMarks(m marks) []byte {
+	v := make([]byte, 4+8*len(m.m))
+	binary.BigEndian.PutUint32(v, m.gen)
+	for i, x := range m.m {
+		binary.BigEndian.PutUint64(v[4+8*i:], x)
+	}
+	return v
+}
+
+func decodeMarks(v []byte) (marks, error) {
+	var m marks
+	if len(v) != 4+8*len(m.m) {
+		return marks{}, fmt.Errorf("%w: marks", ErrCorrupt)
+	}
+	m.gen = binary.BigEndian.Uint32(v)
+	for i := range m.m {
+		m.m[i] = binary.BigEndian.Uint64(v[4+8*i:])
+	}
+	return m, nil
 }

@@ -201,6 +201,12 @@ func (b *batch) write(root *bbolt.Bucket, o *Options) error {
 			st.frames++
 			st.bytes += int64(len(f.Data))
 			st.ended, st.reason = false, ""
+			if p.mark != 0 {
+				if st.marks.gen != f.Generation {
+					st.marks = marks{gen: f.Generation}
+				}
+				st.marks.m[f.Stream] = p.mark
+			}
 		}
 	}
 	// R-RC-7: evict the oldest frames beyond MaxFrames / MaxBytes, keeping
@@ -226,6 +232,11 @@ func (b *batch) write(root *bbolt.Bucket, o *Options) error {
 		}
 	}
 	b.res = st
+	if st.marks != b.base.marks {
+		if err := rb.Put(marksKey, encodeMarks(st.marks)); err != nil {
+			return err
+		}
+	}
 	return rb.Put(metaKey, encodeMeta(meta{next: st.next, frames: st.frames, bytes: st.bytes,
 		ended: st.ended, reason: st.reason}))
 }

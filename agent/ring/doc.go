@@ -17,5 +17,6 @@
 // Buckets (owned by this package; nothing else opens them):
 //
 //	ring/<run_ref>/meta      next seq, retained frame and byte counts, end state
+//	ring/<run_ref>/marks     a holder's record numbers committed with the frames (AppendMark)
 //	ring/<run_ref>/frames/   8-byte big-endian seq -> frame header + data
 package ring

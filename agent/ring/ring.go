@@ -262,6 +262,13 @@ func (s *Store) load(ref string) (state, error) {
 			}
 			st.next, st.frames, st.bytes, st.ended, st.reason = m.next, m.frames, m.bytes, m.ended, m.reason
 		}
+		if v := rb.Get(marksKey); v != nil {
+			m, err := decodeMarks(v)
+			if err != nil {
+				return err
+			}
+			st.marks = m
+		}
 		fb := rb.Bucket(framesBucket)
 		if fb == nil {
 			return nil
@@ -388,6 +395,7 @@ type state struct {
 	bytes       int64
 	ended       bool
 	reason      string
+	marks       marks
 }
 
 type opKind uint8
@@ -403,6 +411,7 @@ const (
 type op struct {
 	kind   opKind
 	f      *Frame     // opFrame
+	mark   uint64     // opFrame: the source mark committed with it, 0 for none
 	enc    []byte     // opFrame: the stored record; f.Data aliases its tail
 	reason string     // opEnd
 	done   chan error // opEnd, opFlush, opReopen: cap 1, receives exactly one value
@@ -475,6 +484,13 @@ func (r *Ring) Ref() string { return r.ref }
 // Appending to an ended ring makes it live again (a resume's new
 // generation, R-RC-3).
 func (r *Ring) Append(gen uint32, s Stream, data []byte) (uint64, error) {
+	return r.AppendMark(gen, s, data, 0)
+}
+
+// AppendMark is Append that also commits mark, the source's number of the
+// bytes (a holder's record), with the last frame: Mark returns it once
+// committed. A mark of 0 is none.
+func (r *Ring) AppendMark(gen uint32, s Stream, data []byte, mark uint64) (uint64, error) {
 	if !s.valid() {
 		return 0, ErrBadStream
 	}
@@ -492,7 +508,11 @@ func (r *Ring) Append(gen uint32, s Stream, data []byte) (uint64, error) {
 		enc := encodeFrame(f, data[:n])
 		f.Data = enc[frameHeaderLen:]
 		r.nextSeq++
-		r.enqueueLocked(op{kind: opFrame, f: f, enc: enc})
+		o := op{kind: opFrame, f: f, enc: enc}
+		if n == len(data) {
+			o.mark = mark
+		}
+		r.enqueueLocked(o)
 		seq = f.Seq
 		data = data[n:]
 	}
@@ -624,6 +644,17 @@ func (r *Ring) Frames() int64 {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.st.frames
+}
+
+// Mark returns the last mark committed for stream s of generation gen
+// (AppendMark), 0 when none: it survives a restart of the agent.
+func (r *Ring) Mark(gen uint32, s Stream) uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.st.marks.gen != gen || !s.valid() {
+		return 0
+	}
+	return r.st.marks.m[s]
 }
 
 // Live reports whether the ring is open for live tailing: true until an

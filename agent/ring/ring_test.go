@@ -946,3 +946,42 @@ func TestReopen(t *testing.T) {
 		t.Fatal("a reopened ring is not live after a restart")
 	}
 }
+
+// Issue 30: a holder's record numbers (marks) are committed with the
+// frames that carry them, per stream and generation, and survive a
+// restart, so that an agent adopting a holder asks only for what follows
+// (R-RC-6: no gap, no duplicate).
+func TestMarksCommittedWithFrames(t *testing.T) {
+	e := newEnv(t, Options{})
+	r := e.ring("run_1")
+	if _, err := r.AppendMark(1, Stdout, []byte("a"), 3); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.AppendMark(1, Stderr, []byte("b"), 4); err != nil {
+		t.Fatal(err)
+	}
+	// A large append: the mark goes with its last frame.
+	if _, err := r.AppendMark(1, Stdout, make([]byte, 2*MaxFrameData+1), 5); err != nil {
+		t.Fatal(err)
+	}
+	mustAppend(t, r, 1, Stdout, []byte("unmarked"))
+	if err := r.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if m, n := r.Mark(1, Stdout), r.Mark(1, Stderr); m != 5 || n != 4 {
+		t.Fatalf("marks %d %d, want 5 4", m, n)
+	}
+	e.reopen()
+	r = e.ring("run_1")
+	if m, n, o := r.Mark(1, Stdout), r.Mark(1, Stderr), r.Mark(2, Stdout); m != 5 || n != 4 || o != 0 {
+		t.Fatalf("marks after restart %d %d (gen 2: %d), want 5 4 0", m, n, o)
+	}
+	// A new generation starts its own marks.
+	if _, err := r.AppendMark(2, PTY, []byte("c"), 1); err != nil {
+		t.Fatal(err)
+	}
+	r.Flush()
+	if m, o := r.Mark(2, PTY), r.Mark(1, Stdout); m != 1 || o != 0 {
+		t.Fatalf("gen 2 mark %d, gen 1 %d; want 1 0", m, o)
+	}
+}

@@ -22,6 +22,7 @@ import (
 	"github.com/olivares-dev/olivares/agent/cliruntime"
 	"github.com/olivares-dev/olivares/agent/drivers/claude"
 	"github.com/olivares-dev/olivares/agent/drivers/codex"
+	"github.com/olivares-dev/olivares/agent/holder"
 	"github.com/olivares-dev/olivares/agent/ledger"
 	"github.com/olivares-dev/olivares/agent/ring"
 	"github.com/olivares-dev/olivares/agent/sessions"
@@ -34,6 +35,10 @@ import (
 // from argv[0] (as agent/drivers/harness_test.go does). The children find
 // it through Options.Path.
 func TestMain(m *testing.M) {
+	if os.Getenv(holderMainEnv) == "1" {
+		// This test binary is also the runs' holder (olivares-agent hold).
+		os.Exit(holder.Main(os.Args[1:]))
+	}
 	code := m.Run()
 	peerbin.Remove()
 	os.Exit(code)

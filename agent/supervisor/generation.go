@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/olivares-dev/olivares/agent/cliruntime"
+	"github.com/olivares-dev/olivares/agent/holder"
 	"github.com/olivares-dev/olivares/agent/ledger"
 	"github.com/olivares-dev/olivares/agent/refusal"
 	"github.com/olivares-dev/olivares/agent/registry"
@@ -43,6 +44,9 @@ type generation struct {
 	// names the tool in what the run shows ("claude").
 	policy registry.Approvals
 	tool   string
+	// adoptedFrom is the version of the agent that started this process
+	// when this agent adopted it from its holder, "" otherwise.
+	adoptedFrom string
 
 	mu          sync.Mutex // guards the fields below and the order of writes
 	queue       [][]byte   // lines for stdin, in call order
@@ -82,7 +86,13 @@ func (r *run) start(ctx context.Context, d cliruntime.Driver, spec cliruntime.La
 			cmd, err = d.Launch(spec)
 		}
 	}
+	r.mu.Lock()
+	tainted := len(r.rec.Taint) > 0 || len(grants) > 0
+	r.mu.Unlock()
+	withhold := resume && tainted
 	var proc sessions.Process
+	var sess cliruntime.Session
+	var first cliruntime.Step
 	if err == nil {
 		var rn sessions.Runner
 		rn, err = s.runner(d)
@@ -90,7 +100,10 @@ func (r *run) start(ctx context.Context, d cliruntime.Driver, spec cliruntime.La
 			r.mu.Lock()
 			rn = s.contain(rn, r.rec.Isolation, r.rec.Network, spec)
 			r.mu.Unlock()
-			proc, err = rn.Start(ctx, sessions.Spec{Path: cmd.Path, Args: cmd.Args, Env: cmd.Env, Dir: cmd.Dir})
+			sess = d.NewSession(spec)
+			first = sess.Start()
+			proc, err = s.spawn(ctx, rn, r.ref, n, sessions.Spec{Path: cmd.Path, Args: cmd.Args, Env: cmd.Env, Dir: cmd.Dir},
+				len(first.Write) == 0 && !withhold)
 		}
 	}
 	now := time.Now().UTC()
@@ -116,14 +129,8 @@ func (r *run) start(ctx context.Context, d cliruntime.Driver, spec cliruntime.La
 	if err := r.ring.Reopen(); err != nil {
 		s.o.Log.Error("ring reopen failed", logging.KeyRunRef, r.ref, logging.Err(err))
 	}
-	r.mu.Lock()
-	tainted := len(r.rec.Taint) > 0 || len(grants) > 0
-	r.mu.Unlock()
-	g := &generation{r: r, n: n, proc: proc, sess: d.NewSession(spec), resume: resume, cleanup: cleanup, withhold: resume && tainted,
-		policy: s.approvals(r), tool: string(d.Kind()),
-		wake: make(chan struct{}, 1), handshake: make(chan struct{}), spoke: make(chan struct{}), refused: make(chan struct{}), turnSeen: make(chan struct{}),
-		ended: make(chan struct{})}
-	first := g.sess.Start()
+	g := newGeneration(r, n, proc, sess, d)
+	g.resume, g.cleanup, g.withhold = resume, cleanup, withhold
 	// A form without a protocol handshake (Claude's stream-json) is ready
 	// once spawned; the others once the tool named the conversation.
 	g.handshaken = len(first.Write) == 0
@@ -143,7 +150,21 @@ func (r *run) start(ctx context.Context, d cliruntime.Driver, spec cliruntime.La
 		addTaint(rec, grants, n)
 	})
 	g.events(first.Events)
+	g.serve(rnName(s, d) == "pty")
+	return g
+}
 
+func newGeneration(r *run, n uint32, proc sessions.Process, sess cliruntime.Session, d cliruntime.Driver) *generation {
+	return &generation{r: r, n: n, proc: proc, sess: sess, cleanup: func() {},
+		policy: r.s.approvals(r), tool: string(d.Kind()),
+		wake: make(chan struct{}, 1), handshake: make(chan struct{}), spoke: make(chan struct{}), refused: make(chan struct{}), turnSeen: make(chan struct{}),
+		ended: make(chan struct{})}
+}
+
+// serve starts the generation's goroutines: the stdin writer, the output
+// readers and the waiter.
+func (g *generation) serve(pty bool) {
+	s, proc := g.r.s, g.proc
 	var readers sync.WaitGroup
 	readers.Add(2)
 	s.wg.Add(3)
@@ -152,7 +173,7 @@ func (r *run) start(ctx context.Context, d cliruntime.Driver, spec cliruntime.La
 		defer s.wg.Done()
 		defer readers.Done()
 		stream := ring.Stdout
-		if rnName(s, d) == "pty" {
+		if pty {
 			stream = ring.PTY
 		}
 		g.read(proc.Stdout(), stream, true)
@@ -167,7 +188,6 @@ func (r *run) start(ctx context.Context, d cliruntime.Driver, spec cliruntime.La
 		defer s.wg.Done()
 		g.wait(&readers)
 	}()
-	return g
 }
 
 // sawTurn wakes whoever waits for the tool to acknowledge a turn.
@@ -344,6 +364,7 @@ func (g *generation) awaitHandshake(ctx context.Context) {
 // read copies one output stream into the ring, and (stdout) hands each line
 // to the driver.
 func (g *generation) read(rd io.Reader, stream ring.Stream, observe bool) {
+	held := heldOutput(g.proc, rd, stream) // before rd is wrapped
 	if observe {
 		rd = spokeReader{rd, g}
 	}
@@ -358,9 +379,10 @@ func (g *generation) read(rd io.Reader, stream ring.Stream, observe bool) {
 		n, err := rd.Read(buf)
 		if n > 0 {
 			chunk := buf[:n]
-			if _, aerr := g.r.ring.Append(g.n, stream, chunk); aerr != nil {
+			if _, aerr := g.r.ring.AppendMark(g.n, stream, chunk, held.mark()); aerr != nil {
 				g.r.s.o.Log.Error("ring append failed", logging.KeyRunRef, g.r.ref, logging.Err(aerr))
 			}
+			held.ack(g.r.ring, g.n)
 			if observe {
 				for len(chunk) > 0 {
 					i := bytes.IndexByte(chunk, '\n')
@@ -592,15 +614,20 @@ func (g *generation) wait(readers *sync.WaitGroup) {
 		<-drained
 	}
 	defer close(g.ended)
-	g.cleanup()
 	if s.closed() {
-		// The agent is going down and the child with it: record nothing,
-		// the next Open records the generation lost (R-STATE-6).
+		// The agent is going down: record nothing. A held child lives on
+		// (its grant files with it) and the next Open adopts it; another
+		// dies with the agent, and the next Open records it lost
+		// (R-STATE-6).
+		if _, held := g.proc.(*holder.Process); !held {
+			g.cleanup()
+		}
 		r.mu.Lock()
 		r.gen = nil
 		r.mu.Unlock()
 		return
 	}
+	g.cleanup()
 	// R-REQ-8: the requests this process asked expire with it, in the
 	// output before its end.
 	r.expireGeneration(g.n, reasonGone)
@@ -637,5 +664,6 @@ func (g *generation) wait(readers *sync.WaitGroup) {
 	reason := endReason(r.rec)
 	r.mu.Unlock()
 	r.ring.End(reason)
+	s.released(g)
 	s.o.OnChange(r.ref)
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 
 	bbolt "go.etcd.io/bbolt"
 
@@ -77,6 +79,10 @@ func (s *Supervisor) Delete(ctx context.Context, ref string) error {
 		return tx.Bucket(bucketRuns).Delete([]byte(ref))
 	}); err != nil {
 		return err
+	}
+	if s.o.HoldersDir != "" {
+		// The logs of its holders (issue 30); none of them is live.
+		os.RemoveAll(filepath.Join(s.o.HoldersDir, ref))
 	}
 	return errors.Join(s.o.Ring.Delete(ref), s.o.Ledger.Delete(ref))
 }

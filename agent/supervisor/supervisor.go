@@ -13,8 +13,9 @@
 // listing. Its refusals are the sentinel errors of errors.go; it knows
 // nothing of HTTP.
 //
-// The children die with the agent in this version: after a restart Open
-// finds the generations that were live and records them lost (R-STATE-6).
+// With holders (Options.Holders, hold.go) a child outlives the agent and
+// the next Open adopts it; without one it dies with the agent, and after a
+// restart Open records the generation lost (R-STATE-6).
 //
 // Buckets (owned here): runs, moves. The ring, ledger and registry
 // packages own theirs.
@@ -33,6 +34,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/olivares-dev/olivares/agent/cliruntime"
+	"github.com/olivares-dev/olivares/agent/holder"
 	"github.com/olivares-dev/olivares/agent/isolation"
 	"github.com/olivares-dev/olivares/agent/ledger"
 	"github.com/olivares-dev/olivares/agent/refusal"
@@ -77,6 +79,14 @@ type Options struct {
 	// Runners by launch transport (R-TR-1). The composition root wires
 	// ProcRunner for stdio (R-TR-2).
 	Runners map[cliruntime.LaunchTransport]sessions.Runner
+	// Holders, when set, starts the children of the tools that can be
+	// adopted under a holder that outlives the agent (issue 30): Close
+	// leaves them running and the next Open adopts them. When nil, every
+	// child dies with the agent (R-STATE-6).
+	Holders *holder.Launcher
+	// HoldersDir holds one 0700 directory per run and generation for its
+	// holder (socket, spool, log). Required with Holders.
+	HoldersDir string
 	// Hook is the engine's hook endpoint for Claude Code runs of profiles
 	// with engine_hooks (R-ED-4). When its Command is empty, such runs do
 	// not carry the engine's hooks.
@@ -143,7 +153,8 @@ type Supervisor struct {
 	spawnMu sync.RWMutex   // held (read) by a spawn; Close takes it to wait for them
 }
 
-// Open loads every run and records the generations that were live when the
+// Open loads every run, adopts the generations whose holder is alive
+// (issue 30), and records the other generations that were live when the
 // agent last stopped as lost (R-STATE-6): their rings get End(process_lost)
 // so that attach replays and then says the run is not live (R-RC-2).
 func Open(o Options) (*Supervisor, error) {
@@ -197,7 +208,9 @@ func Open(o Options) (*Supervisor, error) {
 		// A run still at generation 0 was being launched: the agent died
 		// between created and started, so no process will ever move it
 		// on (and a child it may have spawned died with the agent).
-		if !rec.Ended || rec.Generation == 0 {
+		if !rec.Ended && rec.Generation > 0 && s.adopt(r, rec, expired) {
+			// Its holder kept it alive (issue 30).
+		} else if !rec.Ended || rec.Generation == 0 {
 			if err := r.recordLost(); err != nil {
 				return nil, err
 			}
@@ -240,8 +253,9 @@ func (s *Supervisor) rev() uint64 {
 	return n
 }
 
-// Close kills the live children (they die with the agent in this version)
-// without recording an exit, so that the next Open records them lost,
+// Close leaves the held children to their holders (the next Open adopts
+// them) and kills the others (they die with the agent), without recording
+// an exit, so that the next Open records those lost,
 // commits what the output readers changed, and waits for the run
 // goroutines.
 func (s *Supervisor) Close() {
@@ -257,7 +271,7 @@ func (s *Supervisor) Close() {
 	s.spawnMu.Unlock()
 	for _, r := range s.all() {
 		r.mu.Lock()
-		if g := r.gen; g != nil {
+		if g := r.gen; g != nil && !detach(g.proc) {
 			g.proc.Signal(syscall.SIGKILL)
 		}
 		r.mu.Unlock()
@@ -382,6 +396,9 @@ type LiveRun struct {
 	State      string `json:"state"`
 	FirstSeq   uint64 `json:"first_seq"`
 	LastSeq    uint64 `json:"last_seq"`
+	// AdoptedFrom is the version of the agent that started the process,
+	// when this agent adopted it from its holder (issue 30).
+	AdoptedFrom string `json:"adopted_from,omitempty"`
 }
 
 // Live lists the live runs (R-ARCH-5).
@@ -391,8 +408,16 @@ func (s *Supervisor) Live() []LiveRun {
 		if !apitypes.Live(v.State) {
 			continue
 		}
-		out = append(out, LiveRun{RunRef: v.RunRef, Driver: v.Driver, Generation: v.Generation, PID: v.PID,
-			State: v.State, FirstSeq: v.RingFirst, LastSeq: v.RingLast})
+		lr := LiveRun{RunRef: v.RunRef, Driver: v.Driver, Generation: v.Generation, PID: v.PID,
+			State: v.State, FirstSeq: v.RingFirst, LastSeq: v.RingLast}
+		if r, err := s.get(v.RunRef); err == nil {
+			r.mu.Lock()
+			if r.gen != nil {
+				lr.AdoptedFrom = r.gen.adoptedFrom
+			}
+			r.mu.Unlock()
+		}
+		out = append(out, lr)
 	}
 	return out
 }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/olivares-dev/olivares/agent/agentd"
 	"github.com/olivares-dev/olivares/agent/enroll"
+	"github.com/olivares-dev/olivares/agent/holder"
 	"github.com/olivares-dev/olivares/agent/localapi"
 	"github.com/olivares-dev/olivares/shared/claudehook"
 	"github.com/olivares-dev/olivares/shared/localsock"
@@ -50,6 +51,11 @@ func main() {
 		// The engine's Claude Code hook (R-ED-4): Claude Code runs it with
 		// the hook input on stdin.
 		os.Exit(claudehook.Main(os.Stdin, os.Stdout, os.Stderr, os.Getenv))
+	}
+	if len(os.Args) > 1 && os.Args[1] == "hold" {
+		// A run's holder (issue 30), started by the agent itself: it keeps
+		// the run's child alive across agent restarts.
+		os.Exit(holder.Main(os.Args[2:]))
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -286,13 +292,19 @@ func printStatus(out io.Writer, st localapi.Status) {
 	}
 	fmt.Fprintf(out, "live runs:     %d\n", len(st.Runs))
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "  RUN\tDRIVER\tGEN\tPID\tSTATE\tRING SEQ")
+	fmt.Fprintln(tw, "  RUN\tDRIVER\tGEN\tPID\tSTATE\tRING SEQ\tADOPTED FROM")
 	for _, r := range st.Runs {
 		seq := "empty"
 		if r.LastSeq != 0 {
 			seq = fmt.Sprintf("%d..%d", r.FirstSeq, r.LastSeq)
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%d\t%d\t%s\t%s\n", r.RunRef, r.Driver, r.Generation, r.PID, r.State, seq)
+		// A run this agent took over from its holder names the agent
+		// version that started it (issue 30).
+		adopted := "-"
+		if r.AdoptedFrom != "" {
+			adopted = "agent " + r.AdoptedFrom
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%d\t%d\t%s\t%s\t%s\n", r.RunRef, r.Driver, r.Generation, r.PID, r.State, seq, adopted)
 	}
 	tw.Flush()
 }

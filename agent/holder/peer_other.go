@@ -1,0 +1,7 @@
+//go:build !linux
+
+package holder
+
+import "net"
+
+func peerPid(net.Conn) int { return 0 }

@@ -1,0 +1,209 @@
+package supervisor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"github.com/olivares-dev/olivares/agent/cliruntime"
+	"github.com/olivares-dev/olivares/agent/holder"
+	"github.com/olivares-dev/olivares/agent/ledger"
+	"github.com/olivares-dev/olivares/agent/ring"
+	"github.com/olivares-dev/olivares/agent/sessions"
+	"github.com/olivares-dev/olivares/shared/logging"
+)
+
+// Sessions that outlive their agent (issue 30): with Options.Holders set, a
+// generation whose tool can be adopted runs under a holder, which owns the
+// child and outlives the agent. Close leaves the holders running; the next
+// Open adopts each live one (the ledger says adopted), and its output goes
+// on at the ring's last+1. A run is lost (R-STATE-6) only when its holder is
+// gone.
+//
+// A tool can be adopted when its session writes nothing at the start (so a
+// fresh driver session takes it over without a handshake: Claude Code's
+// stream-json form) and its replayed history is not withheld (R-HW-4
+// observes line by line, ahead of the marks).
+
+// holderDir is the directory of generation gen's holder.
+func (s *Supervisor) holderDir(ref string, gen uint32) string {
+	return filepath.Join(s.o.HoldersDir, ref, strconv.FormatUint(uint64(gen), 10))
+}
+
+// spawn starts a child: under a holder when adoptable and the agent has
+// holders, else with the runner (the child then dies with the agent).
+func (s *Supervisor) spawn(ctx context.Context, rn sessions.Runner, ref string, gen uint32, sp sessions.Spec, adoptable bool) (sessions.Process, error) {
+	if s.o.Holders == nil || !adoptable || rn.Name() == "fake" {
+		return rn.Start(ctx, sp)
+	}
+	// An isolating runner's boundary is a rewrite of the launch: the holder
+	// starts the contained launch, so the boundary holds whoever spawns
+	// the child (docs/isolation.md).
+	cleanup := func() {}
+	if w, ok := rn.(interface {
+		Wrap(sessions.Spec) (sessions.Spec, func(), error)
+	}); ok {
+		ws, c, err := w.Wrap(sp)
+		if err != nil {
+			return nil, err
+		}
+		sp, cleanup = ws, c
+	}
+	dir := s.holderDir(ref, gen)
+	p, err := s.o.Holders.Start(ctx, dir, sp, rn.Name() == "pty")
+	if err != nil {
+		os.RemoveAll(dir)
+		cleanup()
+		return nil, err
+	}
+	go func() {
+		<-p.Done()
+		cleanup()
+	}()
+	return p, nil
+}
+
+// released is called once a generation's exit is recorded: its holder may
+// go, and its directory with it.
+func (s *Supervisor) released(g *generation) {
+	if hp, ok := g.proc.(*holder.Process); ok {
+		hp.AckExit()
+		os.RemoveAll(s.holderDir(g.r.ref, g.n))
+	}
+}
+
+// detach leaves a held child running when the agent closes; it reports
+// false for a child that is not held.
+func detach(p sessions.Process) bool {
+	hp, ok := p.(*holder.Process)
+	if ok {
+		hp.Detach()
+	}
+	return ok
+}
+
+// heldStream commits a held child's output with its holder's record
+// numbers and acknowledges them once committed (no gap, no duplicate when
+// another agent adopts the holder). For a child that is not held it does
+// nothing.
+type heldStream struct {
+	p      *holder.Process
+	m      interface{ Mark() uint64 }
+	stream ring.Stream
+	acked  uint64
+}
+
+func heldOutput(p sessions.Process, rd io.Reader, stream ring.Stream) *heldStream {
+	hp, ok := p.(*holder.Process)
+	if !ok {
+		return nil
+	}
+	m, ok := rd.(interface{ Mark() uint64 })
+	if !ok {
+		return nil
+	}
+	return &heldStream{p: hp, m: m, stream: stream}
+}
+
+func (h *heldStream) mark() uint64 {
+	if h == nil {
+		return 0
+	}
+	return h.m.Mark()
+}
+
+// ack acknowledges what the ring has committed of this stream so far (at
+// most one commit behind the reads: the holder keeps the rest).
+func (h *heldStream) ack(rg *ring.Ring, gen uint32) {
+	if h == nil {
+		return
+	}
+	if m := rg.Mark(gen, h.stream); m > h.acked {
+		h.acked = m
+		var ms holder.Marks
+		if h.stream == ring.Stderr {
+			ms[1] = m
+		} else {
+			ms[0] = m
+		}
+		h.p.Ack(ms)
+	}
+}
+
+// adopt takes over the live holder of r's last generation (Open). It
+// reports false when there is none to adopt, after a log line saying why
+// when one answered that this agent cannot take.
+//
+// A process that waits for the answer to a request of the previous agent
+// is not adopted: its requests expired with that agent (R-REQ-8) and a new
+// driver session cannot answer them, so its holder stops it and the run is
+// recorded lost, as without a holder.
+func (s *Supervisor) adopt(r *run, rec record, asked bool) bool {
+	if s.o.Holders == nil {
+		return false
+	}
+	dir := s.holderDir(r.ref, rec.Generation)
+	if _, err := os.Stat(dir); err != nil {
+		return false
+	}
+	log := s.o.Log.With(logging.KeyRunRef, r.ref, "generation", rec.Generation)
+	d := s.o.Drivers[rec.Driver]
+	after := holder.Marks{max(r.ring.Mark(rec.Generation, ring.Stdout), r.ring.Mark(rec.Generation, ring.PTY)), r.ring.Mark(rec.Generation, ring.Stderr)}
+	p, info, err := holder.Adopt(dir, after, s.o.Holders.Version)
+	switch {
+	case holder.NoHolder(err):
+		os.RemoveAll(dir)
+		return false
+	case errors.Is(err, holder.ErrProtocol):
+		log.Error("a holder speaks a protocol this agent does not know: left running, the run is recorded lost; stop its child by hand or run the agent version that started it",
+			"holder_pid", info.Pid, "holder_version", info.Version, "dir", dir, logging.Err(err))
+		return false
+	case err != nil:
+		log.Error("adopting a holder failed: the run is recorded lost", "dir", dir, logging.Err(err))
+		return false
+	case d == nil || asked:
+		log.Warn("a held child cannot be adopted (no driver for its tool, or it waits for an answer to a request that expired with the previous agent): its holder stops it", "tool", rec.Driver)
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			go io.Copy(io.Discard, p.Stdout())
+			go io.Copy(io.Discard, p.Stderr())
+			p.Stop(-1)
+			p.AckExit()
+			os.RemoveAll(dir)
+		}()
+		return false
+	}
+	spec := cliruntime.LaunchSpec{Workdir: rec.WorkspacePath, ConversationID: rec.ConversationID, RunRef: r.ref}
+	if prof, ok, _ := s.o.Registry.Profile(rec.ProfileRef); ok {
+		spec = s.spec(prof, rec.WorkspacePath, rec.ConversationID, r.ref)
+	}
+	sess := d.NewSession(spec)
+	sess.Start() // writes nothing: only such tools are held
+	g := newGeneration(r, rec.Generation, p, sess, d)
+	g.adoptedFrom = info.Version
+	if s.o.GrantsDir != "" {
+		// The grant files of this generation, as withGrants' cleanup.
+		g.cleanup = func() {
+			os.RemoveAll(filepath.Join(s.o.GrantsDir, r.ref, strconv.FormatUint(uint64(rec.Generation), 10)))
+		}
+	}
+	g.handshaken = true
+	close(g.handshake)
+	detail, _ := json.Marshal(map[string]string{"from": info.Version, "to": s.o.Holders.Version})
+	r.mu.Lock()
+	r.gen = g
+	r.unsaved = append(r.unsaved, ledger.Event{Kind: ledger.KindAdopted, Generation: rec.Generation, PID: p.Pid(), Detail: detail})
+	r.dirty = true
+	r.mu.Unlock()
+	if err := r.save(nil); err != nil {
+		log.Error("recording the adoption failed", logging.Err(err))
+	}
+	g.serve(info.PTY)
+	log.Info("adopted a live child from its holder", "pid", p.Pid(), "from_version", info.Version, "holder_pid", p.HolderPid())
+	return true
+}

@@ -1,0 +1,119 @@
+//go:build linux
+
+package supervisor_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/olivares-dev/olivares/agent/cliruntime"
+	"github.com/olivares-dev/olivares/agent/drivers/claude"
+	"github.com/olivares-dev/olivares/agent/drivers/codex"
+	"github.com/olivares-dev/olivares/agent/holder"
+	"github.com/olivares-dev/olivares/agent/ledger"
+	"github.com/olivares-dev/olivares/agent/ring"
+	"github.com/olivares-dev/olivares/agent/sessions"
+	"github.com/olivares-dev/olivares/agent/supervisor"
+	"github.com/olivares-dev/olivares/shared/apitypes"
+)
+
+// holderMainEnv makes this test binary a holder (TestMain).
+const holderMainEnv = "OLIVARES_SUPERVISOR_TEST_HOLDER"
+
+func message(e *env, ref, text string) {
+	e.t.Helper()
+	b, _ := json.Marshal(text)
+	if err := e.sup.Input(context.Background(), ref, cliruntime.Input{Message: b}); err != nil {
+		e.t.Fatalf("Input(%s, %q): %v", ref, text, err)
+	}
+}
+
+// Issue 30, R-STATE-6: with holders, Close leaves a Claude Code child
+// running and the next Open adopts it (same pid and generation, the ledger
+// says adopted with the versions, status lists it), its output goes on at
+// the ring's last+1, and it takes input; a Codex child is not held and is
+// recorded lost as before. Stopping the adopted child ends its holder.
+func TestHolderAdoptsOnOpen(t *testing.T) {
+	holders := filepath.Join(t.TempDir(), "holders")
+	t.Cleanup(func() { killHolders(holders) })
+	e := newEnv(t, supervisor.Options{
+		Path:       fakecliDir(t),
+		Drivers:    map[string]cliruntime.Driver{"claude": claude.New(), "codex": codex.New()},
+		Runners:    map[cliruntime.LaunchTransport]sessions.Runner{cliruntime.TransportStdio: sessions.NewProcRunner()},
+		Holders:    &holder.Launcher{Exe: os.Args[0], Env: []string{holderMainEnv + "=1"}, Version: "v1"},
+		HoldersDir: holders,
+	})
+	e.profile("prof_held1", "claude")
+	e.launch("run_held1", "prof_held1")
+	r := e.awaitState("run_held1", apitypes.StateIdle)
+	out := e.tail("run_held1", 0)
+	message(e, "run_held1", "before")
+	out.awaitText(ring.Stdout, "pong: before")
+	e.awaitState("run_held1", apitypes.StateIdle)
+	cx, _ := e.codexIdle("run_codex1")
+	last := e.get("run_held1").RingLast
+
+	e.sup.Close()
+	e.sup = nil
+	e.shut()
+	if err := syscall.Kill(r.PID, 0); err != nil {
+		t.Fatalf("the held child %d died with the agent: %v", r.PID, err)
+	}
+	e.open()
+	got := e.get("run_held1")
+	if !apitypes.Live(got.State) || got.PID != r.PID || got.Generation != 1 {
+		t.Fatalf("after Open: state %s pid %d gen %d, want live pid %d gen 1", got.State, got.PID, got.Generation, r.PID)
+	}
+	evs := e.events("run_held1")
+	i := slices.IndexFunc(evs, func(ev apitypes.Event) bool { return ev.Kind == ledger.KindAdopted })
+	if i < 0 || evs[i].PID != r.PID || string(evs[i].Detail) != `{"from":"v1","to":"v1"}` || slices.ContainsFunc(evs, func(ev apitypes.Event) bool { return ev.Kind == ledger.KindLost }) {
+		t.Fatalf("events %v: want adopted (from v1 to v1), no lost", kinds(evs))
+	}
+	if live := e.sup.Live(); len(live) != 1 || live[0].RunRef != "run_held1" || live[0].AdoptedFrom != "v1" {
+		t.Fatalf("Live: %+v, want run_held1 adopted from v1", live)
+	}
+	if c := e.get("run_codex1"); c.State != apitypes.StateFailed || c.Reason != apitypes.ReasonProcessLost {
+		t.Fatalf("the codex run (not held): %s %s, want failed process_lost", c.State, c.Reason)
+	}
+	if syscall.Kill(cx.PID, 0) == nil {
+		t.Fatalf("the codex child %d outlived the agent", cx.PID)
+	}
+
+	out = e.tail("run_held1", last+1)
+	message(e, "run_held1", "after")
+	out.awaitText(ring.Stdout, "pong: after")
+	if f := out.snapshot(); len(f) == 0 || f[0].Seq != last+1 {
+		t.Fatalf("first frame after the adoption: %+v, want seq %d", f, last+1)
+	}
+	e.awaitState("run_held1", apitypes.StateIdle)
+	st, err := e.sup.Stop(context.Background(), "run_held1", 0)
+	if err != nil || st.ExitCode == nil || *st.ExitCode != 143 {
+		t.Fatalf("stop: %+v %v, want exit code 143 (R-STOP-2)", st, err)
+	}
+	e.await("the holder's directory to go", func() bool {
+		_, err := os.Stat(filepath.Join(holders, "run_held1", "1"))
+		return os.IsNotExist(err)
+	})
+}
+
+// killHolders SIGKILLs the holders serving under dir (their children die
+// with them), so that a failed test leaves nothing running.
+func killHolders(dir string) {
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline"); err == nil && strings.Contains(string(b), "\x00"+dir+"/") {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+}

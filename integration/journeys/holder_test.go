@@ -1,0 +1,304 @@
+package journeys
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/olivares-dev/olivares/agent/cliruntime"
+	"github.com/olivares-dev/olivares/integration"
+	"github.com/olivares-dev/olivares/integration/fakemodel"
+	"github.com/olivares-dev/olivares/shared/apitypes"
+)
+
+// Sessions outlive their agent (issue 30), through the real agent binary:
+// a Claude Code run (the fake CLI) is held by `olivares-agent hold`. kill -9
+// of the agent mid-flood: the child keeps writing into its holder's spool;
+// the agent started again adopts it (same pid, same generation, ledger
+// adopted, status adopted_from) and the attach stream goes on at last+1
+// with every byte, once (R-RC-6); input echoes; stop shows the observed
+// exit (R-STOP-2). A child that exits while no agent runs is an observed
+// exit, not lost; a killed holder is process_lost (R-STATE-6). No holder
+// and no child is left behind.
+func TestHolderAdoptsAcrossAgentKill(t *testing.T) {
+	t.Parallel()
+	f := setup(t, "yamux", integration.ProcOptions{RingMaxBytes: 64 << 20, RingMaxFrames: 1 << 20})
+	r := f.launch(f.profile("claude"))
+	r = f.operator.AwaitRun(r.RunRef, wait, "idle", func(r apitypes.Run) bool { return r.State == apitypes.StateIdle })
+	pid := r.PID
+	if h := f.agent.Holders(); len(h) != 1 {
+		t.Fatalf("holders %v, want one for the run", h)
+	}
+	spool := filepath.Join(f.agent.Dir, "holders", r.RunRef, "1", "spool")
+
+	// kill -9 of the agent mid-flood.
+	const flood = 16 << 20
+	v := f.viewer.Attach(r.RunRef, "from=1")
+	f.post(f.operator, http.StatusAccepted, r.RunRef, "input", integration.Message("flood "+strconv.Itoa(flood)), nil)
+	received := outputsFrom(t, v, 3)
+	f.agent.Kill()
+	for {
+		ev, ok := v.Next(wait)
+		if !ok {
+			break
+		}
+		if ev.Name == apitypes.SSEOutput {
+			received = append(received, ev.Output(t))
+		}
+	}
+	contiguous(t, received, 1)
+	integration.Await(t, wait, "the child to write into its holder's spool while no agent runs", func() bool {
+		fi, err := os.Stat(spool)
+		return err == nil && fi.Size() > 0
+	})
+	f.agent.Start()
+	f.agent.AwaitConnected(wait)
+	r = f.viewer.AwaitRun(r.RunRef, wait, "adopted", func(r apitypes.Run) bool { return apitypes.Live(r.State) })
+	if r.PID != pid || r.Generation != 1 {
+		t.Fatalf("after the restart: pid %d gen %d, want pid %d gen 1 (adopted, not respawned)", r.PID, r.Generation, pid)
+	}
+	last := received[len(received)-1].Seq
+	s := f.viewer.Attach(r.RunRef, "from="+strconv.FormatUint(last+1, 10))
+	rest := s.UntilOutput("flooded "+strconv.Itoa(flood)+" bytes", wait)
+	contiguous(t, rest, last+1)
+	checkFlood(t, append(received, rest...), flood)
+
+	evs := integration.Kinds(f.viewer.Events(r.RunRef))
+	if countOf(evs, "adopted") != 1 || countOf(evs, "started") != 1 || slices.Contains(evs, "lost") {
+		t.Fatalf("events %v: want one started and one adopted, no lost", evs)
+	}
+	var st struct {
+		Runs []struct {
+			RunRef      string `json:"run_ref"`
+			AdoptedFrom string `json:"adopted_from"`
+		} `json:"runs"`
+	}
+	out, err := exec.Command(filepath.Join(integration.Binaries(t), "olivares-agent"), "status", "--state-dir", f.agent.Dir, "--json").Output()
+	if err := firstErr(err, json.Unmarshal(out, &st)); err != nil || len(st.Runs) != 1 || st.Runs[0].AdoptedFrom == "" {
+		t.Fatalf("olivares-agent status: %v %s, want the run adopted", err, out)
+	}
+
+	// Input echoes through the adopted child; stop shows its exit.
+	s.Close()
+	s = f.viewer.Attach(r.RunRef, "from="+strconv.FormatUint(rest[len(rest)-1].Seq+1, 10))
+	f.operator.AwaitRun(r.RunRef, wait, "idle after the flood", func(r apitypes.Run) bool { return r.State == apitypes.StateIdle })
+	f.post(f.operator, http.StatusAccepted, r.RunRef, "input", integration.Message("ping"), nil)
+	s.UntilOutput("pong: ping", wait)
+
+	// An upgrade: a graceful stop of the agent (SIGTERM, as systemctl
+	// restart) leaves the holder too, and a newly built agent adopts it.
+	newer := integration.AgentBinary(t, "0.2.0-upgrade")
+	f.agent.Terminate()
+	f.agent.SetBinary(newer)
+	f.agent.Start()
+	f.agent.AwaitConnected(wait)
+	r = f.viewer.AwaitRun(r.RunRef, wait, "adopted again", func(r apitypes.Run) bool { return r.State == apitypes.StateIdle })
+	if r.PID != pid || r.Generation != 1 {
+		t.Fatalf("after a graceful restart: pid %d gen %d, want pid %d gen 1", r.PID, r.Generation, pid)
+	}
+	s.Close()
+	s = f.viewer.Attach(r.RunRef, "from="+strconv.FormatUint(r.RingLast+1, 10))
+	f.post(f.operator, http.StatusAccepted, r.RunRef, "input", integration.Message("ping again"), nil)
+	s.UntilOutput("pong: ping again", wait)
+	f.operator.AwaitRun(r.RunRef, wait, "idle", func(r apitypes.Run) bool { return r.State == apitypes.StateIdle })
+	var upgraded []string
+	for _, ev := range f.viewer.Events(r.RunRef) {
+		if ev.Kind == "adopted" {
+			upgraded = append(upgraded, string(ev.Detail))
+		}
+	}
+	if len(upgraded) != 2 || !strings.Contains(upgraded[1], `"to":"0.2.0-upgrade"`) || strings.Contains(upgraded[1], `"from":"0.2.0-upgrade"`) {
+		t.Fatalf("adopted rows %v: want a second one onto 0.2.0-upgrade from the version that started the run", upgraded)
+	}
+	var stopped apitypes.Run
+	f.post(f.operator, http.StatusOK, r.RunRef, "stop", nil, &stopped)
+	if stopped.State != apitypes.StateStopped || stopped.ExitCode == nil || *stopped.ExitCode != 143 {
+		t.Fatalf("stop: %+v, want stopped with exit code 143 (R-STOP-2)", stopped)
+	}
+	noneLeft(t, f, pid)
+
+	// The child exits while no agent runs: an observed exit (R-EXIT-1).
+	var res apitypes.Run
+	f.post(f.operator, http.StatusOK, r.RunRef, "resume", nil, &res)
+	res = f.operator.AwaitRun(r.RunRef, wait, "idle", func(r apitypes.Run) bool { return r.State == apitypes.StateIdle })
+	// The fake answers once its signal handlers are in place.
+	s = f.viewer.Attach(r.RunRef, "from="+strconv.FormatUint(res.RingLast+1, 10))
+	f.post(f.operator, http.StatusAccepted, r.RunRef, "input", integration.Message("ready?"), nil)
+	s.UntilOutput("pong: ready?", wait)
+	f.operator.AwaitRun(r.RunRef, wait, "idle", func(r apitypes.Run) bool { return r.State == apitypes.StateIdle })
+	f.agent.Kill()
+	syscall.Kill(res.PID, syscall.SIGINT) // the fake, idle, exits 0 at once
+	integration.Await(t, wait, "the child to exit", func() bool { return !integration.Alive(res.PID) })
+	f.agent.Start()
+	f.agent.AwaitConnected(wait)
+	ex := f.viewer.AwaitRun(r.RunRef, wait, "the exit", func(r apitypes.Run) bool { return !apitypes.Live(r.State) })
+	if ex.State != apitypes.StateStopped || ex.ExitCode == nil || *ex.ExitCode != 0 || ex.Generation != 2 {
+		t.Fatalf("after an exit while no agent ran: %+v, want stopped with exit code 0", ex)
+	}
+	if evs := integration.Kinds(f.viewer.Events(r.RunRef)); slices.Contains(evs, "lost") || countOf(evs, "exited") != 2 {
+		t.Fatalf("events %v: want two exited rows, no lost", evs)
+	}
+	noneLeft(t, f, res.PID)
+
+	// The holder killed: process_lost, and its child goes with it.
+	f.post(f.operator, http.StatusOK, r.RunRef, "resume", nil, &res)
+	res = f.operator.AwaitRun(r.RunRef, wait, "idle", func(r apitypes.Run) bool { return r.State == apitypes.StateIdle })
+	h := f.agent.Holders()
+	if len(h) != 1 {
+		t.Fatalf("holders %v, want one", h)
+	}
+	syscall.Kill(h[0], syscall.SIGKILL)
+	lost := f.viewer.AwaitRun(r.RunRef, wait, "lost", func(r apitypes.Run) bool { return r.State == apitypes.StateFailed })
+	if lost.Reason != apitypes.ReasonProcessLost || lost.ExitCode != nil || lost.Signal != "" {
+		t.Fatalf("after the holder was killed: %+v, want failed/process_lost (R-STATE-6)", lost)
+	}
+	noneLeft(t, f, res.PID)
+
+	// Release and delete leave no holder directory.
+	f.post(f.admin, http.StatusOK, r.RunRef, "cleanup", nil, nil)
+	f.admin.Must(http.StatusNoContent, http.MethodDelete, "/v1/m/sessions/runs/"+r.RunRef, nil, nil)
+	integration.Await(t, wait, "the run's holder directory to go", func() bool {
+		_, err := os.Stat(filepath.Join(f.agent.Dir, "holders", r.RunRef))
+		return os.IsNotExist(err)
+	})
+}
+
+// Issue 30 with the real Claude Code (2.1.328, the fake Messages API):
+// kill -9 of the agent mid-turn, the turn ends while no agent runs, and the
+// agent started again adopts the same process: the attach stream goes on at
+// last+1 with the turn's end, input echoes, stop shows 143 (R-STOP-2).
+func TestRealClaudeAdoptedMidTurn(t *testing.T) {
+	t.Parallel()
+	bin := realBin(t, "claude")
+	fake := fakemodel.NewAnthropic()
+	defer fake.Close()
+	f := setup(t, "yamux", integration.ProcOptions{Path: bin + ":" + cliruntime.DefaultPath})
+	r := f.launch(f.realClaudeProfile(fake))
+	s := f.viewer.Attach(r.RunRef, "from=0")
+	f.post(f.operator, http.StatusAccepted, r.RunRef, "input", integration.Message("hello"), nil)
+	s.UntilOutput("pong: hello", wait)
+	r = f.operator.AwaitRun(r.RunRef, wait, "idle", func(r apitypes.Run) bool { return r.State == apitypes.StateIdle })
+
+	g := fakemodel.NewGate()
+	defer g.Release()
+	fake.Push(fakemodel.Held(g))
+	f.post(f.operator, http.StatusAccepted, r.RunRef, "input", integration.Message("mid-turn"), nil)
+	select {
+	case <-g.Arrived():
+	case <-time.After(wait):
+		t.Fatal("the turn never reached the fake model")
+	}
+	var last uint64
+	f.agent.Kill()
+	for {
+		ev, ok := s.Next(wait)
+		if !ok {
+			break
+		}
+		if ev.Name == apitypes.SSEOutput {
+			last = ev.Output(t).Seq
+		}
+	}
+	// The turn ends while no agent runs: Claude Code writes its result
+	// into the holder.
+	g.Release()
+	spool := filepath.Join(f.agent.Dir, "holders", r.RunRef, "1", "spool")
+	integration.Await(t, wait, "the turn's end in the holder's spool", func() bool {
+		b, _ := os.ReadFile(spool)
+		return bytes.Contains(b, []byte(`"type":"result"`))
+	})
+	f.agent.Start()
+	f.agent.AwaitConnected(wait)
+	now := f.viewer.AwaitRun(r.RunRef, wait, "adopted", func(r apitypes.Run) bool { return apitypes.Live(r.State) })
+	if now.PID != r.PID || now.Generation != 1 {
+		t.Fatalf("after the restart: pid %d gen %d, want pid %d gen 1", now.PID, now.Generation, r.PID)
+	}
+	s = f.viewer.Attach(r.RunRef, "from="+strconv.FormatUint(last+1, 10))
+	rest := s.UntilOutput(`"type":"result"`, wait)
+	contiguous(t, rest, last+1)
+	f.operator.AwaitRun(r.RunRef, wait, "idle", func(r apitypes.Run) bool { return r.State == apitypes.StateIdle })
+	f.post(f.operator, http.StatusAccepted, r.RunRef, "input", integration.Message("after"), nil)
+	s.UntilOutput("pong: after", wait)
+	f.operator.AwaitRun(r.RunRef, wait, "idle", func(r apitypes.Run) bool { return r.State == apitypes.StateIdle })
+	var stopped apitypes.Run
+	f.post(f.operator, http.StatusOK, r.RunRef, "stop", nil, &stopped)
+	if stopped.State != apitypes.StateStopped || stopped.ExitCode == nil || *stopped.ExitCode != 143 {
+		t.Fatalf("stop: %+v, want stopped with exit code 143", stopped)
+	}
+	if evs := integration.Kinds(f.viewer.Events(r.RunRef)); countOf(evs, "adopted") != 1 || slices.Contains(evs, "lost") {
+		t.Fatalf("events %v: want adopted, no lost", evs)
+	}
+	noneLeft(t, f, r.PID)
+}
+
+func firstErr(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// noneLeft waits until no holder of the agent and not the child pid lives.
+func noneLeft(t *testing.T, f *fixture, child int) {
+	t.Helper()
+	integration.Await(t, wait, "no holder and no child left", func() bool {
+		return len(f.agent.Holders()) == 0 && !integration.Alive(child)
+	})
+}
+
+// checkFlood checks that the stdout of a flood is every frame the fake
+// wrote, once: whole JSON lines, each uuid once, the flooded bytes all
+// there.
+func checkFlood(t *testing.T, outs []apitypes.Output, n int) {
+	t.Helper()
+	var b bytes.Buffer
+	for _, o := range outs {
+		if o.Stream == "stdout" {
+			if o.Encoding == "base64" {
+				t.Fatalf("seq %d is not UTF-8", o.Seq)
+			}
+			b.WriteString(o.Data)
+		}
+	}
+	seen := map[string]bool{}
+	x := 0
+	for _, line := range strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n") {
+		var fr struct {
+			Type    string `json:"type"`
+			UUID    string `json:"uuid"`
+			Message struct {
+				Content []struct {
+					Text string `json:"text"`
+				} `json:"content"`
+			} `json:"message"`
+		}
+		if err := json.Unmarshal([]byte(line), &fr); err != nil {
+			t.Fatalf("a line of the flood is cut or spliced (a gap or a duplicate): %.120q: %v", line, err)
+		}
+		if fr.UUID != "" {
+			if seen[fr.UUID] {
+				t.Fatalf("frame %s twice (R-RC-6)", fr.UUID)
+			}
+			seen[fr.UUID] = true
+		}
+		if fr.Type == "assistant" {
+			for _, c := range fr.Message.Content {
+				x += strings.Count(c.Text, "x")
+			}
+		}
+	}
+	if x != n {
+		t.Fatalf("flooded %d bytes reached the ring, want %d", x, n)
+	}
+}
