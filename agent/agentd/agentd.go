@@ -37,6 +37,7 @@ import (
 	"github.com/olivares-dev/olivares/agent/state"
 	"github.com/olivares-dev/olivares/agent/supervisor"
 	"github.com/olivares-dev/olivares/shared/claudehook"
+	"github.com/olivares-dev/olivares/shared/cmdline"
 	"github.com/olivares-dev/olivares/shared/config"
 	"github.com/olivares-dev/olivares/shared/localsock"
 	"github.com/olivares-dev/olivares/shared/logging"
@@ -45,8 +46,9 @@ import (
 	"github.com/olivares-dev/olivares/shared/wire"
 )
 
-// Version is the agent's version, set at build time.
-var Version = "0.1.0-dev"
+// Version is the agent's version: the release of the three binaries
+// (cmdline.Version, set at build time).
+var Version = cmdline.Version
 
 // Config is the agent's TOML file.
 type Config struct {

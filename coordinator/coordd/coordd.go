@@ -41,13 +41,15 @@ import (
 	"github.com/olivares-dev/olivares/coordinator/vault"
 	"github.com/olivares-dev/olivares/shared/apierr"
 	"github.com/olivares-dev/olivares/shared/apitypes"
+	"github.com/olivares-dev/olivares/shared/cmdline"
 	"github.com/olivares-dev/olivares/shared/logging"
 	"github.com/olivares-dev/olivares/shared/tunnel"
 	"github.com/olivares-dev/olivares/shared/webpush"
 )
 
-// Version is the coordinator's version, set at build time.
-var Version = "0.1.0-dev"
+// Version is the coordinator's version: the release of the three binaries
+// (cmdline.Version, set at build time).
+var Version = cmdline.Version
 
 // File names under the state dir.
 const (

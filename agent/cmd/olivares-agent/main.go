@@ -23,6 +23,7 @@ import (
 	"github.com/olivares-dev/olivares/agent/enroll"
 	"github.com/olivares-dev/olivares/agent/localapi"
 	"github.com/olivares-dev/olivares/shared/claudehook"
+	"github.com/olivares-dev/olivares/shared/cmdline"
 	"github.com/olivares-dev/olivares/shared/localsock"
 )
 
@@ -41,6 +42,8 @@ Usage:
       above (--log-level or [log] level: debug, info, warn, error).
   olivares-agent status [--state-dir DIR] [--json]
       Ask the running agent for its state. Exit 1 when none answers.
+
+olivares-agent --version prints the version.
 
 The default state dir is $OLIVARES_AGENT_STATE_DIR, else /var/lib/olivares-agent.
 `
@@ -81,6 +84,10 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		fmt.Fprint(out, usage)
 		return nil
 	}
+	if cmdline.IsVersion(args[0]) {
+		fmt.Fprint(out, cmdline.VersionLine("olivares-agent"))
+		return nil
+	}
 	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
 	fs.SetOutput(out)
 	fs.Usage = func() {
@@ -95,12 +102,21 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	}
 	dir := fs.String("state-dir", defaultStateDir(), "state directory")
 	parse := func() error {
-		if err := fs.Parse(args[1:]); err != nil {
+		// The flag package would print a bad flag and the usage, and main
+		// the error again: it is told once, by main, and the usage only
+		// for --help.
+		usage := fs.Usage
+		fs.Usage = func() {}
+		fs.SetOutput(io.Discard)
+		err := fs.Parse(args[1:])
+		fs.Usage = usage
+		fs.SetOutput(out)
+		if err != nil {
 			if errors.Is(err, flag.ErrHelp) {
-				// The usage is printed; run nothing.
+				usage()
 				return errHelp
 			}
-			return usageError{err}
+			return usageError{fmt.Errorf("%s: %w; see olivares-agent %s --help", args[0], cmdline.FlagError(fs, err), args[0])}
 		}
 		if fs.NArg() > 0 {
 			return usageError{fmt.Errorf("%s: unexpected argument %q", args[0], fs.Arg(0))}
@@ -196,7 +212,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		printStatus(out, st)
 		return nil
 	}
-	return usageError{fmt.Errorf("unknown command %q; see olivares-agent --help", args[0])}
+	return usageError{fmt.Errorf("unknown command %q%s; see olivares-agent --help", args[0], cmdline.DidYouMean(args[0], []string{"enroll", "run", "status"}))}
 }
 
 // joinFile is what enroll --join reads: olivares-coordinator token create

@@ -34,6 +34,7 @@ import (
 	"github.com/olivares-dev/olivares/coordinator/store/postgres"
 	"github.com/olivares-dev/olivares/coordinator/store/transfer"
 	"github.com/olivares-dev/olivares/shared/claudehook"
+	"github.com/olivares-dev/olivares/shared/cmdline"
 	"github.com/olivares-dev/olivares/shared/localsock"
 )
 
@@ -82,6 +83,8 @@ Usage:
       again to pick up what changed; an unchanged file writes nothing. Then
       set [store] driver = "postgres" and dsn in the coordinator's config.
 
+olivares-coordinator --version prints the version.
+
 token, principal and signin-link talk to the running coordinator over DIR/admin.sock:
 only the coordinator opens its store.
 `
@@ -128,6 +131,10 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		fmt.Fprint(out, usage)
 		return nil
 	}
+	if cmdline.IsVersion(args[0]) {
+		fmt.Fprint(out, cmdline.VersionLine("olivares-coordinator"))
+		return nil
+	}
 	switch args[0] {
 	case "dev":
 		return cmdDev(ctx, args[1:], out)
@@ -170,8 +177,11 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	case "migrate":
 		return cmdMigrate(ctx, args[1:], out)
 	}
-	return usageError{fmt.Errorf("unknown command %q; see olivares-coordinator --help", args[0])}
+	return usageError{fmt.Errorf("unknown command %q%s; see olivares-coordinator --help", args[0], cmdline.DidYouMean(args[0], commands))}
 }
+
+// commands are the first words the usage lists, for "did you mean".
+var commands = []string{"dev", "serve", "ca", "token", "principal", "tenant", "signin-link", "migrate"}
 
 func newFlags(name string, out io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
@@ -190,12 +200,20 @@ func newFlags(name string, out io.Writer) *flag.FlagSet {
 }
 
 func parse(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
+	// The flag package would print a bad flag and the usage, and main the
+	// error again: it is told once, by main, and the usage only for --help.
+	usage, out := fs.Usage, fs.Output()
+	fs.Usage = func() {}
+	fs.SetOutput(io.Discard)
+	err := fs.Parse(args)
+	fs.Usage = usage
+	fs.SetOutput(out)
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			// The flag package printed the usage; run nothing.
+			usage()
 			return errHelp
 		}
-		return usageError{err}
+		return usageError{fmt.Errorf("%s: %w; see olivares-coordinator %s --help", fs.Name(), cmdline.FlagError(fs, err), fs.Name())}
 	}
 	if fs.NArg() > 0 {
 		return usageError{fmt.Errorf("%s: unexpected argument %q", fs.Name(), fs.Arg(0))}
@@ -240,6 +258,9 @@ func cmdServe(ctx context.Context, args []string, out io.Writer) error {
 	level := fs.String("log-level", "", "debug, info, warn or error (overrides [log] level; default info)")
 	if err := parse(fs, args); err != nil {
 		return err
+	}
+	if *cfgPath == "" && *dir == "" {
+		return usageError{errors.New("serve: --config FILE is required (deploy/olivares-coordinator.toml is an example; olivares-coordinator dev needs none)")}
 	}
 	cfg, err := coordd.Load(*cfgPath)
 	if err != nil {

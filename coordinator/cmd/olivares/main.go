@@ -28,6 +28,7 @@ import (
 
 	"github.com/olivares-dev/olivares/certs"
 	"github.com/olivares-dev/olivares/shared/apiclient"
+	"github.com/olivares-dev/olivares/shared/cmdline"
 )
 
 // usageHead and usageTail frame the commands' usage in olivares --help.
@@ -37,6 +38,8 @@ Usage:
 `
 
 const usageTail = `
+olivares --version prints the CLI's version.
+
 Every command and group answers --help (olivares session --help,
 olivares session start --help) and runs nothing then.
 
@@ -202,6 +205,10 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) (err error) 
 	tab := table()
 	if len(args) == 0 || isHelp(args[0]) {
 		fmt.Fprint(out, usage(tab))
+		return nil
+	}
+	if cmdline.IsVersion(args[0]) {
+		fmt.Fprint(out, cmdline.VersionLine("olivares"))
 		return nil
 	}
 	if args[0] == "__complete" { // the completion scripts' helper
