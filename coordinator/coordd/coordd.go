@@ -606,8 +606,15 @@ func (c *Coordinator) ensureTenant(ctx context.Context, tenant string, create bo
 		for _, t := range ts {
 			ids = append(ids, t.ID)
 		}
-		return apierr.New(http.StatusNotFound, "tenant_not_found", "tenant %q does not exist (tenants: %s); check the spelling, or create it with --new-tenant (or olivares-coordinator tenant create %s)",
-			tenant, strings.Join(ids, ", "), tenant)
+		have := "this coordinator has no tenant yet"
+		if len(ids) > 0 {
+			have = "tenants: " + strings.Join(ids, ", ")
+			if s := cmdline.Suggest(tenant, ids); s != "" {
+				have += "; did you mean " + s + "?"
+			}
+		}
+		return apierr.New(http.StatusNotFound, "tenant_not_found", "tenant %q does not exist (%s); check the spelling, or create it with --new-tenant (or olivares-coordinator tenant create %s)",
+			tenant, have, tenant)
 	}
 	_, err = c.CreateTenant(ctx, tenant)
 	return err

@@ -78,25 +78,30 @@ func DidYouMean(typed string, words []string) string {
 	return ""
 }
 
-// distance is the Levenshtein distance of a and b.
+// distance is the edit distance of a and b where swapping two neighbouring
+// letters is one edit (acem, acme), as a typist makes it.
 func distance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
+	d := make([][]int, len(a)+1)
+	for i := range d {
+		d[i] = make([]int, len(b)+1)
+		d[i][0] = i
+	}
+	for j := range d[0] {
+		d[0][j] = j
 	}
 	for i := 1; i <= len(a); i++ {
-		cur[0] = i
 		for j := 1; j <= len(b); j++ {
 			c := 1
 			if a[i-1] == b[j-1] {
 				c = 0
 			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+c)
+			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+c)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
+			}
 		}
-		prev, cur = cur, prev
 	}
-	return prev[len(b)]
+	return d[len(a)][len(b)]
 }
 
 // FlagError tells an error of fs.Parse as a person typed it: "unknown

@@ -9,7 +9,7 @@ import (
 
 // Issue 32 finding 10: a mistyped command or flag names what was meant.
 func TestSuggest(t *testing.T) {
-	words := []string{"session", "profile", "node", "tenant", "login", "logout", "serve", "dev"}
+	words := []string{"session", "profile", "node", "tenant", "login", "logout", "serve", "dev", "acme"}
 	for _, tt := range []struct{ typed, want string }{
 		{"sesion", "session"},
 		{"sessions", "session"},
@@ -17,6 +17,8 @@ func TestSuggest(t *testing.T) {
 		{"tenants", "tenant"},
 		{"sess", "session"},
 		{"srve", "serve"},
+		{"lgoin", "login"},
+		{"acem", "acme"},
 		{"frob", ""},
 		{"x", ""},
 		{"session", ""}, // not a typo

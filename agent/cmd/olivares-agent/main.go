@@ -14,6 +14,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -200,7 +201,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		st, err := localapi.GetStatus(ctx, sock)
 		if err != nil {
 			if errors.Is(err, localsock.ErrNotRunning) {
-				return fmt.Errorf("no agent is running with state dir %s (nothing answers on %s); start it with olivares-agent run --state-dir %s", *dir, sock, *dir)
+				return fmt.Errorf("no agent is running with state dir %s (nothing answers on %s); %s", *dir, sock, startHint(*dir))
 			}
 			return err
 		}
@@ -213,6 +214,23 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return nil
 	}
 	return usageError{fmt.Errorf("unknown command %q%s; see olivares-agent --help", args[0], cmdline.DidYouMean(args[0], []string{"enroll", "run", "status"}))}
+}
+
+// startHint is how to start the agent of dir: dev mode runs the agent of
+// its state dir's agent/ itself (issue 32 finding 8), so that one is
+// started with dev mode.
+func startHint(dir string) string {
+	abs, err := filepath.Abs(dir)
+	if err == nil && filepath.Base(abs) == "agent" {
+		devDir := filepath.Dir(abs)
+		// dev.json while dev mode runs, dev.last.json after (coordinator/devmode).
+		for _, f := range []string{"dev.json", "dev.last.json"} {
+			if _, err := os.Stat(filepath.Join(devDir, f)); err == nil {
+				return "it is dev mode's agent: start dev mode with olivares-coordinator dev --state-dir " + devDir
+			}
+		}
+	}
+	return "start it with olivares-agent run --state-dir " + dir
 }
 
 // joinFile is what enroll --join reads: olivares-coordinator token create

@@ -367,18 +367,42 @@ func defaultStateDir() string {
 	return filepath.Join(devmode.DefaultStateDir(), "coordinator")
 }
 
+// notRunning tells a coordinator that does not answer on dir's admin
+// socket.
 func notRunning(err error, dir string) error {
 	if errors.Is(err, localsock.ErrNotRunning) {
-		return fmt.Errorf("no coordinator is running with state dir %s (start it with olivares-coordinator serve or dev, or pass --state-dir)", dir)
+		return fmt.Errorf("no coordinator is running with state dir %s (start it with olivares-coordinator serve or dev, or pass --state-dir: serve's is its config's state_dir)", dir)
 	}
 	return err
+}
+
+// stateDirFlag is the --state-dir of the commands that talk to the running
+// coordinator. Left out, it is $OLIVARES_STATE_DIR, else dev mode's; the
+// command then says which coordinator it spoke to (issue 32 finding 8: a
+// principal meant for serve's coordinator must not land in dev mode's
+// without a word).
+func stateDirFlag(fs *flag.FlagSet) *string {
+	return fs.String("state-dir", defaultStateDir(), "the running coordinator's state directory (default: $OLIVARES_STATE_DIR, else dev mode's)")
+}
+
+// spokeTo prints, on standard error, which coordinator a command reached
+// when --state-dir was left out.
+func spokeTo(fs *flag.FlagSet, dir string) {
+	if flagSet(fs, "state-dir") {
+		return
+	}
+	whose := "$OLIVARES_STATE_DIR"
+	if os.Getenv("OLIVARES_STATE_DIR") == "" {
+		whose = "dev mode's"
+	}
+	fmt.Fprintf(os.Stderr, "olivares-coordinator: %s: the coordinator of state dir %s (%s; --state-dir names another)\n", fs.Name(), dir, whose)
 }
 
 func cmdTokenCreate(ctx context.Context, args []string, out io.Writer) error {
 	fs := newFlags("token create", out)
 	ttl := fs.Duration("ttl", 30*time.Minute, "token lifetime (at most 24h)")
 	tenant := fs.String("tenant", "default", "tenant the node joins")
-	dir := fs.String("state-dir", defaultStateDir(), "the running coordinator's state directory")
+	dir := stateDirFlag(fs)
 	asJSON := fs.Bool("json", false, "print JSON")
 	lb := labels{}
 	fs.Var(lb, "label", "node label k=v (repeatable)")
@@ -390,6 +414,7 @@ func cmdTokenCreate(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return notRunning(err, *dir)
 	}
+	spokeTo(fs, *dir)
 	if *asJSON {
 		return json.NewEncoder(out).Encode(resp)
 	}
@@ -405,7 +430,7 @@ func cmdPrincipalCreate(ctx context.Context, args []string, out io.Writer) error
 	role := fs.String("role", "", "viewer, operator or admin")
 	kind := fs.String("kind", "human", "human or agent")
 	newTenant := fs.Bool("new-tenant", false, "create the tenant when it does not exist (otherwise an unknown tenant is refused)")
-	dir := fs.String("state-dir", defaultStateDir(), "the running coordinator's state directory")
+	dir := stateDirFlag(fs)
 	asJSON := fs.Bool("json", false, "print JSON")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -418,6 +443,7 @@ func cmdPrincipalCreate(ctx context.Context, args []string, out io.Writer) error
 	if err != nil {
 		return notRunning(err, *dir)
 	}
+	spokeTo(fs, *dir)
 	if *asJSON {
 		return json.NewEncoder(out).Encode(resp)
 	}
@@ -427,7 +453,7 @@ func cmdPrincipalCreate(ctx context.Context, args []string, out io.Writer) error
 
 func cmdTenantCreate(ctx context.Context, args []string, out io.Writer) error {
 	fs := newFlags("tenant create", out)
-	dir := fs.String("state-dir", defaultStateDir(), "the running coordinator's state directory")
+	dir := stateDirFlag(fs)
 	asJSON := fs.Bool("json", false, "print JSON")
 	var id string
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
@@ -446,6 +472,7 @@ func cmdTenantCreate(ctx context.Context, args []string, out io.Writer) error {
 	if err := localsock.Do(ctx, adminSock(*dir), "POST", "/tenants", coordd.TenantRequest{ID: id}, &t); err != nil {
 		return notRunning(err, *dir)
 	}
+	spokeTo(fs, *dir)
 	if *asJSON {
 		return json.NewEncoder(out).Encode(t)
 	}
@@ -455,7 +482,7 @@ func cmdTenantCreate(ctx context.Context, args []string, out io.Writer) error {
 
 func cmdTenantList(ctx context.Context, args []string, out io.Writer) error {
 	fs := newFlags("tenant list", out)
-	dir := fs.String("state-dir", defaultStateDir(), "the running coordinator's state directory")
+	dir := stateDirFlag(fs)
 	asJSON := fs.Bool("json", false, "print JSON")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -469,6 +496,7 @@ func cmdTenantList(ctx context.Context, args []string, out io.Writer) error {
 	if err := localsock.Do(ctx, adminSock(*dir), "GET", "/tenants", nil, &resp); err != nil {
 		return notRunning(err, *dir)
 	}
+	spokeTo(fs, *dir)
 	if *asJSON {
 		return json.NewEncoder(out).Encode(resp)
 	}
@@ -483,7 +511,7 @@ func cmdAddCredential(ctx context.Context, args []string, out io.Writer) error {
 	principal := fs.String("principal", "", "principal id (prn_...)")
 	kind := fs.String("kind", "session", "session (shares the person's marks) or api_token (its own)")
 	label := fs.String("label", "", "what the credential is for")
-	dir := fs.String("state-dir", defaultStateDir(), "the running coordinator's state directory")
+	dir := stateDirFlag(fs)
 	asJSON := fs.Bool("json", false, "print JSON")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -496,6 +524,7 @@ func cmdAddCredential(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return notRunning(err, *dir)
 	}
+	spokeTo(fs, *dir)
 	if *asJSON {
 		return json.NewEncoder(out).Encode(resp)
 	}
@@ -508,7 +537,7 @@ func cmdSigninLink(ctx context.Context, args []string, out io.Writer) error {
 	principal := fs.String("principal", "", "the person's principal id (prn_...)")
 	ttl := fs.Duration("ttl", 15*time.Minute, "how long the link may be used (at most 24h)")
 	base := fs.String("url", "", "the console's address as the person reaches it (default: the API listen address)")
-	dir := fs.String("state-dir", defaultStateDir(), "the running coordinator's state directory")
+	dir := stateDirFlag(fs)
 	asJSON := fs.Bool("json", false, "print JSON")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -521,6 +550,7 @@ func cmdSigninLink(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return notRunning(err, *dir)
 	}
+	spokeTo(fs, *dir)
 	if *asJSON {
 		return json.NewEncoder(out).Encode(resp)
 	}

@@ -142,6 +142,10 @@ type Credentials struct {
 	Token  string `json:"token"`
 	Tenant string `json:"tenant"`
 	CAFile string `json:"ca_file,omitempty"`
+	// Own is set when Token is the login's own credential (minted by
+	// POST /v1/login or a single sign-on), which logout and the next login
+	// revoke; a token that was given as it is stays live.
+	Own bool `json:"own,omitempty"`
 }
 
 func credPath() (string, error) {
