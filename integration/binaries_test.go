@@ -280,7 +280,7 @@ func TestDevModeBinaries(t *testing.T) {
 	a2.interrupt(t)
 
 	// Ctrl-C stops everything; the agent socket goes with it, and dev.json
-	// (issue 32 finding 7: a script waiting for it must not take a stopped
+	// (R-DEV-5, issue 32 finding 7: a script waiting for it must not take a stopped
 	// dev mode's for a ready one). The agent's status says whose agent it
 	// is (finding 8).
 	dev.interrupt(t)

@@ -41,7 +41,7 @@ const Tenant = "default"
 // DevFile is written when everything is ready, and exists only while dev
 // mode runs: on its way out dev mode renames it to LastFile, so that a
 // script waiting for DevFile never takes a stopped dev mode's for a ready
-// one (issue 32 finding 7). A DevFile left by a dev mode that was killed
+// one (R-DEV-5, issue 32 finding 7). A DevFile left by a dev mode that was killed
 // names a pid that is gone (olivares login --dev checks it).
 const DevFile = "dev.json"
 
