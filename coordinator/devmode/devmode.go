@@ -101,6 +101,10 @@ type Options struct {
 	Ready func(Info)
 }
 
+// stopRunsWithin bounds the stop of the live runs at Ctrl-C: the stop
+// grace (10 s) and the SIGKILL after it.
+const stopRunsWithin = 15 * time.Second
+
 // DefaultStateDir is $XDG_STATE_HOME/olivares/dev, or ~/.local/state/olivares/dev.
 func DefaultStateDir() string {
 	if d := os.Getenv("XDG_STATE_HOME"); d != "" {
@@ -208,10 +212,20 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	actx, stopAgent := context.WithCancel(ctx)
+	// The agent outlives ctx until its runs are stopped (below): Ctrl-C
+	// must not close it under them.
+	actx, stopAgent := context.WithCancel(context.WithoutCancel(ctx))
 	agentDone := make(chan error, 1)
 	go func() { agentDone <- a.Run(actx) }()
 	defer func() {
+		// Dev mode stops its runs itself, as session stop does, while the
+		// tunnel still carries their end: stopped, not failed and lost
+		// (R-DEV-6, issue 32 finding 6).
+		sctx, cancel := context.WithTimeout(context.Background(), stopRunsWithin)
+		if n := a.StopRuns(sctx); n > 0 {
+			step("stopped %d live run(s)", n)
+		}
+		cancel()
 		stopAgent()
 		<-agentDone
 	}()
