@@ -85,3 +85,20 @@ func TestLoginRefusalsAndRelogin(t *testing.T) {
 		t.Errorf("after a second login: saved %q, revoked %q, live %v; want the first login's credential revoked, the given token and the new one live", c.Token, revoked, live)
 	}
 }
+
+// Issue 32 finding 11: webhook test exits 1 when the receiver did not take
+// the delivery, 0 when it did (R-NOTIF-6).
+func TestWebhookTestExitStatus(t *testing.T) {
+	state := apitypes.DeliveryFailed
+	fakeAPI(t, func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, 200, apitypes.WebhookDelivery{ID: "whd_1", HookID: "wh_1", Event: "test", State: state, Attempts: 1, LastStatus: 410, CreatedAt: fakeCreated, UpdatedAt: fakeCreated})
+	})
+	out, stderr, code := cli(t, "webhook", "test", "wh_1")
+	if code != 1 || !strings.Contains(out, "test delivery whd_1: failed (HTTP 410") || !strings.Contains(stderr, "did not take the test delivery") {
+		t.Errorf("a failed test delivery: exit %d, %q %q", code, out, stderr)
+	}
+	state = apitypes.DeliveryDelivered
+	if out, stderr, code := cli(t, "webhook", "test", "wh_1"); code != 0 || stderr != "" {
+		t.Errorf("a delivered test: exit %d, %q %q", code, out, stderr)
+	}
+}
