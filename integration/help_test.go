@@ -125,6 +125,21 @@ func TestCommandLineMistakes(t *testing.T) {
 	if appeared := filesUnder(t, home); len(appeared) > 0 {
 		t.Errorf("left %q behind", appeared)
 	}
+	// Finding 12: a port another process holds is refused with the setting
+	// that names it, before a CA or a store is written.
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	state := filepath.Join(home, "dev")
+	out, code := runCmd(t, env, filepath.Join(bin, "olivares-coordinator"), "dev", "--state-dir", state, "--http", busy.Addr().String())
+	if code != 1 || !strings.Contains(out, "api listen "+busy.Addr().String()+": another process holds the port") || !strings.Contains(out, "--http in dev mode") {
+		t.Errorf("dev on a busy port: exit %d\n%s", code, out)
+	}
+	if appeared := filesUnder(t, home); len(appeared) > 0 {
+		t.Errorf("dev on a busy port left %q behind", appeared)
+	}
 }
 
 func freeAddr(t *testing.T) string {

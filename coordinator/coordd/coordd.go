@@ -23,6 +23,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -122,6 +123,16 @@ func New(cfg Config, logger *slog.Logger) (*Coordinator, error) {
 	}
 	if logger == nil {
 		logger = logging.New(os.Stderr, cfg.Log)
+	}
+	// A port another process holds is refused before anything is written
+	// (issue 32 finding 12): a first start that cannot listen leaves no CA
+	// or store behind. Start binds for good; this only asks early.
+	for _, l := range []struct{ what, addr string }{{"api", cfg.API.Listen}, {"tunnel", cfg.Tunnel.Listen}} {
+		if ln, err := net.Listen("tcp", l.addr); err != nil {
+			return nil, listenErr(l.what, l.addr, err)
+		} else {
+			ln.Close()
+		}
 	}
 	if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
 		return nil, err
@@ -257,7 +268,7 @@ func (c *Coordinator) Start(ctx context.Context) error {
 	if err != nil {
 		c.closeListeners()
 		c.cancel()
-		return fmt.Errorf("api listen %s: %w", c.cfg.API.Listen, err)
+		return listenErr("api", c.cfg.API.Listen, err)
 	}
 	c.admin, err = localsockListen(filepath.Join(c.cfg.StateDir, AdminSock))
 	if err != nil {
@@ -276,7 +287,7 @@ func (c *Coordinator) Start(ctx context.Context) error {
 		if c.metricsLn, err = net.Listen("tcp", c.cfg.Metrics.Listen); err != nil {
 			c.closeListeners()
 			c.cancel()
-			return fmt.Errorf("metrics listen %s: %w", c.cfg.Metrics.Listen, err)
+			return listenErr("metrics", c.cfg.Metrics.Listen, err)
 		}
 	}
 
@@ -540,12 +551,23 @@ func (c *Coordinator) TunnelAddr() string {
 // CAFile is the PEM file of the CA bundle's current root.
 func (c *Coordinator) CAFile() string { return filepath.Join(c.cfg.StateDir, CADir, "ca.pem") }
 
+// listenErr is a listener's error with the way out when the port is taken
+// (issue 32 finding 12): which setting names it, in dev mode and in serve's
+// config.
+func listenErr(what, addr string, err error) error {
+	if !errors.Is(err, syscall.EADDRINUSE) {
+		return fmt.Errorf("%s listen %s: %w", what, addr, err)
+	}
+	flag := map[string]string{"api": "--http", "tunnel": "--tunnel", "metrics": "--metrics"}[what]
+	return fmt.Errorf("%s listen %s: another process holds the port (another coordinator, or dev mode?); stop it, or choose another port: %s in dev mode, [%s] listen in serve's config (port 0 picks a free one)", what, addr, flag, what)
+}
+
 // listenTunnel listens on TCP and, with quic, on UDP at the same port.
 func listenTunnel(addr string, quic bool) (net.Listener, net.PacketConn, error) {
 	for attempt := 0; ; attempt++ {
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {
-			return nil, nil, fmt.Errorf("tunnel listen tcp %s: %w", addr, err)
+			return nil, nil, listenErr("tunnel", addr, err)
 		}
 		if !quic {
 			return ln, nil, nil

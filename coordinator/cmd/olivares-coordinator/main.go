@@ -96,15 +96,28 @@ func main() {
 		os.Exit(claudehook.Main(os.Stdin, os.Stdout, os.Stderr, os.Getenv))
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout); err != nil && !errors.Is(err, errHelp) {
-		fmt.Fprintln(os.Stderr, "olivares-coordinator:", err)
-		var ue usageError
-		if errors.As(err, &ue) {
-			os.Exit(2)
-		}
-		os.Exit(1)
+	code := report(ctx, run(ctx, os.Args[1:], os.Stdout), os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// report prints err, if any, and returns the exit status: 2 for a usage
+// error, 1 for any other. A start-up that Ctrl-C (or SIGTERM) cut short
+// says so, not "context canceled" (issue 32 finding 12).
+func report(ctx context.Context, err error, stderr io.Writer) int {
+	if err == nil || errors.Is(err, errHelp) {
+		return 0
 	}
+	if ctx.Err() != nil && errors.Is(err, context.Canceled) {
+		fmt.Fprintln(stderr, "olivares-coordinator: stopped while starting (interrupted); nothing was left running")
+		return 1
+	}
+	fmt.Fprintln(stderr, "olivares-coordinator:", err)
+	var ue usageError
+	if errors.As(err, &ue) {
+		return 2
+	}
+	return 1
 }
 
 type usageError struct{ error }
