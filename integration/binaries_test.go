@@ -278,6 +278,11 @@ func TestDevModeBinaries(t *testing.T) {
 		t.Fatalf("admin revoke: %d %s", code, out)
 	}
 	a2.interrupt(t)
+	// Started again, the revoked agent ends at once, non-zero, with the
+	// sentence (issue 32 finding 13; R-LIFE-8).
+	if out, code := runCmd(t, env, agent, "run", "--state-dir", node2, "--transport", "yamux"); code != 1 || !strings.Contains(out, "olivares-agent: ") || !strings.Contains(out, "will not connect again") {
+		t.Fatalf("a revoked agent started again: %d %s", code, out)
+	}
 
 	// Ctrl-C stops everything; the agent socket goes with it, and dev.json
 	// (R-DEV-5, issue 32 finding 7: a script waiting for it must not take a stopped

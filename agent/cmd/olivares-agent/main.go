@@ -22,6 +22,7 @@ import (
 
 	"github.com/olivares-dev/olivares/agent/agentd"
 	"github.com/olivares-dev/olivares/agent/enroll"
+	"github.com/olivares-dev/olivares/agent/link"
 	"github.com/olivares-dev/olivares/agent/localapi"
 	"github.com/olivares-dev/olivares/shared/claudehook"
 	"github.com/olivares-dev/olivares/shared/cmdline"
@@ -262,6 +263,22 @@ func readJoin(path string, stdin io.Reader) (joinFile, error) {
 	return j, nil
 }
 
+// linkText is the link's line of status (issue 32 finding 13): the
+// transport only while connected, and for a link that is down, when it
+// was last up rather than a "since" that is not its state's.
+func linkText(l link.Status) string {
+	at := func(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+	switch {
+	case l.State == "connected":
+		return fmt.Sprintf("connected over %s (config %s) since %s", l.Transport, l.Configured, at(l.Since))
+	case l.State == link.StateRevoked:
+		return fmt.Sprintf("revoked since %s: this node will not connect again (config %s)", at(l.Since), l.Configured)
+	case l.Connects == 0:
+		return fmt.Sprintf("%s (config %s), never connected since the agent started", l.State, l.Configured)
+	}
+	return fmt.Sprintf("%s (config %s), last connected at %s", l.State, l.Configured, at(l.Since))
+}
+
 func printStatus(out io.Writer, st localapi.Status) {
 	ts := func(t time.Time) string {
 		if t.IsZero() {
@@ -272,11 +289,7 @@ func printStatus(out io.Writer, st localapi.Status) {
 	l := st.Link
 	fmt.Fprintf(out, "node:          %s (tenant %s, agent %s)\n", st.NodeID, st.Tenant, st.Version)
 	fmt.Fprintf(out, "coordinator:   %s\n", l.Coordinator)
-	transport := l.Transport
-	if transport == "" {
-		transport = "-"
-	}
-	fmt.Fprintf(out, "link:          %s over %s (config %s) since %s\n", l.State, transport, l.Configured, ts(l.Since))
+	fmt.Fprintf(out, "link:          %s\n", linkText(l))
 	if l.LastError != "" {
 		fmt.Fprintf(out, "last error:    %s\n", l.LastError)
 	}
