@@ -134,6 +134,14 @@ func New(cfg Config, logger *slog.Logger) (*Coordinator, error) {
 			ln.Close()
 		}
 	}
+	// So is a file the config names that is not there (the systemd unit
+	// hands them over with LoadCredential=).
+	for _, f := range []struct{ key, path string }{{"api.tls_cert", cfg.API.TLSCert}, {"api.tls_key", cfg.API.TLSKey},
+		{"oidc.client_secret_file", cfg.OIDC.ClientSecretFile}, {"metrics.token_file", cfg.Metrics.TokenFile}} {
+		if _, err := os.Stat(f.path); f.path != "" && err != nil {
+			return nil, fmt.Errorf("config: %s: %w (under systemd, a file in /run/credentials needs the unit's LoadCredential= line)", f.key, err)
+		}
+	}
 	if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
 		return nil, err
 	}
