@@ -102,3 +102,21 @@ func TestWebhookTestExitStatus(t *testing.T) {
 		t.Errorf("a delivered test: exit %d, %q %q", code, out, stderr)
 	}
 }
+
+// Issue 32 finding 3: session wait on a run whose tool refused its
+// handshake returns at once, non-zero, naming the reason and the tool's
+// words; at a timeout it names the state it last read, not "-".
+func TestSessionWaitNamesTheReason(t *testing.T) {
+	run := apitypes.Run{RunRef: "run_1", State: apitypes.StateFailed, Reason: apitypes.ReasonHandshakeFailed,
+		LastError: &apitypes.LastError{Kind: "auth", Message: "session/new: Gemini API key is missing or not configured.", At: fakeCreated}}
+	fakeAPI(t, func(w http.ResponseWriter, r *http.Request) { writeJSON(w, 200, run) })
+	_, stderr, code := cli(t, "session", "wait", "run_1")
+	if code != 1 || !strings.Contains(stderr, "run run_1 is failed (no exit observed (handshake_failed)); its tool said: auth: session/new: Gemini API key is missing") {
+		t.Errorf("wait on a refused handshake: exit %d %q", code, stderr)
+	}
+	run = apitypes.Run{RunRef: "run_1", State: apitypes.StateStarting}
+	_, stderr, code = cli(t, "session", "wait", "run_1", "--timeout", "300ms")
+	if code != 1 || !strings.Contains(stderr, "run run_1 is still starting after 300ms") {
+		t.Errorf("wait at its timeout: exit %d %q", code, stderr)
+	}
+}
