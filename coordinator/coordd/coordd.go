@@ -469,8 +469,13 @@ func (c *Coordinator) close() error {
 	if c.cancel != nil {
 		c.cancel()
 	}
-	c.closeListeners()
+	// The tunnels are told goodbye before the listeners close: a QUIC
+	// session's goodbye (CONNECTION_CLOSE) is a packet on the UDP socket,
+	// and with the socket gone first the agents only noticed after three
+	// missed heartbeats (issue 32 finding 2; Crash closes it first on
+	// purpose).
 	c.Fleet.Close()
+	c.closeListeners()
 	c.wg.Wait()
 	c.API.Close() // the webhooks' deliveries
 	// 3. The store, which nothing uses any more.
