@@ -86,7 +86,7 @@ func TestHelpRunsNothing(t *testing.T) {
 	}
 }
 
-// Issue 32 finding 10: every binary answers --version, a mistyped command
+// R-CLI-8, issue 32 finding 10: every binary answers --version, a mistyped command
 // or flag names what was meant, a flag error is printed once (not by the
 // flag package and again by main), and serve without a config says to give
 // one. None of them leaves anything behind.

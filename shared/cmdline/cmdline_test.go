@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// Issue 32 finding 10: a mistyped command or flag names what was meant.
+// R-CLI-8, issue 32 finding 10: a mistyped command or flag names what was meant.
 func TestSuggest(t *testing.T) {
 	words := []string{"session", "profile", "node", "tenant", "login", "logout", "serve", "dev", "acme"}
 	for _, tt := range []struct{ typed, want string }{

@@ -187,7 +187,7 @@ func TestSessionContinueAtReset(t *testing.T) {
 	}
 }
 
-// Issue 32 finding 10: --until takes tomorrow, days and a day as well as a
+// R-CLI-8, issue 32 finding 10: --until takes tomorrow, days and a day as well as a
 // duration, and a word it does not take is the CLI's usage error, before
 // any call.
 func TestSnoozeUntilWords(t *testing.T) {
@@ -219,7 +219,7 @@ func TestSnoozeUntilWords(t *testing.T) {
 	}
 }
 
-// Issue 32 finding 10: usage --by names its own values, not the API's
+// R-CLI-8, issue 32 finding 10: usage --by names its own values, not the API's
 // group_by.
 func TestUsageByWord(t *testing.T) {
 	fakeAPI(t, func(w http.ResponseWriter, r *http.Request) { t.Errorf("called %s", r.URL) })

@@ -81,7 +81,7 @@ func TestCommandTable(t *testing.T) {
 	}
 }
 
-// Issue 32 finding 10: a mistyped command or flag names what was meant,
+// R-CLI-8, issue 32 finding 10: a mistyped command or flag names what was meant,
 // and a flag error is one line.
 func TestUnknownCommands(t *testing.T) {
 	for _, tt := range []struct {
@@ -104,7 +104,7 @@ func TestUnknownCommands(t *testing.T) {
 	}
 }
 
-// Issue 32 finding 10: olivares --version says which build it is.
+// R-CLI-8, issue 32 finding 10: olivares --version says which build it is.
 func TestVersion(t *testing.T) {
 	out, _, code := cli(t, "--version")
 	if code != 0 || !strings.HasPrefix(out, "olivares 0.") {

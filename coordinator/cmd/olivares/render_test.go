@@ -149,7 +149,7 @@ func TestRendererStreams(t *testing.T) {
 	}
 }
 
-// Issue 32 finding 14: a tool's own terminal escapes (Codex colours its log
+// R-CLI-4, issue 32 finding 14: a tool's own terminal escapes (Codex colours its log
 // lines on stderr) reach a pipe or a file as plain text; a colour terminal
 // gets them as they are.
 func TestRendererDropsToolEscapesOffTerminal(t *testing.T) {
