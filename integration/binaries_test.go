@@ -129,10 +129,14 @@ func TestDevModeBinaries(t *testing.T) {
 	if info.Tenant != "default" || info.NodeID == "" || info.AdminToken == "" || !strings.HasPrefix(info.APIURL, "http://127.0.0.1:") || info.CAFile == "" {
 		t.Fatalf("dev.json: %+v", info)
 	}
-	// dev.json is written first, then the usage is printed.
+	// dev.json is written first, then the usage is printed. Its commands
+	// are the binaries beside dev mode's, not go run (issue 32 finding 8).
 	Await(t, 10*time.Second, "dev mode to print its usage", func() bool {
 		return strings.Contains(dev.out.String(), "dev mode is ready") && strings.Contains(dev.out.String(), "login --dev")
 	})
+	if out := dev.out.String(); strings.Contains(out, "go run") || !strings.Contains(out, cli+" login --dev") || !strings.Contains(out, agent+" status --state-dir") {
+		t.Errorf("dev mode's Try: names go run or not the binaries:\n%s", out)
+	}
 
 	out, code := runCmd(t, env, cli, "login", "--dev", filepath.Join(state, "dev.json"))
 	if code != 0 {
@@ -274,19 +278,36 @@ func TestDevModeBinaries(t *testing.T) {
 		t.Fatalf("admin revoke: %d %s", code, out)
 	}
 	a2.interrupt(t)
+	// Started again, the revoked agent ends at once, non-zero, with the
+	// sentence (issue 32 finding 13; R-LIFE-8).
+	if out, code := runCmd(t, env, agent, "run", "--state-dir", node2, "--transport", "yamux"); code != 1 || !strings.Contains(out, "olivares-agent: ") || !strings.Contains(out, "will not connect again") {
+		t.Fatalf("a revoked agent started again: %d %s", code, out)
+	}
 
-	// Ctrl-C stops everything; the agent socket goes with it.
+	// Ctrl-C stops everything; the agent socket goes with it, and dev.json
+	// (R-DEV-5, issue 32 finding 7: a script waiting for it must not take a stopped
+	// dev mode's for a ready one). The agent's status says whose agent it
+	// is (finding 8).
 	dev.interrupt(t)
-	if out, code := runCmd(t, env, agent, "status", "--state-dir", agentDir); code != 1 || !strings.Contains(out, "no agent is running") {
+	if out, code := runCmd(t, env, agent, "status", "--state-dir", agentDir); code != 1 || !strings.Contains(out, "no agent is running") ||
+		!strings.Contains(out, "start dev mode with olivares-coordinator dev --state-dir "+state) {
 		t.Fatalf("status with no agent: %d %s", code, out)
+	}
+	if _, err := os.Stat(filepath.Join(state, "dev.json")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("dev.json after Ctrl-C: %v, want it gone", err)
+	}
+	// One left by a dev mode that was killed names a pid that is gone.
+	copyFile(t, filepath.Join(state, "dev.last.json"), filepath.Join(state, "dev.json"))
+	if out, code := runCmd(t, env, cli, "login", "--dev", filepath.Join(state, "dev.json")); code != 1 || !strings.Contains(out, "dev mode is not running") {
+		t.Fatalf("login --dev with a killed dev mode's dev.json: %d %s", code, out)
 	}
 
 	// A restart reuses the CA, the admin and the node.
-	fi, _ := os.Stat(filepath.Join(state, "dev.json"))
 	dev = start(t, env, coord, "dev", "--state-dir", state, "--http", "127.0.0.1:0", "--tunnel", "127.0.0.1:0")
-	Await(t, 60*time.Second, "dev.json rewritten", func() bool {
-		st, err := os.Stat(filepath.Join(state, "dev.json"))
-		return err == nil && st.ModTime().After(fi.ModTime())
+	Await(t, 60*time.Second, "dev.json written again", func() bool {
+		var d devJSON
+		raw, err := os.ReadFile(filepath.Join(state, "dev.json"))
+		return err == nil && json.Unmarshal(raw, &d) == nil && d.PID == dev.cmd.Process.Pid
 	})
 	var again devInfo
 	raw, _ = os.ReadFile(filepath.Join(state, "dev.json"))
@@ -321,12 +342,21 @@ func TestServeModeBinaries(t *testing.T) {
 		return false
 	})
 	// A tenant is created on purpose; a typo in one is refused, not a new
-	// tenant (R-LIFE-4).
+	// tenant (R-LIFE-4). Before there is any, the refusal says so instead
+	// of an empty list, and after, it names the one meant (issue 32
+	// finding 8).
+	if out, code := runCmd(t, env, coord, "principal", "create", "--state-dir", state, "--tenant", "acme", "--name", "ops", "--role", "operator"); code != 1 || !strings.Contains(out, "this coordinator has no tenant yet") || strings.Contains(out, "(tenants: )") {
+		t.Fatalf("principal create with no tenant: %d %s", code, out)
+	}
 	if out, code := runCmd(t, env, coord, "tenant", "create", "acme", "--state-dir", state); code != 0 {
 		t.Fatalf("tenant create: %d %s", code, out)
 	}
-	if out, code := runCmd(t, env, coord, "principal", "create", "--state-dir", state, "--tenant", "acem", "--name", "ops", "--role", "operator"); code != 1 || !strings.Contains(out, `tenant "acem" does not exist`) || !strings.Contains(out, "--new-tenant") {
+	if out, code := runCmd(t, env, coord, "principal", "create", "--state-dir", state, "--tenant", "acem", "--name", "ops", "--role", "operator"); code != 1 || !strings.Contains(out, `tenant "acem" does not exist (tenants: acme; did you mean acme?)`) || !strings.Contains(out, "--new-tenant") {
 		t.Fatalf("principal create in a misspelt tenant: %d %s", code, out)
+	}
+	// Without --state-dir, the command says which coordinator it reached.
+	if out, code := runCmd(t, append(env, "OLIVARES_STATE_DIR="+state), coord, "tenant", "list"); code != 0 || !strings.Contains(out, "the coordinator of state dir "+state+" ($OLIVARES_STATE_DIR; --state-dir names another)") {
+		t.Fatalf("tenant list without --state-dir: %d %s", code, out)
 	}
 	if out, code := runCmd(t, env, coord, "tenant", "list", "--state-dir", state); code != 0 || !strings.Contains(out, "acme") || strings.Contains(out, "acem") {
 		t.Fatalf("tenant list: %d %s", code, out)
@@ -342,7 +372,8 @@ func TestServeModeBinaries(t *testing.T) {
 	var pr struct{ Token string }
 	json.Unmarshal([]byte(out), &pr)
 	// Without the CA the TLS handshake fails; with it, login works.
-	if out, code := runCmd(t, env, cli, "login", "--url", url, "--token", pr.Token, "--tenant", "acme"); code != 1 || !strings.Contains(out, "certificate") {
+	// ... and the refusal says how to trust it (issue 32 finding 9).
+	if out, code := runCmd(t, env, cli, "login", "--url", url, "--token", pr.Token, "--tenant", "acme"); code != 1 || !strings.Contains(out, "certificate") || !strings.Contains(out, "pass --ca-file") {
 		t.Fatalf("login without CA: %d %s", code, out)
 	}
 	if out, code := runCmd(t, env, cli, "login", "--url", url, "--token", pr.Token, "--tenant", "acme", "--ca-file", filepath.Join(state, "ca", "ca.pem")); code != 0 {

@@ -158,6 +158,16 @@ func TestDevModeStopsWithGoRun(t *testing.T) {
 	if again.NodeID != info.NodeID {
 		t.Fatalf("restart: node %s, want %s", again.NodeID, info.NodeID)
 	}
+	// Dev mode stopped the run itself on its way out: stopped, as a
+	// session stop leaves it, not failed and lost (R-DEV-6, issue 32 finding 6).
+	c = apiclient.New(apiclient.Config{URL: again.APIURL, Token: again.AdminToken, Tenant: again.Tenant})
+	got, err := c.Run(ctx, r.RunRef)
+	if err != nil || got.State != apitypes.StateStopped || got.Reason != "" || got.Attention != nil && *got.Attention == "failed" {
+		t.Errorf("the run dev mode stopped: %+v %v, want state stopped\n%s", got, err, parent.out)
+	}
+	if !strings.Contains(parent.out.String(), "stopped 1 live run(s)") {
+		t.Errorf("dev mode did not say it stopped the run:\n%s", parent.out)
+	}
 	dev.interrupt(t)
 }
 

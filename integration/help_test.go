@@ -86,6 +86,62 @@ func TestHelpRunsNothing(t *testing.T) {
 	}
 }
 
+// R-CLI-8, issue 32 finding 10: every binary answers --version, a mistyped command
+// or flag names what was meant, a flag error is printed once (not by the
+// flag package and again by main), and serve without a config says to give
+// one. None of them leaves anything behind.
+func TestCommandLineMistakes(t *testing.T) {
+	t.Parallel()
+	bin := binaries(t)
+	home := t.TempDir()
+	env := []string{"HOME=" + home, "XDG_CONFIG_HOME=" + filepath.Join(home, "config"),
+		"OLIVARES_CONFIG_DIR=" + filepath.Join(home, "olivares"), "OLIVARES_STATE_DIR=" + filepath.Join(home, "coordinator"),
+		"OLIVARES_AGENT_STATE_DIR=" + filepath.Join(home, "agent")}
+	for _, tt := range []struct {
+		bin  string
+		args []string
+		code int
+		want string
+	}{
+		{"olivares", []string{"--version"}, 0, "olivares 0."},
+		{"olivares-coordinator", []string{"--version"}, 0, "olivares-coordinator 0."},
+		{"olivares-agent", []string{"--version"}, 0, "olivares-agent 0."},
+		{"olivares-coordinator", []string{"srve"}, 2, `olivares-coordinator: unknown command "srve" (did you mean serve?); see olivares-coordinator --help`},
+		{"olivares-agent", []string{"stauts"}, 2, `olivares-agent: unknown command "stauts" (did you mean status?)`},
+		{"olivares", []string{"sesion"}, 2, `olivares: unknown command "sesion" (did you mean session?)`},
+		{"olivares-coordinator", []string{"serve", "--bogus"}, 2, "olivares-coordinator: serve: unknown flag --bogus; see olivares-coordinator serve --help"},
+		{"olivares-coordinator", []string{"token", "create", "--tenat", "a"}, 2, "unknown flag --tenat (did you mean --tenant?)"},
+		{"olivares-agent", []string{"status", "--stat-dir", "x"}, 2, "olivares-agent: status: unknown flag --stat-dir (did you mean --state-dir?)"},
+		{"olivares-coordinator", []string{"serve"}, 2, "olivares-coordinator: serve: --config FILE is required"},
+	} {
+		out, code := runCmd(t, env, filepath.Join(bin, tt.bin), tt.args...)
+		if code != tt.code || !strings.Contains(out, tt.want) {
+			t.Errorf("%s %q: exit %d\n%s\nwant %d and %q", tt.bin, tt.args, code, out, tt.code, tt.want)
+		}
+		if strings.Contains(out, "flag provided but not defined") || strings.Count(out, "\n") != 1 {
+			t.Errorf("%s %q: want one line, got\n%s", tt.bin, tt.args, out)
+		}
+	}
+	if appeared := filesUnder(t, home); len(appeared) > 0 {
+		t.Errorf("left %q behind", appeared)
+	}
+	// Finding 12: a port another process holds is refused with the setting
+	// that names it, before a CA or a store is written.
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	state := filepath.Join(home, "dev")
+	out, code := runCmd(t, env, filepath.Join(bin, "olivares-coordinator"), "dev", "--state-dir", state, "--http", busy.Addr().String())
+	if code != 1 || !strings.Contains(out, "api listen "+busy.Addr().String()+": another process holds the port") || !strings.Contains(out, "--http in dev mode") {
+		t.Errorf("dev on a busy port: exit %d\n%s", code, out)
+	}
+	if appeared := filesUnder(t, home); len(appeared) > 0 {
+		t.Errorf("dev on a busy port left %q behind", appeared)
+	}
+}
+
 func freeAddr(t *testing.T) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")

@@ -2,7 +2,9 @@ package integration
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -79,13 +81,20 @@ func TestRevokedAgentAndForget(t *testing.T) {
 		t.Fatalf("forget twice: %d, want 404", got.Status)
 	}
 	// A forgotten node stays refused: its certificate names a node the
-	// registry no longer has.
+	// registry no longer has. Started again, the agent is told so and ends,
+	// non-zero, with the sentence (issue 32 finding 13).
 	a.Kill()
 	a.Start()
-	Await(t, 30*time.Second, "the restarted agent to be refused", func() bool {
-		out, code := runCmd(t, nil, agentBin, "status", "--state-dir", a.Dir, "--json")
-		return code == 0 && json.Unmarshal([]byte(out), &st) == nil && st.Link.State == "revoked"
+	var exitErr error
+	Await(t, 30*time.Second, "the restarted agent to be refused and end", func() bool {
+		var exited bool
+		exited, exitErr = a.Exited()
+		return exited
 	})
+	var ee *exec.ExitError
+	if !errors.As(exitErr, &ee) || ee.ExitCode() != 1 || !strings.Contains(a.Output(), "olivares-agent: link: this node was revoked") {
+		t.Fatalf("the restarted revoked agent: %v, want exit status 1 and the sentence\n%s", exitErr, a.Output())
+	}
 	if env.Fleet().Link(a.ID).Connected {
 		t.Fatal("a forgotten node connected")
 	}

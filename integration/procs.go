@@ -313,6 +313,20 @@ func (a *AgentProc) Output() string {
 	return a.out.String()
 }
 
+// Exited reports whether the agent process has ended, and its Wait error.
+func (a *AgentProc) Exited() (bool, error) {
+	a.mu.Lock()
+	done := a.done
+	a.mu.Unlock()
+	select {
+	case err := <-done:
+		done <- err
+		return true, err
+	default:
+		return false, nil
+	}
+}
+
 // Kill sends SIGKILL to the agent process (only the pid this env started)
 // and waits for it; the children it started directly die with it
 // (Pdeathsig), those under a holder live on (issue 30).

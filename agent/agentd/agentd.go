@@ -38,7 +38,9 @@ import (
 	"github.com/olivares-dev/olivares/agent/sessions"
 	"github.com/olivares-dev/olivares/agent/state"
 	"github.com/olivares-dev/olivares/agent/supervisor"
+	"github.com/olivares-dev/olivares/shared/apitypes"
 	"github.com/olivares-dev/olivares/shared/claudehook"
+	"github.com/olivares-dev/olivares/shared/cmdline"
 	"github.com/olivares-dev/olivares/shared/config"
 	"github.com/olivares-dev/olivares/shared/localsock"
 	"github.com/olivares-dev/olivares/shared/logging"
@@ -47,8 +49,9 @@ import (
 	"github.com/olivares-dev/olivares/shared/wire"
 )
 
-// Version is the agent's version, set at build time.
-var Version = "0.1.0-dev"
+// Version is the agent's version: the release of the three binaries
+// (cmdline.Version, set at build time).
+var Version = cmdline.Version
 
 // Config is the agent's TOML file.
 type Config struct {
@@ -307,6 +310,31 @@ func (a *Agent) SocketPath() string { return localapi.SocketPath(a.cfg.StateDir)
 
 // Link returns the link's status.
 func (a *Agent) Link() link.Status { return a.link.Status() }
+
+// StopRuns stops every live run as an operator stop does (SIGTERM, the
+// grace, SIGKILL; R-STATE-3: the run is stopped, not failed), all at once,
+// and returns how many it stopped. Dev mode calls it before its Ctrl-C
+// ends the agent, whose Close would leave them to be recorded lost at the
+// next start (R-DEV-6, issue 32 finding 6).
+func (a *Agent) StopRuns(ctx context.Context) int {
+	var wg sync.WaitGroup
+	n := 0
+	for _, r := range a.sup.List() {
+		if r.State != apitypes.StateStarting && r.State != apitypes.StateRunning && r.State != apitypes.StateIdle {
+			continue
+		}
+		n++
+		wg.Add(1)
+		go func(ref string) {
+			defer wg.Done()
+			if _, err := a.sup.Stop(ctx, ref, 0); err != nil {
+				a.log.Warn("stopping a run before the agent stops", logging.KeyRunRef, ref, logging.Err(err))
+			}
+		}(r.RunRef)
+	}
+	wg.Wait()
+	return n
+}
 
 // Run serves until ctx ends, then closes the state file.
 func (a *Agent) Run(ctx context.Context) error {

@@ -214,6 +214,11 @@ type Event struct {
 	Request   *Request `json:"request,omitempty"`
 	RequestID string   `json:"request_id,omitempty"`
 	Denial    *Denial  `json:"denial,omitempty"`
+	// HandshakeRefused is set on the EventError that ends a launch's
+	// handshake (initialize, the new session or its authentication
+	// refused): the process takes no input, and the run fails with
+	// handshake_failed instead of staying starting (issue 32 finding 3).
+	HandshakeRefused bool `json:"handshake_refused,omitempty"`
 	// Raw is a copy of the stdout line the event came from; nil for events
 	// a Session makes itself (an ACP turn start).
 	Raw json.RawMessage `json:"raw,omitempty"`

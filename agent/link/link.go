@@ -88,6 +88,9 @@ type Options struct {
 // restarting the agent dials once more and says so again) (R-LIFE-8).
 const StateRevoked = "revoked"
 
+// revokedHint is what a revoked agent says, once.
+const revokedHint = "this agent will not connect again. Enroll this host again with a new join token (olivares-coordinator token create, then olivares-agent enroll --state-dir NEW_DIR ...)"
+
 // ErrRevoked: the coordinator refused this node because it was revoked
 // (or forgotten).
 var ErrRevoked = errors.New("link: this node was revoked by the coordinator")
@@ -194,10 +197,19 @@ func (l *Link) Run(ctx context.Context) error {
 		if errors.Is(err, ErrRevoked) {
 			// R-LIFE-8: say it once and stop dialing; retrying would only
 			// be refused again.
-			l.o.Log.Error("this agent will not connect again. Enroll this host again with a new join token (olivares-coordinator token create, then olivares-agent enroll --state-dir NEW_DIR ...)", logging.Err(err))
+			l.o.Log.Error(revokedHint, logging.Err(err))
+			never := false
 			l.update(func(s *Status) {
+				never = s.Connects == 0
 				s.State, s.Transport, s.LastError, s.Since = StateRevoked, "", err.Error(), time.Now().UTC()
 			})
+			if never {
+				// Started again after its revocation (issue 32 finding 13):
+				// nothing here will ever connect, so the agent ends, non-zero,
+				// with the sentence. One revoked while it ran stays up to
+				// show it in olivares-agent status.
+				return fmt.Errorf("%w; %s", err, revokedHint)
+			}
 			<-ctx.Done()
 			return nil
 		}

@@ -3,9 +3,11 @@
 package supervisor_test
 
 import (
+	"context"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/olivares-dev/olivares/agent/cliruntime"
 	"github.com/olivares-dev/olivares/agent/drivers/gemini"
@@ -83,5 +85,27 @@ func TestACPRequests(t *testing.T) {
 			})
 			e.awaitState(ref, apitypes.StateIdle)
 		})
+	}
+}
+
+// Issue 32 finding 3: a tool that refuses a launch's handshake (Gemini CLI
+// with no API key: session/new answers "Gemini API key is missing or not
+// configured") is a failed run, handshake_failed, with the reason in
+// last_error as an auth error; its process is stopped, not left starting.
+func TestHandshakeRefusedFailsTheRun(t *testing.T) {
+	e := newEnv(t, supervisor.Options{
+		Path:    fakecliDir(t),
+		Drivers: map[string]cliruntime.Driver{"gemini": gemini.New()},
+		Runners: map[cliruntime.LaunchTransport]sessions.Runner{cliruntime.TransportStdio: sessions.NewProcRunner()},
+	})
+	e.profile("prof_nokey", "gemini")
+	e.launch("run_nokey", "prof_nokey")
+	r := e.awaitState("run_nokey", apitypes.StateFailed)
+	if r.Reason != apitypes.ReasonHandshakeFailed || r.LastError == nil || r.LastError.Kind != cliruntime.ErrorAuth ||
+		!strings.Contains(r.LastError.Message, "Gemini API key is missing") || apitypes.AttentionOf(r, time.Now()) != apitypes.AttentionFailed {
+		t.Fatalf("run %+v (last_error %+v), want failed, handshake_failed, an auth last_error", r, r.LastError)
+	}
+	if err := e.sup.Input(context.Background(), "run_nokey", cliruntime.Input{Text: "hi"}); err == nil {
+		t.Error("input to a run whose tool refused its handshake was accepted")
 	}
 }

@@ -55,6 +55,11 @@ type generation struct {
 	stdinDone   bool
 	handshaken  bool
 	unavailable bool
+	// handshakeRefused: the tool refused a launch's handshake; the process
+	// is stopped and the run fails with handshake_failed (issue 32
+	// finding 3), instead of staying starting with the reason in
+	// last_error.
+	handshakeRefused bool
 
 	handshake chan struct{} // closed once handshaken (or never)
 	spoke     chan struct{} // closed at the first byte on stdout
@@ -558,6 +563,9 @@ func (g *generation) events(evs []cliruntime.Event) {
 			r.touch()
 		case cliruntime.EventError, cliruntime.EventRetrying:
 			g.lastError(e)
+			if e.HandshakeRefused {
+				g.refuseHandshake()
+			}
 		case cliruntime.EventRequest:
 			g.request(e.Request)
 		case cliruntime.EventRequestWithdrawn:
@@ -582,6 +590,25 @@ func (g *generation) events(evs []cliruntime.Event) {
 			r.updateAsync(ev, func(rec *record) { rec.Limit = l })
 		}
 	}
+}
+
+// refuseHandshake ends a process whose tool refused the launch's
+// handshake: it will take no input, so it stops at once (the grace of an
+// operator stop), and its exit records the run failed with
+// handshake_failed, its reason in last_error (issue 32 finding 3).
+func (g *generation) refuseHandshake() {
+	g.mu.Lock()
+	first := !g.handshakeRefused && !g.handshaken
+	g.handshakeRefused = g.handshakeRefused || first
+	g.mu.Unlock()
+	if !first {
+		return
+	}
+	g.r.s.wg.Add(1)
+	go func() {
+		defer g.r.s.wg.Done()
+		g.proc.Stop(g.r.s.o.StopGrace)
+	}()
 }
 
 func (g *generation) markUnavailable() {
@@ -634,7 +661,7 @@ func (g *generation) wait(readers *sync.WaitGroup) {
 	r.ring.Flush()
 	r.flushInputs(false)
 	g.mu.Lock()
-	unavailable := g.unavailable
+	unavailable, refused := g.unavailable, g.handshakeRefused
 	g.mu.Unlock()
 	ev := ledger.Event{Kind: ledger.KindExited, Generation: g.n, PID: g.proc.Pid(), ExitCode: exit.Code, Signal: exit.Signal}
 	if exit.Code == nil && exit.Signal == "" {
@@ -649,6 +676,8 @@ func (g *generation) wait(readers *sync.WaitGroup) {
 		switch {
 		case unavailable:
 			rec.FailReason = apitypes.ReasonConversationGone
+		case refused:
+			rec.FailReason = apitypes.ReasonHandshakeFailed
 		case exit.Code == nil && exit.Signal == "":
 			rec.FailReason = apitypes.ReasonProcessLost
 		}

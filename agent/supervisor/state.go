@@ -22,7 +22,8 @@ type Facts struct {
 	ExitCode *int
 	Signal   string
 	// FailReason is set when the last generation ended without a normal
-	// exit: process_lost, spawn_failed, conversation_unavailable.
+	// exit: process_lost, spawn_failed, conversation_unavailable,
+	// handshake_failed.
 	FailReason string
 }
 

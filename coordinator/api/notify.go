@@ -70,6 +70,11 @@ type notifier struct {
 	mu   sync.Mutex
 	last map[string]string    // run ref → the change key last seen (R-NOTIF-2)
 	sent map[string]time.Time // run ref → when its last needs_input went out
+	// turned holds the runs known to have begun a turn (a running row,
+	// usage, input passed on by this coordinator, or indexed before it
+	// started): a run idle before its first turn waits for its first
+	// message, which is no news (R-NOTIF-2, issue 32 finding 11).
+	turned map[string]bool
 }
 
 // turnGap is how long after a run's needs_input a grown ring alone makes
@@ -89,7 +94,7 @@ func changeKey(r apitypes.Run, a string) string {
 }
 
 func newNotifier(s *Server) *notifier {
-	n := &notifier{s: s, out: s.o.Outbound, backoff: s.o.WebhookBackoff, last: map[string]string{}, sent: map[string]time.Time{},
+	n := &notifier{s: s, out: s.o.Outbound, backoff: s.o.WebhookBackoff, last: map[string]string{}, sent: map[string]time.Time{}, turned: map[string]bool{},
 		workers: make(chan struct{}, webhookWorkers)}
 	if n.out == nil {
 		n.out, _ = outbound.New(outbound.Options{}) // no allowlist: nothing to refuse
@@ -124,6 +129,7 @@ func (n *notifier) prime(ctx context.Context) {
 			n.mu.Lock()
 			for _, r := range rows {
 				n.last[r.RunRef] = changeKey(r, apitypes.AttentionOf(r, now))
+				n.turned[r.RunRef] = true
 			}
 			n.mu.Unlock()
 			if next == "" {
@@ -141,10 +147,16 @@ func (n *notifier) observe(rows ...apitypes.Run) {
 		a := apitypes.AttentionOf(r, now)
 		key := changeKey(r, a)
 		n.mu.Lock()
+		if r.State == apitypes.StateRunning || r.Usage != nil {
+			n.turned[r.RunRef] = true
+		}
 		prevKey := n.last[r.RunRef]
 		prev, _, _ := strings.Cut(prevKey, "#")
 		if a == apitypes.AttentionNeedsInput && prev == a && key != prevKey && now.Sub(n.sent[r.RunRef]) < turnGap {
 			key = prevKey // frames after the turn's end, not a new turn
+		}
+		if a == apitypes.AttentionNeedsInput && !n.turned[r.RunRef] {
+			key = prevKey // waiting for its first message: no turn has ended
 		}
 		n.last[r.RunRef] = key
 		if a == apitypes.AttentionNeedsInput && key != prevKey {
@@ -162,11 +174,21 @@ func (n *notifier) observe(rows ...apitypes.Run) {
 	}
 }
 
+// inputSent is told of input passed on to a run: a turn begins, and the
+// idle row that ends it needs input even when the agent coalesced the
+// running row away.
+func (n *notifier) inputSent(ref string) {
+	n.mu.Lock()
+	n.turned[ref] = true
+	n.mu.Unlock()
+}
+
 // forget drops a deleted run.
 func (n *notifier) forget(ref string) {
 	n.mu.Lock()
 	delete(n.last, ref)
 	delete(n.sent, ref)
+	delete(n.turned, ref)
 	n.mu.Unlock()
 }
 

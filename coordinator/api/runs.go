@@ -632,9 +632,11 @@ func (s *Server) input(c echo.Context) error {
 		return apierr.BadRequest("invalid_input", "give exactly one of \"line\" or \"message\" (Claude Code) or \"text\" (Codex, Grok)")
 	}
 	var out apitypes.Accepted
-	if _, err := s.runCall(c, proto.OpRunInput, in, &out, callTimeout); err != nil {
+	r, err := s.runCall(c, proto.OpRunInput, in, &out, callTimeout)
+	if err != nil {
 		return err
 	}
+	s.notify.inputSent(r.RunRef) // R-NOTIF-2: a turn begins
 	return c.JSON(http.StatusAccepted, out)
 }
 

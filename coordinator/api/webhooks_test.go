@@ -234,3 +234,50 @@ func TestWebhooks(t *testing.T) {
 		t.Errorf("audit: %s", body)
 	}
 }
+
+// R-NOTIF-2 (issue 32 finding 11): a run idle after its start waits for
+// its first message, which is no news: no needs_input goes out, however
+// often its starting tool idles, until a turn has begun (a running row,
+// or input passed on) and ended. A failure before it is news all the same.
+func TestWebhookNoNeedsInputBeforeTheFirstTurn(t *testing.T) {
+	s, st := newTestServer(t)
+	t.Cleanup(s.Close)
+	admin := principal(t, st, "admin", map[string]string{"t1": store.RoleAdmin})
+	rc := newReceiver(t)
+	rec := doJSON(t, s, http.MethodPost, Base+"/webhooks", admin, `{"url":"`+rc.srv.URL+`"}`)
+	var hook apitypes.Webhook
+	if json.Unmarshal(rec.Body.Bytes(), &hook); rec.Code != 201 {
+		t.Fatalf("POST /webhooks: %d %s", rec.Code, rec.Body)
+	}
+	rc.secret = hook.Secret
+	t0 := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+	row := func(ref, state string, rev, ring uint64) apitypes.Run {
+		return apitypes.Run{RunRef: ref, Tenant: "t1", NodeID: "n1", State: state, Driver: "claude", Generation: 1,
+			Isolation: apitypes.IsolationNative, ProviderProfileRef: "pp", CreatedAt: t0, Rev: rev, RingFirst: 1, RingLast: ring}
+	}
+	// Starting, idle, idle again with more handshake output: nothing.
+	pushRow(t, s, row("run_new", apitypes.StateStarting, 1, 2))
+	pushRow(t, s, row("run_new", apitypes.StateIdle, 2, 4))
+	pushRow(t, s, row("run_new", apitypes.StateIdle, 3, 7))
+	s.notify.wg.Wait()
+	if got := rc.payloads(); len(got) != 0 {
+		t.Fatalf("before the first turn: %+v, want no delivery", got)
+	}
+	// The first turn runs and ends: one needs_input.
+	pushRow(t, s, row("run_new", apitypes.StateRunning, 4, 9))
+	pushRow(t, s, row("run_new", apitypes.StateIdle, 5, 12))
+	// Another run fails before its first turn: that is news.
+	pushRow(t, s, row("run_bad", apitypes.StateFailed, 1, 3))
+	s.notify.wg.Wait()
+	got := rc.payloads()
+	if len(got) != 2 {
+		t.Fatalf("deliveries: %+v, want needs_input for run_new and failed for run_bad", got)
+	}
+	for _, p := range got {
+		var r apitypes.Run
+		json.Unmarshal(p.Run, &r)
+		if want := map[string]string{"run_new": "needs_input", "run_bad": "failed"}[r.RunRef]; p.Attention != want {
+			t.Errorf("delivery for %s: %s, want %s", r.RunRef, p.Attention, want)
+		}
+	}
+}

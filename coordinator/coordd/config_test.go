@@ -1,6 +1,8 @@
 package coordd
 
 import (
+	"errors"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -58,21 +60,6 @@ func TestStoreConfig(t *testing.T) {
 	}
 }
 
-// The example config in the repository decodes strictly and passes the
-// checks, so the README never points at a config that does not start.
-func TestExampleConfig(t *testing.T) {
-	cfg, err := Load("coordinator.example.toml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cfg.CheckAndSetDefaults(); err != nil {
-		t.Fatal(err)
-	}
-	if cfg.Store.Driver != DriverPostgres || cfg.Store.MaxConns != 10 || cfg.Tunnel.Hosts[0] != "coordinator.example.com" {
-		t.Fatalf("example config: %+v", cfg)
-	}
-}
-
 func testOIDC() sso.Config {
 	return sso.Config{Issuer: "https://idp.example.com", ClientID: "olivares", ClientSecret: "s",
 		Roles: []sso.RoleRule{{Claim: "groups", Value: "eng", Tenant: "default", Role: "viewer"}}}
@@ -126,5 +113,39 @@ func TestConfigMetricsAndAttach(t *testing.T) {
 				t.Fatalf("api.read_timeout, idle_timeout: got %v, %v, want the defaults", c.API.ReadTimeout, c.API.IdleTimeout)
 			}
 		})
+	}
+}
+
+// Issue 32 findings 5 and 12: a start that cannot go on (a file the config
+// names is not there, a port another process holds) says which setting,
+// and writes nothing to the state dir first: no CA, no store.
+func TestNewRefusesBeforeWriting(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	for _, tt := range []struct {
+		name string
+		set  func(*Config)
+		want string
+	}{
+		{"missing certificate", func(c *Config) {
+			c.API.TLSCert, c.API.TLSKey = "/run/credentials/olivares-coordinator.service/api.pem", "/run/credentials/olivares-coordinator.service/api.key"
+		}, "config: api.tls_cert: stat /run/credentials/olivares-coordinator.service/api.pem: no such file or directory (under systemd, a file in /run/credentials needs the unit's LoadCredential= line)"},
+		{"busy API port", func(c *Config) { c.API.Listen = busy.Addr().String() }, "api listen " + busy.Addr().String() + ": another process holds the port"},
+		{"busy tunnel port", func(c *Config) { c.Tunnel.Listen = busy.Addr().String() }, "[tunnel] listen in serve's config"},
+	} {
+		dir := filepath.Join(t.TempDir(), "state")
+		cfg := DefaultConfig()
+		cfg.StateDir, cfg.API.Listen, cfg.Tunnel.Listen = dir, "127.0.0.1:0", "127.0.0.1:0"
+		tt.set(&cfg)
+		_, err := New(cfg, nil)
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: %v, want %q", tt.name, err, tt.want)
+		}
+		if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s: the state dir was written (%v)", tt.name, err)
+		}
 	}
 }

@@ -23,6 +23,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -42,13 +43,15 @@ import (
 	"github.com/olivares-dev/olivares/coordinator/vault"
 	"github.com/olivares-dev/olivares/shared/apierr"
 	"github.com/olivares-dev/olivares/shared/apitypes"
+	"github.com/olivares-dev/olivares/shared/cmdline"
 	"github.com/olivares-dev/olivares/shared/logging"
 	"github.com/olivares-dev/olivares/shared/tunnel"
 	"github.com/olivares-dev/olivares/shared/webpush"
 )
 
-// Version is the coordinator's version, set at build time.
-var Version = "0.1.0-dev"
+// Version is the coordinator's version: the release of the three binaries
+// (cmdline.Version, set at build time).
+var Version = cmdline.Version
 
 // File names under the state dir.
 const (
@@ -121,6 +124,24 @@ func New(cfg Config, logger *slog.Logger) (*Coordinator, error) {
 	}
 	if logger == nil {
 		logger = logging.New(os.Stderr, cfg.Log)
+	}
+	// A port another process holds is refused before anything is written
+	// (issue 32 finding 12): a first start that cannot listen leaves no CA
+	// or store behind. Start binds for good; this only asks early.
+	for _, l := range []struct{ what, addr string }{{"api", cfg.API.Listen}, {"tunnel", cfg.Tunnel.Listen}} {
+		if ln, err := net.Listen("tcp", l.addr); err != nil {
+			return nil, listenErr(l.what, l.addr, err)
+		} else {
+			ln.Close()
+		}
+	}
+	// So is a file the config names that is not there (the systemd unit
+	// hands them over with LoadCredential=).
+	for _, f := range []struct{ key, path string }{{"api.tls_cert", cfg.API.TLSCert}, {"api.tls_key", cfg.API.TLSKey},
+		{"oidc.client_secret_file", cfg.OIDC.ClientSecretFile}, {"metrics.token_file", cfg.Metrics.TokenFile}} {
+		if _, err := os.Stat(f.path); f.path != "" && err != nil {
+			return nil, fmt.Errorf("config: %s: %w (under systemd, a file in /run/credentials needs the unit's LoadCredential= line)", f.key, err)
+		}
 	}
 	if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
 		return nil, err
@@ -262,7 +283,7 @@ func (c *Coordinator) Start(ctx context.Context) error {
 	if err != nil {
 		c.closeListeners()
 		c.cancel()
-		return fmt.Errorf("api listen %s: %w", c.cfg.API.Listen, err)
+		return listenErr("api", c.cfg.API.Listen, err)
 	}
 	c.admin, err = localsockListen(filepath.Join(c.cfg.StateDir, AdminSock))
 	if err != nil {
@@ -281,7 +302,7 @@ func (c *Coordinator) Start(ctx context.Context) error {
 		if c.metricsLn, err = net.Listen("tcp", c.cfg.Metrics.Listen); err != nil {
 			c.closeListeners()
 			c.cancel()
-			return fmt.Errorf("metrics listen %s: %w", c.cfg.Metrics.Listen, err)
+			return listenErr("metrics", c.cfg.Metrics.Listen, err)
 		}
 	}
 
@@ -460,8 +481,13 @@ func (c *Coordinator) close() error {
 	if c.cancel != nil {
 		c.cancel()
 	}
-	c.closeListeners()
+	// The tunnels are told goodbye before the listeners close: a QUIC
+	// session's goodbye (CONNECTION_CLOSE) is a packet on the UDP socket,
+	// and with the socket gone first the agents only noticed after three
+	// missed heartbeats (issue 32 finding 2; Crash closes it first on
+	// purpose).
 	c.Fleet.Close()
+	c.closeListeners()
 	c.wg.Wait()
 	c.API.Close() // the webhooks' deliveries
 	// 3. The store, which nothing uses any more.
@@ -550,12 +576,23 @@ func (c *Coordinator) TunnelAddr() string {
 // CAFile is the PEM file of the CA bundle's current root.
 func (c *Coordinator) CAFile() string { return filepath.Join(c.cfg.StateDir, CADir, "ca.pem") }
 
+// listenErr is a listener's error with the way out when the port is taken
+// (issue 32 finding 12): which setting names it, in dev mode and in serve's
+// config.
+func listenErr(what, addr string, err error) error {
+	if !errors.Is(err, syscall.EADDRINUSE) {
+		return fmt.Errorf("%s listen %s: %w", what, addr, err)
+	}
+	flag := map[string]string{"api": "--http", "tunnel": "--tunnel", "metrics": "--metrics"}[what]
+	return fmt.Errorf("%s listen %s: another process holds the port (another coordinator, or dev mode?); stop it, or choose another port: %s in dev mode, [%s] listen in serve's config (port 0 picks a free one)", what, addr, flag, what)
+}
+
 // listenTunnel listens on TCP and, with quic, on UDP at the same port.
 func listenTunnel(addr string, quic bool) (net.Listener, net.PacketConn, error) {
 	for attempt := 0; ; attempt++ {
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {
-			return nil, nil, fmt.Errorf("tunnel listen tcp %s: %w", addr, err)
+			return nil, nil, listenErr("tunnel", addr, err)
 		}
 		if !quic {
 			return ln, nil, nil
@@ -616,8 +653,15 @@ func (c *Coordinator) ensureTenant(ctx context.Context, tenant string, create bo
 		for _, t := range ts {
 			ids = append(ids, t.ID)
 		}
-		return apierr.New(http.StatusNotFound, "tenant_not_found", "tenant %q does not exist (tenants: %s); check the spelling, or create it with --new-tenant (or olivares-coordinator tenant create %s)",
-			tenant, strings.Join(ids, ", "), tenant)
+		have := "this coordinator has no tenant yet"
+		if len(ids) > 0 {
+			have = "tenants: " + strings.Join(ids, ", ")
+			if s := cmdline.Suggest(tenant, ids); s != "" {
+				have += "; did you mean " + s + "?"
+			}
+		}
+		return apierr.New(http.StatusNotFound, "tenant_not_found", "tenant %q does not exist (%s); check the spelling, or create it with --new-tenant (or olivares-coordinator tenant create %s)",
+			tenant, have, tenant)
 	}
 	_, err = c.CreateTenant(ctx, tenant)
 	return err

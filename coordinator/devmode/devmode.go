@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -37,8 +38,16 @@ import (
 // Tenant is dev mode's tenant.
 const Tenant = "default"
 
-// DevFile is written when everything is ready.
+// DevFile is written when everything is ready, and exists only while dev
+// mode runs: on its way out dev mode renames it to LastFile, so that a
+// script waiting for DevFile never takes a stopped dev mode's for a ready
+// one (R-DEV-5, issue 32 finding 7). A DevFile left by a dev mode that was killed
+// names a pid that is gone (olivares login --dev checks it).
 const DevFile = "dev.json"
+
+// LastFile is the DevFile of the last dev mode that stopped: the next start
+// reuses its ports (R-DEV-3) and its admin token.
+const LastFile = "dev.last.json"
 
 // Info is the content of dev.json.
 type Info struct {
@@ -92,6 +101,10 @@ type Options struct {
 	Ready func(Info)
 }
 
+// stopRunsWithin bounds the stop of the live runs at Ctrl-C: the stop
+// grace (10 s) and the SIGKILL after it.
+const stopRunsWithin = 15 * time.Second
+
 // DefaultStateDir is $XDG_STATE_HOME/olivares/dev, or ~/.local/state/olivares/dev.
 func DefaultStateDir() string {
 	if d := os.Getenv("XDG_STATE_HOME"); d != "" {
@@ -142,7 +155,7 @@ func Run(ctx context.Context, o Options) error {
 	step("state in %s", dir)
 	// R-DEV-3: port 0 asks for a free port; the ports of the last start
 	// are taken again while free, so that a saved login keeps working.
-	if prev, err := ReadInfo(dir); err == nil {
+	if prev, err := readLast(dir); err == nil {
 		if a := strings.TrimPrefix(prev.APIURL, "http://"); portOf(o.HTTP) == "0" && a != "" && portFree(a, false) {
 			o.HTTP = a
 		}
@@ -169,6 +182,11 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	defer c.Close()
+	// The store is this process's now (its lock is held): a dev.json still
+	// here is a killed dev mode's, not ready.
+	if err := retire(dir); err != nil {
+		return err
+	}
 	if err := c.Start(ctx); err != nil {
 		return err
 	}
@@ -194,10 +212,20 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	actx, stopAgent := context.WithCancel(ctx)
+	// The agent outlives ctx until its runs are stopped (below): Ctrl-C
+	// must not close it under them.
+	actx, stopAgent := context.WithCancel(context.WithoutCancel(ctx))
 	agentDone := make(chan error, 1)
 	go func() { agentDone <- a.Run(actx) }()
 	defer func() {
+		// Dev mode stops its runs itself, as session stop does, while the
+		// tunnel still carries their end: stopped, not failed and lost
+		// (R-DEV-6, issue 32 finding 6).
+		sctx, cancel := context.WithTimeout(context.Background(), stopRunsWithin)
+		if n := a.StopRuns(sctx); n > 0 {
+			step("stopped %d live run(s)", n)
+		}
+		cancel()
 		stopAgent()
 		<-agentDone
 	}()
@@ -227,9 +255,13 @@ func Run(ctx context.Context, o Options) error {
 	if err := certs.WriteFileAtomic(filepath.Join(dir, DevFile), append(raw, '\n'), 0o600); err != nil {
 		return err
 	}
+	// First of the deferred: dev.json goes before the runs and the
+	// coordinator stop.
+	defer retire(dir)
 	// Only commands that work here are suggested (R-DEV-4): a session of
 	// a profile dev mode registered, or how to get the vendor CLIs.
-	try := "  go run ./coordinator/cmd/olivares session start --profile " + firstOr(profiles, "") + " --workspace default\n"
+	olivares, agentCmd := commandsFor(os.Args[0])
+	try := "  " + olivares + " session start --profile " + firstOr(profiles, "") + " --workspace default\n"
 	if len(profiles) == 0 {
 		try = noCLIs
 	}
@@ -247,14 +279,14 @@ Olivares dev mode is ready (node %s connected over %s).
   admin token in %s
 
 Try:
-  go run ./coordinator/cmd/olivares login --dev %s
-  go run ./coordinator/cmd/olivares node list
-  go run ./coordinator/cmd/olivares profile list
-%s  go run ./agent/cmd/olivares-agent status --state-dir %s
+  %[12]s login --dev %[10]s
+  %[12]s node list
+  %[12]s profile list
+%[11]s  %[13]s status --state-dir %[14]s
 
 Ctrl-C stops everything.
 `, a.NodeID(), c.Fleet.Link(a.NodeID()).Transport, signin, admin.ID, cfg.StateDir, info.APIURL, info.Tunnel, info.MetricsURL, Tenant, filepath.Join(dir, DevFile),
-		filepath.Join(dir, DevFile), try, agentDir)
+		try, olivares, agentCmd, agentDir)
 	if o.Ready != nil {
 		o.Ready(info)
 	}
@@ -287,6 +319,66 @@ Ctrl-C stops everything.
 			}
 		}
 	}
+}
+
+// commandsFor is how the usage names the olivares and olivares-agent
+// commands (issue 32 finding 8): go run with the package when dev mode was
+// started by go run, the sibling binaries when they lie beside this one,
+// else their names (on PATH).
+func commandsFor(exe string) (olivares, agent string) {
+	if p, err := os.Executable(); err == nil {
+		exe = p
+	}
+	if underGoBuild(exe) {
+		return "go run ./coordinator/cmd/olivares", "go run ./agent/cmd/olivares-agent"
+	}
+	olivares, agent = "olivares", "olivares-agent"
+	dir := filepath.Dir(exe)
+	if _, err := os.Stat(filepath.Join(dir, olivares)); err == nil {
+		if found, err := exec.LookPath(olivares); err != nil || filepath.Dir(found) != dir {
+			olivares = filepath.Join(dir, olivares)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, agent)); err == nil {
+		if found, err := exec.LookPath(agent); err != nil || filepath.Dir(found) != dir {
+			agent = filepath.Join(dir, agent)
+		}
+	}
+	return olivares, agent
+}
+
+// underGoBuild reports whether exe was built by go run: it lives in a
+// go-build* temp dir.
+func underGoBuild(exe string) bool {
+	for _, part := range strings.Split(filepath.ToSlash(exe), "/") {
+		if strings.HasPrefix(part, "go-build") {
+			return true
+		}
+	}
+	return false
+}
+
+// retire renames dev.json to dev.last.json: dev mode is not (or no longer)
+// ready.
+func retire(dir string) error {
+	err := os.Rename(filepath.Join(dir, DevFile), filepath.Join(dir, LastFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	return err
+}
+
+// readLast is the info of the last dev mode: dev.json when one was killed,
+// else dev.last.json.
+func readLast(dir string) (Info, error) {
+	info, err := ReadInfo(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		var raw []byte
+		if raw, err = os.ReadFile(filepath.Join(dir, LastFile)); err == nil {
+			err = json.Unmarshal(raw, &info)
+		}
+	}
+	return info, err
 }
 
 // noCLIs is the usage's advice when no vendor CLI was found (R-DEV-4).
@@ -391,11 +483,11 @@ func setupRuns(ctx context.Context, c *coordd.Coordinator, a *agentd.Agent, step
 	return names, nil
 }
 
-// adminToken reuses dev.json's admin token when the store still knows it.
+// adminToken reuses the last dev mode's admin token when the store still
+// knows it.
 func adminToken(ctx context.Context, c *coordd.Coordinator, dir string) (string, error) {
-	if raw, err := os.ReadFile(filepath.Join(dir, DevFile)); err == nil {
-		var info Info
-		if json.Unmarshal(raw, &info) == nil && info.AdminToken != "" {
+	if info, err := readLast(dir); err == nil {
+		if info.AdminToken != "" {
 			if _, _, err := c.Store.PrincipalByCredential(ctx, auth.Hash(info.AdminToken)); err == nil {
 				return info.AdminToken, nil
 			}

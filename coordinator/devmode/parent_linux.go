@@ -3,7 +3,6 @@ package devmode
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"syscall"
 )
@@ -30,17 +29,6 @@ func DieWithGoRun() error {
 		return fmt.Errorf("dev: started by go run, whose process is gone (parent is now %q); not starting", comm)
 	}
 	return nil
-}
-
-// underGoBuild reports whether exe was built by go run: it lives in a
-// go-build* temp dir.
-func underGoBuild(exe string) bool {
-	for _, part := range strings.Split(filepath.ToSlash(exe), "/") {
-		if strings.HasPrefix(part, "go-build") {
-			return true
-		}
-	}
-	return false
 }
 
 // parentComm is the command name of this process's parent now.

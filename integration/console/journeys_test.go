@@ -290,3 +290,18 @@ func TestPhoneWidth(t *testing.T) {
 		}
 	}
 }
+
+// Issue 32 finding 14: the console names a run as the CLI does, by its
+// run ref, in the list and on the run's page: two Codex runs started
+// minutes apart have conversation ids with one prefix.
+func TestRunsNamedByTheirRef(t *testing.T) {
+	f := setup(t, integration.ProcOptions{})
+	p := f.profile("codex", nil)
+	a, b := f.launch(f.admin, p, ""), f.launch(f.admin, p, "")
+	tab := f.signIn()
+	for _, r := range []apitypes.Run{a, b} {
+		tab.Await("the run named by its ref in the list", fmt.Sprintf(`(document.querySelector('[data-ref=%s] .title')?.textContent || '') === %s`, js(r.RunRef), js("Codex "+r.RunRef)), wait)
+	}
+	f.open(tab, "/runs/"+a.RunRef)
+	tab.Await("the run's page named by its ref", fmt.Sprintf(`(document.querySelector('#run-name')?.textContent || '') === %s`, js("Codex "+a.RunRef)), wait)
+}

@@ -14,6 +14,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -22,8 +23,10 @@ import (
 	"github.com/olivares-dev/olivares/agent/agentd"
 	"github.com/olivares-dev/olivares/agent/enroll"
 	"github.com/olivares-dev/olivares/agent/holder"
+	"github.com/olivares-dev/olivares/agent/link"
 	"github.com/olivares-dev/olivares/agent/localapi"
 	"github.com/olivares-dev/olivares/shared/claudehook"
+	"github.com/olivares-dev/olivares/shared/cmdline"
 	"github.com/olivares-dev/olivares/shared/localsock"
 )
 
@@ -42,6 +45,8 @@ Usage:
       above (--log-level or [log] level: debug, info, warn, error).
   olivares-agent status [--state-dir DIR] [--json]
       Ask the running agent for its state. Exit 1 when none answers.
+
+olivares-agent --version prints the version.
 
 The default state dir is $OLIVARES_AGENT_STATE_DIR, else /var/lib/olivares-agent.
 `
@@ -87,6 +92,10 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		fmt.Fprint(out, usage)
 		return nil
 	}
+	if cmdline.IsVersion(args[0]) {
+		fmt.Fprint(out, cmdline.VersionLine("olivares-agent"))
+		return nil
+	}
 	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
 	fs.SetOutput(out)
 	fs.Usage = func() {
@@ -101,12 +110,21 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	}
 	dir := fs.String("state-dir", defaultStateDir(), "state directory")
 	parse := func() error {
-		if err := fs.Parse(args[1:]); err != nil {
+		// The flag package would print a bad flag and the usage, and main
+		// the error again: it is told once, by main, and the usage only
+		// for --help.
+		usage := fs.Usage
+		fs.Usage = func() {}
+		fs.SetOutput(io.Discard)
+		err := fs.Parse(args[1:])
+		fs.Usage = usage
+		fs.SetOutput(out)
+		if err != nil {
 			if errors.Is(err, flag.ErrHelp) {
-				// The usage is printed; run nothing.
+				usage()
 				return errHelp
 			}
-			return usageError{err}
+			return usageError{fmt.Errorf("%s: %w; see olivares-agent %s --help", args[0], cmdline.FlagError(fs, err), args[0])}
 		}
 		if fs.NArg() > 0 {
 			return usageError{fmt.Errorf("%s: unexpected argument %q", args[0], fs.Arg(0))}
@@ -190,7 +208,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		st, err := localapi.GetStatus(ctx, sock)
 		if err != nil {
 			if errors.Is(err, localsock.ErrNotRunning) {
-				return fmt.Errorf("no agent is running with state dir %s (nothing answers on %s); start it with olivares-agent run --state-dir %s", *dir, sock, *dir)
+				return fmt.Errorf("no agent is running with state dir %s (nothing answers on %s); %s", *dir, sock, startHint(*dir))
 			}
 			return err
 		}
@@ -202,7 +220,24 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		printStatus(out, st)
 		return nil
 	}
-	return usageError{fmt.Errorf("unknown command %q; see olivares-agent --help", args[0])}
+	return usageError{fmt.Errorf("unknown command %q%s; see olivares-agent --help", args[0], cmdline.DidYouMean(args[0], []string{"enroll", "run", "status"}))}
+}
+
+// startHint is how to start the agent of dir: dev mode runs the agent of
+// its state dir's agent/ itself (issue 32 finding 8), so that one is
+// started with dev mode.
+func startHint(dir string) string {
+	abs, err := filepath.Abs(dir)
+	if err == nil && filepath.Base(abs) == "agent" {
+		devDir := filepath.Dir(abs)
+		// dev.json while dev mode runs, dev.last.json after (coordinator/devmode).
+		for _, f := range []string{"dev.json", "dev.last.json"} {
+			if _, err := os.Stat(filepath.Join(devDir, f)); err == nil {
+				return "it is dev mode's agent: start dev mode with olivares-coordinator dev --state-dir " + devDir
+			}
+		}
+	}
+	return "start it with olivares-agent run --state-dir " + dir
 }
 
 // joinFile is what enroll --join reads: olivares-coordinator token create
@@ -234,6 +269,22 @@ func readJoin(path string, stdin io.Reader) (joinFile, error) {
 	return j, nil
 }
 
+// linkText is the link's line of status (issue 32 finding 13): the
+// transport only while connected, and for a link that is down, when it
+// was last up rather than a "since" that is not its state's.
+func linkText(l link.Status) string {
+	at := func(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+	switch {
+	case l.State == "connected":
+		return fmt.Sprintf("connected over %s (config %s) since %s", l.Transport, l.Configured, at(l.Since))
+	case l.State == link.StateRevoked:
+		return fmt.Sprintf("revoked since %s: this node will not connect again (config %s)", at(l.Since), l.Configured)
+	case l.Connects == 0:
+		return fmt.Sprintf("%s (config %s), never connected since the agent started", l.State, l.Configured)
+	}
+	return fmt.Sprintf("%s (config %s), last connected at %s", l.State, l.Configured, at(l.Since))
+}
+
 func printStatus(out io.Writer, st localapi.Status) {
 	ts := func(t time.Time) string {
 		if t.IsZero() {
@@ -244,11 +295,7 @@ func printStatus(out io.Writer, st localapi.Status) {
 	l := st.Link
 	fmt.Fprintf(out, "node:          %s (tenant %s, agent %s)\n", st.NodeID, st.Tenant, st.Version)
 	fmt.Fprintf(out, "coordinator:   %s\n", l.Coordinator)
-	transport := l.Transport
-	if transport == "" {
-		transport = "-"
-	}
-	fmt.Fprintf(out, "link:          %s over %s (config %s) since %s\n", l.State, transport, l.Configured, ts(l.Since))
+	fmt.Fprintf(out, "link:          %s\n", linkText(l))
 	if l.LastError != "" {
 		fmt.Fprintf(out, "last error:    %s\n", l.LastError)
 	}

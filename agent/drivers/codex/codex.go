@@ -300,7 +300,7 @@ func (s *session) responseLocked(m jsonrpc.Message, raw json.RawMessage) clirunt
 	case "initialize":
 		if m.HasError {
 			s.dead = true
-			return step(cliruntime.Event{Kind: cliruntime.EventError, Error: "initialize: " + m.ErrorMessage, Raw: raw})
+			return step(cliruntime.Event{Kind: cliruntime.EventError, Error: "initialize: " + m.ErrorMessage, HandshakeRefused: true, Raw: raw})
 		}
 		out := cliruntime.Step{Write: [][]byte{jsonrpc.Line(jsonrpc.Notification{JSONRPC: "2.0", Method: "initialized"})}}
 		if s.branch != nil {
@@ -369,7 +369,7 @@ func (s *session) threadLocked(method string, m jsonrpc.Message, raw json.RawMes
 		if msg == "" {
 			msg = "no thread id in the answer"
 		}
-		return step(cliruntime.Event{Kind: cliruntime.EventError, Error: method + ": " + msg, Raw: raw})
+		return step(cliruntime.Event{Kind: cliruntime.EventError, Error: method + ": " + msg, HandshakeRefused: true, Raw: raw})
 	}
 	s.thread = r.Thread.ID
 	if r.Thread.Model != "" {

@@ -34,6 +34,7 @@ import (
 	"github.com/olivares-dev/olivares/coordinator/store/postgres"
 	"github.com/olivares-dev/olivares/coordinator/store/transfer"
 	"github.com/olivares-dev/olivares/shared/claudehook"
+	"github.com/olivares-dev/olivares/shared/cmdline"
 	"github.com/olivares-dev/olivares/shared/localsock"
 )
 
@@ -82,6 +83,8 @@ Usage:
       again to pick up what changed; an unchanged file writes nothing. Then
       set [store] driver = "postgres" and dsn in the coordinator's config.
 
+olivares-coordinator --version prints the version.
+
 token, principal and signin-link talk to the running coordinator over DIR/admin.sock:
 only the coordinator opens its store.
 `
@@ -93,15 +96,28 @@ func main() {
 		os.Exit(claudehook.Main(os.Stdin, os.Stdout, os.Stderr, os.Getenv))
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout); err != nil && !errors.Is(err, errHelp) {
-		fmt.Fprintln(os.Stderr, "olivares-coordinator:", err)
-		var ue usageError
-		if errors.As(err, &ue) {
-			os.Exit(2)
-		}
-		os.Exit(1)
+	code := report(ctx, run(ctx, os.Args[1:], os.Stdout), os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// report prints err, if any, and returns the exit status: 2 for a usage
+// error, 1 for any other. A start-up that Ctrl-C (or SIGTERM) cut short
+// says so, not "context canceled" (issue 32 finding 12).
+func report(ctx context.Context, err error, stderr io.Writer) int {
+	if err == nil || errors.Is(err, errHelp) {
+		return 0
 	}
+	if ctx.Err() != nil && errors.Is(err, context.Canceled) {
+		fmt.Fprintln(stderr, "olivares-coordinator: stopped while starting (interrupted); nothing was left running")
+		return 1
+	}
+	fmt.Fprintln(stderr, "olivares-coordinator:", err)
+	var ue usageError
+	if errors.As(err, &ue) {
+		return 2
+	}
+	return 1
 }
 
 type usageError struct{ error }
@@ -126,6 +142,10 @@ func isHelp(s string) bool { return s == "-h" || s == "-help" || s == "--help" |
 func run(ctx context.Context, args []string, out io.Writer) error {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		fmt.Fprint(out, usage)
+		return nil
+	}
+	if cmdline.IsVersion(args[0]) {
+		fmt.Fprint(out, cmdline.VersionLine("olivares-coordinator"))
 		return nil
 	}
 	switch args[0] {
@@ -170,8 +190,11 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	case "migrate":
 		return cmdMigrate(ctx, args[1:], out)
 	}
-	return usageError{fmt.Errorf("unknown command %q; see olivares-coordinator --help", args[0])}
+	return usageError{fmt.Errorf("unknown command %q%s; see olivares-coordinator --help", args[0], cmdline.DidYouMean(args[0], commands))}
 }
+
+// commands are the first words the usage lists, for "did you mean".
+var commands = []string{"dev", "serve", "ca", "token", "principal", "tenant", "signin-link", "migrate"}
 
 func newFlags(name string, out io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
@@ -190,12 +213,20 @@ func newFlags(name string, out io.Writer) *flag.FlagSet {
 }
 
 func parse(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
+	// The flag package would print a bad flag and the usage, and main the
+	// error again: it is told once, by main, and the usage only for --help.
+	usage, out := fs.Usage, fs.Output()
+	fs.Usage = func() {}
+	fs.SetOutput(io.Discard)
+	err := fs.Parse(args)
+	fs.Usage = usage
+	fs.SetOutput(out)
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			// The flag package printed the usage; run nothing.
+			usage()
 			return errHelp
 		}
-		return usageError{err}
+		return usageError{fmt.Errorf("%s: %w; see olivares-coordinator %s --help", fs.Name(), cmdline.FlagError(fs, err), fs.Name())}
 	}
 	if fs.NArg() > 0 {
 		return usageError{fmt.Errorf("%s: unexpected argument %q", fs.Name(), fs.Arg(0))}
@@ -240,6 +271,9 @@ func cmdServe(ctx context.Context, args []string, out io.Writer) error {
 	level := fs.String("log-level", "", "debug, info, warn or error (overrides [log] level; default info)")
 	if err := parse(fs, args); err != nil {
 		return err
+	}
+	if *cfgPath == "" && *dir == "" {
+		return usageError{errors.New("serve: --config FILE is required (deploy/olivares-coordinator.toml is an example; olivares-coordinator dev needs none)")}
 	}
 	cfg, err := coordd.Load(*cfgPath)
 	if err != nil {
@@ -346,18 +380,42 @@ func defaultStateDir() string {
 	return filepath.Join(devmode.DefaultStateDir(), "coordinator")
 }
 
+// notRunning tells a coordinator that does not answer on dir's admin
+// socket.
 func notRunning(err error, dir string) error {
 	if errors.Is(err, localsock.ErrNotRunning) {
-		return fmt.Errorf("no coordinator is running with state dir %s (start it with olivares-coordinator serve or dev, or pass --state-dir)", dir)
+		return fmt.Errorf("no coordinator is running with state dir %s (start it with olivares-coordinator serve or dev, or pass --state-dir: serve's is its config's state_dir)", dir)
 	}
 	return err
+}
+
+// stateDirFlag is the --state-dir of the commands that talk to the running
+// coordinator. Left out, it is $OLIVARES_STATE_DIR, else dev mode's; the
+// command then says which coordinator it spoke to (issue 32 finding 8: a
+// principal meant for serve's coordinator must not land in dev mode's
+// without a word).
+func stateDirFlag(fs *flag.FlagSet) *string {
+	return fs.String("state-dir", defaultStateDir(), "the running coordinator's state directory (default: $OLIVARES_STATE_DIR, else dev mode's)")
+}
+
+// spokeTo prints, on standard error, which coordinator a command reached
+// when --state-dir was left out.
+func spokeTo(fs *flag.FlagSet, dir string) {
+	if flagSet(fs, "state-dir") {
+		return
+	}
+	whose := "$OLIVARES_STATE_DIR"
+	if os.Getenv("OLIVARES_STATE_DIR") == "" {
+		whose = "dev mode's"
+	}
+	fmt.Fprintf(os.Stderr, "olivares-coordinator: %s: the coordinator of state dir %s (%s; --state-dir names another)\n", fs.Name(), dir, whose)
 }
 
 func cmdTokenCreate(ctx context.Context, args []string, out io.Writer) error {
 	fs := newFlags("token create", out)
 	ttl := fs.Duration("ttl", 30*time.Minute, "token lifetime (at most 24h)")
 	tenant := fs.String("tenant", "default", "tenant the node joins")
-	dir := fs.String("state-dir", defaultStateDir(), "the running coordinator's state directory")
+	dir := stateDirFlag(fs)
 	asJSON := fs.Bool("json", false, "print JSON")
 	lb := labels{}
 	fs.Var(lb, "label", "node label k=v (repeatable)")
@@ -369,6 +427,7 @@ func cmdTokenCreate(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return notRunning(err, *dir)
 	}
+	spokeTo(fs, *dir)
 	if *asJSON {
 		return json.NewEncoder(out).Encode(resp)
 	}
@@ -384,7 +443,7 @@ func cmdPrincipalCreate(ctx context.Context, args []string, out io.Writer) error
 	role := fs.String("role", "", "viewer, operator or admin")
 	kind := fs.String("kind", "human", "human or agent")
 	newTenant := fs.Bool("new-tenant", false, "create the tenant when it does not exist (otherwise an unknown tenant is refused)")
-	dir := fs.String("state-dir", defaultStateDir(), "the running coordinator's state directory")
+	dir := stateDirFlag(fs)
 	asJSON := fs.Bool("json", false, "print JSON")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -397,6 +456,7 @@ func cmdPrincipalCreate(ctx context.Context, args []string, out io.Writer) error
 	if err != nil {
 		return notRunning(err, *dir)
 	}
+	spokeTo(fs, *dir)
 	if *asJSON {
 		return json.NewEncoder(out).Encode(resp)
 	}
@@ -406,7 +466,7 @@ func cmdPrincipalCreate(ctx context.Context, args []string, out io.Writer) error
 
 func cmdTenantCreate(ctx context.Context, args []string, out io.Writer) error {
 	fs := newFlags("tenant create", out)
-	dir := fs.String("state-dir", defaultStateDir(), "the running coordinator's state directory")
+	dir := stateDirFlag(fs)
 	asJSON := fs.Bool("json", false, "print JSON")
 	var id string
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
@@ -425,6 +485,7 @@ func cmdTenantCreate(ctx context.Context, args []string, out io.Writer) error {
 	if err := localsock.Do(ctx, adminSock(*dir), "POST", "/tenants", coordd.TenantRequest{ID: id}, &t); err != nil {
 		return notRunning(err, *dir)
 	}
+	spokeTo(fs, *dir)
 	if *asJSON {
 		return json.NewEncoder(out).Encode(t)
 	}
@@ -434,7 +495,7 @@ func cmdTenantCreate(ctx context.Context, args []string, out io.Writer) error {
 
 func cmdTenantList(ctx context.Context, args []string, out io.Writer) error {
 	fs := newFlags("tenant list", out)
-	dir := fs.String("state-dir", defaultStateDir(), "the running coordinator's state directory")
+	dir := stateDirFlag(fs)
 	asJSON := fs.Bool("json", false, "print JSON")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -448,6 +509,7 @@ func cmdTenantList(ctx context.Context, args []string, out io.Writer) error {
 	if err := localsock.Do(ctx, adminSock(*dir), "GET", "/tenants", nil, &resp); err != nil {
 		return notRunning(err, *dir)
 	}
+	spokeTo(fs, *dir)
 	if *asJSON {
 		return json.NewEncoder(out).Encode(resp)
 	}
@@ -462,7 +524,7 @@ func cmdAddCredential(ctx context.Context, args []string, out io.Writer) error {
 	principal := fs.String("principal", "", "principal id (prn_...)")
 	kind := fs.String("kind", "session", "session (shares the person's marks) or api_token (its own)")
 	label := fs.String("label", "", "what the credential is for")
-	dir := fs.String("state-dir", defaultStateDir(), "the running coordinator's state directory")
+	dir := stateDirFlag(fs)
 	asJSON := fs.Bool("json", false, "print JSON")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -475,6 +537,7 @@ func cmdAddCredential(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return notRunning(err, *dir)
 	}
+	spokeTo(fs, *dir)
 	if *asJSON {
 		return json.NewEncoder(out).Encode(resp)
 	}
@@ -487,7 +550,7 @@ func cmdSigninLink(ctx context.Context, args []string, out io.Writer) error {
 	principal := fs.String("principal", "", "the person's principal id (prn_...)")
 	ttl := fs.Duration("ttl", 15*time.Minute, "how long the link may be used (at most 24h)")
 	base := fs.String("url", "", "the console's address as the person reaches it (default: the API listen address)")
-	dir := fs.String("state-dir", defaultStateDir(), "the running coordinator's state directory")
+	dir := stateDirFlag(fs)
 	asJSON := fs.Bool("json", false, "print JSON")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -500,6 +563,7 @@ func cmdSigninLink(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return notRunning(err, *dir)
 	}
+	spokeTo(fs, *dir)
 	if *asJSON {
 		return json.NewEncoder(out).Encode(resp)
 	}

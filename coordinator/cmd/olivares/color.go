@@ -3,6 +3,8 @@ package main
 import (
 	"io"
 	"os"
+	"regexp"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -41,6 +43,20 @@ const (
 	sgrBlue   = "34"
 	sgrCyan   = "36"
 )
+
+// escapes matches the escape sequences a tool writes for a terminal: CSI
+// (colours, cursor moves), OSC (titles, links) and the two-byte ones.
+var escapes = regexp.MustCompile(`\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]`)
+
+// plain is s without a tool's own terminal escapes when colour is off
+// (issue 32 finding 14: Codex colours its log lines, which a pipe or a
+// file would keep as "\x1b[2m..."); on a colour terminal they pass.
+func (t termOut) plain(s string) string {
+	if t.color || !strings.Contains(s, "\x1b") {
+		return s
+	}
+	return escapes.ReplaceAllString(s, "")
+}
 
 // paint wraps s in the SGR code when colour is on.
 func (t termOut) paint(code, s string) string {

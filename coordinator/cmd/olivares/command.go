@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/olivares-dev/olivares/shared/apiclient"
+	"github.com/olivares-dev/olivares/shared/cmdline"
 )
 
 // command is one entry of the CLI's command table (R-CLI-3). Each command
@@ -260,7 +261,11 @@ func dispatch(ctx context.Context, tab []*command, args []string, in io.Reader, 
 	cmd, rest, prefix := lookup(tab, args)
 	if cmd == nil {
 		if prefix == nil {
-			return usageError{fmt.Errorf("unknown command %q; see olivares --help", args[0])}
+			var groups []string
+			for _, c := range tab {
+				groups = append(groups, strings.Fields(c.name)[0])
+			}
+			return usageError{fmt.Errorf("unknown command %q%s; see olivares --help", args[0], cmdline.DidYouMean(args[0], groups))}
 		}
 		p := strings.Join(prefix, " ")
 		if len(rest) > 0 && isHelp(rest[0]) {
@@ -271,7 +276,7 @@ func dispatch(ctx context.Context, tab []*command, args []string, in io.Reader, 
 		if len(rest) == 0 || strings.HasPrefix(rest[0], "-") {
 			return usageError{fmt.Errorf("%s: want %s", p, orList(words))}
 		}
-		return usageError{fmt.Errorf("unknown command %q; %s takes %s (see olivares %s --help)", p+" "+rest[0], p, orList(words), p)}
+		return usageError{fmt.Errorf("unknown command %q%s; %s takes %s (see olivares %s --help)", p+" "+rest[0], cmdline.DidYouMean(rest[0], words), p, orList(words), p)}
 	}
 	c := &call{cmd: cmd, in: in, out: out, err: errOut, set: map[string]bool{}, tty: termOf(out)}
 	fs := cmd.flagSet(out, &c.json)
@@ -282,7 +287,7 @@ func dispatch(ctx context.Context, tab []*command, args []string, in io.Reader, 
 				cmd.printHelp(out)
 				return nil
 			}
-			return usageError{fmt.Errorf("%s: %w", cmd.name, err)}
+			return usageError{fmt.Errorf("%s: %w; see olivares %s --help", cmd.name, cmdline.FlagError(fs, err), cmd.name)}
 		}
 		if fs.NArg() == 0 {
 			break

@@ -186,3 +186,45 @@ func TestSessionContinueAtReset(t *testing.T) {
 		t.Errorf("--cancel --message: exit %d, want 2", code)
 	}
 }
+
+// R-CLI-8, issue 32 finding 10: --until takes tomorrow, days and a day as well as a
+// duration, and a word it does not take is the CLI's usage error, before
+// any call.
+func TestSnoozeUntilWords(t *testing.T) {
+	now := time.Date(2026, 12, 5, 23, 30, 0, 0, time.UTC)
+	for _, tt := range []struct{ in, want string }{
+		{"2h", "2026-12-06T01:30:00Z"},
+		{"3d", "2026-12-08T23:30:00Z"},
+		{"tomorrow", "2026-12-06T00:00:00Z"},
+		{"2026-12-07", "2026-12-07T00:00:00Z"},
+		{"2026-12-07T08:00:00Z", "2026-12-07T08:00:00Z"},
+	} {
+		if got, err := instant(tt.in, now); err != nil || got != tt.want {
+			t.Errorf("instant(%q) = %q, %v, want %q", tt.in, got, err, tt.want)
+		}
+	}
+	var body string
+	fakeAPI(t, func(w http.ResponseWriter, r *http.Request) {
+		raw, _ := io.ReadAll(r.Body)
+		body = string(raw)
+		writeJSON(w, 200, apitypes.MarkState{RunRef: "run_1"})
+	})
+	if _, stderr, code := cli(t, "session", "snooze", "run_1", "--until", "tomorrow"); code != 0 || !strings.Contains(body, `"until":"20`) {
+		t.Errorf("snooze --until tomorrow: exit %d %s, body %s", code, stderr, body)
+	}
+	body = ""
+	if _, stderr, code := cli(t, "session", "snooze", "run_1", "--until", "soonish"); code != 2 || body != "" ||
+		!strings.Contains(stderr, `--until "soonish" is not a time: give an RFC 3339 instant, a day (2026-12-07), tomorrow, or a duration`) {
+		t.Errorf("snooze --until soonish: exit %d %q, body %q", code, stderr, body)
+	}
+}
+
+// R-CLI-8, issue 32 finding 10: usage --by names its own values, not the API's
+// group_by.
+func TestUsageByWord(t *testing.T) {
+	fakeAPI(t, func(w http.ResponseWriter, r *http.Request) { t.Errorf("called %s", r.URL) })
+	_, stderr, code := cli(t, "usage", "--by", "nodes")
+	if code != 2 || !strings.Contains(stderr, `usage: --by takes profile, node, tool, model or day, not "nodes" (did you mean node?)`) || strings.Contains(stderr, "group_by") {
+		t.Errorf("usage --by nodes: exit %d %q", code, stderr)
+	}
+}

@@ -113,6 +113,7 @@ var (
 // agent/transcript, agent/codexsup, shared/sessions/cliruntime).
 var terms = []term{
 	// Credentials.
+	whole([]string{"login"}, "unauthenticated", `.`, "the coordinator does not know the token given with --token (mistyped, or revoked); check it, or ask an admin for one (olivares principal create, or olivares-coordinator principal create)"),
 	whole(codexCmds, "unauthenticated", `.`, "the token is missing or unknown to the coordinator; pass a valid --token, or log in again with olivares login --url URL --token T --tenant T"),
 	whole(anyCmd, "unauthenticated", `.`, "the saved token is missing or unknown to the coordinator; log in again with olivares login --url URL --token T --tenant T"),
 	whole(anyCmd, "tenant_required", `.`, "the saved login names no valid tenant; log in again with olivares login ... --tenant T"),

@@ -81,6 +81,8 @@ func TestCommandTable(t *testing.T) {
 	}
 }
 
+// R-CLI-8, issue 32 finding 10: a mistyped command or flag names what was meant,
+// and a flag error is one line.
 func TestUnknownCommands(t *testing.T) {
 	for _, tt := range []struct {
 		args []string
@@ -90,12 +92,23 @@ func TestUnknownCommands(t *testing.T) {
 		{[]string{"session"}, "session: want start, list,"},
 		{[]string{"session", "frob"}, `unknown command "session frob"; session takes start, list,`},
 		{[]string{"agent", "workspace"}, "agent workspace: want setup, approve-setup, project-config or approve-project-config"},
-		{[]string{"session", "show", "r", "--bogus"}, "session show: flag provided but not defined: -bogus"},
+		{[]string{"sesion", "list"}, `unknown command "sesion" (did you mean session?); see olivares --help`},
+		{[]string{"session", "lst"}, `unknown command "session lst" (did you mean list?); session takes start`},
+		{[]string{"session", "show", "r", "--bogus"}, "session show: unknown flag --bogus; see olivares session show --help"},
+		{[]string{"session", "list", "--nod", "n"}, "session list: unknown flag --nod (did you mean --node?)"},
 	} {
 		_, stderr, code := cli(t, tt.args...)
-		if code != 2 || !strings.Contains(stderr, tt.want) {
-			t.Errorf("%q: exit %d, stderr %q, want 2 and %q", tt.args, code, stderr, tt.want)
+		if code != 2 || !strings.Contains(stderr, tt.want) || strings.Count(stderr, "\n") != 1 {
+			t.Errorf("%q: exit %d, stderr %q, want 2 and %q on one line", tt.args, code, stderr, tt.want)
 		}
+	}
+}
+
+// R-CLI-8, issue 32 finding 10: olivares --version says which build it is.
+func TestVersion(t *testing.T) {
+	out, _, code := cli(t, "--version")
+	if code != 0 || !strings.HasPrefix(out, "olivares 0.") {
+		t.Errorf("--version: exit %d, %q", code, out)
 	}
 }
 

@@ -2,14 +2,21 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
+	"syscall"
 
 	"github.com/olivares-dev/olivares/certs"
+	"github.com/olivares-dev/olivares/shared/apiclient"
 	"github.com/olivares-dev/olivares/shared/claudehook"
 )
 
@@ -63,15 +70,21 @@ olivares login --sso --url URL [--tenant T] [--ca-file FILE] [--listen 127.0.0.1
 			if o.devFile != "" {
 				raw, err := os.ReadFile(o.devFile)
 				if err != nil {
-					return fmt.Errorf("login --dev: %w (is dev mode running? it writes dev.json when ready)", err)
+					return fmt.Errorf("login --dev: %w (is dev mode running? it writes dev.json when ready, and removes it when it stops)", err)
 				}
 				var dev struct {
 					APIURL     string `json:"api_url"`
 					AdminToken string `json:"admin_token"`
 					Tenant     string `json:"tenant"`
+					PID        int    `json:"pid"`
 				}
 				if err := json.Unmarshal(raw, &dev); err != nil {
 					return fmt.Errorf("login --dev %s: %w", o.devFile, err)
+				}
+				// Issue 32 finding 7: a dev mode that was killed could not
+				// remove its dev.json; its pid says it is gone.
+				if !processAlive(dev.PID) {
+					return fmt.Errorf("login --dev: dev mode is not running: %s is left by process %d, which is gone; start dev mode again (olivares-coordinator dev)", o.devFile, dev.PID)
 				}
 				o.url, o.token, o.tenant = dev.APIURL, dev.AdminToken, dev.Tenant
 			}
@@ -81,6 +94,9 @@ olivares login --sso --url URL [--tenant T] [--ca-file FILE] [--listen 127.0.0.1
 				}
 			} else if o.url == "" || o.token == "" || o.tenant == "" {
 				return usageError{errors.New("login: --url, --token and --tenant are required (or --sso --url to sign in with the identity provider)")}
+			}
+			if u, err := url.Parse(o.url); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				return usageError{fmt.Errorf("login: --url %q is not a coordinator's address: give https://HOST:PORT (serve), or http://127.0.0.1:7443 for dev mode", o.url)}
 			}
 			creds := Credentials{URL: o.url, Token: o.token, Tenant: o.tenant}
 			if o.caFile != "" {
@@ -102,8 +118,12 @@ olivares login --sso --url URL [--tenant T] [--ca-file FILE] [--listen 127.0.0.1
 			}
 			who, err := cl.Whoami(ctx)
 			if err != nil {
+				if unknownAuthority(err) {
+					return fmt.Errorf("login: %s presents a certificate this host does not trust (%w); pass --ca-file with the coordinator's CA (STATE_DIR/ca/ca.pem)", o.url, err)
+				}
 				return fmt.Errorf("login refused: %w", err)
 			}
+			creds.Own = o.sso
 			if !o.sso {
 				// R-LIFE-5: keep a credential of this login's own, which
 				// olivares logout revokes; the token given stays as it was.
@@ -112,9 +132,10 @@ olivares login --sso --url URL [--tenant T] [--ca-file FILE] [--listen 127.0.0.1
 					return fmt.Errorf("login: %w", err)
 				}
 				if ok {
-					creds.Token = own
+					creds.Token, creds.Own = own, true
 				}
 			}
+			prev, prevErr := loadCreds()
 			p, err := credPath()
 			if err != nil {
 				return err
@@ -125,6 +146,9 @@ olivares login --sso --url URL [--tenant T] [--ca-file FILE] [--listen 127.0.0.1
 			raw, _ := json.MarshalIndent(creds, "", "  ")
 			if err := certs.WriteFileAtomic(p, raw, 0o600); err != nil {
 				return err
+			}
+			if prevErr == nil && prev.Own && prev.Token != creds.Token {
+				revokePrevious(ctx, prev, c.err)
 			}
 			return c.emit(who, func() {
 				fmt.Fprintf(c.out, "logged in to %s as %s (%s in %s); credentials in %s\n", o.url, who.Name, who.Role, creds.Tenant, p)
@@ -154,4 +178,41 @@ func hookCommands() []*command {
 			return nil
 		},
 	}}
+}
+
+// processAlive reports whether a process with pid exists (a signal 0 can
+// be sent to it, or it is someone else's).
+func processAlive(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	p, err := os.FindProcess(pid)
+	if err != nil {
+		return false
+	}
+	err = p.Signal(syscall.Signal(0))
+	return err == nil || errors.Is(err, os.ErrPermission) || errors.Is(err, syscall.EPERM)
+}
+
+// revokePrevious revokes the credential of the login a new one replaced
+// (issue 32 finding 9): forgotten here, it would stay live on the
+// coordinator with no one to log it out. A failure is told, not fatal:
+// the new login is saved.
+func revokePrevious(ctx context.Context, prev Credentials, errOut io.Writer) {
+	cl, err := newClient(prev, callTimeout)
+	if err == nil {
+		err = cl.Logout(ctx)
+	}
+	var ae *apiclient.Error
+	if err != nil && !(errors.As(err, &ae) && ae.Status == http.StatusUnauthorized) {
+		fmt.Fprintf(errOut, "olivares: the previous login's credential at %s was not revoked (%v); revoke it with olivares credential revoke\n", prev.URL, err)
+	}
+}
+
+// unknownAuthority reports whether err is a TLS certificate signed by an
+// authority the client does not trust.
+func unknownAuthority(err error) bool {
+	var ua x509.UnknownAuthorityError
+	var cv *tls.CertificateVerificationError
+	return errors.As(err, &ua) || errors.As(err, &cv)
 }

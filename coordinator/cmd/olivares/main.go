@@ -28,6 +28,7 @@ import (
 
 	"github.com/olivares-dev/olivares/certs"
 	"github.com/olivares-dev/olivares/shared/apiclient"
+	"github.com/olivares-dev/olivares/shared/cmdline"
 )
 
 // usageHead and usageTail frame the commands' usage in olivares --help.
@@ -37,6 +38,8 @@ Usage:
 `
 
 const usageTail = `
+olivares --version prints the CLI's version.
+
 Every command and group answers --help (olivares session --help,
 olivares session start --help) and runs nothing then.
 
@@ -139,6 +142,10 @@ type Credentials struct {
 	Token  string `json:"token"`
 	Tenant string `json:"tenant"`
 	CAFile string `json:"ca_file,omitempty"`
+	// Own is set when Token is the login's own credential (minted by
+	// POST /v1/login or a single sign-on), which logout and the next login
+	// revoke; a token that was given as it is stays live.
+	Own bool `json:"own,omitempty"`
 }
 
 func credPath() (string, error) {
@@ -202,6 +209,10 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) (err error) 
 	tab := table()
 	if len(args) == 0 || isHelp(args[0]) {
 		fmt.Fprint(out, usage(tab))
+		return nil
+	}
+	if cmdline.IsVersion(args[0]) {
+		fmt.Fprint(out, cmdline.VersionLine("olivares"))
 		return nil
 	}
 	if args[0] == "__complete" { // the completion scripts' helper

@@ -65,15 +65,27 @@ func markCommands() []*command {
 	}
 	var until, name string
 	var discard bool
-	snooze := simple("session snooze", "olivares session snooze REF --until T  hide it from your list until T (RFC 3339, or 2h)\n",
+	snooze := simple("session snooze", "olivares session snooze REF --until T  hide it from your list until T (RFC 3339, a day, tomorrow, or 2h)\n",
 		mark(func(ctx context.Context, c *call) (apitypes.MarkState, error) {
 			// --until 2h: from now, as a convenience; the server gets an instant.
-			return c.cl.Snooze(ctx, c.arg, instant(until))
+			at, err := instant(until, time.Now())
+			if err != nil {
+				return apitypes.MarkState{}, err
+			}
+			return c.cl.Snooze(ctx, c.arg, at)
 		}))
 	snooze.flags = func(fs *flag.FlagSet) {
-		fs.StringVar(&until, "until", "", "when the snooze ends: an RFC 3339 instant, or a duration from now (2h)")
+		fs.StringVar(&until, "until", "", "when the snooze ends: an RFC 3339 instant, a day (2026-12-07), tomorrow, or a duration from now (2h, 3d)")
 	}
-	snooze.check = func(c *call) error { return c.required("until") }
+	snooze.check = func(c *call) error {
+		if err := c.required("until"); err != nil {
+			return err
+		}
+		if _, err := instant(until, time.Now()); err != nil {
+			return usageError{fmt.Errorf("session snooze: --until %w", err)}
+		}
+		return nil
+	}
 	rename := simple("session rename", "olivares session rename REF --name N   the session's name for everyone; empty clears\n",
 		runMark(func(ctx context.Context, c *call) (apitypes.Run, error) { return c.cl.Rename(ctx, c.arg, name) },
 			func(c *call, r apitypes.Run) { fmt.Fprintf(c.out, "%s named %q\n", r.RunRef, r.Name) }))
@@ -110,13 +122,28 @@ func markCommands() []*command {
 	}
 }
 
-// instant is an RFC 3339 instant given as one, or as a duration from now
-// (--until 2h).
-func instant(v string) string {
+// instant is an RFC 3339 instant given as one, as a duration from now
+// (--until 2h, 3d), as a day (the start of it, local time) or as
+// "tomorrow" (the start of tomorrow, local time); an error for anything
+// else, so that a typo is the CLI's usage error and not the API's.
+func instant(v string, now time.Time) (string, error) {
 	if d, err := time.ParseDuration(v); err == nil {
-		return time.Now().Add(d).UTC().Format(time.RFC3339)
+		return now.Add(d).UTC().Format(time.RFC3339), nil
 	}
-	return v
+	if d, err := parseDays(v); err == nil {
+		return now.Add(d).UTC().Format(time.RFC3339), nil
+	}
+	if v == "tomorrow" {
+		y, m, d := now.Date()
+		return time.Date(y, m, d+1, 0, 0, 0, 0, now.Location()).UTC().Format(time.RFC3339), nil
+	}
+	if day, err := time.ParseInLocation(time.DateOnly, v, now.Location()); err == nil {
+		return day.UTC().Format(time.RFC3339), nil
+	}
+	if _, err := time.Parse(time.RFC3339, v); err == nil {
+		return v, nil
+	}
+	return "", fmt.Errorf("%q is not a time: give an RFC 3339 instant, a day (2026-12-07), tomorrow, or a duration from now (2h, 3d)", v)
 }
 
 // since is an RFC 3339 instant given as one, or as a duration back from

@@ -82,6 +82,7 @@ func (r *renderer) newline() {
 
 // line prints one whole line (s has no newline).
 func (r *renderer) line(s string) {
+	s = r.tty.plain(s)
 	r.newline()
 	fmt.Fprintln(r.out, s)
 	r.wrote = true
@@ -229,6 +230,7 @@ func (r *renderer) prefixed(text, prefix, code string) {
 // stream writes text where the cursor is, starting each new line with
 // prefix, in colour code.
 func (r *renderer) stream(text, prefix, code string) {
+	text = r.tty.plain(text)
 	if text != "" {
 		r.wrote = true
 	}
@@ -250,6 +252,7 @@ func (r *renderer) stream(text, prefix, code string) {
 
 // printStderr writes stderr text to stderr, each line marked.
 func (r *renderer) printStderr(s string) {
+	s = r.tty.plain(s)
 	for s != "" {
 		if r.errBOL {
 			fmt.Fprint(r.errOut, r.tty.paint(sgrDim, "stderr│ "))

@@ -149,6 +149,28 @@ func TestRendererStreams(t *testing.T) {
 	}
 }
 
+// R-CLI-4, issue 32 finding 14: a tool's own terminal escapes (Codex colours its log
+// lines on stderr) reach a pipe or a file as plain text; a colour terminal
+// gets them as they are.
+func TestRendererDropsToolEscapesOffTerminal(t *testing.T) {
+	log := "\x1b[2m2026-12-06T00:11:12Z\x1b[0m \x1b[31mERROR\x1b[0m codex_app_server: \x1b]8;;http://x\x07link\x1b]8;;\x07 done\n"
+	for _, tt := range []struct {
+		tty  termOut
+		want string
+	}{
+		{termOut{}, "stderr│ 2026-12-06T00:11:12Z ERROR codex_app_server: link done\n"},
+		{termOut{color: true}, "\x1b[2mstderr│ \x1b[0m" + log},
+	} {
+		var out, errb bytes.Buffer
+		r := newRenderer("codex", &out, &errb, tt.tty)
+		r.feed(apitypes.Output{Seq: 1, Generation: 1, Stream: "stderr", Data: log})
+		r.endStderr()
+		if errb.String() != tt.want {
+			t.Errorf("colour %v: stderr %q, want %q", tt.tty.color, errb.String(), tt.want)
+		}
+	}
+}
+
 // R-DIFF-9 (finding 5): the list says how many paths are uncommitted, and
 // diff --file is a unified diff, coloured only on a terminal.
 func TestSessionDiff(t *testing.T) {

@@ -125,21 +125,26 @@ func sessionWait() *command {
 			defer cancel()
 			tick := time.NewTicker(waitPoll)
 			defer tick.Stop()
+			// r is the last answer: a call cut short by the timeout keeps
+			// it (issue 32 finding 3: the timeout said "still -").
 			var r apitypes.Run
 			for {
-				var err error
-				if r, err = c.cl.Run(ctx, c.arg); err != nil && ctx.Err() == nil {
+				got, err := c.cl.Run(ctx, c.arg)
+				if err != nil && ctx.Err() == nil {
 					return err
+				}
+				if err == nil {
+					r = got
 				}
 				switch {
 				case err == nil && slices.Contains(want, r.State):
 					return c.emit(r, func() { fmt.Fprintf(c.out, "%s %s\n", r.RunRef, runState(r)) })
 				case err == nil && !apitypes.Live(r.State) && r.State != apitypes.StatePendingApproval:
-					return fmt.Errorf("run %s is %s (%s), not %s", r.RunRef, r.State, exitLong(r), strings.Join(want, " or "))
+					return fmt.Errorf("run %s is %s (%s)%s, not %s", r.RunRef, r.State, exitLong(r), lastErrorText(r), strings.Join(want, " or "))
 				}
 				select {
 				case <-ctx.Done():
-					return fmt.Errorf("run %s is still %s after %s, not %s", c.arg, dash(r.State), o.timeout, strings.Join(want, " or "))
+					return fmt.Errorf("run %s is still %s after %s%s, not %s", c.arg, dash(r.State), o.timeout, lastErrorText(r), strings.Join(want, " or "))
 				case <-tick.C:
 				}
 			}
@@ -617,6 +622,15 @@ func exitShort(r apitypes.Run) string {
 		return r.Signal
 	}
 	return "-"
+}
+
+// lastErrorText is "; its tool said: KIND: MESSAGE" for a run with a
+// last_error, "" for none.
+func lastErrorText(r apitypes.Run) string {
+	if r.LastError == nil {
+		return ""
+	}
+	return fmt.Sprintf("; its tool said: %s: %s", r.LastError.Kind, r.LastError.Message)
 }
 
 func exitLong(r apitypes.Run) string {

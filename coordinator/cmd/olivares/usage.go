@@ -4,11 +4,13 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/olivares-dev/olivares/shared/apiclient"
 	"github.com/olivares-dev/olivares/shared/apitypes"
+	"github.com/olivares-dev/olivares/shared/cmdline"
 )
 
 // usageCommands: what the fleet spent (docs/rules/usage.md).
@@ -27,6 +29,13 @@ func usageCommands() []*command {
 			fs.StringVar(&q.GroupBy, "by", "profile", "group by profile, node, tool, model or day")
 			fs.StringVar(&q.From, "from", "", "turns that ended at or after this: an instant, a day, or a duration back from now")
 			fs.StringVar(&q.To, "to", "", "turns that ended before this: an instant or a day")
+		},
+		check: func(c *call) error {
+			// The API would name its parameter (group_by); the person gave --by.
+			if by := []string{"profile", "node", "tool", "model", "day"}; !slices.Contains(by, q.GroupBy) {
+				return usageError{fmt.Errorf("usage: --by takes %s, not %q%s", orList(by), q.GroupBy, cmdline.DidYouMean(q.GroupBy, by))}
+			}
+			return nil
 		},
 		run: func(ctx context.Context, c *call) error {
 			if q.From != "" {

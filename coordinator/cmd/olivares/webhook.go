@@ -87,13 +87,20 @@ func webhookCommands() []*command {
 			return c.emit(l, func() { printDeliveries(c.out, l.Items) })
 		},
 	}, {
-		name: "webhook test", arg: "webhook id", usage: "olivares webhook test ID [--json]        send one signed test delivery now\n",
+		name: "webhook test", arg: "webhook id", usage: "olivares webhook test ID [--json]        send one signed test delivery now; exit 1 unless delivered\n",
 		run: func(ctx context.Context, c *call) error {
 			d, err := c.cl.TestWebhook(ctx, c.arg)
 			if err != nil {
 				return err
 			}
-			return c.emit(d, func() { fmt.Fprintf(c.out, "test delivery %s: %s\n", d.ID, deliveryText(&d)) })
+			if err := c.emit(d, func() { fmt.Fprintf(c.out, "test delivery %s: %s\n", d.ID, deliveryText(&d)) }); err != nil {
+				return err
+			}
+			// Issue 32 finding 11: a script checks the exit status.
+			if d.State != apitypes.DeliveryDelivered {
+				return fmt.Errorf("webhook test: the receiver did not take the test delivery (%s); olivares webhook deliveries %s shows its answer", deliveryText(&d), c.arg)
+			}
+			return nil
 		},
 	}}
 }

@@ -8,6 +8,7 @@
 // shown per run per change of its reason, never per frame: the watcher
 // compares run rows, not output.
 import { get, session, BASE } from './api.js';
+import { runName } from './dom.js';
 
 // Reasons in the order they win when several apply.
 export const REASONS = [
@@ -96,7 +97,7 @@ export const watcher = {
       const key = changeKey(r, a);
       const before = this.seen.get(r.run_ref);
       this.seen.set(r.run_ref, key);
-      this.names.set(r.run_ref, r.name || `${r.driver} ${r.run_ref.replace(/^run_/, '').slice(0, 8)}`);
+      this.names.set(r.run_ref, runName(r));
       // Snoozed and done runs do not call for the person.
       if (!this.primed || before === undefined || before === key || !a) continue;
       if (r.snoozed_until || r.done) continue;

@@ -4,7 +4,7 @@
 // worktree directory, container runtimes, Codex supervision); revoke for
 // admins behind a confirmation; and one node's page with its runs
 // (GET /runs?node_id=).
-import { h, replace, localTime, relTime, shortRef } from './dom.js';
+import { h, replace, localTime, relTime, runName } from './dom.js';
 import { api, get, session, BASE } from './api.js';
 import { errorLine, kv, modal, say } from './ui.js';
 
@@ -134,7 +134,7 @@ function nodePage(main, id) {
       next = page.next || '';
       replace(runsEl, h('h2', null, 'Runs ', h('span', { class: 'count' }, String(runItems.length))),
         runItems.length ? h('ul', { class: 'rows', id: 'node-run-list' }, runItems.map((r) => h('li', { class: 'row', dataset: { ref: r.run_ref } },
-          h('div', { class: 'line1' }, h('a', { href: `/runs/${encodeURIComponent(r.run_ref)}`, 'data-nav': true, class: 'title' }, r.name || `${r.driver} ${shortRef(r.run_ref)}`),
+          h('div', { class: 'line1' }, h('a', { href: `/runs/${encodeURIComponent(r.run_ref)}`, 'data-nav': true, class: 'title' }, runName(r)),
             h('span', { class: `state s-${r.state}` }, r.state.replace('_', ' '))),
           h('div', { class: 'meta' }, h('span', null, r.driver), h('time', { datetime: r.created_at }, relTime(r.created_at)))))) : h('p', { class: 'muted' }, 'No run on this node.'),
         next ? h('button', { type: 'button', class: 'ghost', onclick: () => loadRuns(true) }, 'More') : null);

@@ -6,7 +6,7 @@
 // R-CHG-1): a `reset` refetches, the other events change rows in place
 // at once; it still reads GET /runs every few seconds (the index only),
 // for what a stream does not carry (R-CHG-5).
-import { h, replace, relTime, localTime, shortRef } from './dom.js';
+import { h, replace, relTime, localTime, runName } from './dom.js';
 import { api, get, session, explain, BASE } from './api.js';
 import { openLaunch } from './launch.js';
 import { attentionOf, watcher } from './attention.js';
@@ -128,17 +128,11 @@ export function listView(main) {
     if (f.tool && r.driver !== f.tool) return false;
     if (f.node && r.node_id !== f.node) return false;
     if (f.workspace && r.workspace_ref !== f.workspace) return false;
-    if (f.q && !displayName(r).toLowerCase().includes(f.q.toLowerCase())) return false;
+    if (f.q && !runName(r).toLowerCase().includes(f.q.toLowerCase())) return false;
     if (f.attention && !attentionOf(r)) return false;
     return true;
   }
 
-  function displayName(r) {
-    if (r.name) return r.name;
-    const p = st.profiles.get(r.provider_profile_ref);
-    const tool = { claude: 'Claude Code', codex: 'Codex', gemini: 'Gemini CLI', opencode: 'OpenCode', grok: 'Grok' }[r.driver] || r.driver;
-    return `${tool} session ${r.conversation_id ? r.conversation_id.slice(0, 8) : shortRef(r.run_ref)}${p ? '' : ''}`;
-  }
 
   function render() {
     const all = [...st.runs.values()].filter(visible);
@@ -180,7 +174,7 @@ export function listView(main) {
     const w = st.workspaces.get(r.workspace_ref);
     const n = st.nodes.get(r.node_id);
     const li = h('li', { class: `row${r.archived_at ? ' archived' : ''}`, dataset: { ref: r.run_ref } });
-    const title = st.editing === r.run_ref ? renameForm(r) : h('a', { href: `/runs/${encodeURIComponent(r.run_ref)}`, 'data-nav': true, class: 'title' }, displayName(r));
+    const title = st.editing === r.run_ref ? renameForm(r) : h('a', { href: `/runs/${encodeURIComponent(r.run_ref)}`, 'data-nav': true, class: 'title' }, runName(r));
     const meta = h('div', { class: 'meta' },
       h('span', { class: 'tool' }, r.driver), p ? h('span', null, p.name) : null,
       h('span', { class: 'node' }, n ? (n.hostname || n.id) : r.node_id, r.node_reachable === false ? h('span', { class: 'badge warn' }, 'unreachable') : null),

@@ -3,12 +3,10 @@
 // engine's Claude Code hook and its denied tools (GET, POST and PATCH
 // /profiles); and the tenant's vault secrets (names only, never values),
 // which launches grant to runs. Changes need workspace administration.
-import { h, replace, localTime } from './dom.js';
+import { h, replace, localTime, TOOLS, TOOL } from './dom.js';
 import { api, get, session, BASE } from './api.js';
 import { errorLine, modal, say } from './ui.js';
 
-const TOOLS = [['claude', 'Claude Code'], ['codex', 'Codex'], ['gemini', 'Gemini CLI'], ['opencode', 'OpenCode'], ['grok', 'Grok']];
-const TOOL = Object.fromEntries(TOOLS);
 
 export function profilesView(main) {
   const canAdmin = session.can('sessions:workspace:admin');

@@ -9,7 +9,7 @@
 // node) is read again when the attach stream shows a turn start or end,
 // an end or a notice, after an action, and otherwise on a timer that
 // backs off from 5 s to 60 s while nothing happens.
-import { h, replace, localTime, relTime, shortRef } from './dom.js';
+import { h, replace, localTime, relTime, runName, TOOL } from './dom.js';
 import { api, get, session, Attach, BASE } from './api.js';
 import { normalizer, summary } from './normalize.js';
 import { VList } from './vlist.js';
@@ -165,7 +165,6 @@ export class Timeline {
 }
 
 
-const TOOL = { claude: 'Claude Code', codex: 'Codex', gemini: 'Gemini CLI', opencode: 'OpenCode', grok: 'Grok' };
 const READ_SIDE = ['claude', 'codex']; // activity and messages (R-ACT-2, R-MSG-1)
 const POLL_MIN = 5000;
 const POLL_MAX = 60000;
@@ -266,9 +265,6 @@ export function runView(main, ref, { tab = '' } = {}) {
     banner(key, 'error', el);
   }
 
-  function name(r) {
-    return r.name || `${TOOL[r.driver] || r.driver} session ${r.conversation_id ? r.conversation_id.slice(0, 8) : shortRef(r.run_ref)}`;
-  }
 
   const runLink = (r, text) => h('a', { href: `/runs/${encodeURIComponent(r)}`, 'data-nav': true }, text || r);
 
@@ -285,7 +281,7 @@ export function runView(main, ref, { tab = '' } = {}) {
     const actions = (what) => import('./runactions.js').then((m) => what(m));
     const after = () => { load(); loadEvents(); };
     replace(head,
-      h('div', { class: 'line1' }, h('h1', { id: 'run-name' }, name(r)),
+      h('div', { class: 'line1' }, h('h1', { id: 'run-name' }, runName(r)),
         h('span', { class: `state s-${r.state}`, id: 'run-state' }, r.state.replace('_', ' ')),
         exit ? h('span', { class: 'exit', id: 'run-exit' }, exit) : null,
         att ? h('span', { class: `attn at-${att.reason}`, id: 'run-attention' }, att.text) : null),
@@ -387,7 +383,7 @@ export function runView(main, ref, { tab = '' } = {}) {
       run = (await get(`${BASE}/runs/${encodeURIComponent(ref)}`));
       if (destroyed) return;
       banner('load', '', null);
-      watcher.setLabel(name(run));
+      watcher.setLabel(runName(run));
       watcher.observe([run]);
       renderHead();
       if (!tl) {

@@ -3,13 +3,12 @@
 // (R-MOVE-*), release (R-CLN-*, with "discard the worktree" behind a
 // confirmation when the branch holds unmerged work) and delete (R-DEL-*,
 // admins, released runs only). Each is a dialog over the public API.
-import { h, replace } from './dom.js';
+import { h, replace, TOOL } from './dom.js';
 import { api, get, session, explain, BASE } from './api.js';
 import { navigate } from './app.js';
 import { modal, errorLine, copyButton, say, bytes } from './ui.js';
 import { loadEvents, cleanedText } from './events.js';
 
-const TOOL = { claude: 'Claude Code', codex: 'Codex', gemini: 'Gemini CLI', opencode: 'OpenCode', grok: 'Grok' };
 const LIVE = ['starting', 'running', 'idle'];
 const runPath = (r, what) => `${BASE}/runs/${encodeURIComponent(r.run_ref)}${what ? `/${what}` : ''}`;
 

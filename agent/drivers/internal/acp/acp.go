@@ -15,6 +15,7 @@ package acp
 import (
 	"encoding/json"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/olivares-dev/olivares/agent/cliruntime"
@@ -328,7 +329,7 @@ func (s *session) responseLocked(m jsonrpc.Message, raw json.RawMessage) clirunt
 			} else {
 				msg = "no sessionId in the answer"
 			}
-			return step(cliruntime.Event{Kind: cliruntime.EventError, Error: "session/new: " + msg, Raw: raw})
+			return step(cliruntime.Event{Kind: cliruntime.EventError, Error: "session/new: " + msg, ErrorKind: errorKindOf(m, raw), HandshakeRefused: true, Raw: raw})
 		}
 		s.sessionID = r.SessionID
 		return merge(step(cliruntime.Event{Kind: cliruntime.EventConversation, ConversationID: s.sessionID, Raw: raw}), s.flushLocked())
@@ -379,6 +380,18 @@ func (s *session) responseLocked(m jsonrpc.Message, raw json.RawMessage) clirunt
 	return cliruntime.Step{}
 }
 
+// errorKindOf is ErrorAuth for ACP's authRequired and for a refusal that
+// says the credentials are missing ("Gemini API key is missing or not
+// configured"), else ErrorTool.
+func errorKindOf(m jsonrpc.Message, raw json.RawMessage) string {
+	code, msg := errorOf(m, raw)
+	l := strings.ToLower(msg)
+	if code == AuthRequired || strings.Contains(l, "api key") || strings.Contains(l, "authenticat") || strings.Contains(l, "not logged in") {
+		return cliruntime.ErrorAuth
+	}
+	return cliruntime.ErrorTool
+}
+
 // unavailableLocked ends a resume that cannot continue the stored session:
 // the replay bracket closes and no session/new follows (R-RES-2).
 func (s *session) unavailableLocked(msg string, raw json.RawMessage) cliruntime.Step {
@@ -409,7 +422,7 @@ func (s *session) authenticatedLocked(m jsonrpc.Message, raw json.RawMessage) cl
 			return s.unavailableLocked(msg, raw)
 		}
 		s.dead = true
-		return step(cliruntime.Event{Kind: cliruntime.EventError, Error: msg, Raw: raw})
+		return step(cliruntime.Event{Kind: cliruntime.EventError, Error: msg, ErrorKind: cliruntime.ErrorAuth, HandshakeRefused: true, Raw: raw})
 	}
 	if s.retry == "session/load" {
 		return cliruntime.Step{Write: [][]byte{s.loadLocked()}}
@@ -432,7 +445,7 @@ func (s *session) initializedLocked(m jsonrpc.Message, raw json.RawMessage) clir
 	if m.HasError {
 		s.dead = true
 		_, msg := errorOf(m, raw)
-		return step(cliruntime.Event{Kind: cliruntime.EventError, Error: "initialize: " + msg, Raw: raw})
+		return step(cliruntime.Event{Kind: cliruntime.EventError, Error: "initialize: " + msg, ErrorKind: errorKindOf(m, raw), HandshakeRefused: true, Raw: raw})
 	}
 	if s.resumeID == "" {
 		return cliruntime.Step{Write: [][]byte{s.newLocked()}}
