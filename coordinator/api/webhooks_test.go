@@ -240,7 +240,7 @@ func TestWebhooks(t *testing.T) {
 // often its starting tool idles, until a turn has begun (a running row,
 // or input passed on) and ended. A failure before it is news all the same.
 func TestWebhookNoNeedsInputBeforeTheFirstTurn(t *testing.T) {
-	s, st := newTestServer(t)
+	s, st := newTestServer(t, allowLoopback(t))
 	t.Cleanup(s.Close)
 	admin := principal(t, st, "admin", map[string]string{"t1": store.RoleAdmin})
 	rc := newReceiver(t)
