@@ -16,7 +16,7 @@ import (
 
 // Windows of a transcript read for its summary: the head holds the first
 // prompt and the directory; Claude Code repeats its title records near the
-// end of the file (real-clis.md §1.3), so the tail holds the newest title.
+// end of the file (real-clis.md §1.11), so the tail holds the newest title.
 const (
 	headBytes = 256 << 10
 	tailBytes = 128 << 10
@@ -117,7 +117,7 @@ func firstLine(s string) string {
 }
 
 // liveSession is Claude Code's own record of a live process
-// (<config>/sessions/<pid>.json, Claude Code 2.1; real-clis.md §1.12).
+// (<config>/sessions/<pid>.json, Claude Code 2.1; real-clis.md §1.11).
 type liveSession struct {
 	PID       int    `json:"pid"`
 	SessionID string `json:"sessionId"`
