@@ -22,7 +22,9 @@ func claudeCommands() []*command {
 	var host string
 	var all bool
 	var cursor int
-	hostFlag := func(fs *flag.FlagSet) { fs.StringVar(&host, "host", "", "host (node id); needed when several nodes have Claude Code supervision") }
+	hostFlag := func(fs *flag.FlagSet) {
+		fs.StringVar(&host, "host", "", "host (node id); needed when several nodes have Claude Code supervision")
+	}
 	return []*command{{
 		name: "claude sessions",
 		usage: `olivares claude sessions [--search T] [--host ID] [--limit N] [--cursor C] [--json]
