@@ -308,7 +308,7 @@ func (s *Service) Sessions(p proto.ClaudeSessionsList) (apitypes.ClaudeHost, err
 	}
 	q := strings.ToLower(p.Search)
 	all := s.scan()
-	leases := s.leases()
+	holders := s.holders()
 	running := map[string]int{}
 	for _, h := range s.homes() {
 		for id, pid := range runningSessions(h.dir) {
@@ -329,14 +329,14 @@ func (s *Service) Sessions(p proto.ClaudeSessionsList) (apitypes.ClaudeHost, err
 			out.NextCursor = strconv.Itoa(off + p.Limit)
 			break
 		}
-		out.Rows = append(out.Rows, s.row(ss, leases, running))
+		out.Rows = append(out.Rows, row(ss, holders, running))
 	}
 	return out, nil
 }
 
-func (s *Service) row(ss session, leases map[string]string, running map[string]int) apitypes.ClaudeSession {
+func row(ss session, holders map[string]string, running map[string]int) apitypes.ClaudeSession {
 	r := apitypes.ClaudeSession{SessionID: ss.id, Cwd: ss.cwd, UpdatedAt: ss.mtime.UTC(), SizeBytes: ss.size,
-		ProfileRef: ss.home.profile, RunningPID: running[ss.id], LeaseHolder: s.holder(ss.id, leases)}
+		ProfileRef: ss.home.profile, RunningPID: running[ss.id], LeaseHolder: holders[ss.id]}
 	if ss.title != "" {
 		t := ss.title
 		r.Title = &t
@@ -376,7 +376,7 @@ func (s *Service) Continue(ctx context.Context, p proto.ClaudeSessionRef) (apity
 	if err != nil {
 		return apitypes.Run{}, "", err
 	}
-	if h := s.holder(ss.id, s.leases()); h != "" {
+	if h := s.holders()[ss.id]; h != "" {
 		return apitypes.Run{}, "", refusal.New(ErrSessionLeased, "run %s already continues conversation %s; open that run (resume it when it has ended)", h, ss.id)
 	}
 	if pid := runningSessions(ss.home.dir)[ss.id]; pid != 0 {
@@ -420,33 +420,26 @@ func (s *Service) userProfile(dir string) (string, error) {
 	return ref, nil
 }
 
-// leases are the stored leases: session id → run ref.
-func (s *Service) leases() map[string]string {
+// holders maps each held conversation to the run that holds it
+// (R-CL-LEASE-1): the run its lease names while that run exists, else any
+// run of the node whose conversation it is (an ordinary run of a profile
+// home).
+func (s *Service) holders() map[string]string {
 	out := map[string]string{}
+	for _, r := range s.o.Runs.List() {
+		if r.ConversationID != "" {
+			out[r.ConversationID] = r.RunRef
+		}
+	}
 	_ = s.o.DB.View(func(tx *bbolt.Tx) error {
 		return tx.Bucket(bucketLeases).ForEach(func(k, v []byte) error {
-			out[string(k)] = string(v)
+			if _, err := s.o.Runs.Get(string(v)); err == nil {
+				out[string(k)] = string(v)
+			}
 			return nil
 		})
 	})
 	return out
-}
-
-// holder is the run that holds a conversation (R-CL-LEASE-1): the run its
-// lease names while that run exists, or any run of the node whose
-// conversation it is (an ordinary run of a profile home).
-func (s *Service) holder(id string, leases map[string]string) string {
-	if ref := leases[id]; ref != "" {
-		if _, err := s.o.Runs.Get(ref); err == nil {
-			return ref
-		}
-	}
-	for _, r := range s.o.Runs.List() {
-		if r.ConversationID == id {
-			return r.RunRef
-		}
-	}
-	return ""
 }
 
 func (s *Service) putLease(id, ref string) error {
