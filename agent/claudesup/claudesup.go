@@ -66,8 +66,6 @@ var (
 const (
 	// DefaultLimit and MaxLimit bound rows per host (as R-CX-SRCH-4).
 	DefaultLimit, MaxLimit = 50, 100
-	// maxSearch bounds the search text (bytes).
-	maxSearch = 1024
 	// maxTitle bounds a row's title (runes), so that "claude: TITLE" is
 	// a run name (R-NAME-3: at most 200).
 	maxTitle = 192
