@@ -177,8 +177,8 @@ func TestRealClaudeSupervision(t *testing.T) {
 	if code != 0 || !strings.Contains(cliOut, sid) || !strings.Contains(cliOut, "the word is heron") || !strings.Contains(cliOut, "run "+r.RunRef) {
 		t.Errorf("olivares claude sessions: exit %d\n%s", code, cliOut)
 	}
-	if cliOut, code = f.cli("claude", "continue", sid); code != 5 || // R-CLI-2: 409 is exit 5
-		!strings.Contains(cliOut, r.RunRef) {
+	if cliOut, code = f.cli("claude", "continue", sid); code != 5 || // R-CLI-2: 409 is exit 5, told in CLI terms
+		!strings.Contains(cliOut, "olivares session attach "+r.RunRef) {
 		t.Errorf("olivares claude continue of a leased conversation: exit %d\n%s", code, cliOut)
 	}
 	if cliOut, code = f.cli("claude", "show", sid, "--all", "--json"); code != 0 || !strings.Contains(cliOut, "what was the word?") {
