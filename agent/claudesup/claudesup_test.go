@@ -66,7 +66,7 @@ type env struct {
 	user  string
 }
 
-func newEnv(t *testing.T, enabled bool) *env {
+func newEnv(t testing.TB, enabled bool) *env {
 	t.Helper()
 	db, err := bbolt.Open(filepath.Join(t.TempDir(), "state.db"), 0o600, nil)
 	if err != nil {
@@ -93,7 +93,7 @@ func sid(n int) string { return fmt.Sprintf("00000000-0000-4000-8000-%012d", n) 
 
 // conversation writes a transcript of Claude Code's shape (real-clis.md
 // §1.3, §1.11) under home, last changed at mtime.
-func conversation(t *testing.T, home, cwd, id string, mtime time.Time, lines ...string) {
+func conversation(t testing.TB, home, cwd, id string, mtime time.Time, lines ...string) {
 	t.Helper()
 	dir := filepath.Join(home, ".claude", "projects", transcript.ClaudeSlug(cwd))
 	if err := os.MkdirAll(dir, 0o700); err != nil {
