@@ -25,6 +25,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 
 	"github.com/olivares-dev/olivares/agent/caps"
+	"github.com/olivares-dev/olivares/agent/claudesup"
 	"github.com/olivares-dev/olivares/agent/codexsup"
 	"github.com/olivares-dev/olivares/agent/holder"
 	"github.com/olivares-dev/olivares/agent/identity"
@@ -78,6 +79,9 @@ type Config struct {
 	// CodexSupervision is this node's consent to Codex supervision
 	// (R-CX-PERM-1); off by default.
 	CodexSupervision codexsup.Config `toml:"codex_supervision"`
+	// ClaudeSupervision is this node's consent to Claude Code supervision
+	// (R-CL-PERM-1); off by default.
+	ClaudeSupervision claudesup.Config `toml:"claude_supervision"`
 	// Log sets the level and format of the agent's log (standard error).
 	// When empty, info and json (R-OBS-1).
 	Log logging.Config `toml:"log"`
@@ -140,6 +144,9 @@ func (c *Config) CheckAndSetDefaults() error {
 	if err := c.Log.CheckAndSetDefaults(logging.FormatJSON); err != nil {
 		return err
 	}
+	if err := c.ClaudeSupervision.CheckAndSetDefaults(); err != nil {
+		return err
+	}
 	return c.CodexSupervision.CheckAndSetDefaults()
 }
 
@@ -167,6 +174,7 @@ type Agent struct {
 	reads  *runread.Reader
 	pusher *pusher
 	codex  *codexsup.Service
+	claude *claudesup.Service
 
 	// opsCtx is the agent's own context for the long operations (stop,
 	// handoff, move, starts): it ends when the agent stops, never with a
@@ -213,6 +221,9 @@ func New(cfg Config, logger *slog.Logger) (*Agent, error) {
 		handlers[op] = h
 	}
 	for op, h := range a.codexHandlers() {
+		handlers[op] = h
+	}
+	for op, h := range a.claudeHandlers() {
 		handlers[op] = h
 	}
 	for op, h := range handlers {
@@ -289,7 +300,7 @@ func (a *Agent) openRuns() error {
 	a.rings, a.reg, a.sup = rings, reg, sup
 	a.reads = runread.New(runread.Options{Runs: runLookup{sup}, Registry: reg})
 	a.codex.SetRuns(codexRuns{reg, sup})
-	return nil
+	return a.openClaude()
 }
 
 // childPath is the PATH children get when their profile sets none: the
@@ -374,6 +385,7 @@ func (a *Agent) capabilities(ctx context.Context) proto.Capabilities {
 		c := caps.Detect(ctx, a.cfg.Path, a.cfg.WorktreeDir)
 		c.CodexSupervision = a.codex.Capability()
 		c.Sandbox, c.SandboxError = a.sandboxUnavailable == "", a.sandboxUnavailable
+		c.ClaudeSupervision = a.claude.Capability()
 		a.caps = &c
 	}
 	return *a.caps

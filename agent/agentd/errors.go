@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/olivares-dev/olivares/agent/claudeconv"
+	"github.com/olivares-dev/olivares/agent/claudesup"
 	"github.com/olivares-dev/olivares/agent/cliruntime"
 	"github.com/olivares-dev/olivares/agent/codexsup"
 	"github.com/olivares-dev/olivares/agent/handoff"
@@ -155,6 +156,16 @@ var wireKinds = []wireKind{
 	{worktree.ErrDetachedHead, http.StatusConflict, "detached_head"},
 	{worktree.ErrUncommitted, http.StatusConflict, "uncommitted_files"},
 	{worktree.ErrWorktreeUnreachable, http.StatusConflict, "worktree_unreachable"},
+
+	// claudesup: Claude Code supervision.
+	{claudesup.ErrBadCursor, http.StatusBadRequest, "bad_cursor"},
+	{claudesup.ErrBadLimit, http.StatusBadRequest, "bad_limit"},
+	{claudesup.ErrBadSessionID, http.StatusBadRequest, "bad_session_id"},
+	{claudesup.ErrSessionNotFound, http.StatusNotFound, "session_not_found"},
+	{claudesup.ErrSessionLeased, http.StatusConflict, "session_leased"},
+	{claudesup.ErrSessionRunning, http.StatusConflict, "session_running"},
+	{claudesup.ErrWorkdirMissing, http.StatusConflict, "workdir_missing"},
+	{claudesup.ErrUnavailable, http.StatusConflict, "claude_supervision_unavailable"},
 
 	// codexsup: Codex supervision.
 	{codexsup.ErrBadCursor, http.StatusBadRequest, "bad_cursor"},

@@ -162,6 +162,20 @@ func (rd *Reader) Messages(ctx context.Context, ref string, query url.Values) (a
 	if err != nil {
 		return nil, err
 	}
+	return rd.messages(src, q)
+}
+
+// SourceMessages answers a messages query on a stored conversation that
+// is no run's: a native Claude Code session of agent/claudesup's catalog.
+func (rd *Reader) SourceMessages(src transcript.Source, query url.Values) (any, error) {
+	q, err := transcript.ParseMessagesQuery(query)
+	if err != nil {
+		return nil, err
+	}
+	return rd.messages(src, q)
+}
+
+func (rd *Reader) messages(src transcript.Source, q transcript.MessagesQuery) (any, error) {
 	if q.ID > 0 {
 		return rd.cache.Message(src, q.ID)
 	}

@@ -116,6 +116,10 @@ type LaunchParams struct {
 	SetupRefusal string
 	// HandoffOf is the source run of a handoff (R-HOF-11).
 	HandoffOf string
+	// ConversationID, when set, makes the first generation resume that
+	// stored conversation instead of starting one (a Claude Code session
+	// taken over by agent/claudesup).
+	ConversationID string
 }
 
 // Launch creates a run and spawns its first generation (R-CRT-1, R-CRT-4:
@@ -156,7 +160,7 @@ func (s *Supervisor) Launch(ctx context.Context, p LaunchParams) (apitypes.Run, 
 	if p.Isolation, err = s.isolation(p.Isolation, prof); err != nil {
 		return apitypes.Run{}, err
 	}
-	st := start{runRef: p.RunRef, prof: prof, workspaceRef: p.WorkspaceRef, dir: workdir, grants: p.Grants, approved: p.ProjectConfigApproved, isolation: p.Isolation}
+	st := start{runRef: p.RunRef, prof: prof, workspaceRef: p.WorkspaceRef, dir: workdir, grants: p.Grants, approved: p.ProjectConfigApproved, isolation: p.Isolation, conv: p.ConversationID}
 	var wp worktreePlan
 	if p.Worktree {
 		if wp, err = s.checkWorktree(ctx, ws, p); err != nil {
@@ -195,10 +199,12 @@ func (s *Supervisor) Launch(ctx context.Context, p LaunchParams) (apitypes.Run, 
 	r := newRun(s, rg, record{
 		RunRef: p.RunRef, Tenant: p.Tenant, Driver: string(c.d.Kind()), ProfileRef: prof.Ref,
 		WorkspaceRef: p.WorkspaceRef, WorkspacePath: workdir, WorktreeBranch: wp.wt.Branch, Isolation: p.Isolation, Network: network(p.Isolation, prof),
-		TemplateRef: p.TemplateRef, HandoffOf: p.HandoffOf, CreatedAt: time.Now().UTC(), Ended: true,
+		TemplateRef: p.TemplateRef, HandoffOf: p.HandoffOf, ConversationID: p.ConversationID, CreatedAt: time.Now().UTC(), Ended: true,
 		// a profile whose policy wants a person's approval holds the
 		// launch (R-CRT-4: created, then approval_requested).
 		PendingApproval: prof.LaunchRequiresApproval,
+		// A held launch of a stored conversation is approved as a resume.
+		PendingResume: prof.LaunchRequiresApproval && p.ConversationID != "",
 	})
 	r.rec.Rev = s.rev()
 	r.op.Lock()
@@ -223,7 +229,7 @@ func (s *Supervisor) Launch(ctx context.Context, p LaunchParams) (apitypes.Run, 
 	}
 	s.o.OnChange(p.RunRef)
 	if !r.rec.PendingApproval {
-		r.start(ctx, c.d, c.spec, false, p.Grants)
+		r.start(ctx, c.d, c.spec, p.ConversationID != "", p.Grants)
 	}
 	return r.snapshot(), nil
 }

@@ -162,6 +162,11 @@ func claudeUserText(rec *ClaudeRecord, sub bool) (string, bool) {
 	return claudePersonText(s)
 }
 
+// ClaudePrompt is what a person wrote in a record of a session transcript,
+// ok false for any other record (claudeUserText's rules): the first one
+// names a stored session in agent/claudesup's catalog.
+func ClaudePrompt(rec *ClaudeRecord) (string, bool) { return claudeUserText(rec, false) }
+
 // claudeQueuedText is the prompt of a queued_command attachment: a person's
 // message sent while a turn ran, which Claude Code delivers inside the
 // running turn instead of as a user record (absorbed_mid_turn).

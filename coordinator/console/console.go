@@ -124,7 +124,7 @@ func newAsset(name string, b []byte) asset {
 // item of a collection (/runs/{ref}, /workspaces/{ref}, /nodes/{id}).
 func pageRoute(p string) bool {
 	switch p {
-	case "/", "/signin", "/runs", "/workspaces", "/nodes", "/codex", "/audit", "/profiles", "/webhooks", "/usage":
+	case "/", "/signin", "/runs", "/workspaces", "/nodes", "/codex", "/claude", "/audit", "/profiles", "/webhooks", "/usage":
 		return true
 	}
 	for _, prefix := range []string{"/runs/", "/workspaces/", "/nodes/"} {

@@ -211,7 +211,7 @@ func TestAssetsGzipAndETag(t *testing.T) {
 	if r := f.do(t, "GET", "/assets/app.js", "", "If-None-Match", plain.Header.Get("ETag")); r.StatusCode != http.StatusNotModified {
 		t.Fatalf("revalidation: %d, want 304", r.StatusCode)
 	}
-	for _, p := range []string{"/", "/signin", "/runs", "/runs/run_1", "/workspaces", "/workspaces/ws_1", "/nodes", "/nodes/node-1", "/codex", "/audit", "/profiles", "/usage"} {
+	for _, p := range []string{"/", "/signin", "/runs", "/runs/run_1", "/workspaces", "/workspaces/ws_1", "/nodes", "/nodes/node-1", "/codex", "/claude", "/audit", "/profiles", "/usage"} {
 		if r := f.do(t, "GET", p, ""); r.StatusCode != 200 || !strings.Contains(body(t, r), `src="/assets/app.js"`) {
 			t.Errorf("GET %s: %d, want the page", p, r.StatusCode)
 		}

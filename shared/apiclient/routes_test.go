@@ -136,6 +136,9 @@ func TestEveryRoute(t *testing.T) {
 		func() error { _, err := c.CodexThreads(ctx, apiclient.CodexThreadsQuery{}); return err },
 		func() error { _, err := c.CodexTurns(ctx, host, thread, ""); return err },
 		func() error { _, _, err := c.CodexContinue(ctx, host, thread); return err },
+		func() error { _, err := c.ClaudeSessions(ctx, apiclient.CodexThreadsQuery{}); return err },
+		func() error { _, err := c.ClaudeMessages(ctx, host, thread, apiclient.MessagesQuery{}); return err },
+		func() error { _, err := c.ClaudeContinue(ctx, host, thread); return err },
 		func() error { _, err := c.CodexArchive(ctx, host, thread, true); return err },
 		func() error { _, err := c.CodexBranch(ctx, ref); return err },
 		func() error {

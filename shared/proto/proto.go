@@ -65,6 +65,9 @@ type Capabilities struct {
 	// CodexSupervision is present only on a node that opted in
 	// (R-CX-PERM-1) with a supported connection (R-CX-CONN-7).
 	CodexSupervision *CodexSupervision `json:"codex_supervision,omitempty"`
+	// ClaudeSupervision is present only on a node that opted in
+	// (R-CL-PERM-1).
+	ClaudeSupervision *ClaudeSupervision `json:"claude_supervision,omitempty"`
 }
 
 // Hello opens the control stream.

@@ -105,7 +105,7 @@ func table() []*command {
 	for _, g := range [][]*command{
 		loginCommands(), nodeCommands(), profileCommands(), workspaceCommands(),
 		sessionCommands(), markCommands(), activityCommands(), lifecycleCommands(), vaultCommands(), auditCommands(), webhookCommands(), usageCommands(),
-		hookCommands(), codexCommands(), completionCommands(),
+		hookCommands(), codexCommands(), claudeCommands(), completionCommands(),
 	} {
 		all = append(all, g...)
 	}

@@ -106,6 +106,7 @@ var (
 	profileCmds = []string{"profile add", "profile update"}
 	answerCmd   = []string{"session answer"}
 	codexCmds   = []string{"codex sessions", "codex continue", "codex archive", "codex"}
+	claudeCmds  = []string{"claude sessions", "claude show", "claude continue"}
 )
 
 // terms are applied in order. Each names the exact phrase an API or node
@@ -216,6 +217,13 @@ var terms = []term{
 	t(codexCmds, "", `^search must be`, "--search must be"),
 	t(codexCmds, "bad_cursor", `start again without it`, "start again without --cursor"),
 	t(codexCmds, "", `archive needs (?:\{"confirmNoOtherRunner": true\}|confirmNoOtherRunner: true)`, "archive needs --confirm-no-other-runner"),
+
+	// The Claude Code catalog (agent/claudesup).
+	t(claudeCmds, "", `a cursor continues one host's list; give that host with host=`, "--cursor continues one host's list; give that host with --host"),
+	t(claudeCmds, "", `^(search|limit) must be`, "--$1 must be"),
+	t(claudeCmds, "session_leased", `^run (\S+) already continues conversation (\S+); open that run \(resume it when it has ended\)$`,
+		"run $1 already continues conversation $2; attach it with olivares session attach $1 (olivares session resume $1 once it has ended)"),
+	t(claudeCmds, "session_running", `end it there, then continue$`, "end it there, then run olivares claude continue again"),
 }
 
 // flagTerms rewrites an API message of code for cmd.

@@ -126,7 +126,7 @@ func TestCompletion(t *testing.T) {
 		words []string
 		want  string
 	}{
-		{[]string{""}, "agent\naudit\nclaude-hook\ncodex\ncompletion\n"},
+		{[]string{""}, "agent\naudit\nclaude\nclaude-hook\ncodex\ncompletion\n"},
 		{[]string{"ses"}, "session\n"},
 		{[]string{"session", "at"}, "attach\n"},
 		{[]string{"session", "attach", "--r"}, "--raw\n"},

@@ -81,6 +81,8 @@ async function route() {
     v = import('./fleet.js').then((m) => m.fleetView(main, path === '/nodes' ? '' : rest('/nodes/')));
   } else if (path === '/codex') {
     v = import('./codex.js').then((m) => m.codexView(main));
+  } else if (path === '/claude') {
+    v = import('./claude.js').then((m) => m.claudeView(main));
   } else if (path === '/audit') {
     v = import('./audit.js').then((m) => m.auditView(main));
   } else if (path === '/webhooks') {
@@ -112,6 +114,7 @@ const NAV = [
   ['/workspaces', 'Workspaces', (p) => p.startsWith('/workspaces')],
   ['/nodes', 'Fleet', (p) => p.startsWith('/nodes')],
   ['/codex', 'Codex', (p) => p === '/codex'],
+  ['/claude', 'Claude Code', (p) => p === '/claude'],
   ['/profiles', 'Profiles', (p) => p === '/profiles'],
   ['/usage', 'Usage', (p) => p === '/usage'],
   ['/audit', 'Audit', (p) => p === '/audit', 'sessions:run:admin'],

@@ -81,7 +81,8 @@ function nodesPage(main) {
           h('div', { class: 'meta' },
             n.labels ? Object.entries(n.labels).map(([k, v]) => h('span', { class: 'chip' }, `${k}=${v}`)) : null,
             (c.clis || []).map((x) => h('span', { class: 'chip', title: x.version || x.error || '' }, `${x.name}${x.version ? ` ${x.version.split('\n')[0].slice(0, 24)}` : ''}`)),
-            c.codex_supervision ? h('span', { class: 'chip' }, 'Codex supervision') : null),
+            c.codex_supervision ? h('span', { class: 'chip' }, 'Codex supervision') : null,
+            c.claude_supervision ? h('span', { class: 'chip' }, 'Claude Code supervision') : null),
           canAdmin && !n.revoked_at ? h('div', { class: 'actions' }, h('button', { type: 'button', class: 'ghost act-revoke', onclick: () => revoke(n, load) }, 'Revoke')) : null);
       }) : h('li', { class: 'muted' }, 'No node enrolled: olivares-coordinator token create makes a join token for olivares-agent enroll.'));
     } catch (e) {
@@ -120,7 +121,8 @@ function nodePage(main, id) {
     replace(capsEl, h('h2', null, 'Capabilities'),
       kv([['PTY', c.pty ? 'available' : 'not available'], ['Worktree directory', c.worktree_dir ? h('code', null, c.worktree_dir) : 'not configured (worktree launches answer 503)'],
         ['Containers', [c.podman ? `podman ${c.podman}` : '', c.docker ? `docker ${c.docker}` : ''].filter(Boolean).join(', ') || 'no podman or Docker'],
-        ['Codex supervision', c.codex_supervision ? `on (${c.codex_supervision.transport}, home ${c.codex_supervision.home_scope})` : 'off']]),
+        ['Codex supervision', c.codex_supervision ? `on (${c.codex_supervision.transport}, home ${c.codex_supervision.home_scope})` : 'off'],
+        ['Claude Code supervision', c.claude_supervision ? `on (${c.claude_supervision.homes} home${c.claude_supervision.homes === 1 ? '' : 's'})` : 'off']]),
       h('table', { class: 'clis', id: 'node-clis' }, h('thead', null, h('tr', null, h('th', null, 'CLI'), h('th', null, 'Version'), h('th', null, 'Path'))),
         h('tbody', null, (c.clis || []).map((x) => h('tr', null, h('td', null, x.name), h('td', null, x.version || h('span', { class: 'muted' }, x.error || 'unknown')), h('td', null, h('code', null, x.path)))))));
   }

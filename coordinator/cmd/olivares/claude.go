@@ -1,0 +1,197 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/olivares-dev/olivares/shared/apiclient"
+	"github.com/olivares-dev/olivares/shared/apitypes"
+)
+
+// The Claude Code supervision commands (docs/rules/claude-supervision.md,
+// R-CL-CLI-1): thin clients of the catalog routes, with the saved login.
+func claudeCommands() []*command {
+	var q apiclient.CodexThreadsQuery
+	var host string
+	var all bool
+	var cursor int
+	hostFlag := func(fs *flag.FlagSet) {
+		fs.StringVar(&host, "host", "", "host (node id); needed when several nodes have Claude Code supervision")
+	}
+	return []*command{{
+		name: "claude sessions",
+		usage: `olivares claude sessions [--search T] [--host ID] [--limit N] [--cursor C] [--json]
+    The Claude Code conversations stored on the nodes that opted in, newest
+    first, grouped by host. Search is on titles and directories; --limit is
+    per host (1..100, default 50); a --cursor continues one host's list and
+    needs --host.
+`,
+		flags: func(fs *flag.FlagSet) {
+			fs.StringVar(&q.Search, "search", "", "title or directory text to look for, case-insensitively")
+			fs.StringVar(&q.Host, "host", "", "one host (node id)")
+			fs.IntVar(&q.Limit, "limit", 50, "rows per host, 1..100")
+			fs.StringVar(&q.Cursor, "cursor", "", "continue a host's list (needs --host)")
+		},
+		check: func(c *call) error {
+			switch {
+			case q.Limit < 1 || q.Limit > 100:
+				return usageError{fmt.Errorf("claude sessions: --limit %d: use 1..100", q.Limit)}
+			case q.Cursor != "" && q.Host == "":
+				return usageError{errors.New("claude sessions: --cursor continues one host's list; give --host too")}
+			}
+			return nil
+		},
+		run: func(ctx context.Context, c *call) error {
+			cat, err := c.cl.ClaudeSessions(ctx, q)
+			if err != nil {
+				return err
+			}
+			if err := emitJSON(c, cat, func() { printClaudeCatalog(c.out, cat) }); err != nil {
+				return err
+			}
+			failed := 0
+			for _, h := range cat.Hosts {
+				if h.Error != nil {
+					failed++
+				}
+			}
+			if failed > 0 {
+				return hostFailure{failed}
+			}
+			return nil
+		},
+	}, {
+		name: "claude show", arg: "session id",
+		usage: `olivares claude show SESSION [--host ID] [--all] [--cursor N] [--json]
+    One page of a stored conversation: what the person sent, or with --all
+    Claude's replies too; --cursor N starts at message N (a page's next).
+`,
+		flags: func(fs *flag.FlagSet) {
+			hostFlag(fs)
+			fs.BoolVar(&all, "all", false, "Claude's replies too")
+			fs.IntVar(&cursor, "cursor", 0, "the message id the page starts from")
+		},
+		run: func(ctx context.Context, c *call) error {
+			h, err := claudeHostOf(ctx, c.cl, host)
+			if err != nil {
+				return err
+			}
+			mq := apiclient.MessagesQuery{Cursor: cursor, Text: true}
+			if all {
+				mq.Role = apitypes.RoleAll
+			}
+			p, err := c.cl.ClaudeMessages(ctx, h, c.arg, mq)
+			if err != nil {
+				return err
+			}
+			return emitJSON(c, p, func() { printMessages(c.out, p, true) })
+		},
+	}, {
+		name: "claude continue", arg: "session id",
+		usage: `olivares claude continue SESSION [--host ID] [--json]
+    Continue a stored conversation as a supervised Claude Code run: the exact
+    conversation, resumed in its directory. Refused while another run holds
+    it or a claude process still runs it.
+`,
+		flags: hostFlag,
+		run: func(ctx context.Context, c *call) error {
+			h, err := claudeHostOf(ctx, c.cl, host)
+			if err != nil {
+				return err
+			}
+			r, err := c.cl.ClaudeContinue(ctx, h, c.arg)
+			if err != nil {
+				return err
+			}
+			return emitJSON(c, r, func() {
+				fmt.Fprintf(c.out, "run %s on %s continues conversation %s (%s); attach with: olivares session attach %s\n", r.RunRef, r.NodeID, c.arg, r.State, r.RunRef)
+			})
+		},
+	}}
+}
+
+// emitJSON prints v as JSON with --json, else the text.
+func emitJSON(c *call, v any, text func()) error {
+	if c.json {
+		enc := json.NewEncoder(c.out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(v)
+	}
+	text()
+	return nil
+}
+
+// claudeHostOf is host, or without it the one connected node with Claude
+// Code supervision.
+func claudeHostOf(ctx context.Context, cl *apiclient.Client, host string) (string, error) {
+	if host != "" {
+		return host, nil
+	}
+	nodes, err := cl.Nodes(ctx)
+	if err != nil {
+		return "", err
+	}
+	var hosts []string
+	for _, n := range nodes.Nodes {
+		var caps struct {
+			ClaudeSupervision json.RawMessage `json:"claude_supervision"`
+		}
+		if json.Unmarshal(n.Capabilities, &caps) == nil && len(caps.ClaudeSupervision) > 0 && string(caps.ClaudeSupervision) != "null" && n.Connected {
+			hosts = append(hosts, n.ID)
+		}
+	}
+	switch len(hosts) {
+	case 1:
+		return hosts[0], nil
+	case 0:
+		return "", errors.New("no connected node has Claude Code supervision; set [claude_supervision] enabled = true in a node's agent config")
+	}
+	return "", usageError{fmt.Errorf("several hosts have Claude Code supervision (%s); pass --host", strings.Join(hosts, ", "))}
+}
+
+func printClaudeCatalog(out io.Writer, cat apitypes.ClaudeCatalog) {
+	if len(cat.Hosts) == 0 {
+		fmt.Fprintln(out, "no host has Claude Code supervision")
+		return
+	}
+	for i, h := range cat.Hosts {
+		if i > 0 {
+			fmt.Fprintln(out)
+		}
+		fmt.Fprintf(out, "host %s (%s)\n", h.Host, dash(h.Hostname))
+		if h.Error != nil {
+			fmt.Fprintf(out, "  error: %s (%s)\n", h.Error.Message, h.Error.Code)
+			continue
+		}
+		tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "  SESSION\tSTATE\tTITLE\tCWD\tUPDATED")
+		for _, r := range h.Rows {
+			title := "-"
+			if r.Title != nil {
+				title = *r.Title
+			}
+			state := "stored"
+			switch {
+			case r.LeaseHolder != "":
+				state = "run " + r.LeaseHolder
+			case r.RunningPID != 0:
+				state = fmt.Sprintf("running (pid %d)", r.RunningPID)
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", r.SessionID, state, title, dash(r.Cwd), r.UpdatedAt.Format(time.RFC3339))
+		}
+		tw.Flush()
+		if len(h.Rows) == 0 {
+			fmt.Fprintln(out, "  (no conversations)")
+		}
+		if h.NextCursor != "" {
+			fmt.Fprintf(out, "  more: olivares claude sessions --host %s --cursor %s\n", h.Host, h.NextCursor)
+		}
+	}
+}
