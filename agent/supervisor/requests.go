@@ -75,6 +75,19 @@ type storedRequest struct {
 type reqEntry struct {
 	storedRequest
 	stop func() bool // stops the ask timeout's timer
+	// shown is closed once the asked frame is in the output; nil when it
+	// was there before the entry was (a restored request). Every later
+	// frame of the request waits for it, so that a watcher never reads a
+	// settlement before its request (R-REQ-4), however fast the answer.
+	shown chan struct{}
+}
+
+// awaitShown waits until e's asked frame is in the output. It must not
+// be called with r.mu held.
+func (e *reqEntry) awaitShown() {
+	if e.shown != nil {
+		<-e.shown
+	}
 }
 
 func requestKey(ref, id string) []byte { return []byte(ref + "/" + id) }
@@ -309,6 +322,7 @@ func (g *generation) request(req *cliruntime.Request) {
 	}
 	r.mu.Unlock()
 	rev := r.s.rev()
+	e.shown = make(chan struct{})
 	r.mu.Lock()
 	r.reqs = append(r.reqs, e)
 	r.markReqLocked(e.ID)
@@ -317,6 +331,7 @@ func (g *generation) request(req *cliruntime.Request) {
 	view := e.RunRequest
 	r.mu.Unlock()
 	r.appendRequest(g.n, view)
+	close(e.shown)
 	r.s.saver.mark(r)
 	r.s.o.OnChange(r.ref)
 
@@ -394,6 +409,7 @@ func (r *run) settle(id string, a settlement, sync bool) (apitypes.RunRequest, e
 		r.expireLocked(e, reasonGone, now, rev)
 		v := e.RunRequest
 		r.mu.Unlock()
+		e.awaitShown()
 		r.appendRequest(v.Generation, v)
 		r.commit(sync)
 		return v, refusal.New(ErrRequestExpired, "request %s expired: %s", id, reasonGone)
@@ -411,6 +427,7 @@ func (r *run) settle(id string, a settlement, sync bool) (apitypes.RunRequest, e
 	msg := denyMessage(a)
 	v := e.RunRequest
 	r.mu.Unlock()
+	e.awaitShown()
 
 	// The settlement goes into the output before the answer reaches the
 	// tool, so that a watcher reads it before what the tool does next
@@ -466,15 +483,17 @@ func (r *run) expireGeneration(n uint32, reason string) {
 	rev := r.s.rev()
 	now := time.Now().UTC()
 	var out []apitypes.RunRequest
+	var es []*reqEntry
 	r.mu.Lock()
 	for _, e := range r.reqs {
 		if e.State == apitypes.RequestPending && e.Generation == n {
 			r.expireLocked(e, reason, now, rev)
-			out = append(out, e.RunRequest)
+			out, es = append(out, e.RunRequest), append(es, e)
 		}
 	}
 	r.mu.Unlock()
-	for _, v := range out {
+	for i, v := range out {
+		es[i].awaitShown()
 		r.appendRequest(n, v)
 	}
 }
@@ -486,16 +505,18 @@ func (r *run) withdrawn(g *generation, toolID string) {
 	now := time.Now().UTC()
 	r.mu.Lock()
 	var v *apitypes.RunRequest
+	var shown *reqEntry
 	for _, e := range r.reqs {
 		if e.State == apitypes.RequestPending && e.Generation == g.n && e.ToolID == toolID {
 			r.expireLocked(e, reasonWithdrawn, now, rev)
 			x := e.RunRequest
-			v = &x
+			v, shown = &x, e
 			break
 		}
 	}
 	r.mu.Unlock()
 	if v != nil {
+		shown.awaitShown()
 		r.appendRequest(g.n, *v)
 		r.commit(false)
 	}
