@@ -128,14 +128,39 @@ func New(o Options) (*Guard, error) {
 
 // Check is the check of a URL before it is stored: its form (an absolute
 // http or https URL, https only when httpsOnly) and every address its
-// host resolves to now. Do checks again at each send.
+// host resolves to now. A name that does not resolve yet is no refusal:
+// a receiver may be set up after its hook, a resolver may be down for a
+// moment, and Do checks again at each send, where it fails as "could not
+// connect".
 func (g *Guard) Check(ctx context.Context, raw string, httpsOnly bool) error {
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" || u.User != nil || (u.Scheme != "https" && (httpsOnly || u.Scheme != "http")) {
 		return ErrScheme
 	}
-	_, err = g.resolve(ctx, u.Hostname())
+	if _, err = g.resolve(ctx, u.Hostname()); errors.Is(err, ErrUnresolved) && u.Hostname() != "" && !numeric(u.Hostname()) {
+		return nil
+	}
 	return err
+}
+
+// numeric reports whether host is an address in one of the forms a
+// resolver may take and netip does not (2130706433, 0x7f.1, 127.1): such
+// a "name" is no name to wait for, and is refused at once.
+func numeric(host string) bool {
+	for _, l := range strings.Split(strings.TrimSuffix(host, "."), ".") {
+		l = strings.ToLower(l)
+		if h, ok := strings.CutPrefix(l, "0x"); ok {
+			l = h
+			if strings.Trim(l, "0123456789abcdef") != "" {
+				return false
+			}
+			continue
+		}
+		if l == "" || strings.Trim(l, "0123456789") != "" {
+			return false
+		}
+	}
+	return true
 }
 
 // resolve answers the addresses of host the guard lets a request reach:

@@ -155,11 +155,18 @@ func TestGuardNamesAndSchemes(t *testing.T) {
 		{"http://1.1.1.1/push", true, ErrScheme},
 		{"https://1.1.1.1/push", true, nil},
 		{"https://mixed.test/", false, ErrInternal},
-		{"https://nowhere.test/", false, ErrUnresolved},
+		// A name that does not resolve yet is stored; each send checks it
+		// again (below: it fails there as could not connect).
+		{"https://nowhere.test/", false, nil},
+		{"http://2130706433/", false, ErrUnresolved},
+		{"http://0x7f.1/", false, ErrUnresolved},
 	} {
 		if err := g.Check(ctx, tc.url, tc.httpsOnly); !errors.Is(err, tc.want) {
 			t.Errorf("Check(%s, https only %v): got %v, want %v", tc.url, tc.httpsOnly, err, tc.want)
 		}
+	}
+	if status, err := post(t, g, "http://nowhere.test:"+port+"/"); err == nil || Reason(err) != "could not connect" {
+		t.Errorf("nowhere.test at send: got %d %v, want could not connect", status, err)
 	}
 	if err := g.Check(ctx, "http://rebind.test:"+port+"/", false); err != nil {
 		t.Fatalf("Check(rebind.test) at first: %v", err)
