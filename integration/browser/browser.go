@@ -106,7 +106,20 @@ type Tab struct {
 }
 
 // New opens a tab in the shared browser; it closes when the test ends.
+// Tabs of New share one cookie jar: one signed-in person.
 func New(t testing.TB) *Tab {
+	t.Helper()
+	return open(t)
+}
+
+// NewProfile opens a tab in a browser context of its own, with its own
+// cookies, as a second device would be: another person can sign in there.
+func NewProfile(t testing.TB) *Tab {
+	t.Helper()
+	return open(t, chromedp.WithNewBrowserContext())
+}
+
+func open(t testing.TB, opts ...chromedp.ContextOption) *Tab {
 	t.Helper()
 	once.Do(start)
 	if startErr != nil {
@@ -116,7 +129,7 @@ func New(t testing.TB) *Tab {
 		t.Skipf("browser: %v", startErr)
 	}
 	tab := &Tab{t: t}
-	ctx, cancel := chromedp.NewContext(browser, chromedp.WithListener(func(ev any) {
+	ctx, cancel := chromedp.NewContext(browser, append(opts, chromedp.WithListener(func(ev any) {
 		switch e := ev.(type) {
 		case *runtime.EventConsoleAPICalled:
 			var parts []string
@@ -136,7 +149,7 @@ func New(t testing.TB) *Tab {
 			}
 			tab.add(fmt.Sprintf("exception: %s (%s:%d)", msg, d.URL, d.LineNumber))
 		}
-	}))
+	}))...)
 	tab.Ctx = ctx
 	if err := chromedp.Do(ctx); err != nil {
 		t.Fatalf("browser: new tab: %v", err)

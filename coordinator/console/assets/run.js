@@ -66,11 +66,6 @@ export class Timeline {
     if (!this.flushing) this.flushing = requestAnimationFrame(() => this.flush());
   }
 
-  local(item) {
-    this.n.add(item, 0);
-    this.sync([this.n.items.length - 1]);
-  }
-
   flush() {
     this.flushing = 0;
     const start = performance.now();
@@ -131,7 +126,7 @@ export class Timeline {
     const it = this.n.items[i];
     switch (it.kind) {
       case 'turn_start': return h('div', { class: 'item turn-start' }, h('span', null, 'Turn'));
-      case 'user': return h('div', { class: `item user${it.local ? ' local' : ''}` }, h('div', { class: 'who' }, 'You'), h('div', { class: 'text' }, it.text));
+      case 'user': return h('div', { class: 'item user' }, h('div', { class: 'who' }, sender(it)), h('div', { class: 'text' }, it.clipped ? `${it.text} […]` : it.text));
       case 'assistant': return h('div', { class: 'item assistant' }, h('div', { class: 'text' }, it.text));
       case 'thinking': return h('div', { class: 'item thinking' }, h('div', { class: 'text' }, it.text));
       case 'tool_call': return this.toolRow(i, it);
@@ -164,6 +159,16 @@ export class Timeline {
   }
 }
 
+// sender names who sent a user item (R-ATT-11): "You" for the viewer's
+// own input, the sender's name otherwise; an input no person sent came
+// from Olivares (a scheduled continue, a hand-off); a message only the
+// tool shows has no sender.
+function sender(it) {
+  if (it.by === undefined) return 'Person';
+  if (!it.by) return 'Olivares';
+  if (session.whoami && it.by === session.whoami.principal_id) return 'You';
+  return it.name || it.by;
+}
 
 const TOOL = { claude: 'Claude Code', codex: 'Codex', gemini: 'Gemini CLI', opencode: 'OpenCode', grok: 'Grok' };
 const READ_SIDE = ['claude', 'codex']; // activity and messages (R-ACT-2, R-MSG-1)
@@ -520,10 +525,8 @@ export function runView(main, ref, { tab = '' } = {}) {
     // the others take plain text.
     const payload = run.driver === 'claude' ? { message: text } : { text };
     send.disabled = true;
-    // Codex echoes the person's message in its protocol; the others do
-    // not, so the console shows it itself, before the reply can arrive.
-    const local = run.driver !== 'codex' ? { kind: 'user', text, local: true } : null;
-    if (local) tl.local(local);
+    // What was sent comes back on the attach stream as an input frame
+    // (R-ATT-11), to this viewer and every other, in its place.
     tl.list.scrollToBottom();
     try {
       await api('POST', `${BASE}/runs/${encodeURIComponent(ref)}/input`, payload);
@@ -531,10 +534,6 @@ export function runView(main, ref, { tab = '' } = {}) {
       banner('act', '', null);
       pollDelay = POLL_MIN;
     } catch (e) {
-      if (local) {
-        local.text += '\n(not sent)';
-        tl.list.invalidate(tl.n.items.indexOf(local));
-      }
       errBanner('act', e);
     } finally {
       send.disabled = false;

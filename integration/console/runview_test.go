@@ -1,0 +1,55 @@
+package console
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/olivares-dev/olivares/coordinator/store"
+	"github.com/olivares-dev/olivares/integration"
+	"github.com/olivares-dev/olivares/integration/browser"
+)
+
+// userItem is a condition: the conversation shows a user item whose sender
+// line is who and whose text holds text.
+func userItem(who, text string) string {
+	return fmt.Sprintf(`[...document.querySelectorAll('#timeline .item.user')].some(e => e.querySelector('.who')?.textContent === %s && e.querySelector('.text')?.textContent.includes(%s))`, js(who), js(text))
+}
+
+// R-ATT-11: what one person sends is part of the conversation for every
+// viewer, in order, with who sent it, and stays there after a reload; the
+// sender sees "You", the other viewer the sender's name.
+func TestEveryViewerSeesEveryInput(t *testing.T) {
+	f := setup(t, integration.ProcOptions{})
+	r := f.launch(f.admin, f.profile("claude", nil), "two viewers")
+	beaID, _ := f.principal("bea", store.RoleOperator)
+	runURL := f.env.CheckedURL() + "/runs/" + r.RunRef
+
+	mine := f.signIn()
+	mine.Navigate(runURL)
+	mine.Await("input enabled", `!!document.querySelector('#input') && !document.querySelector('#input').disabled`, wait)
+	other := browser.NewProfile(t) // a second device: the phone
+	other.Navigate(f.link(beaID))
+	other.Await("the sessions list", `!!document.querySelector('.list-head h1')`, wait)
+	other.Navigate(runURL)
+	other.Await("the run view", `!!document.querySelector('#timeline')`, wait)
+
+	mine.Type("#input", "first from admin\r")
+	mine.Await("the reply", hasItem("assistant", "pong: first from admin"), wait)
+	other.Await("admin's input, by name, on the other viewer", userItem("admin", "first from admin"), wait)
+	other.Type("#input", "then bea\r")
+	mine.Await("bea's input, by name", userItem("bea", "then bea"), wait)
+	other.Await("bea's own input as hers", userItem("You", "then bea"), wait)
+	mine.Await("admin's own input as his", userItem("You", "first from admin"), wait)
+
+	order := `[...document.querySelectorAll('#timeline .item.user .text, #timeline .item.assistant .text')].map(e => e.textContent).join('|')`
+	want := "first from admin|pong: first from admin|then bea|pong: then bea"
+	other.Await("both replies", hasItem("assistant", "pong: then bea"), wait)
+	if got := browser.Eval[string](other, order); got != want {
+		t.Fatalf("conversation order on the other viewer: got %q, want %q", got, want)
+	}
+	other.Navigate(runURL)
+	other.Await("the conversation after a reload", hasItem("assistant", "pong: then bea"), wait)
+	if got := browser.Eval[string](other, order); got != want {
+		t.Fatalf("conversation order after a reload: got %q, want %q", got, want)
+	}
+}
