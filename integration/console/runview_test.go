@@ -53,3 +53,29 @@ func TestEveryViewerSeesEveryInput(t *testing.T) {
 		t.Fatalf("conversation order after a reload: got %q, want %q", got, want)
 	}
 }
+
+// R-ATT-12: Claude Code's text is painted as the tool streams it, before
+// the turn ends, and the page says the tool is working until it does.
+func TestTextStreamsBeforeTheTurnEnds(t *testing.T) {
+	f := setup(t, integration.ProcOptions{})
+	r := f.launch(f.admin, f.profile("claude", nil), "slow")
+	tab := f.signIn()
+	tab.Navigate(f.env.CheckedURL() + "/runs/" + r.RunRef)
+	tab.Await("input enabled", `!!document.querySelector('#input') && !document.querySelector('#input').disabled`, wait)
+	if browser.Eval[bool](tab, `!document.querySelector('#working').hidden`) {
+		t.Fatal("the working indicator shows on an idle run")
+	}
+	// The fake streams " tick<n>" every 100 ms for seconds, then ends
+	// the turn: the first words are on screen while it still runs.
+	tab.Type("#input", "slow\r")
+	tab.Await("the first streamed words", hasItem("assistant", "tick1"), wait)
+	if browser.Eval[bool](tab, `!!document.querySelector('#timeline .turn-end')`) {
+		t.Fatal("the streamed words came only with the turn's end")
+	}
+	if got := browser.Eval[string](tab, `document.querySelector('#working').hidden ? '' : document.querySelector('#working').textContent`); got != "Claude Code is working…" {
+		t.Fatalf("working indicator while the turn runs: %q", got)
+	}
+	tab.Click("#interrupt")
+	tab.Await("the turn's end", `!!document.querySelector('#timeline .turn-end')`, wait)
+	tab.Await("the working indicator gone", `document.querySelector('#working').hidden`, wait)
+}

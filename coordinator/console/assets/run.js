@@ -29,7 +29,7 @@ window.olivaresPerf = perf;
 
 // Timeline is the conversation and raw-frames view of one run's output.
 export class Timeline {
-  constructor(el, driver, { onStderr, onTurn } = {}) {
+  constructor(el, driver, { onStderr, onTurn, onFlush } = {}) {
     this.driver = driver;
     this.n = normalizer(driver);
     this.frames = [];
@@ -41,6 +41,7 @@ export class Timeline {
     // onTurn(kind) is told of a turn's start or end and of a finished tool
     // call: the moments the run's row and activity are worth reading again.
     this.onTurn = onTurn || (() => {});
+    this.onFlush = onFlush || (() => {});
     this.scroller = h('div', { class: 'timeline', id: 'timeline', tabindex: 0, 'aria-label': 'Conversation' });
     el.append(this.scroller);
     this.list = new VList(this.scroller, { render: (i) => this.row(i), label: 'Conversation' });
@@ -90,6 +91,7 @@ export class Timeline {
       else if (!turn && (it.kind === 'turn_start' || (it.kind === 'tool_call' && it.status !== 'running'))) turn = it.kind;
     }
     if (turn) this.onTurn(turn);
+    this.onFlush();
     if (this.queue.length) this.flushing = requestAnimationFrame(() => this.flush());
   }
 
@@ -197,7 +199,7 @@ export function runView(main, ref, { tab = '' } = {}) {
   const bannerEl = h('div', { class: 'banners', 'aria-live': 'polite' });
   // The tool's requests, answered here (docs/rules/requests.md).
   const reqEl = h('div', { class: 'requests', id: 'requests', 'aria-live': 'polite' });
-  const cards = requestCards(reqEl, ref, { canWrite, onSettled: () => schedule(300) });
+  const cards = requestCards(reqEl, ref, { canWrite, onSettled: () => { schedule(300); showWorking(); } });
   const body = h('div', { class: 'run-body' });
   const stderr = h('pre', { class: 'stderr', id: 'stderr' });
   let stderrText = '';
@@ -205,12 +207,15 @@ export function runView(main, ref, { tab = '' } = {}) {
   const rawToggle = h('input', { type: 'checkbox', id: 'raw-toggle', onchange: (e) => tl && tl.setRaw(e.target.checked) });
   const input = h('textarea', { id: 'input', rows: 2, placeholder: 'Message the session — Enter sends, Shift+Enter for a new line', 'aria-label': 'Message' });
   const send = h('button', { type: 'submit', id: 'send' }, 'Send');
+  // R-ATT-12: while a turn runs, the page says the tool is at work (or
+  // waits for a person's decision), right above the composer.
+  const working = h('div', { class: 'working', id: 'working', role: 'status', hidden: true });
   const inputForm = canWrite ? h('form', { class: 'composer', onsubmit: (e) => { e.preventDefault(); sendInput(); } }, input, send) : null;
   input.addEventListener('keydown', (e) => {
     if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) { e.preventDefault(); sendInput(); }
   });
   const t = tabs([['conversation', 'Conversation'], ['activity', 'Activity'], ['messages', 'Messages'], ['diff', 'Diff'], ['events', 'Events']], { onShow: showTab });
-  t.panels.get('conversation').append(h('div', { class: 'view-bar' }, h('label', { class: 'toggle' }, rawToggle, 'Raw frames')), body, stderrBox, inputForm);
+  t.panels.get('conversation').append(h('div', { class: 'view-bar' }, h('label', { class: 'toggle' }, rawToggle, 'Raw frames')), body, working, stderrBox, inputForm);
   replace(main, h('div', { class: 'run' },
     h('nav', { class: 'crumbs' }, h('a', { href: '/', 'data-nav': true }, '← Sessions')),
     head, bannerEl, reqEl, t.bar, [...t.panels.values()]));
@@ -257,6 +262,15 @@ export function runView(main, ref, { tab = '' } = {}) {
       fire();
       if (kind === 'turn_end') actTimer = setTimeout(fire, 2000);
     }, Math.max(500, 3000 - (Date.now() - lastAct)));
+  }
+
+  function showWorking() {
+    const on = !!(tl && run && tl.n.inTurn && LIVE.includes(run.state));
+    working.hidden = !on;
+    if (!on) return;
+    const waiting = cards.pending() > 0;
+    working.classList.toggle('waiting', waiting);
+    working.textContent = waiting ? 'Waiting for your decision' : `${TOOL[run.driver] || run.driver} is working…`;
   }
 
   function banner(key, cls, content) {
@@ -321,6 +335,7 @@ export function runView(main, ref, { tab = '' } = {}) {
       input.disabled = send.disabled = !live;
       input.placeholder = live ? 'Message the session — Enter sends, Shift+Enter for a new line' : 'The session is not live; resume it to send input.';
     }
+    showWorking();
     t.buttons.get('diff').hidden = !r.worktree_branch;
     t.buttons.get('activity').hidden = t.buttons.get('messages').hidden = !READ_SIDE.includes(r.driver);
     banner('unreachable', 'warn', r.node_reachable === false ? `Node ${r.node_id} is unreachable: the state shown is the last one it reported.` : null);
@@ -392,7 +407,7 @@ export function runView(main, ref, { tab = '' } = {}) {
       watcher.observe([run]);
       renderHead();
       if (!tl) {
-        tl = new Timeline(body, run.driver, { onStderr: addStderr, onTurn });
+        tl = new Timeline(body, run.driver, { onStderr: addStderr, onTurn, onFlush: showWorking });
         startAttach(undefined);
         const want = tab && !t.buttons.get(tab)?.hidden ? tab : 'conversation';
         t.select(want);
@@ -443,6 +458,7 @@ export function runView(main, ref, { tab = '' } = {}) {
           case 'request_settled':
             cards.put(data);
             if (ev === 'request') schedule(300);
+            showWorking();
             break;
           case 'olivares_notice':
             if (data && data.kind === 'history_withheld') banner('withheld', 'warn', 'The conversation the tool replayed at resume is withheld: this run was given credentials, and nobody can prove its earlier output is free of them.');
