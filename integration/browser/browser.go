@@ -20,6 +20,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	cdplog "github.com/chromedp/cdproto/log"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 )
@@ -148,10 +150,13 @@ func open(t testing.TB, opts ...chromedp.ContextOption) *Tab {
 				msg += " " + d.Exception.Description
 			}
 			tab.add(fmt.Sprintf("exception: %s (%s:%d)", msg, d.URL, d.LineNumber))
+		case *cdplog.EventEntryAdded:
+			// The browser's own lines: a failed request, a CSP refusal.
+			tab.add(fmt.Sprintf("log.%s: %s %s", e.Entry.Level, e.Entry.Text, e.Entry.URL))
 		}
 	}))...)
 	tab.Ctx = ctx
-	if err := chromedp.Do(ctx); err != nil {
+	if _, err := chromedp.Call(ctx, cdplog.Enable, cdp.Empty{}); err != nil {
 		t.Fatalf("browser: new tab: %v", err)
 	}
 	t.Cleanup(func() {
@@ -169,7 +174,8 @@ func (b *Tab) add(s string) {
 	b.mu.Unlock()
 }
 
-// Log is the page's console output and exceptions so far.
+// Log is the page's console output, the browser's log lines ("log.error:
+// ..." for a failed request) and exceptions so far.
 func (b *Tab) Log() []string {
 	b.mu.Lock()
 	defer b.mu.Unlock()

@@ -2,11 +2,14 @@ package console
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/olivares-dev/olivares/coordinator/store"
 	"github.com/olivares-dev/olivares/integration"
 	"github.com/olivares-dev/olivares/integration/browser"
+	"github.com/olivares-dev/olivares/shared/apitypes"
 )
 
 // userItem is a condition: the conversation shows a user item whose sender
@@ -78,4 +81,56 @@ func TestTextStreamsBeforeTheTurnEnds(t *testing.T) {
 	tab.Click("#interrupt")
 	tab.Await("the turn's end", `!!document.querySelector('#timeline .turn-end')`, wait)
 	tab.Await("the working indicator gone", `document.querySelector('#working').hidden`, wait)
+}
+
+// inViewport is a condition: the element sel is wholly inside the
+// viewport (the composer pinned to the bottom, R-CON-5).
+func inViewport(sel string) string {
+	return fmt.Sprintf(`(() => { const e = document.querySelector(%s); if (!e) return false; const r = e.getBoundingClientRect();
+  return r.height > 0 && r.top >= 0 && r.bottom <= innerHeight + 0.5 && r.left >= 0 && r.right <= innerWidth + 0.5; })()`, js(sel))
+}
+
+// shoot writes the tab's screenshot as name into OLIVARES_SHOTS_DIR when
+// it is set (to look at a layout), and does nothing otherwise.
+func shoot(t *testing.T, tab *browser.Tab, name string) {
+	if dir := os.Getenv("OLIVARES_SHOTS_DIR"); dir != "" {
+		if err := os.WriteFile(filepath.Join(dir, name+".png"), tab.Screenshot(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// R-CON-5: the conversation is the page and the composer is pinned to its
+// bottom: in the viewport on a desktop and on a phone, with a request
+// pending (its card pinned above the composer) and a long conversation;
+// and on the phone no run page is wider than the screen.
+func TestComposerAlwaysInView(t *testing.T) {
+	f := setup(t, integration.ProcOptions{})
+	r := f.launch(f.admin, f.profile("grok", nil), "asks first")
+	f.admin.AwaitRun(r.RunRef, wait, "idle", func(r apitypes.Run) bool { return r.State == apitypes.StateIdle })
+	for i := range 12 {
+		f.input(r, fmt.Sprintf("message %d with a long/path/that/does/not/break/anywhere/at/all/in/the/world/%d.go", i, i))
+		f.admin.AwaitRun(r.RunRef, wait, "idle", func(r apitypes.Run) bool { return r.State == apitypes.StateIdle })
+	}
+	f.input(r, "ask rm -rf build")
+	f.admin.AwaitRun(r.RunRef, wait, "a pending request", func(r apitypes.Run) bool { return r.PendingRequests == 1 })
+	tab := f.signIn()
+	for _, size := range []struct {
+		name string
+		w, h int64
+	}{{"desktop", 1280, 800}, {"phone", 390, 844}} {
+		tab.Viewport(size.w, size.h)
+		f.open(tab, "/runs/"+r.RunRef)
+		tab.Await("the request card", `!!document.querySelector('#requests .req-card.st-pending')`, wait)
+		tab.Await("the conversation", hasItem("assistant", "message 11"), wait)
+		shoot(t, tab, "run-"+size.name)
+		for _, sel := range []string{"#input", "#send", "#requests .req-card.st-pending .req-actions"} {
+			if !browser.Eval[bool](tab, inViewport(sel)) {
+				t.Errorf("%s: %s is not in the viewport", size.name, sel)
+			}
+		}
+		if w := browser.Eval[int](tab, `document.documentElement.scrollWidth`); w > int(size.w) {
+			t.Errorf("%s: the page is %d px wide, wider than the %d px viewport", size.name, w, size.w)
+		}
+	}
 }

@@ -215,10 +215,11 @@ export function runView(main, ref, { tab = '' } = {}) {
     if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) { e.preventDefault(); sendInput(); }
   });
   const t = tabs([['conversation', 'Conversation'], ['activity', 'Activity'], ['messages', 'Messages'], ['diff', 'Diff'], ['events', 'Events']], { onShow: showTab });
-  t.panels.get('conversation').append(h('div', { class: 'view-bar' }, h('label', { class: 'toggle' }, rawToggle, 'Raw frames')), body, working, stderrBox, inputForm);
+  t.bar.append(h('label', { class: 'toggle raw-switch' }, rawToggle, 'Raw frames'));
+  t.panels.get('conversation').append(body, working, stderrBox, reqEl, inputForm);
   replace(main, h('div', { class: 'run' },
     h('nav', { class: 'crumbs' }, h('a', { href: '/', 'data-nav': true }, '← Sessions')),
-    head, bannerEl, reqEl, t.bar, [...t.panels.values()]));
+    head, bannerEl, t.bar, [...t.panels.values()]));
 
   function showTab(name, el) {
     const url = new URL(location.href);
@@ -341,9 +342,9 @@ export function runView(main, ref, { tab = '' } = {}) {
     banner('unreachable', 'warn', r.node_reachable === false ? `Node ${r.node_id} is unreachable: the state shown is the last one it reported.` : null);
     banner('pending', 'warn', r.state === 'pending_approval' ? (canApprove ? 'This launch waits for approval. Approve it to start the process.' : 'This launch waits for approval by someone with workspace administration.') : null);
     banner('limit', 'warn', r.limit ? limitText(r.limit) : null);
-    // The tools' permission requests and questions: counted on the row,
-    // each answered on its card below the banners.
-    banner('requests', 'warn', r.pending_requests > 0 ? `The tool is waiting for ${r.pending_requests} decision${r.pending_requests === 1 ? '' : 's'} of yours.` : null);
+    // The tools' permission requests and questions: the head's attention
+    // badge says one waits; each is answered on its card, pinned above
+    // the composer.
     banner('lasterror', 'error', r.last_error ? `The tool failed (${r.last_error.kind.replace('_', ' ')}): ${r.last_error.message}` : null);
     if (r.pending_requests !== cards.pending()) cards.refresh();
     banner('codex', 'warn', r.codex_binding && r.codex_binding.last_error ? `The branch's canonical Codex thread could not be created yet: ${r.codex_binding.last_error}. The next message tries again.` : null);

@@ -1,0 +1,79 @@
+package console
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/olivares-dev/olivares/integration"
+	"github.com/olivares-dev/olivares/integration/browser"
+	"github.com/olivares-dev/olivares/shared/apitypes"
+)
+
+// screens are the console's pages a person reaches, with what each shows
+// once loaded.
+func screens(f *fixture, run, wt apitypes.Run) [][2]string {
+	enc := func(s string) string { return strings.ReplaceAll(s, "/", "%2F") }
+	return [][2]string{
+		{"/", `document.querySelectorAll('.row').length >= 2`},
+		{"/runs/" + run.RunRef, hasItem("assistant", "pong: hello")},
+		{"/runs/" + run.RunRef + "?tab=activity", `!!document.querySelector('#panel-activity .activity, #panel-activity .banner')`},
+		{"/runs/" + run.RunRef + "?tab=messages", `!!document.querySelector('#panel-messages .msg, #panel-messages .banner')`},
+		{"/runs/" + run.RunRef + "?tab=events", `!!document.querySelector('#panel-events .ev')`},
+		{"/runs/" + wt.RunRef, `!!document.querySelector('#run-state')`},
+		{"/runs/" + wt.RunRef + "?tab=diff", `!!document.querySelector('#diff-files li.file')`},
+		{"/workspaces", `!!document.querySelector('.card')`},
+		{"/workspaces/" + enc(f.ws.Ref), `!!document.querySelector('h1')`},
+		{"/nodes", `!!document.querySelector('.card, .row')`},
+		{"/nodes/" + enc(f.agent.ID), `!!document.querySelector('h1')`},
+		{"/codex", `!!document.querySelector('h1')`},
+		{"/profiles", `!!document.querySelector('.card, .row')`},
+		{"/usage", `!!document.querySelector('h1')`},
+		{"/audit", `!!document.querySelector('table.audit tr')`},
+		{"/webhooks", `!!document.querySelector('h1')`},
+	}
+}
+
+// R-CON-5: at 390 px no screen is wider than the phone, a long path
+// included (a worktree's, a node's, a workspace's).
+func TestNoScreenWiderThanAPhone(t *testing.T) {
+	f := setup(t, integration.ProcOptions{})
+	claude := f.profile("claude", nil)
+	r := f.launch(f.admin, claude, "a session with a rather long name that goes on and on for a while")
+	f.admin.AwaitRun(r.RunRef, wait, "idle", func(r apitypes.Run) bool { return r.State == apitypes.StateIdle })
+	f.input(r, "hello with /a/very/long/path/that/never/breaks/anywhere/at/all/inside/the/workspace/of/this/node.go")
+	f.admin.AwaitRun(r.RunRef, wait, "the turn", func(x apitypes.Run) bool { return x.State == apitypes.StateIdle && x.Rev > r.Rev })
+	repo := f.ws.Path
+	gitRun(t, repo, "init", "-q", "-b", "main")
+	writeFile(t, repo+"/a.go", "package a\n")
+	gitRun(t, repo, "add", ".")
+	gitRun(t, repo, "commit", "-q", "-m", "one")
+	yes := true
+	var wt apitypes.Run
+	f.admin.Must(http.StatusCreated, http.MethodPost, "/v1/m/sessions/runs", apitypes.LaunchRequest{ProviderProfileRef: claude.Ref, WorkspaceRef: f.ws.Ref, Worktree: &yes, Name: "worktree"}, &wt)
+	deep := wt.WorkspacePath + "/internal/averyveryverylongdirectoryname/anotherdirectorywithalongname/file_with_a_long_name_test.go"
+	writeFile(t, deep, "package x\n")
+	gitRun(t, wt.WorkspacePath, "add", ".")
+	gitRun(t, wt.WorkspacePath, "commit", "-q", "-m", "deep")
+
+	tab := f.signIn()
+	tab.Viewport(390, 844)
+	// The phone's navigation is a bar at the bottom; its menu holds the
+	// other screens and says who is signed in.
+	if !browser.Eval[bool](tab, inViewport("#bottom-nav")) || browser.Eval[bool](tab, `getComputedStyle(document.querySelector('.top .nav')).display !== 'none'`) {
+		t.Fatal("on a phone the navigation is not a bar at the bottom of the screen")
+	}
+	tab.Click("#nav-more summary")
+	tab.Await("the menu's screens", inViewport(`#nav-more a[href="/webhooks"]`), wait)
+	if got := text(tab, "#nav-me"); !strings.HasPrefix(got, "admin") {
+		t.Fatalf("the phone's menu names %q as signed in, want admin", got)
+	}
+	for _, s := range screens(f, r, wt) {
+		f.open(tab, s[0])
+		tab.Await(s[0], s[1], wait)
+		if w := browser.Eval[int](tab, `document.documentElement.scrollWidth`); w > 390 {
+			wide := browser.Eval[string](tab, `[...document.querySelectorAll('body *')].filter(e => e.getBoundingClientRect().right > 391).slice(-3).map(e => e.tagName + '.' + e.className + ' ' + (e.textContent || '').slice(0, 60)).join(' | ')`)
+			t.Errorf("%s is %d px wide at 390 px: %s", s[0], w, wide)
+		}
+	}
+}
