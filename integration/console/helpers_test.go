@@ -82,3 +82,11 @@ func (f *fixture) input(r apitypes.Run, s string) {
 	}
 	f.admin.Must(http.StatusAccepted, http.MethodPost, "/v1/m/sessions/runs/"+r.RunRef+"/input", body, nil)
 }
+
+// stopRun stops the run on the tab's page: Stop, then the confirmation it
+// asks for (R-CON-6).
+func stopRun(tab *browser.Tab) {
+	tab.Click("#stop")
+	tab.Await("the stop confirmation", `!!document.querySelector('#stop-confirm')`, wait)
+	tab.Click("#stop-confirm")
+}

@@ -128,8 +128,8 @@ func TestLaunchConverseInterruptStopResume(t *testing.T) {
 	f.admin.AwaitRun(ref, wait, "idle", func(r apitypes.Run) bool { return r.State == apitypes.StateIdle && r.Generation == 1 })
 
 	tab.Await("the stop button", `!!document.querySelector('#stop')`, wait)
-	tab.Click("#stop")
-	tab.Await("the observed exit code", `(document.querySelector('#run-exit')||{}).textContent === 'exit code 143'`, wait)
+	stopRun(tab)
+	tab.Await("the observed exit code", `(document.querySelector('#run-exit')||{}).textContent?.includes('exit code 143')`, wait)
 	tab.Await("the end banner", `(document.querySelector('[data-kind=end]')||{}).textContent?.includes('exit code 143')`, wait)
 
 	tab.Click("#resume")

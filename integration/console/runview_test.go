@@ -134,3 +134,36 @@ func TestComposerAlwaysInView(t *testing.T) {
 		}
 	}
 }
+
+// R-CON-6: Interrupt shows only while a turn runs; Stop asks first, and a
+// stop leaves one banner that says how the process ended, in words.
+func TestButtonsFollowTheRunsState(t *testing.T) {
+	f := setup(t, integration.ProcOptions{})
+	r := f.launch(f.admin, f.profile("claude", nil), "buttons")
+	tab := f.signIn()
+	f.open(tab, "/runs/"+r.RunRef)
+	tab.Await("idle, input enabled", `document.querySelector('#run-state')?.textContent === 'idle' && !document.querySelector('#input').disabled`, wait)
+	if exists(tab, "#interrupt") {
+		t.Fatal("Interrupt shows on an idle run")
+	}
+	tab.Type("#input", "slow\r")
+	tab.Await("Interrupt while the turn runs", `!!document.querySelector('#interrupt')`, wait)
+	tab.Click("#interrupt")
+	tab.Await("the interrupted turn", `!!document.querySelector('#timeline .turn-end.t-interrupted')`, wait)
+	tab.Await("no Interrupt once idle", `document.querySelector('#run-state')?.textContent === 'idle' && !document.querySelector('#interrupt')`, wait)
+
+	tab.Click("#stop")
+	tab.Await("the confirmation", `!!document.querySelector('#stop-dialog[open]')`, wait)
+	tab.Click("#stop-dialog .buttons .ghost")
+	tab.Await("the dialog closed", `!document.querySelector('#stop-dialog')`, wait)
+	if got := f.admin.Run(r.RunRef); got.State != apitypes.StateIdle {
+		t.Fatalf("Cancel stopped the run: state %s", got.State)
+	}
+	stopRun(tab)
+	tab.Await("stopped", `document.querySelector('#run-state')?.textContent === 'stopped'`, wait)
+	f.admin.AwaitRun(r.RunRef, wait, "stopped", func(x apitypes.Run) bool { return x.State == apitypes.StateStopped })
+	tab.Await("the end in words", `(document.querySelector('[data-kind=end]')||{}).textContent?.includes('ended on SIGTERM (exit code 143)')`, wait)
+	if n := browser.Eval[int](tab, `[...document.querySelectorAll('.banners .banner')].filter(e => /143|ended/.test(e.textContent)).length`); n != 1 {
+		t.Fatalf("%d banners say the run ended, want one: %s", n, text(tab, ".banners"))
+	}
+}

@@ -172,6 +172,16 @@ function sender(it) {
   return it.name || it.by;
 }
 
+// exitWords says how a process ended, in words (R-CON-6): 143 is SIGTERM.
+const SIGNALS = { 1: 'SIGHUP', 2: 'SIGINT', 3: 'SIGQUIT', 6: 'SIGABRT', 9: 'SIGKILL', 13: 'SIGPIPE', 15: 'SIGTERM' };
+export function exitWords(code, signal) {
+  if (signal) return `was killed by ${signal}`;
+  if (code === null || code === undefined) return 'ended, its exit code unobserved';
+  if (code === 0) return 'exited normally (exit code 0)';
+  if (code > 128 && SIGNALS[code - 128]) return `ended on ${SIGNALS[code - 128]} (exit code ${code})`;
+  return `exited with an error (exit code ${code})`;
+}
+
 const TOOL = { claude: 'Claude Code', codex: 'Codex', gemini: 'Gemini CLI', opencode: 'OpenCode', grok: 'Grok' };
 const READ_SIDE = ['claude', 'codex']; // activity and messages (R-ACT-2, R-MSG-1)
 const POLL_MIN = 5000;
@@ -296,9 +306,7 @@ export function runView(main, ref, { tab = '' } = {}) {
     const r = run;
     const live = LIVE.includes(r.state);
     const ended = !live && r.state !== 'pending_approval';
-    let exit = '';
-    if (ended && r.exit_code !== null && r.exit_code !== undefined) exit = `exit code ${r.exit_code}`;
-    else if (ended && r.signal) exit = `ended by ${r.signal}`;
+    const exit = ended && ((r.exit_code !== null && r.exit_code !== undefined) || r.signal) ? exitWords(r.exit_code, r.signal) : '';
     const btn = (id, label, fn, show, cls = '') => (show ? h('button', { type: 'button', id, class: cls, onclick: fn }, label) : null);
     const prof = profiles.get(r.provider_profile_ref);
     const att = attentionOf(r);
@@ -323,8 +331,10 @@ export function runView(main, ref, { tab = '' } = {}) {
         handedTo.length ? h('span', { id: 'handed-to' }, 'handed off to ', handedTo.map((x, i) => [i ? ', ' : '', runLink(x)])) : null,
         h('time', { datetime: r.created_at, title: localTime(r.created_at) }, `started ${relTime(r.started_at || r.created_at)}`)),
       h('div', { class: 'actions' },
-        btn('interrupt', 'Interrupt', () => act('interrupt', 'Interrupt sent: the turn is cancelled, the process stays.'), canWrite && live),
-        btn('stop', 'Stop', stop, canWrite && live, 'danger'),
+        // R-CON-6: the buttons follow the run's state: Interrupt only
+        // while a turn runs, Stop (which asks first) while it is live.
+        btn('interrupt', 'Interrupt', () => act('interrupt', 'Interrupt sent: the turn is cancelled, the process stays.'), canWrite && r.state === 'running'),
+        btn('stop', 'Stop', confirmStop, canWrite && live, 'ghost danger-text'),
         btn('resume', 'Resume', resume, canWrite && ended && r.state !== 'released'),
         btn('approve', 'Approve', approve, canApprove && r.state === 'pending_approval'),
         h('button', { type: 'button', id: 'pin', class: 'ghost', 'aria-pressed': String(!!r.pinned), onclick: pin }, r.pinned ? 'Unpin' : 'Pin'),
@@ -469,14 +479,14 @@ export function runView(main, ref, { tab = '' } = {}) {
             banner('lag', 'warn', `Frames ${data.requested_from}–${data.resumed_from - 1} were evicted from the node's ring before they could be shown; the timeline resumes at ${data.resumed_from}.`);
             break;
           case 'notice':
-            banner('notlive', '', `This session is not live (${data && data.state ? data.state.replace('_', ' ') : 'ended'}): you see its retained output.`);
+            if (!banners.has('end')) banner('end', '', `This session is not live (${data && data.state ? data.state.replace('_', ' ') : 'ended'}): you see its retained output.`);
             break;
           case 'end':
             if (data && data.reason === 'slow_viewer') {
               banner('slow', 'warn', 'This viewer fell behind and was dropped; catching up from where it stopped.');
               break;
             }
-            banner('end', '', `Generation ${data.generation} ended: ${data.exit_code !== undefined && data.exit_code !== null ? `exit code ${data.exit_code}` : data.signal ? `killed by ${data.signal}` : 'no exit observed'}.`);
+            banner('end', '', `${banners.has('end') && banners.get('end').content.startsWith('Stopped') ? 'Stopped' : `Generation ${data.generation} ended`}: the process ${exitWords(data.exit_code, data.signal)}.`);
             load();
             loadEvents();
             break;
@@ -494,6 +504,18 @@ export function runView(main, ref, { tab = '' } = {}) {
     } catch (e) { errBanner('act', e); }
   }
 
+  // confirmStop asks before it stops (R-CON-6): a stop ends the process,
+  // and a running turn with it.
+  async function confirmStop() {
+    const { modal } = await import('./ui.js');
+    const m = modal('stop-dialog', 'Stop the session?');
+    const go = h('button', { type: 'button', class: 'danger', id: 'stop-confirm', onclick: () => { m.close(); stop(); } }, 'Stop');
+    replace(m.body, h('p', null, run && run.state === 'running' ? 'The process is ended, and the running turn with it. The conversation stays; Resume starts the tool again.' :
+      'The process is ended. The conversation stays; Resume starts the tool again.'),
+    h('div', { class: 'buttons' }, h('button', { type: 'button', class: 'ghost', onclick: m.close }, 'Cancel'), go));
+    go.focus();
+  }
+
   async function stop() {
     const b = document.getElementById('stop');
     if (b) { b.disabled = true; b.textContent = 'Stopping…'; }
@@ -501,8 +523,10 @@ export function runView(main, ref, { tab = '' } = {}) {
       const { data } = await api('POST', `${BASE}/runs/${encodeURIComponent(ref)}/stop`);
       run = data;
       renderHead();
-      const how = data.exit_code !== null && data.exit_code !== undefined ? `exit code ${data.exit_code}` : data.signal ? `signal ${data.signal}` : 'no exit observed';
-      banner('act', '', `Stopped (${how}).`);
+      // One banner says how it ended; the stream's end says the same
+      // thing and takes its place.
+      banner('act', '', null);
+      banner('end', '', `Stopped: the process ${exitWords(data.exit_code, data.signal)}.`);
     } catch (e) { errBanner('act', e); load(); }
   }
 
@@ -510,7 +534,7 @@ export function runView(main, ref, { tab = '' } = {}) {
     try {
       const { status, data } = await api('POST', `${BASE}/runs/${encodeURIComponent(ref)}/resume`);
       run = data;
-      for (const k of ['end', 'notlive', 'act']) banners.delete(k);
+      for (const k of ['end', 'act']) banners.delete(k);
       banner('act', status === 202 ? 'warn' : '', status === 202 ? 'Resumed; the new generation waits for approval.' : `Resumed: generation ${data.generation}.`);
       renderHead();
       startAttach(attach ? attach.next : undefined);
