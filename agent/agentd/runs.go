@@ -112,6 +112,7 @@ func (a *Agent) answerOp(ctx context.Context, h wire.Header, s tunnel.Stream) {
 		respond(s, nil, err)
 		return
 	}
+	p.RequestAnswer.ByName = p.Name
 	v, err := a.sup.Answer(h.RunRef, p.ID, p.By, p.RequestAnswer)
 	if err != nil {
 		respond(s, nil, err)

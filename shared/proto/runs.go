@@ -168,8 +168,9 @@ type RunInput struct {
 // RunAnswer is a person's answer to one of a run's requests (R-REQ-2): By
 // is their principal id, which the request keeps.
 type RunAnswer struct {
-	ID string `json:"id"`
-	By string `json:"by"`
+	ID   string `json:"id"`
+	By   string `json:"by"`
+	Name string `json:"name,omitempty"`
 	apitypes.RequestAnswer
 }
 

@@ -10,7 +10,17 @@ import { api, get, BASE } from './api.js';
 import { errorLine } from './ui.js';
 
 const KIND = { command: 'Run a command', file_change: 'Change files', permission: 'Permission', question: 'Question', elicitation: 'Input requested' };
-const SETTLED_SHOWN = 3; // settled cards kept under the pending ones
+
+const BY = { policy: 'a rule', timeout: 'the timeout', tool: 'the tool' };
+
+// settledLine says how a request was settled, naming the person by name
+// (R-CON-7).
+export function settledLine(r) {
+  const who = r.by_name || BY[r.by] || r.by;
+  const how = r.state === 'expired' ? `Expired: ${r.reason || ''}` :
+    `${r.decision === 'allow' ? 'Allowed' : r.decision === 'deny' ? 'Denied' : 'Answered'}${r.option_id ? ` (${(r.options.find((o) => o.id === r.option_id) || {}).label || r.option_id})` : ''} by ${who}${r.reason ? `: ${r.reason}` : ''}`;
+  return h('div', { class: 'req-settled' }, how, r.at ? h('time', { datetime: r.at, title: localTime(r.at) }, ` · ${relTime(r.at)}`) : null);
+}
 
 export function requestCards(el, ref, { canWrite, onSettled } = {}) {
   const reqs = new Map(); // id → request, in the order first seen
@@ -84,21 +94,19 @@ export function requestCards(el, ref, { canWrite, onSettled } = {}) {
       foot = [canWrite ? text : null, h('div', { class: 'req-actions' }, buttons),
         r.expires_at ? h('div', { class: 'muted req-expiry' }, `Denied ${relTime(r.expires_at)} unless answered (${localTime(r.expires_at)}).`) : null];
     } else {
-      const how = r.state === 'expired' ? `Expired: ${r.reason || ''}` :
-        `${r.decision === 'allow' ? 'Allowed' : r.decision === 'deny' ? 'Denied' : 'Answered'}${r.option_id ? ` (${(r.options.find((o) => o.id === r.option_id) || {}).label || r.option_id})` : ''} by ${r.by}${r.reason ? `: ${r.reason}` : ''}`;
-      foot = h('div', { class: 'req-settled' }, how, r.at ? h('time', { datetime: r.at, title: localTime(r.at) }, ` · ${relTime(r.at)}`) : null);
+      foot = settledLine(r);
     }
     const err = errors.get(r.id);
     return h('section', { class: `req-card st-${r.state}`, id: `req-${r.id}`, dataset: { request: r.id, state: r.state }, 'aria-label': r.title },
       head, detail(r), foot, err ? errorLine(err) : null);
   }
 
+  // render pins the pending cards above the composer; a settled one
+  // leaves, and stays where it was asked in the conversation (R-CON-7).
   function render() {
-    const all = [...reqs.values()];
-    const pending = all.filter((r) => r.state === 'pending');
-    const settled = all.filter((r) => r.state !== 'pending').slice(-SETTLED_SHOWN).reverse();
-    replace(el, pending.map(card), settled.map(card));
-    el.hidden = !pending.length && !settled.length;
+    const pending = [...reqs.values()].filter((r) => r.state === 'pending');
+    replace(el, pending.map(card));
+    el.hidden = !pending.length;
   }
 
   render();

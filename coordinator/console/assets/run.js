@@ -15,7 +15,7 @@ import { normalizer, summary } from './normalize.js';
 import { VList } from './vlist.js';
 import { tabs, errorLine } from './ui.js';
 import { watcher, attentionOf } from './attention.js';
-import { requestCards } from './requests.js';
+import { requestCards, settledLine } from './requests.js';
 
 const LIVE = ['starting', 'running', 'idle'];
 const STDERR_MAX = 256 << 10;
@@ -48,6 +48,8 @@ export class Timeline {
     this.flushing = 0;
     this.pendingPaint = [];
     this.list.onPainted = () => this.painted();
+    this.reqAt = new Map(); // request id → item index
+    this.waitingAt = -1;     // the tool call that waits for a decision
   }
 
   destroy() { this.list.destroy(); cancelAnimationFrame(this.flushing); }
@@ -67,6 +69,22 @@ export class Timeline {
     if (!this.flushing) this.flushing = requestAnimationFrame(() => this.flush());
   }
 
+  // request queues a request event (asked or settled) behind the frames
+  // before it: the request stands in the conversation where it was asked,
+  // and its settlement updates it there (R-CON-7).
+  request(r, seq) { this.push({ request: r, seq }); }
+
+  putRequest(r, seq) {
+    const i = this.reqAt.get(r.id);
+    if (i === undefined) {
+      this.reqAt.set(r.id, this.n.add({ kind: 'request', id: r.id, req: r }, seq));
+      return this.n.items.length - 1;
+    }
+    // A settlement never goes back to pending (a replayed frame).
+    if (this.n.items[i].req.state === 'pending' || r.state !== 'pending') this.n.items[i].req = r;
+    return i;
+  }
+
   flush() {
     this.flushing = 0;
     const start = performance.now();
@@ -74,6 +92,10 @@ export class Timeline {
     let i = 0;
     for (; i < this.queue.length; i++) {
       const [o, arrived] = this.queue[i];
+      if (o.request) {
+        changed.add(this.putRequest(o.request, o.seq));
+        continue;
+      }
       if (this.frames.length >= RAW_MAX) this.frames.shift();
       this.frames.push(o);
       const r = this.n.feed(o);
@@ -132,6 +154,7 @@ export class Timeline {
       case 'assistant': return h('div', { class: 'item assistant' }, h('div', { class: 'text' }, it.text));
       case 'thinking': return h('div', { class: 'item thinking' }, h('div', { class: 'text' }, it.text));
       case 'tool_call': return this.toolRow(i, it);
+      case 'request': return this.requestRow(it.req);
       case 'turn_end': {
         const d = it.detail || {};
         const bits = [it.status === 'completed' ? 'Turn completed' : it.status === 'interrupted' ? 'Turn interrupted' : 'Turn failed'];
@@ -146,11 +169,28 @@ export class Timeline {
     }
   }
 
+  requestRow(r) {
+    return h('div', { class: `item req-inline st-${r.state}`, dataset: { request: r.id } },
+      h('span', { class: 'req-kind' }, 'Asked'), ' ', h('strong', null, r.title),
+      r.state === 'pending' ? h('div', { class: 'req-wait' }, 'Waiting for your decision, below.') : settledLine(r));
+  }
+
+  // waiting says the last running tool call waits for a person while a
+  // request is pending (R-CON-7).
+  setWaiting(on) {
+    let last = -1;
+    if (on) for (let i = this.n.items.length - 1; i >= 0; i--) if (this.n.items[i].kind === 'tool_call' && this.n.items[i].status === 'running') { last = i; break; }
+    if (last === this.waitingAt) return;
+    const old = this.waitingAt;
+    this.waitingAt = last;
+    for (const i of [old, last]) if (i >= 0) this.list.invalidate(i);
+  }
+
   toolRow(i, it) {
     const open = this.open.has(i);
     const cap = (s) => (s.length > 20000 ? `${s.slice(0, 20000)}\n… (${s.length - 20000} more characters in the raw frames)` : s);
     const d = h('details', { class: `item tool st-${it.status}`, open },
-      h('summary', null, h('span', { class: 'tname' }, it.name || 'tool'), ' ', h('span', { class: 'tsum' }, summary(it)), ' ', h('span', { class: 'tstatus' }, it.status)),
+      h('summary', null, h('span', { class: 'tname' }, it.name || 'tool'), ' ', h('span', { class: 'tsum' }, summary(it)), ' ', h('span', { class: 'tstatus' }, i === this.waitingAt ? 'waiting for your decision' : it.status)),
       open ? [it.input ? h('pre', { class: 'tin' }, cap(it.input)) : null, it.result ? h('pre', { class: 'tout' }, cap(it.result)) : null] : null);
     d.addEventListener('toggle', () => {
       if (d.open === this.open.has(i)) return;
@@ -276,7 +316,8 @@ export function runView(main, ref, { tab = '' } = {}) {
   }
 
   function showWorking() {
-    const on = !!(tl && run && tl.n.inTurn && LIVE.includes(run.state));
+    if (tl) tl.setWaiting(cards.pending() > 0);
+    const on = !!(tl && run && (tl.n.inTurn || cards.pending() > 0) && LIVE.includes(run.state));
     working.hidden = !on;
     if (!on) return;
     const waiting = cards.pending() > 0;
@@ -461,13 +502,14 @@ export function runView(main, ref, { tab = '' } = {}) {
         else if (s === 'refused') errBanner('conn', err);
         else banner('conn', 'warn', `Connection to the stream lost; reconnecting at seq ${attach.next ?? 0} with nothing missed…`);
       },
-      onEvent: (ev, data) => {
+      onEvent: (ev, data, id) => {
         const now = performance.now();
         switch (ev) {
           case 'output': tl.push(data, now); break;
           case 'request':
           case 'request_settled':
             cards.put(data);
+            if (data && data.id) tl.request(data, Number(id) || 0);
             if (ev === 'request') schedule(300);
             showWorking();
             break;
