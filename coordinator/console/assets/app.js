@@ -97,7 +97,7 @@ async function route() {
   const mounted = await v;
   if (location.pathname !== path) { if (mounted.destroy) mounted.destroy(); return; }
   view = mounted;
-  watcher.schedule();
+  watcher.start();
 }
 
 function tenantChooser(tenants) {
@@ -215,6 +215,7 @@ async function signout() {
     await api('POST', '/v1/signout', {}, { noTenant: true });
   } catch { /* the cookie is cleared either way */ }
   session.me = session.whoami = null;
+  watcher.stop();
   navigate('/signin');
 }
 

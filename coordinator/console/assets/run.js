@@ -7,8 +7,9 @@
 //
 // Refreshing never hammers the node (R-CON-3): GET /runs/{ref} (which asks the
 // node) is read again when the attach stream shows a turn start or end,
-// an end or a notice, after an action, and otherwise on a timer that
-// backs off from 5 s to 60 s while nothing happens.
+// an end or a notice, and after an action; the change stream's `run`
+// events bring the row's other changes (R-CON-8). Only while that stream
+// is down does a timer read it, backing off from 5 s to 60 s.
 import { h, replace, localTime, relTime, shortRef } from './dom.js';
 import { api, get, session, Attach, BASE } from './api.js';
 import { normalizer, summary } from './normalize.js';
@@ -628,6 +629,7 @@ export function runView(main, ref, { tab = '' } = {}) {
   function schedule(ms) {
     clearTimeout(poll);
     if (destroyed || document.hidden) return;
+    if (ms === undefined && watcher.changes && watcher.changes.open) return;
     const wait = ms !== undefined ? ms : pollDelay;
     poll = setTimeout(async () => {
       await load();
@@ -637,6 +639,14 @@ export function runView(main, ref, { tab = '' } = {}) {
   }
   const onVis = () => { if (!document.hidden) { pollDelay = POLL_MIN; load(); schedule(); } };
   document.addEventListener('visibilitychange', onVis);
+  // The index's row of this run, as the change stream brings it: the
+  // head follows without asking the node.
+  const unlisten = watcher.listen((ev, data) => {
+    if (ev === 'stream' && data.state !== 'open') schedule();
+    if (ev !== 'run' || !data || data.run_ref !== ref || !run || Number(data.rev) < Number(run.rev)) return;
+    run = data;
+    renderHead();
+  });
   get(`${BASE}/profiles`).then((ps) => {
     profiles = new Map(ps.items.map((p) => [p.ref, p]));
     if (run && !destroyed) renderHead();
@@ -646,6 +656,7 @@ export function runView(main, ref, { tab = '' } = {}) {
   return {
     destroy() {
       destroyed = true;
+      unlisten();
       clearTimeout(poll);
       clearTimeout(actTimer);
       document.removeEventListener('visibilitychange', onVis);
