@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/olivares-dev/olivares/coordinator/store"
@@ -165,5 +166,49 @@ func TestButtonsFollowTheRunsState(t *testing.T) {
 	tab.Await("the end in words", `(document.querySelector('[data-kind=end]')||{}).textContent?.includes('ended on SIGTERM (exit code 143)')`, wait)
 	if n := browser.Eval[int](tab, `[...document.querySelectorAll('.banners .banner')].filter(e => /143|ended/.test(e.textContent)).length`); n != 1 {
 		t.Fatalf("%d banners say the run ended, want one: %s", n, text(tab, ".banners"))
+	}
+}
+
+// R-CON-9: an opened tool call reads as what it is: a command and its
+// output, a file read as its path, an edit as a diff, todos as a list,
+// with the raw arguments a click away. The calls of a recorded real
+// Claude Code run, and the tools it did not call, given as it gives them.
+func TestToolCallsRenderAsWhatTheyAre(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join(framesDir, "claude-real-tools.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := integration.NewEnv(t)
+	tab := browser.New(t)
+	tab.Navigate(env.CheckedURL() + "/signin")
+	lines := strings.Split(strings.TrimSpace(string(raw)), "\n")
+	got := browser.Eval[map[string]string](tab, fmt.Sprintf(`Promise.all([import('/assets/normalize.js'), import('/assets/tools.js')]).then(([n, tl]) => {
+  const norm = n.normalizer('claude');
+  for (const o of [%s]) norm.feed(o);
+  const calls = norm.items.filter((it) => it.kind === 'tool_call');
+  calls.push({ kind: 'tool_call', name: 'Edit', input: JSON.stringify({ file_path: '/w/a.go', old_string: 'x := 1', new_string: 'x := 2' }), result: 'ok', status: 'done' });
+  calls.push({ kind: 'tool_call', name: 'TodoWrite', input: JSON.stringify({ todos: [{ content: 'write the test', status: 'completed' }, { content: 'fix it', status: 'in_progress' }] }), result: '', status: 'done' });
+  const out = {};
+  for (const c of calls) {
+    const d = document.createElement('div');
+    d.append(...tl.toolBody(c).flat(3).filter(Boolean));
+    document.body.append(d);
+    out[c.name + (out[c.name] !== undefined ? '2' : '')] = [...d.querySelectorAll('.tcmd, .tout, .tpath, .dl, .todos li, .traw summary')].map((e) => e.className + ':' + e.textContent).join('|');
+    d.remove();
+  }
+  return out;
+})`, strings.Join(lines, ",")))
+	want := map[string][]string{
+		"Bash":      {"tcmd:$ printf 'one\\ntwo\\n'", "tout:one\ntwo", "Raw arguments"},
+		"Read":      {"tpath:/nonexistent/olivares-fixture.txt", "Raw arguments"},
+		"Edit":      {"tpath:/w/a.go", "dl del:- x := 1", "dl add:+ x := 2"},
+		"TodoWrite": {"td-completed:✓ write the test", "td-in_progress:▸ fix it"},
+	}
+	for name, subs := range want {
+		for _, sub := range subs {
+			if !strings.Contains(got[name], sub) {
+				t.Errorf("%s renders %q, want %q in it", name, got[name], sub)
+			}
+		}
 	}
 }

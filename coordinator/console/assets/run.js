@@ -17,6 +17,7 @@ import { VList } from './vlist.js';
 import { tabs, errorLine } from './ui.js';
 import { watcher, attentionOf } from './attention.js';
 import { requestCards, settledLine } from './requests.js';
+import { toolBody } from './tools.js';
 
 const LIVE = ['starting', 'running', 'idle'];
 const STDERR_MAX = 256 << 10;
@@ -189,10 +190,9 @@ export class Timeline {
 
   toolRow(i, it) {
     const open = this.open.has(i);
-    const cap = (s) => (s.length > 20000 ? `${s.slice(0, 20000)}\n… (${s.length - 20000} more characters in the raw frames)` : s);
     const d = h('details', { class: `item tool st-${it.status}`, open },
       h('summary', null, h('span', { class: 'tname' }, it.name || 'tool'), ' ', h('span', { class: 'tsum' }, summary(it)), ' ', h('span', { class: 'tstatus' }, i === this.waitingAt ? 'waiting for your decision' : it.status)),
-      open ? [it.input ? h('pre', { class: 'tin' }, cap(it.input)) : null, it.result ? h('pre', { class: 'tout' }, cap(it.result)) : null] : null);
+      open ? h('div', { class: 'tbody' }, toolBody(it)) : null);
     d.addEventListener('toggle', () => {
       if (d.open === this.open.has(i)) return;
       if (d.open) this.open.add(i); else this.open.delete(i);
