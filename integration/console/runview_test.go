@@ -66,6 +66,8 @@ func TestTextStreamsBeforeTheTurnEnds(t *testing.T) {
 	tab := f.signIn()
 	tab.Navigate(f.env.CheckedURL() + "/runs/" + r.RunRef)
 	tab.Await("input enabled", `!!document.querySelector('#input') && !document.querySelector('#input').disabled`, wait)
+	// An empty conversation says what to do.
+	tab.Await("the empty conversation's hint", `!document.querySelector('#empty-hint').hidden && document.querySelector('#empty-hint').textContent.includes('write the first message')`, wait)
 	if browser.Eval[bool](tab, `!document.querySelector('#working').hidden`) {
 		t.Fatal("the working indicator shows on an idle run")
 	}
@@ -73,6 +75,9 @@ func TestTextStreamsBeforeTheTurnEnds(t *testing.T) {
 	// the turn: the first words are on screen while it still runs.
 	tab.Type("#input", "slow\r")
 	tab.Await("the first streamed words", hasItem("assistant", "tick1"), wait)
+	if !browser.Eval[bool](tab, `document.querySelector('#empty-hint').hidden`) {
+		t.Fatal("the empty conversation's hint stays over the conversation")
+	}
 	if browser.Eval[bool](tab, `!!document.querySelector('#timeline .turn-end')`) {
 		t.Fatal("the streamed words came only with the turn's end")
 	}

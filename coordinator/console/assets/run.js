@@ -261,12 +261,15 @@ export function runView(main, ref, { tab = '' } = {}) {
   // R-ATT-12: while a turn runs, the page says the tool is at work (or
   // waits for a person's decision), right above the composer.
   const working = h('div', { class: 'working', id: 'working', role: 'status', hidden: true });
+  // An empty conversation says what to do, not a blank box.
+  const emptyHint = h('p', { class: 'empty-hint muted', id: 'empty-hint', hidden: true });
   const inputForm = canWrite ? h('form', { class: 'composer', onsubmit: (e) => { e.preventDefault(); sendInput(); } }, input, send) : null;
   input.addEventListener('keydown', (e) => {
     if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) { e.preventDefault(); sendInput(); }
   });
   const t = tabs([['conversation', 'Conversation'], ['activity', 'Activity'], ['messages', 'Messages'], ['diff', 'Diff'], ['events', 'Events']], { onShow: showTab });
   t.bar.append(h('label', { class: 'toggle raw-switch' }, rawToggle, 'Raw frames'));
+  body.append(emptyHint);
   t.panels.get('conversation').append(body, working, stderrBox, reqEl, inputForm);
   replace(main, h('div', { class: 'run' },
     h('nav', { class: 'crumbs' }, h('a', { href: '/', 'data-nav': true }, '← Sessions')),
@@ -318,6 +321,11 @@ export function runView(main, ref, { tab = '' } = {}) {
 
   function showWorking() {
     if (tl) tl.setWaiting(cards.pending() > 0);
+    emptyHint.hidden = !tl || !run || tl.n.items.length > 0 || tl.raw;
+    if (!emptyHint.hidden) {
+      emptyHint.textContent = LIVE.includes(run.state) ? (canWrite ? `Nothing said yet. ${TOOL[run.driver] || run.driver} is ready: write the first message below.` : 'Nothing said yet.') :
+        run.state === 'pending_approval' ? 'The session starts once its launch is approved.' : 'This session has no retained output.';
+    }
     const on = !!(tl && run && (tl.n.inTurn || cards.pending() > 0) && LIVE.includes(run.state));
     working.hidden = !on;
     if (!on) return;
