@@ -61,13 +61,16 @@ export function setNotifyPref(reason, on) {
   watcher.schedule();
 }
 
-// changeKey says when a run's call for the person is new (R-CON-2): its reason, and
-// for a run waiting for input also the row's revision, which moves when a
-// turn starts and ends; so a second finished turn is a new change even if
-// both turns ran between two reads of the row.
-function changeKey(r, a) {
+// changeKey says when a run's call for the person is new (R-CON-2): its
+// reason. While the change stream is open it brings every row, the running
+// one between two finished turns included, so the reason alone tells them
+// apart (a row's revision also moves for its usage, after the turn's end).
+// Without the stream, a run waiting for input also keys on the row's
+// revision, so a second finished turn is a new change even if both turns
+// ran between two reads of the row.
+function changeKey(r, a, streaming) {
   if (!a) return '';
-  return a.reason === 'needs_input' ? `${a.reason}#${r.rev ?? ''}` : a.reason;
+  return a.reason === 'needs_input' && !streaming ? `${a.reason}#${r.rev ?? ''}` : a.reason;
 }
 
 // The watcher holds the last change seen per run. It follows the
@@ -101,7 +104,7 @@ export const watcher = {
     for (const r of runs) {
       seenNow.add(r.run_ref);
       const a = attentionOf(r);
-      const key = changeKey(r, a);
+      const key = changeKey(r, a, !!(this.changes && this.changes.open));
       const before = this.seen.get(r.run_ref);
       this.seen.set(r.run_ref, key);
       if (r.limit && r.limit.resets_at) this.resets.set(r.run_ref, Date.parse(r.limit.resets_at)); else this.resets.delete(r.run_ref);
