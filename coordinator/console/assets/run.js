@@ -383,7 +383,7 @@ export function runView(main, ref, { tab = '' } = {}) {
       h('div', { class: 'actions' },
         // R-CON-6: the buttons follow the run's state: Interrupt only
         // while a turn runs, Stop (which asks first) while it is live.
-        btn('interrupt', 'Interrupt', () => act('interrupt', 'Interrupt sent: the turn is cancelled, the process stays.'), canWrite && r.state === 'running'),
+        btn('interrupt', 'Interrupt', () => act('interrupt', null), canWrite && r.state === 'running'), // the turn's end says it
         btn('stop', 'Stop', confirmStop, canWrite && live, 'ghost danger-text'),
         btn('resume', 'Resume', resume, canWrite && ended && r.state !== 'released'),
         btn('approve', 'Approve', approve, canApprove && r.state === 'pending_approval'),
