@@ -217,3 +217,24 @@ func TestToolCallsRenderAsWhatTheyAre(t *testing.T) {
 		}
 	}
 }
+
+// R-CON-7: a request's card shows its files and diff relative to the
+// run's directory, the diff's added and removed lines marked.
+func TestRequestCardDiff(t *testing.T) {
+	env := integration.NewEnv(t)
+	tab := browser.New(t)
+	tab.Navigate(env.CheckedURL() + "/signin")
+	got := browser.Eval[string](tab, `import('/assets/requests.js').then((m) => {
+  const el = document.createElement('div');
+  document.body.append(el);
+  const c = m.requestCards(el, 'run_0123456789abcdef', { canWrite: true, base: () => '/srv/w/' });
+  c.put({ id: 'req_0123456789abcdef', kind: 'file_change', state: 'pending', title: 'Edit b.go', options: [],
+    detail: { cwd: '/srv/w', files: ['/srv/w/pkg/b.go'], diff: '--- /srv/w/pkg/b.go\n+++ /srv/w/pkg/b.go\n@@ -1 +1 @@\n-x := 1\n+x := 2' } });
+  return [...el.querySelectorAll('.req-files, .req-diff .dl.add, .req-diff .dl.del, .req-diff .dl')].map((e) => e.className + ':' + e.textContent).join('|');
+})`)
+	for _, want := range []string{"req-files:pkg/b.go", "dl add:+x := 2", "dl del:-x := 1", "dl:--- pkg/b.go"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the card shows %q, want %q in it", got, want)
+		}
+	}
+}

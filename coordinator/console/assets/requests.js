@@ -22,7 +22,19 @@ export function settledLine(r) {
   return h('div', { class: 'req-settled' }, how, r.at ? h('time', { datetime: r.at, title: localTime(r.at) }, ` · ${relTime(r.at)}`) : null);
 }
 
-export function requestCards(el, ref, { canWrite, onSettled } = {}) {
+// diffView colours a unified diff's added and removed lines.
+function diffView(diff) {
+  const lines = diff.split('\n');
+  const cls = (l) => (l.startsWith('+') && !l.startsWith('+++') ? 'dl add' : l.startsWith('-') && !l.startsWith('---') ? 'dl del' : 'dl');
+  return h('div', { class: 'tdiff' }, lines.slice(0, 600).map((l) => h('div', { class: cls(l) }, l || ' ')),
+    lines.length > 600 ? h('div', { class: 'muted' }, `… ${lines.length - 600} more lines`) : null);
+}
+
+// requestCards: base() is the run's directory, under which paths are shown
+// relative to it.
+export function requestCards(el, ref, { canWrite, onSettled, base = () => '' } = {}) {
+  const dir = () => (base() || '').replace(/\/$/, '');
+  const rel = (p) => (dir() && p.startsWith(`${dir()}/`) ? p.slice(dir().length + 1) : p);
   const reqs = new Map(); // id → request, in the order first seen
   const errors = new Map(); // id → error of the last answer
   const busy = new Set();
@@ -66,10 +78,10 @@ export function requestCards(el, ref, { canWrite, onSettled } = {}) {
     const d = r.detail || {};
     return [
       d.command ? h('pre', { class: 'req-cmd' }, d.command) : null,
-      d.cwd ? h('div', { class: 'req-cwd muted' }, `in ${d.cwd}`) : null,
-      d.files && d.files.length ? h('div', { class: 'req-files' }, d.files.join(', ')) : null,
+      d.cwd ? h('div', { class: 'req-cwd muted' }, `in ${rel(d.cwd) === d.cwd ? d.cwd : rel(d.cwd) || '.'}`) : null,
+      d.files && d.files.length ? h('div', { class: 'req-files' }, d.files.map(rel).join(', ')) : null,
       d.question ? h('p', { class: 'req-question' }, d.question) : null,
-      d.diff ? h('details', { class: 'req-diff', open: d.diff.length < 4000 }, h('summary', null, 'Diff'), h('pre', null, d.diff)) : null,
+      d.diff ? h('details', { class: 'req-diff', open: d.diff.length < 4000 }, h('summary', null, 'Diff'), diffView(dir() ? d.diff.split(`${dir()}/`).join('') : d.diff)) : null,
       !d.command && !d.diff && d.input ? h('details', { class: 'req-input' }, h('summary', null, 'The tool’s arguments'),
         h('pre', null, typeof d.input === 'string' ? d.input : JSON.stringify(d.input, null, 2))) : null,
     ];

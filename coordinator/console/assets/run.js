@@ -250,7 +250,7 @@ export function runView(main, ref, { tab = '' } = {}) {
   const bannerEl = h('div', { class: 'banners', 'aria-live': 'polite' });
   // The tool's requests, answered here (docs/rules/requests.md).
   const reqEl = h('div', { class: 'requests', id: 'requests', 'aria-live': 'polite' });
-  const cards = requestCards(reqEl, ref, { canWrite, onSettled: () => { schedule(300); showWorking(); } });
+  const cards = requestCards(reqEl, ref, { canWrite, base: () => (run && run.workspace_path) || '', onSettled: () => { schedule(300); showWorking(); } });
   const body = h('div', { class: 'run-body' });
   const stderr = h('pre', { class: 'stderr', id: 'stderr' });
   let stderrText = '';
