@@ -166,3 +166,18 @@ func TestAttentionCountAgrees(t *testing.T) {
 	list.Await("the list's count after the change", count+` === '1'`, wait)
 	page.Await("the run page's count within a second", count+` === '1'`, time.Second)
 }
+
+// R-CON-10: a theme switch beside the system's default, kept in this
+// browser across a reload.
+func TestThemeSwitch(t *testing.T) {
+	f := setup(t, integration.ProcOptions{})
+	tab := f.signIn()
+	bg := `getComputedStyle(document.body).backgroundColor`
+	light := browser.Eval[string](tab, bg) // headless Chromium's system theme is light
+	selectValue(tab, "#theme", "dark")
+	tab.Await("the dark theme", bg+` === 'rgb(21, 24, 22)'`, wait)
+	tab.Navigate(browser.Eval[string](tab, `location.href`))
+	tab.Await("the dark theme after a reload", `!!document.querySelector('.list-head') && `+bg+` === 'rgb(21, 24, 22)' && document.querySelector('#theme').value === 'dark'`, wait)
+	selectValue(tab, "#theme", "")
+	tab.Await("the system's theme again", bg+` === `+js(light), wait)
+}

@@ -186,6 +186,21 @@ function notifications() {
   return box;
 }
 
+// The theme switch beside the system default, kept in this browser.
+const THEME_KEY = 'olivares.theme';
+function applyTheme(t) {
+  if (t === 'light' || t === 'dark') document.documentElement.dataset.theme = t;
+  else delete document.documentElement.dataset.theme;
+}
+applyTheme(localStorage.getItem(THEME_KEY));
+function themeSwitch() {
+  const cur = localStorage.getItem(THEME_KEY) || '';
+  return h('select', { class: 'theme', id: 'theme', 'aria-label': 'Theme', title: 'Theme', onchange: (e) => {
+    if (e.target.value) localStorage.setItem(THEME_KEY, e.target.value); else localStorage.removeItem(THEME_KEY);
+    applyTheme(e.target.value);
+  } }, [['', 'System theme'], ['light', 'Light'], ['dark', 'Dark']].map(([v, t]) => h('option', { value: v, selected: v === cur }, t)));
+}
+
 function shell(main, path = '/') {
   const me = session.me;
   const tenants = me ? me.items : [];
@@ -204,6 +219,7 @@ function shell(main, path = '/') {
       topNav,
       h('div', { class: 'spacer' }),
       session.whoami ? notifications() : null,
+      themeSwitch(),
       tenantEl,
       me ? h('span', { class: 'who', title: me.principal_id }, me.name, role ? h('span', { class: 'role' }, role) : null) : null,
       me ? h('button', { type: 'button', class: 'ghost', id: 'signout', onclick: signout }, 'Sign out') : null),
