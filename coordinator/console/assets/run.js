@@ -108,6 +108,13 @@ export class Timeline {
     }
     this.queue.splice(0, i);
     this.sync([...changed]);
+    // Paint pacing: the rows this slice changed are painted in this same
+    // animation frame, once, however many frames the slice held.
+    if (this.list.raf) {
+      cancelAnimationFrame(this.list.raf);
+      this.list.raf = 0;
+      this.list.paint();
+    }
     let turn = '';
     for (const c of changed) {
       const it = this.n.items[c];
