@@ -90,3 +90,9 @@ func stopRun(tab *browser.Tab) {
 	tab.Await("the stop confirmation", `!!document.querySelector('#stop-confirm')`, wait)
 	tab.Click("#stop-confirm")
 }
+
+// rowAction clicks a list row's action from its menu (pin is one tap).
+func rowAction(tab *browser.Tab, row, what string) {
+	tab.Click(row + " .row-menu summary")
+	tab.Click(row + " .act-" + what)
+}

@@ -145,6 +145,7 @@ func TestLaunchConverseInterruptStopResume(t *testing.T) {
 // Pin moves a run to the top, snooze hides it, done files it under Earlier,
 // rename shows the new name, archive hides it; each without a reload. The
 // console shares the person's marks with their olivares login (R-PIN-6).
+// R-CON-11: the actions besides pin are in the row's menu.
 func TestListMarks(t *testing.T) {
 	f := setup(t, integration.ProcOptions{})
 	p := f.profile("codex", nil)
@@ -163,17 +164,17 @@ func TestListMarks(t *testing.T) {
 		t.Fatal("the console's pin is not the person's pin (R-PIN-6)")
 	}
 
-	tab.Click(row(b) + " .act-snooze")
+	rowAction(tab, row(b), "snooze")
 	tab.Click(row(b) + " .snooze .preset")
 	tab.Await("bravo hidden", fmt.Sprintf(`!document.querySelector(%s) && document.querySelector('.hidden-note')?.textContent.includes('1 snoozed')`, js(row(b))), wait)
 	tab.Click("#show-snoozed")
 	tab.Await("bravo shown again with the toggle", fmt.Sprintf(`!!document.querySelector(%s)`, js(row(b))), wait)
 	tab.Click("#show-snoozed")
 
-	tab.Click(row(c) + " .act-done")
+	rowAction(tab, row(c), "done")
 	tab.Await("charlie under Earlier", fmt.Sprintf(`!!document.querySelector('#g-earlier ' + %s)`, js(row(c))), wait)
 
-	tab.Click(row(d) + " .act-rename")
+	rowAction(tab, row(d), "rename")
 	tab.Exec(fmt.Sprintf(`document.querySelector(%s).value = ''`, js(row(d)+" input.rename")))
 	tab.Type(row(d)+" input.rename", "delta renamed\r")
 	tab.Await("the new name", fmt.Sprintf(`document.querySelector(%s)?.textContent === 'delta renamed'`, js(row(d)+" .title")), wait)
@@ -181,7 +182,7 @@ func TestListMarks(t *testing.T) {
 		t.Fatalf("name %q after the rename", got.Name)
 	}
 
-	tab.Click(row(d) + " .act-archive")
+	rowAction(tab, row(d), "archive")
 	tab.Await("delta hidden", fmt.Sprintf(`!document.querySelector(%s) && document.querySelector('.hidden-note')?.textContent.includes('1 archived')`, js(row(d))), wait)
 
 	// The live refresh: a run launched elsewhere appears without a reload.

@@ -184,12 +184,15 @@ export function listView(main) {
       r.snoozed_until ? h('span', { class: 'badge' }, `snoozed until ${localTime(r.snoozed_until)}`) : null,
       r.archived_at ? h('span', { class: 'badge' }, 'archived') : null,
       h('time', { datetime: activity(r), title: localTime(activity(r)) }, relTime(activity(r))));
+    // One tap for the common action (pin); the others in the row's menu.
     const actions = h('div', { class: 'actions' },
       act(r.pinned ? 'Unpin' : 'Pin', 'pin', () => mark(r, 'pin', r.pinned ? 'DELETE' : 'POST'), r.pinned),
-      act(r.snoozed_until ? 'Unsnooze' : 'Snooze', 'snooze', () => (r.snoozed_until ? mark(r, 'snooze', 'DELETE') : toggleSnooze(r))),
-      act(r.done ? 'Undone' : 'Done', 'done', () => mark(r, 'done', r.done ? 'DELETE' : 'POST'), r.done),
-      canWrite ? act('Rename', 'rename', () => { st.editing = r.run_ref; render(); }) : null,
-      canWrite ? act(r.archived_at ? 'Unarchive' : 'Archive', 'archive', () => mark(r, 'archive', r.archived_at ? 'DELETE' : 'POST')) : null);
+      h('details', { class: 'row-menu' }, h('summary', { class: 'act', 'aria-label': 'More actions' }, '⋯'),
+        h('div', { class: 'row-menu-items' },
+          act(r.snoozed_until ? 'Unsnooze' : 'Snooze', 'snooze', () => (r.snoozed_until ? mark(r, 'snooze', 'DELETE') : toggleSnooze(r))),
+          act(r.done ? 'Undone' : 'Done', 'done', () => mark(r, 'done', r.done ? 'DELETE' : 'POST'), r.done),
+          canWrite ? act('Rename', 'rename', () => { st.editing = r.run_ref; render(); }) : null,
+          canWrite ? act(r.archived_at ? 'Unarchive' : 'Archive', 'archive', () => mark(r, 'archive', r.archived_at ? 'DELETE' : 'POST')) : null)));
     const att = attentionOf(r);
     li.append(h('div', { class: 'line1' }, title, h('span', { class: 'badges' },
       att ? h('span', { class: `attn at-${att.reason}`, title: 'This session needs you' }, att.text) : null, badge(r))), meta, actions);
