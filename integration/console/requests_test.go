@@ -46,6 +46,10 @@ func TestRequestCards(t *testing.T) {
 	tab.Await("no pinned card", `!document.querySelector('#requests .req-card')`, wait)
 	tab.Await("the tool went on", hasItem("assistant", "ran: rm -rf build (proceed_once)"), wait)
 	tab.Await("no decision banner", `!document.querySelector('[data-kind=requests]')`, wait)
+	// The Events tab says what was asked and how it was settled.
+	tab.Click("#tab-events")
+	tab.Await("the request's events in words", `(() => { const t = document.querySelector('#events')?.textContent || ''; return t.includes('The tool asked to run a command (execute)') && t.includes('Allowed: to run a command (execute) by you'); })()`, wait)
+	tab.Click("#tab-conversation")
 
 	// Someone else answers the next one: the card settles here too, and
 	// names them.
