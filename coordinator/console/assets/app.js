@@ -198,7 +198,7 @@ function themeSwitch() {
   return h('select', { class: 'theme', id: 'theme', 'aria-label': 'Theme', title: 'Theme', onchange: (e) => {
     if (e.target.value) localStorage.setItem(THEME_KEY, e.target.value); else localStorage.removeItem(THEME_KEY);
     applyTheme(e.target.value);
-  } }, [['', 'System theme'], ['light', 'Light'], ['dark', 'Dark']].map(([v, t]) => h('option', { value: v, selected: v === cur }, t)));
+  } }, [['', 'Auto'], ['light', 'Light'], ['dark', 'Dark']].map(([v, t]) => h('option', { value: v, selected: v === cur }, t)));
 }
 
 function shell(main, path = '/') {
