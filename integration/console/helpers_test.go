@@ -86,8 +86,9 @@ func (f *fixture) input(r apitypes.Run, s string) {
 // stopRun stops the run on the tab's page: Stop, then the confirmation it
 // asks for (R-CON-6).
 func stopRun(tab *browser.Tab) {
-	tab.Click("#stop")
-	tab.Await("the stop confirmation", `!!document.querySelector('#stop-confirm')`, wait)
+	// The head is drawn again as the run's row changes: a click on a
+	// button that was just replaced is clicked again.
+	tab.Await("the stop confirmation", `(() => { if (document.querySelector('#stop-confirm')) return true; document.querySelector('#stop')?.click(); return false; })()`, wait)
 	tab.Click("#stop-confirm")
 }
 

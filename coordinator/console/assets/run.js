@@ -565,7 +565,9 @@ export function runView(main, ref, { tab = '' } = {}) {
   // confirmStop asks before it stops (R-CON-6): a stop ends the process,
   // and a running turn with it.
   async function confirmStop() {
+    if (document.getElementById('stop-dialog')) return;
     const { modal } = await import('./ui.js');
+    if (document.getElementById('stop-dialog')) return;
     const m = modal('stop-dialog', 'Stop the session?');
     const go = h('button', { type: 'button', class: 'danger', id: 'stop-confirm', onclick: () => { m.close(); stop(); } }, 'Stop');
     replace(m.body, h('p', null, run && run.state === 'running' ? 'The process is ended, and the running turn with it. The conversation stays; Resume starts the tool again.' :
@@ -658,9 +660,13 @@ export function runView(main, ref, { tab = '' } = {}) {
   // head follows without asking the node.
   const unlisten = watcher.listen((ev, data) => {
     if (ev === 'stream' && data.state !== 'open') schedule();
-    if (ev !== 'run' || !data || data.run_ref !== ref || !run || Number(data.rev) < Number(run.rev)) return;
+    if (ev !== 'run' || !data || data.run_ref !== ref || !run || Number(data.rev) <= Number(run.rev)) return;
+    // The head is drawn again only when what it shows changed (not for
+    // the ring's bounds or the usage a turn added).
+    const shown = (r) => JSON.stringify({ ...r, rev: 0, ring_first_seq: 0, ring_last_seq: 0, usage: 0 });
+    const same = shown(run) === shown(data);
     run = data;
-    renderHead();
+    if (!same) renderHead();
   });
   get(`${BASE}/profiles`).then((ps) => {
     profiles = new Map(ps.items.map((p) => [p.ref, p]));
