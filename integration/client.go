@@ -270,8 +270,9 @@ func (s *Stream) UntilOutput(sub string, d time.Duration) []apitypes.Output {
 	return s.UntilStream("", sub, d)
 }
 
-// UntilStream reads until an output on stream ("" any) whose data
-// contains sub, passing over request events.
+// UntilStream reads until an output on stream ("" any of the child's,
+// never an input frame, R-ATT-11) whose data contains sub, passing over
+// request events.
 func (s *Stream) UntilStream(stream, sub string, d time.Duration) []apitypes.Output {
 	s.t.Helper()
 	var outs []apitypes.Output
@@ -289,7 +290,7 @@ func (s *Stream) UntilStream(stream, sub string, d time.Duration) []apitypes.Out
 		}
 		o := ev.Output(s.t)
 		outs = append(outs, o)
-		if strings.Contains(o.Data, sub) && (stream == "" || o.Stream == stream) {
+		if strings.Contains(o.Data, sub) && (stream == "" && o.Stream != "input" || o.Stream == stream) {
 			return outs
 		}
 	}

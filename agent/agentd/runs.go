@@ -112,6 +112,7 @@ func (a *Agent) answerOp(ctx context.Context, h wire.Header, s tunnel.Stream) {
 		respond(s, nil, err)
 		return
 	}
+	p.RequestAnswer.ByName = p.Name
 	v, err := a.sup.Answer(h.RunRef, p.ID, p.By, p.RequestAnswer)
 	if err != nil {
 		respond(s, nil, err)
@@ -287,12 +288,12 @@ func (a *Agent) eventsOp(ctx context.Context, h wire.Header, s tunnel.Stream) {
 }
 
 func (a *Agent) inputOp(ctx context.Context, h wire.Header, s tunnel.Stream) {
-	var in apitypes.InputRequest
+	var in proto.RunInput
 	if err := params(h, &in); err != nil {
 		respond(s, nil, err)
 		return
 	}
-	ci := cliruntime.Input{Line: in.Line, Message: in.Message}
+	ci := cliruntime.Input{Line: in.Line, Message: in.Message, By: in.By, Name: in.Name}
 	if in.Text != nil {
 		ci.Text = *in.Text
 		if ci.Text == "" {

@@ -112,6 +112,11 @@ type Input struct {
 	Message json.RawMessage `json:"message,omitempty"`
 	// Text is plain user text that the driver turns into a protocol turn.
 	Text string `json:"text,omitempty"`
+	// By and Name say who sent it (a principal id and their name); the
+	// supervisor records them with the input in the run's output
+	// (R-ATT-11). Drivers ignore them.
+	By   string `json:"-"`
+	Name string `json:"-"`
 }
 
 // EventKind is what a driver learned from the child.

@@ -28,6 +28,10 @@ const (
 	// a person, or its settlement, at its place in the output (R-REQ-4).
 	// Its data is the request's JSON (apitypes.RunRequest).
 	Request Stream = 5
+	// Input is not the child's output either: one input a person sent,
+	// at its place in the conversation, with who sent it (R-ATT-11). Its
+	// data is the input's JSON (apitypes.InputFrame).
+	Input Stream = 6
 )
 
 // String returns the wire name used by attach (R-ATT-4).
@@ -43,11 +47,13 @@ func (s Stream) String() string {
 		return "notice"
 	case Request:
 		return "request"
+	case Input:
+		return "input"
 	}
 	return fmt.Sprintf("stream(%d)", uint8(s))
 }
 
-func (s Stream) valid() bool { return s >= Stdout && s <= Request }
+func (s Stream) valid() bool { return s >= Stdout && s <= Input }
 
 // Frame is one chunk of output. Seq is strictly increasing per run across
 // generations and agent restarts, never reused once a viewer could see it

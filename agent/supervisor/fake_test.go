@@ -109,15 +109,16 @@ func TestFakeLaunchInput(t *testing.T) {
 			t.Errorf("event %s carries the input text: %s %s", ev.Kind, ev.Detail, ev.Reason)
 		}
 	}
-	// The fake speaks on stdout only; one seq space from 1.
+	// The fake speaks on stdout only, beside the input's own frame
+	// (R-ATT-11); one seq space from 1.
 	frames := out.snapshot()
 	if len(frames) == 0 || frames[0].Seq != 1 {
 		t.Fatalf("frames: got %d, first %+v, want seq 1 first", len(frames), frames)
 	}
 	checkSeqs(t, frames)
 	for _, f := range frames {
-		if f.Stream != ring.Stdout || f.Generation != 1 {
-			t.Fatalf("frame %d: stream %s generation %d, want stdout, 1", f.Seq, f.Stream, f.Generation)
+		if (f.Stream != ring.Stdout && f.Stream != ring.Input) || f.Generation != 1 {
+			t.Fatalf("frame %d: stream %s generation %d, want stdout or input, 1", f.Seq, f.Stream, f.Generation)
 		}
 	}
 }

@@ -283,7 +283,11 @@ func (g *generation) writeStdin() {
 // stdin are bounded for every driver (Options.MaxStdinQueue): a child that
 // stops reading its input costs the agent that much memory at most, and
 // the caller hears ErrInputQueueFull.
-func (g *generation) encode(in cliruntime.Input) error {
+// encode writes in to the tool. frame, when not nil, is the input's record
+// in the run's output (R-ATT-11): appended under the lock that orders the
+// writes, so the inputs stand in the output in the order the tool reads
+// them, and before the tool can answer.
+func (g *generation) encode(in cliruntime.Input, frame []byte) error {
 	size := len(in.Line) + len(in.Message) + len(in.Text)
 	g.mu.Lock()
 	if g.stdinDone {
@@ -297,6 +301,11 @@ func (g *generation) encode(in cliruntime.Input) error {
 	}
 	st, err := g.sess.Encode(in)
 	if err == nil {
+		if frame != nil {
+			if _, aerr := g.r.ring.Append(g.n, ring.Input, frame); aerr != nil {
+				g.r.s.o.Log.Error("ring append failed", logging.KeyRunRef, g.r.ref, logging.Err(aerr))
+			}
+		}
 		g.pushLocked(st.Write)
 	}
 	g.mu.Unlock()

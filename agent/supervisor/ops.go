@@ -4,11 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/olivares-dev/olivares/agent/cliruntime"
 	"github.com/olivares-dev/olivares/agent/ledger"
 	"github.com/olivares-dev/olivares/agent/refusal"
+	"github.com/olivares-dev/olivares/agent/ring"
 	"github.com/olivares-dev/olivares/shared/apitypes"
 	"github.com/olivares-dev/olivares/shared/logging"
 )
@@ -34,12 +37,71 @@ func (s *Supervisor) Input(ctx context.Context, ref string, in cliruntime.Input)
 	if err != nil {
 		return err
 	}
-	if err := g.encode(in); err != nil {
+	if err := g.encode(in, inputFrame(in)); err != nil {
 		return inputErr(err)
 	}
 	r.countInput()
 	r.touch()
 	return nil
+}
+
+// inputFrame is the record of in in the run's output (R-ATT-11): its text
+// and who sent it, cut to fit one ring frame. A stream-json line that is
+// not a user message (a control request) is no one's words: nil.
+func inputFrame(in cliruntime.Input) []byte {
+	f := apitypes.InputFrame{By: in.By, Name: in.Name, Text: in.Text}
+	switch {
+	case in.Message != nil:
+		f.Text = contentText(in.Message)
+	case in.Line != nil:
+		var m struct {
+			Type    string `json:"type"`
+			Message struct {
+				Content json.RawMessage `json:"content"`
+			} `json:"message"`
+		}
+		if json.Unmarshal(in.Line, &m) != nil || m.Type != "user" {
+			return nil
+		}
+		f.Text = contentText(m.Message.Content)
+	}
+	for {
+		b, err := json.Marshal(f)
+		if err != nil {
+			return nil
+		}
+		if len(b) <= ring.MaxFrameData {
+			return b
+		}
+		// Escapes can make the JSON longer than the text: cut by the
+		// ratio, with room to spare, until it fits.
+		n := len(f.Text) * (ring.MaxFrameData - 1024) / len(b)
+		for n > 0 && !utf8.RuneStart(f.Text[n]) {
+			n--
+		}
+		f.Text, f.Clipped = f.Text[:n], true
+	}
+}
+
+// contentText is the text of user content as stream-json carries it: a
+// string, or the text blocks of an array, one a line.
+func contentText(c json.RawMessage) string {
+	var s string
+	if json.Unmarshal(c, &s) == nil {
+		return s
+	}
+	var blocks []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	_ = json.Unmarshal(c, &blocks)
+	var parts []string
+	for _, b := range blocks {
+		if b.Type == "text" {
+			parts = append(parts, b.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
 }
 
 // inputErr gives a driver's refusal of a live input the supervisor's kind.

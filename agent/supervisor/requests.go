@@ -371,7 +371,7 @@ func (g *generation) request(req *cliruntime.Request) {
 // why.
 type settlement struct {
 	decision, optionID, text string
-	by, reason               string
+	by, byName, reason       string
 }
 
 // settle answers request id once (R-REQ-2): the first valid answer wins, a
@@ -418,7 +418,7 @@ func (r *run) settle(id string, a settlement, sync bool) (apitypes.RunRequest, e
 		e.stop()
 		e.stop = nil
 	}
-	e.State, e.Decision, e.OptionID, e.By, e.At, e.Reason = apitypes.RequestSettled, opt.Decision, opt.ID, a.by, &now, a.reason
+	e.State, e.Decision, e.OptionID, e.By, e.ByName, e.At, e.Reason = apitypes.RequestSettled, opt.Decision, opt.ID, a.by, a.byName, &now, a.reason
 	r.markReqLocked(e.ID)
 	r.unsaved = append(r.unsaved, reqLedger(KindRequestSettled, e))
 	r.rec.Rev, r.dirty = rev, true
@@ -436,7 +436,7 @@ func (r *run) settle(id string, a settlement, sync bool) (apitypes.RunRequest, e
 	if werr != nil {
 		rev := r.s.rev()
 		r.mu.Lock()
-		e.Decision, e.OptionID, e.By = "", "", ""
+		e.Decision, e.OptionID, e.By, e.ByName = "", "", "", ""
 		r.expireLocked(e, reasonWithdrawn, now, rev)
 		v = e.RunRequest
 		r.mu.Unlock()
@@ -699,7 +699,7 @@ func (s *Supervisor) Answer(ref, id, by string, a apitypes.RequestAnswer) (apity
 	if len(a.Text) > cliruntime.MaxRequestDetail {
 		return apitypes.RunRequest{}, refusal.New(ErrBadAnswer, "the text is over %d bytes", cliruntime.MaxRequestDetail)
 	}
-	return r.settle(id, settlement{decision: a.Decision, optionID: a.OptionID, text: a.Text, by: by}, true)
+	return r.settle(id, settlement{decision: a.Decision, optionID: a.OptionID, text: a.Text, by: by, byName: a.ByName}, true)
 }
 
 // after calls fn after d (Options.after in tests) and returns its stop.

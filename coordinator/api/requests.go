@@ -66,7 +66,7 @@ func (s *Server) answerRequest(c echo.Context) error {
 		by = actor.CredentialID
 	}
 	var out apitypes.RunRequest
-	r, err := s.runCall(c, proto.OpRunAnswer, proto.RunAnswer{ID: id, By: by, RequestAnswer: in}, &out, callTimeout)
+	r, err := s.runCall(c, proto.OpRunAnswer, proto.RunAnswer{ID: id, By: by, Name: CallerOf(c).Principal.Name, RequestAnswer: in}, &out, callTimeout)
 	if err != nil {
 		return err
 	}

@@ -631,8 +631,15 @@ func (s *Server) input(c echo.Context) error {
 	if n != 1 {
 		return apierr.BadRequest("invalid_input", "give exactly one of \"line\" or \"message\" (Claude Code) or \"text\" (Codex, Grok)")
 	}
+	// R-ATT-11: the node records the input with who sent it, by name as
+	// they are called when they send it.
+	caller := CallerOf(c)
+	ri := proto.RunInput{By: caller.Actor().PrincipalID, Name: caller.Principal.Name, InputRequest: in}
+	if ri.By == "" {
+		ri.By = caller.Actor().CredentialID
+	}
 	var out apitypes.Accepted
-	r, err := s.runCall(c, proto.OpRunInput, in, &out, callTimeout)
+	r, err := s.runCall(c, proto.OpRunInput, ri, &out, callTimeout)
 	if err != nil {
 		return err
 	}

@@ -160,7 +160,7 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case p == SignoutPath:
 		route(SignoutPath)
 		c.signout(w, r)
-	case c.o.SSO != nil && strings.HasPrefix(p, sso.InfoPath) && c.serveSSO(w, r):
+	case (c.o.SSO != nil && strings.HasPrefix(p, sso.InfoPath) || p == sso.InfoPath) && c.serveSSO(w, r):
 	case strings.HasPrefix(p, "/assets/") && (r.Method == http.MethodGet || r.Method == http.MethodHead):
 		a, ok := c.files[strings.TrimPrefix(p, "/assets/")]
 		if !ok {

@@ -21,10 +21,12 @@ import (
 // navigation from its site; only the callback's path sees it.
 const FlowCookie = "olivares_sso"
 
-// SSOInfo is GET /v1/sso.
+// SSOInfo is GET /v1/sso (R-SSO-2): whether single sign-on is on and,
+// when it is, the button's name and the URL it opens.
 type SSOInfo struct {
-	DisplayName string `json:"display_name"`
-	LoginURL    string `json:"login_url"`
+	Enabled     bool   `json:"enabled"`
+	DisplayName string `json:"display_name,omitempty"`
+	LoginURL    string `json:"login_url,omitempty"`
 }
 
 // SSOStartRequest is POST /v1/sso/start: the loopback address where the
@@ -72,7 +74,13 @@ func (c *Console) serveSSO(w http.ResponseWriter, r *http.Request) bool {
 			return true
 		}
 		w.Header().Set("Cache-Control", "no-store")
-		writeJSON(w, http.StatusOK, SSOInfo{DisplayName: p.DisplayName(), LoginURL: sso.LoginPath})
+		if p == nil {
+			// Off: a plain answer, so the sign-in page asks without a
+			// failed request in the browser's console.
+			writeJSON(w, http.StatusOK, SSOInfo{})
+			return true
+		}
+		writeJSON(w, http.StatusOK, SSOInfo{Enabled: true, DisplayName: p.DisplayName(), LoginURL: sso.LoginPath})
 	case sso.LoginPath:
 		if onlyGet(w, r) {
 			c.ssoLogin(w, r)

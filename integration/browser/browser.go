@@ -20,6 +20,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	cdplog "github.com/chromedp/cdproto/log"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 )
@@ -106,7 +108,20 @@ type Tab struct {
 }
 
 // New opens a tab in the shared browser; it closes when the test ends.
+// Tabs of New share one cookie jar: one signed-in person.
 func New(t testing.TB) *Tab {
+	t.Helper()
+	return open(t)
+}
+
+// NewProfile opens a tab in a browser context of its own, with its own
+// cookies, as a second device would be: another person can sign in there.
+func NewProfile(t testing.TB) *Tab {
+	t.Helper()
+	return open(t, chromedp.WithNewBrowserContext())
+}
+
+func open(t testing.TB, opts ...chromedp.ContextOption) *Tab {
 	t.Helper()
 	once.Do(start)
 	if startErr != nil {
@@ -116,7 +131,7 @@ func New(t testing.TB) *Tab {
 		t.Skipf("browser: %v", startErr)
 	}
 	tab := &Tab{t: t}
-	ctx, cancel := chromedp.NewContext(browser, chromedp.WithListener(func(ev any) {
+	ctx, cancel := chromedp.NewContext(browser, append(opts, chromedp.WithListener(func(ev any) {
 		switch e := ev.(type) {
 		case *runtime.EventConsoleAPICalled:
 			var parts []string
@@ -135,10 +150,13 @@ func New(t testing.TB) *Tab {
 				msg += " " + d.Exception.Description
 			}
 			tab.add(fmt.Sprintf("exception: %s (%s:%d)", msg, d.URL, d.LineNumber))
+		case *cdplog.EventEntryAdded:
+			// The browser's own lines: a failed request, a CSP refusal.
+			tab.add(fmt.Sprintf("log.%s: %s %s", e.Entry.Level, e.Entry.Text, e.Entry.URL))
 		}
-	}))
+	}))...)
 	tab.Ctx = ctx
-	if err := chromedp.Do(ctx); err != nil {
+	if _, err := chromedp.Call(ctx, cdplog.Enable, cdp.Empty{}); err != nil {
 		t.Fatalf("browser: new tab: %v", err)
 	}
 	t.Cleanup(func() {
@@ -156,7 +174,8 @@ func (b *Tab) add(s string) {
 	b.mu.Unlock()
 }
 
-// Log is the page's console output and exceptions so far.
+// Log is the page's console output, the browser's log lines ("log.error:
+// ..." for a failed request) and exceptions so far.
 func (b *Tab) Log() []string {
 	b.mu.Lock()
 	defer b.mu.Unlock()

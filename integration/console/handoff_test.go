@@ -77,7 +77,7 @@ func TestHandoffAndMove(t *testing.T) {
 
 	// Move: a stopped Claude Code run to the second profile of this node;
 	// the limit of the first account goes with the move (R-MOVE-14).
-	tab.Click("#stop")
+	stopRun(tab)
 	tab.Await("stopped", `document.querySelector('#run-state')?.textContent === 'stopped'`, wait)
 	tab.Click("#move")
 	tab.Await("the target profiles", `!!document.querySelector('#move-profile option')`, wait)

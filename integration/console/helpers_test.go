@@ -82,3 +82,18 @@ func (f *fixture) input(r apitypes.Run, s string) {
 	}
 	f.admin.Must(http.StatusAccepted, http.MethodPost, "/v1/m/sessions/runs/"+r.RunRef+"/input", body, nil)
 }
+
+// stopRun stops the run on the tab's page: Stop, then the confirmation it
+// asks for (R-CON-6).
+func stopRun(tab *browser.Tab) {
+	// The head is drawn again as the run's row changes: a click on a
+	// button that was just replaced is clicked again.
+	tab.Await("the stop confirmation", `(() => { if (document.querySelector('#stop-confirm')) return true; document.querySelector('#stop')?.click(); return false; })()`, wait)
+	tab.Click("#stop-confirm")
+}
+
+// rowAction clicks a list row's action from its menu (pin is one tap).
+func rowAction(tab *browser.Tab, row, what string) {
+	tab.Click(row + " .row-menu summary")
+	tab.Click(row + " .act-" + what)
+}

@@ -130,8 +130,8 @@ func TestLaunchConverseInterruptStopResume(t *testing.T) {
 	f.admin.AwaitRun(ref, wait, "idle", func(r apitypes.Run) bool { return r.State == apitypes.StateIdle && r.Generation == 1 })
 
 	tab.Await("the stop button", `!!document.querySelector('#stop')`, wait)
-	tab.Click("#stop")
-	tab.Await("the observed exit code", `(document.querySelector('#run-exit')||{}).textContent === 'exit code 143'`, wait)
+	stopRun(tab)
+	tab.Await("the observed exit code", `(document.querySelector('#run-exit')||{}).textContent?.includes('exit code 143')`, wait)
 	tab.Await("the end banner", `(document.querySelector('[data-kind=end]')||{}).textContent?.includes('exit code 143')`, wait)
 
 	tab.Click("#resume")
@@ -147,6 +147,7 @@ func TestLaunchConverseInterruptStopResume(t *testing.T) {
 // Pin moves a run to the top, snooze hides it, done files it under Earlier,
 // rename shows the new name, archive hides it; each without a reload. The
 // console shares the person's marks with their olivares login (R-PIN-6).
+// R-CON-11: the actions besides pin are in the row's menu.
 func TestListMarks(t *testing.T) {
 	f := setup(t, integration.ProcOptions{})
 	p := f.profile("codex", nil)
@@ -165,17 +166,17 @@ func TestListMarks(t *testing.T) {
 		t.Fatal("the console's pin is not the person's pin (R-PIN-6)")
 	}
 
-	tab.Click(row(b) + " .act-snooze")
+	rowAction(tab, row(b), "snooze")
 	tab.Click(row(b) + " .snooze .preset")
 	tab.Await("bravo hidden", fmt.Sprintf(`!document.querySelector(%s) && document.querySelector('.hidden-note')?.textContent.includes('1 snoozed')`, js(row(b))), wait)
 	tab.Click("#show-snoozed")
 	tab.Await("bravo shown again with the toggle", fmt.Sprintf(`!!document.querySelector(%s)`, js(row(b))), wait)
 	tab.Click("#show-snoozed")
 
-	tab.Click(row(c) + " .act-done")
+	rowAction(tab, row(c), "done")
 	tab.Await("charlie under Earlier", fmt.Sprintf(`!!document.querySelector('#g-earlier ' + %s)`, js(row(c))), wait)
 
-	tab.Click(row(d) + " .act-rename")
+	rowAction(tab, row(d), "rename")
 	tab.Exec(fmt.Sprintf(`document.querySelector(%s).value = ''`, js(row(d)+" input.rename")))
 	tab.Type(row(d)+" input.rename", "delta renamed\r")
 	tab.Await("the new name", fmt.Sprintf(`document.querySelector(%s)?.textContent === 'delta renamed'`, js(row(d)+" .title")), wait)
@@ -183,7 +184,7 @@ func TestListMarks(t *testing.T) {
 		t.Fatalf("name %q after the rename", got.Name)
 	}
 
-	tab.Click(row(d) + " .act-archive")
+	rowAction(tab, row(d), "archive")
 	tab.Await("delta hidden", fmt.Sprintf(`!document.querySelector(%s) && document.querySelector('.hidden-note')?.textContent.includes('1 archived')`, js(row(d))), wait)
 
 	// The live refresh: a run launched elsewhere appears without a reload.

@@ -6,12 +6,16 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/olivares-dev/olivares/agent/cliruntime"
 	"github.com/olivares-dev/olivares/coordinator/store"
 	"github.com/olivares-dev/olivares/integration"
+	"github.com/olivares-dev/olivares/integration/browser"
+	"github.com/olivares-dev/olivares/integration/fakemodel"
+	"github.com/olivares-dev/olivares/integration/realcli"
 	"github.com/olivares-dev/olivares/shared/apitypes"
 )
 
-// People in the loop in the console (R-REQ-14, R-CON-1): the list marks a run
+// People in the loop in the console (R-REQ-14, R-CON-1, R-CON-7): the list marks a run
 // whose tool waits for a decision; the run view shows the request as a
 // card with its command and the tool's own options; a click answers it,
 // the tool goes on, and the card says who settled it. A request someone
@@ -36,9 +40,16 @@ func TestRequestCards(t *testing.T) {
 		}
 	}
 	tab.Click(`#requests [data-option="proceed_once"]`)
-	tab.Await("the card settled", `(document.querySelector('#requests .req-card.st-settled .req-settled')||{}).textContent?.startsWith('Allowed')`, wait)
+	// R-CON-7: the settled request leaves the pinned cards and stays where
+	// it was asked in the conversation, naming who answered by name.
+	tab.Await("the request settled in the conversation", `(document.querySelector('#timeline .req-inline.st-settled .req-settled')||{}).textContent?.startsWith('Allowed (Allow) by admin')`, wait)
+	tab.Await("no pinned card", `!document.querySelector('#requests .req-card')`, wait)
 	tab.Await("the tool went on", hasItem("assistant", "ran: rm -rf build (proceed_once)"), wait)
 	tab.Await("no decision banner", `!document.querySelector('[data-kind=requests]')`, wait)
+	// The Events tab says what was asked and how it was settled.
+	tab.Click("#tab-events")
+	tab.Await("the request's events in words", `(() => { const t = document.querySelector('#events')?.textContent || ''; return t.includes('The tool asked to run a command (execute)') && t.includes('Allowed: to run a command (execute) by you'); })()`, wait)
+	tab.Click("#tab-conversation")
 
 	// Someone else answers the next one: the card settles here too, and
 	// names them.
@@ -51,9 +62,36 @@ func TestRequestCards(t *testing.T) {
 	other := f.env.Client(opTok)
 	var settled apitypes.RunRequest
 	other.Must(http.StatusOK, http.MethodPost, "/v1/m/sessions/runs/"+r.RunRef+"/requests/"+pending.ID, apitypes.RequestAnswer{Decision: "deny"}, &settled)
-	tab.Await("the other person's answer on the card", fmt.Sprintf(`(document.querySelector('#req-%s .req-settled')||{}).textContent?.includes(%s)`, pending.ID, js("Denied")), wait)
-	if got := text(tab, "#req-"+pending.ID+" .req-settled"); !strings.Contains(got, settled.By) {
-		t.Fatalf("the settled card says %q, want who answered (%s)", got, settled.By)
+	sel := fmt.Sprintf(`#timeline .req-inline[data-request=%s] .req-settled`, js(pending.ID))
+	tab.Await("the other person's answer in the conversation", fmt.Sprintf(`(document.querySelector(%s)||{}).textContent?.includes(%s)`, js(sel), js("Denied")), wait)
+	if got := text(tab, sel); !strings.Contains(got, "by olga") || settled.ByName != "olga" {
+		t.Fatalf("the settled request says %q (by_name %q), want who answered by name (olga)", got, settled.ByName)
 	}
 	tab.Await("the tool told", hasItem("assistant", "denied: make deploy"), wait)
+}
+
+// R-CON-7 with the real Claude Code: while its Bash request waits, the
+// tool call's line says "waiting for your decision"; the answer settles it
+// in place, by the answerer's name, and the tool goes on.
+func TestRealClaudeToolLineWaits(t *testing.T) {
+	bin := realcli.BinDir(t, "claude")
+	fake := fakemodel.NewAnthropic()
+	defer fake.Close()
+	fake.Push(fakemodel.Tool("Bash", `{"command":"echo hi > probe.txt","description":"write a probe"}`), fakemodel.Text("It said hi."))
+	f := setup(t, integration.ProcOptions{Path: bin + ":" + cliruntime.DefaultPath})
+	p := f.profile("claude", map[string]string{"ANTHROPIC_BASE_URL": fake.URL(), "ANTHROPIC_API_KEY": "test",
+		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "CLAUDE_CODE_MAX_RETRIES": "0"})
+	r := f.launch(f.admin, p, "asks for Bash")
+	tab := f.signIn()
+	f.open(tab, "/runs/"+r.RunRef)
+	tab.Await("input enabled", `!!document.querySelector('#input') && !document.querySelector('#input').disabled`, wait)
+	tab.Type("#input", "say hi\r")
+	tab.Await("the pinned card", `!!document.querySelector('#requests .req-card.st-pending .req-opt.d-allow')`, wait)
+	tab.Await("the tool line waits", `[...document.querySelectorAll('#timeline .tool .tstatus')].some(e => e.textContent === 'waiting for your decision')`, wait)
+	tab.Click(`#requests .req-card.st-pending .req-opt.d-allow`)
+	tab.Await("settled in place, by name", `(document.querySelector('#timeline .req-inline.st-settled .req-settled')||{}).textContent?.includes('by admin')`, wait)
+	tab.Await("the tool went on", hasItem("assistant", "It said hi."), wait)
+	if browser.Eval[bool](tab, `[...document.querySelectorAll('#timeline .tool .tstatus')].some(e => e.textContent === 'waiting for your decision')`) {
+		t.Fatal("a tool line still waits after the answer")
+	}
 }

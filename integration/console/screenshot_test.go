@@ -10,7 +10,8 @@ import (
 
 // TestScreenshot writes the README's pictures of the console, with
 // OLIVARES_SCREENSHOT_DIR set (docs/): the list, and a run with a turn that
-// used tools. Without it, it is skipped.
+// used tools, at 1200×800 and on a 390×844 phone. Without it, it is
+// skipped.
 func TestScreenshot(t *testing.T) {
 	dir := os.Getenv("OLIVARES_SCREENSHOT_DIR")
 	if dir == "" {
@@ -39,6 +40,15 @@ func TestScreenshot(t *testing.T) {
 	if err := os.WriteFile(dir+"/console.png", tab.Screenshot(), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// The same run on a phone (R-CON-5): the composer pinned above the
+	// bottom navigation.
+	tab.Exec(`document.querySelector('#stderr-box').open = false`)
+	tab.Viewport(390, 844)
+	tab.Await("the phone layout", `getComputedStyle(document.querySelector('#bottom-nav')).display !== 'none'`, wait)
+	if err := os.WriteFile(dir+"/console-phone.png", tab.Screenshot(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tab.Viewport(1200, 800)
 	tab.Navigate(f.env.CheckedURL() + "/")
 	tab.Await("the list", `document.querySelectorAll('.row').length === 3`, wait)
 	if err := os.WriteFile(dir+"/console-list.png", tab.Screenshot(), 0o644); err != nil {

@@ -118,7 +118,7 @@ func TestWorkspaceGatesDiffCleanupDelete(t *testing.T) {
 	// Release: refused for unmerged work, then discarded behind a
 	// confirmation; the outcome is said in words.
 	tab.Click("#tab-conversation")
-	tab.Click("#stop")
+	stopRun(tab)
 	tab.Await("stopped", `document.querySelector('#run-state')?.textContent === 'stopped'`, wait)
 	tab.Click("#cleanup")
 	tab.Click("#cleanup-submit")

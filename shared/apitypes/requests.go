@@ -50,11 +50,14 @@ type RunRequest struct {
 	// Decision, OptionID, By and At are set once settled; By is a
 	// principal id, "policy", "timeout" or "tool". Reason says why when a
 	// rule, the timeout, the tool or an expiry settled it.
-	Decision string     `json:"decision,omitempty"`
-	OptionID string     `json:"option_id,omitempty"`
-	By       string     `json:"by,omitempty"`
-	At       *time.Time `json:"at,omitempty"`
-	Reason   string     `json:"reason,omitempty"`
+	Decision string `json:"decision,omitempty"`
+	OptionID string `json:"option_id,omitempty"`
+	By       string `json:"by,omitempty"`
+	// ByName is the name of the person By names, as they were called
+	// when they answered (R-CON-7).
+	ByName string     `json:"by_name,omitempty"`
+	At     *time.Time `json:"at,omitempty"`
+	Reason string     `json:"reason,omitempty"`
 }
 
 // RequestDetail is what a person needs to decide (R-REQ-1): the command
@@ -93,6 +96,9 @@ type RequestAnswer struct {
 	Decision string `json:"decision"`
 	OptionID string `json:"option_id,omitempty"`
 	Text     string `json:"text,omitempty"`
+	// ByName is never read from the body: the node gets the answerer's
+	// name beside it (proto.RunAnswer) and keeps it on the request.
+	ByName string `json:"-"`
 }
 
 // LastError is a run's last_error (R-LERR-1).

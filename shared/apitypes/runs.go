@@ -201,6 +201,18 @@ type InputRequest struct {
 	Text    *string         `json:"text,omitempty"`
 }
 
+// InputFrame is the data of an output event of stream "input" (R-ATT-11):
+// one input the node accepted, as text, and who sent it. By is their
+// principal id and Name their name when they sent it; both are empty when
+// Olivares sent it (a scheduled continue, a hand-off's first message).
+// Text is cut so that the frame fits the ring's 64 KiB; Clipped says so.
+type InputFrame struct {
+	By      string `json:"by,omitempty"`
+	Name    string `json:"name,omitempty"`
+	Text    string `json:"text"`
+	Clipped bool   `json:"clipped,omitempty"`
+}
+
 // ContinueRequest is POST /runs/{ref}/continue-at-reset (R-CONT-1).
 type ContinueRequest struct {
 	// Message is sent once the conversation is back; when absent,

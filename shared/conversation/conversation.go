@@ -28,7 +28,7 @@ import (
 // Item kinds.
 const (
 	KindTurnStart = "turn_start" // a turn began
-	KindUser      = "user"       // what the person sent, as the tool echoes it
+	KindUser      = "user"       // what a person sent: an input frame (Sent), or the tool's echo
 	KindAssistant = "assistant"  // assistant text (grows while it streams)
 	KindThinking  = "thinking"   // the model's reasoning, when the tool shows it
 	KindToolCall  = "tool_call"  // a tool call: Name, Input, Result, Status
@@ -58,6 +58,11 @@ type Item struct {
 	ID    string
 	HasID bool
 	Text  string
+	// Sent: a user item from an input frame (R-ATT-11), with who sent it
+	// (By, SenderName) and whether its text was cut (Clipped).
+	Sent           bool
+	By, SenderName string
+	Clipped        bool
 	// Tool calls.
 	Name, Input, Result, Status string
 	// Detail of a turn end: duration_ms, cost_usd, stop_reason.
@@ -91,7 +96,14 @@ func (it Item) MarshalJSON() ([]byte, error) {
 		if it.HasID {
 			field("id", it.ID)
 		}
+		if it.Sent {
+			field("by", it.By)
+			field("name", it.SenderName)
+		}
 		field("text", it.Text)
+		if it.Clipped {
+			field("clipped", true)
+		}
 	case KindAssistant, KindThinking:
 		field("id", it.ID)
 		field("text", it.Text)
@@ -130,6 +142,7 @@ type Normalizer struct {
 	openThink int
 	inTurn    bool
 	turnError bool
+	sent      []string // texts of input frames the tool has not echoed yet
 }
 
 // New returns the normalizer of a run of driver (claude, codex, gemini,
@@ -162,9 +175,12 @@ func (n *Normalizer) Feed(o apitypes.Output) (changed []int, stderr []string) {
 		n.openText, n.openThink = -1, -1
 		n.inTurn = false
 	}
-	if o.Stream == "stderr" {
+	switch o.Stream {
+	case "stderr":
 		n.stderr = append(n.stderr, data)
-	} else {
+	case "input":
+		n.input(data, o.Seq)
+	default:
 		buf := n.partial + data
 		for {
 			nl := strings.IndexByte(buf, '\n')
@@ -212,6 +228,38 @@ func (n *Normalizer) add(it Item, seq uint64) int {
 }
 
 func (n *Normalizer) touch(i int) { n.changed[i] = true }
+
+// input is one input frame (R-ATT-11): what a person sent, in order, with
+// who sent it. The tools that echo a person's message (Codex) do so
+// later: echo drops that copy.
+func (n *Normalizer) input(data string, seq uint64) {
+	var f struct {
+		By      string  `json:"by"`
+		Name    string  `json:"name"`
+		Text    *string `json:"text"`
+		Clipped bool    `json:"clipped"`
+	}
+	if json.Unmarshal([]byte(data), &f) != nil || f.Text == nil {
+		return
+	}
+	n.add(Item{Kind: KindUser, Sent: true, By: f.By, SenderName: f.Name, Text: *f.Text, Clipped: f.Clipped}, seq)
+	n.sent = append(n.sent, *f.Text)
+	if len(n.sent) > 64 {
+		n.sent = n.sent[1:]
+	}
+}
+
+// echo adds a user message the tool shows, unless an input frame already
+// holds it.
+func (n *Normalizer) echo(text string, seq uint64) {
+	for k, s := range n.sent {
+		if s == text {
+			n.sent = n.sent[k+1:]
+			return
+		}
+	}
+	n.add(Item{Kind: KindUser, Text: text}, seq)
+}
 
 // obj is a decoded JSON object; fields are read leniently, as JavaScript
 // reads them.
@@ -423,7 +471,7 @@ func (n *Normalizer) claude(m obj, seq uint64) {
 				n.tool(jsString(bo["tool_use_id"]), toolFields{result: ptr(resultText(bo["content"])), status: &status}, seq)
 			case "text":
 				if t := jsString(bo["text"]); t != interrupted {
-					n.add(Item{Kind: KindUser, Text: t}, seq)
+					n.echo(t, seq)
 				}
 			}
 		}
@@ -588,7 +636,7 @@ func (n *Normalizer) codexItem(it obj, done bool, seq uint64) {
 				texts = append(texts, jsString(co["text"]))
 			}
 		}
-		n.add(Item{Kind: KindUser, Text: strings.Join(texts, "\n")}, seq)
+		n.echo(strings.Join(texts, "\n"), seq)
 	case "agentMessage":
 		if _, has := n.byKey["assistant:"+id]; done || !has {
 			n.setText(KindAssistant, id, orEmpty(it["text"]), seq)

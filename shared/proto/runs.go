@@ -23,7 +23,7 @@ const (
 	OpRunGet          = "run.get"             // → apitypes.Run
 	OpRunEvents       = "run.events"          // RunEvents → apitypes.EventList
 	OpRunAttach       = "run.attach"          // RunAttach → RunAttachReply, then attach frames
-	OpRunInput        = "run.input"           // apitypes.InputRequest → apitypes.Accepted
+	OpRunInput        = "run.input"           // RunInput → apitypes.Accepted
 	OpRunInterrupt    = "run.interrupt"       // → apitypes.Accepted
 	OpRunStop         = "run.stop"            // → apitypes.Run once the exit is observed
 	OpRunResume       = "run.resume"          // → apitypes.Run (new generation)
@@ -170,11 +170,21 @@ type RunHandoff struct {
 	Gate
 }
 
+// RunInput is OpRunInput's params: the input and who sent it, which the
+// node records in the run's output (R-ATT-11). By and Name are empty when
+// Olivares itself sent it (a scheduled continue).
+type RunInput struct {
+	By   string `json:"by,omitempty"`
+	Name string `json:"name,omitempty"`
+	apitypes.InputRequest
+}
+
 // RunAnswer is a person's answer to one of a run's requests (R-REQ-2): By
 // is their principal id, which the request keeps.
 type RunAnswer struct {
-	ID string `json:"id"`
-	By string `json:"by"`
+	ID   string `json:"id"`
+	By   string `json:"by"`
+	Name string `json:"name,omitempty"`
 	apitypes.RequestAnswer
 }
 
@@ -250,7 +260,7 @@ const (
 const outputHeader = 1 + 8 + 4 + 1 + 8
 
 // Stream tags of AttachOutput (R-TR-9), as the ring numbers them.
-var streamNames = [...]string{1: "stdout", 2: "stderr", 3: "pty", 4: "notice", 5: "request"}
+var streamNames = [...]string{1: "stdout", 2: "stderr", 3: "pty", 4: "notice", 5: "request", 6: "input"}
 
 // StreamNotice is the stream number of the agent's own notices in the
 // output (an olivares_notice event, R-HW-3).
@@ -259,6 +269,11 @@ const StreamNotice byte = 4
 // StreamRequest is the stream number of a run's requests and their
 // settlements in the output (R-REQ-4): data is an apitypes.RunRequest.
 const StreamRequest byte = 5
+
+// StreamInput is the stream number of the inputs people sent, at their
+// place in the output (R-ATT-11): an output event of stream "input" whose
+// data is an apitypes.InputFrame.
+const StreamInput byte = 6
 
 // StreamName returns the tag of a stream number, "" when unknown.
 func StreamName(s byte) string {

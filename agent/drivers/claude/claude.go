@@ -27,9 +27,12 @@ const Name = "claude"
 // --verbose, or Claude exits 1. --permission-prompt-tool stdio makes Claude
 // Code ask the host (a can_use_tool control request on stdout) instead of
 // refusing every use its permission rules do not allow (R-REQ-5; measured
-// on 2.1.328).
+// on 2.1.328). --include-partial-messages adds the model's text as it
+// streams (stream_event deltas, real-clis.md §1.7), so a viewer reads a
+// slow answer as it is written, not all at once when the turn ends
+// (R-ATT-12).
 var baseArgs = []string{"--print", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose",
-	"--permission-prompt-tool", "stdio"}
+	"--include-partial-messages", "--permission-prompt-tool", "stdio"}
 
 // resumeNotFound starts the error Claude Code gives for --resume of an id it
 // has no transcript for (real-clis.md §1.4).

@@ -99,7 +99,7 @@ async function route() {
   const mounted = await v;
   if (location.pathname !== path) { if (mounted.destroy) mounted.destroy(); return; }
   view = mounted;
-  watcher.schedule();
+  watcher.start();
 }
 
 function tenantChooser(tenants) {
@@ -121,18 +121,33 @@ const NAV = [
   ['/webhooks', 'Webhooks', (p) => p === '/webhooks', 'sessions:run:admin'],
 ];
 
+// nav is the screens' navigation: a row in the header on a wide screen;
+// on a phone, a bar at the bottom with the first screens and a menu with
+// the rest, the signed-in person and sign-out (R-CON-5).
+const PHONE_NAV = 3;
 function nav(path) {
   const count = h('span', { class: 'attn-count', id: 'attn-count', hidden: true });
+  const countM = h('span', { class: 'attn-count', hidden: true });
   const update = () => {
     const n = watcher.count();
-    count.hidden = !n;
-    count.textContent = String(n);
-    count.title = `${n} session${n === 1 ? '' : 's'} need${n === 1 ? 's' : ''} you`;
+    for (const c of [count, countM]) {
+      c.hidden = !n;
+      c.textContent = String(n);
+      c.title = `${n} session${n === 1 ? '' : 's'} need${n === 1 ? 's' : ''} you`;
+    }
   };
   unsubNav = watcher.subscribe(update);
   update();
-  return h('nav', { class: 'nav', 'aria-label': 'Screens' }, NAV.filter(([, , , perm]) => !perm || session.can(perm)).map(([href, label, on]) =>
-    h('a', { href, 'data-nav': true, class: on(path) ? 'on' : '', 'aria-current': on(path) ? 'page' : undefined }, label, href === '/' ? count : null)));
+  const items = NAV.filter(([, , , perm]) => !perm || session.can(perm));
+  const link = ([href, label, on], c) => h('a', { href, 'data-nav': true, class: on(path) ? 'on' : '', 'aria-current': on(path) ? 'page' : undefined }, label, href === '/' ? c : null);
+  const me = session.me;
+  const more = items.slice(PHONE_NAV);
+  const bottom = h('nav', { class: 'bottom-nav', id: 'bottom-nav', 'aria-label': 'Screens' }, items.slice(0, PHONE_NAV).map((it) => link(it, countM)),
+    h('details', { class: `more${more.some(([, , on]) => on(path)) ? ' on' : ''}`, id: 'nav-more' }, h('summary', null, 'More'),
+      h('div', { class: 'more-menu' }, more.map((it) => link(it)),
+        me ? h('div', { class: 'me', id: 'nav-me' }, me.name, session.whoami ? h('span', { class: 'role' }, session.whoami.role) : null) : null,
+        me ? h('button', { type: 'button', class: 'ghost', onclick: signout }, 'Sign out') : null)));
+  return [h('nav', { class: 'nav', 'aria-label': 'Screens' }, items.map((it) => link(it, count))), bottom];
 }
 
 // notifications: desktop notifications when the tab is in the background,
@@ -174,6 +189,21 @@ function notifications() {
   return box;
 }
 
+// The theme switch beside the system default, kept in this browser.
+const THEME_KEY = 'olivares.theme';
+function applyTheme(t) {
+  if (t === 'light' || t === 'dark') document.documentElement.dataset.theme = t;
+  else delete document.documentElement.dataset.theme;
+}
+applyTheme(localStorage.getItem(THEME_KEY));
+function themeSwitch() {
+  const cur = localStorage.getItem(THEME_KEY) || '';
+  return h('select', { class: 'theme', id: 'theme', 'aria-label': 'Theme', title: 'Theme', onchange: (e) => {
+    if (e.target.value) localStorage.setItem(THEME_KEY, e.target.value); else localStorage.removeItem(THEME_KEY);
+    applyTheme(e.target.value);
+  } }, [['', 'Auto'], ['light', 'Light'], ['dark', 'Dark']].map(([v, t]) => h('option', { value: v, selected: v === cur }, t)));
+}
+
 function shell(main, path = '/') {
   const me = session.me;
   const tenants = me ? me.items : [];
@@ -185,16 +215,18 @@ function shell(main, path = '/') {
     tenantEl = h('span', { class: 'tenant muted' }, session.tenant);
   }
   const role = session.whoami ? session.whoami.role : '';
+  const [topNav, bottomNav] = session.whoami ? nav(path) : [null, null];
   return h('div', { class: 'shell' },
     h('header', { class: 'top' },
       h('a', { href: '/', 'data-nav': true, class: 'brand' }, h('img', { src: '/assets/icon.svg', alt: '', width: 20, height: 20 }), h('span', { class: 'brand-name' }, 'Olivares')),
-      session.whoami ? nav(path) : null,
+      topNav,
       h('div', { class: 'spacer' }),
       session.whoami ? notifications() : null,
+      themeSwitch(),
       tenantEl,
       me ? h('span', { class: 'who', title: me.principal_id }, me.name, role ? h('span', { class: 'role' }, role) : null) : null,
       me ? h('button', { type: 'button', class: 'ghost', id: 'signout', onclick: signout }, 'Sign out') : null),
-    main);
+    main, bottomNav);
 }
 
 async function signout() {
@@ -202,6 +234,7 @@ async function signout() {
     await api('POST', '/v1/signout', {}, { noTenant: true });
   } catch { /* the cookie is cleared either way */ }
   session.me = session.whoami = null;
+  watcher.stop();
   navigate('/signin');
 }
 

@@ -9,6 +9,7 @@
 // compares run rows, not output.
 import { get, session, BASE } from './api.js';
 import { runName } from './dom.js';
+import { Changes } from './changes.js';
 
 // Reasons in the order they win when several apply.
 export const REASONS = [
@@ -61,26 +62,36 @@ export function setNotifyPref(reason, on) {
   watcher.schedule();
 }
 
-// changeKey says when a run's call for the person is new (R-CON-2): its reason, and
-// for a run waiting for input also the row's revision, which moves when a
-// turn starts and ends; so a second finished turn is a new change even if
-// both turns ran between two reads of the row.
-function changeKey(r, a) {
+// changeKey says when a run's call for the person is new (R-CON-2): its
+// reason. While the change stream is open it brings every row, the running
+// one between two finished turns included, so the reason alone tells them
+// apart (a row's revision also moves for its usage, after the turn's end).
+// Without the stream, a run waiting for input also keys on the row's
+// revision, so a second finished turn is a new change even if both turns
+// ran between two reads of the row.
+function changeKey(r, a, streaming) {
   if (!a) return '';
-  return a.reason === 'needs_input' ? `${a.reason}#${r.rev ?? ''}` : a.reason;
+  return a.reason === 'needs_input' && !streaming ? `${a.reason}#${r.rev ?? ''}` : a.reason;
 }
 
-// The watcher holds the last change seen per run. observe() takes run rows
-// from whoever fetched them (the list every few seconds, the run view, or
-// its own slow poll) and fires one notification when a run's change is
-// new and its reason one the person opted into, while the tab is in the
-// background.
+// The watcher holds the last change seen per run. It follows the
+// fleet-wide change stream (R-CHG-1), the one source of the attention
+// count on every page (R-CON-8): a `reset` reads GET /runs once, a `run`
+// event is the run's new row; pages subscribe to the stream's events
+// through it instead of opening their own. It reads GET /runs on a timer
+// only while the stream is down, and when a limit's reset time passes
+// (what the stream does not carry, R-CHG-5). observe() fires one
+// notification when a run's change is new and its reason one the person
+// opted into, while the tab is in the background.
 export const watcher = {
   seen: new Map(),      // run_ref → change key ('' for none)
   names: new Map(),     // run_ref → display name
   primed: false,        // the first observation only sets the baseline
   timer: 0,
   subs: new Set(),
+  listeners: new Set(), // change stream listeners (name, data)
+  changes: null,
+  tenant: '',
   notified: [],         // what was shown, newest last (tests read it)
   observed: 0,          // observations so far (tests wait on it)
   // background says whether a notification is worth showing now.
@@ -94,9 +105,10 @@ export const watcher = {
     for (const r of runs) {
       seenNow.add(r.run_ref);
       const a = attentionOf(r);
-      const key = changeKey(r, a);
+      const key = changeKey(r, a, !!(this.changes && this.changes.open));
       const before = this.seen.get(r.run_ref);
       this.seen.set(r.run_ref, key);
+      if (r.limit && r.limit.resets_at) this.resets.set(r.run_ref, Date.parse(r.limit.resets_at)); else this.resets.delete(r.run_ref);
       this.names.set(r.run_ref, runName(r));
       // Snoozed and done runs do not call for the person.
       if (!this.primed || before === undefined || before === key || !a) continue;
@@ -135,15 +147,52 @@ export const watcher = {
     n.onclick = () => { window.focus(); location.assign(`/runs/${encodeURIComponent(r.run_ref)}`); };
   },
 
-  // The slow poll: the list refreshes the rows itself while it is shown;
-  // elsewhere, and in the background, one page of the newest runs every
-  // 15 s keeps the title and the notifications current. GET /runs reads
-  // the coordinator's index only, never the nodes.
+  // start follows the change stream of the signed-in tenant (again after
+  // a tenant switch); stop ends it at sign-out.
+  start() {
+    if (!session.tenant || !session.whoami) return;
+    if (this.changes && this.tenant === session.tenant) return;
+    this.stop();
+    this.tenant = session.tenant;
+    this.seen.clear();
+    this.primed = false;
+    this.changes = new Changes({ onEvent: (name, data) => this.onChange(name, data), onState: (state) => {
+      this.schedule();
+      for (const fn of this.listeners) fn('stream', { state });
+    } }).start();
+  },
+
+  stop() {
+    if (this.changes) this.changes.close();
+    this.changes = null;
+    clearTimeout(this.timer);
+  },
+
+  onChange(name, data) {
+    if (name === 'reset') this.poll();
+    else if (name === 'run' && data && data.run_ref) this.observe([data]);
+    else if (name === 'run_removed' && data) { this.seen.delete(data.run_ref); this.observe([]); }
+    for (const fn of this.listeners) fn(name, data);
+  },
+
+  // listen subscribes fn(name, data) to the change stream's events.
+  listen(fn) { this.listeners.add(fn); return () => this.listeners.delete(fn); },
+
+  // schedule: with the stream open, a read only when the earliest known
+  // limit resets (its attention changes with time alone); without it,
+  // one page of the newest runs every 15 s keeps the title and the
+  // notifications current. GET /runs reads the coordinator's index only.
   schedule(ms = 15000) {
     clearTimeout(this.timer);
     if (!session.tenant || !session.whoami) return;
-    this.timer = setTimeout(() => this.poll(), ms);
+    if (this.changes && this.changes.open) {
+      const resets = [...this.resets.values()].filter((t) => t > Date.now());
+      if (!resets.length) return;
+      ms = Math.min(...resets) - Date.now() + 1000;
+    }
+    this.timer = setTimeout(() => this.poll(), Math.min(ms, 2 ** 31 - 1));
   },
+  resets: new Map(), // run_ref → the time its limit resets (ms)
 
   async poll() {
     try {

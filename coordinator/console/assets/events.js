@@ -4,7 +4,7 @@
 // resumed, lost, limit reached, handed off (with a link to the new run),
 // moved (with both profiles), cleaned (with what happened to the worktree).
 import { h, replace, localTime, relTime } from './dom.js';
-import { get, BASE } from './api.js';
+import { get, session, BASE } from './api.js';
 import { errorLine } from './ui.js';
 
 const OUTCOME = {
@@ -26,6 +26,11 @@ function parse(raw) {
 
 const runLink = (ref) => h('a', { href: `/runs/${encodeURIComponent(ref)}`, 'data-nav': true }, ref);
 
+const ASKED = { command: 'to run a command', file_change: 'to change files', permission: 'for a permission', question: 'a question', elicitation: 'for input' };
+const DECIDED = { allow: 'Allowed', deny: 'Denied', answer: 'Answered' };
+const BY = { policy: 'a rule', timeout: 'the timeout', tool: 'the tool' };
+const byWho = (by) => BY[by] || (session.whoami && by === session.whoami.principal_id ? 'you' : by);
+
 // sentence says one event in words; profiles maps refs to names.
 export function sentence(e, profiles = new Map()) {
   const d = parse(e.detail) || {};
@@ -46,6 +51,10 @@ export function sentence(e, profiles = new Map()) {
     case 'handed_off': return ['Handed off to ', d.to ? runLink(d.to) : 'a new run', d.profile ? ` on profile ${prof(d.profile)}` : ''];
     case 'moved': return [`Moved from profile ${prof(d.from)} to ${prof(d.to)}${d.files !== undefined ? `, ${d.files} file${d.files === 1 ? '' : 's'} carried` : ''}`];
     case 'cleaned': return [cleanedText(d)];
+    // The tool's requests, said with what they asked (R-EVT-3).
+    case 'request_asked': return [`The tool asked ${ASKED[d.kind] || 'a question'}${d.tool ? ` (${d.tool})` : ''}`];
+    case 'request_settled': return [`${DECIDED[d.decision] || 'Settled'}: ${ASKED[d.kind] || 'the request'}${d.tool ? ` (${d.tool})` : ''}${d.by ? ` by ${byWho(d.by)}` : ''}`];
+    case 'request_expired': return [`A request expired unanswered: ${ASKED[d.kind] || 'the request'}${d.tool ? ` (${d.tool})` : ''}`];
     default: return [e.kind.replace(/_/g, ' ')];
   }
 }

@@ -2,17 +2,14 @@
 // others, then "Earlier" for runs marked done (R-DONE-1); snoozed runs
 // hidden until their time (R-SNZ-4) and archived ones left out (R-ARC-4),
 // each with a toggle. Each row says when the run needs the person
-// (attention.js). It follows the fleet-wide change stream (changes.js,
-// R-CHG-1): a `reset` refetches, the other events change rows in place
-// at once; it still reads GET /runs every few seconds (the index only),
-// for what a stream does not carry (R-CHG-5).
+// (attention.js). It follows the fleet-wide change stream (R-CHG-1)
+// through the attention watcher, which holds the page's one stream: a
+// `reset` refetches, the other events change rows in place at once, and
+// nothing is read while nothing changes (R-CON-8).
 import { h, replace, relTime, localTime, runName } from './dom.js';
 import { api, get, session, explain, BASE } from './api.js';
 import { openLaunch } from './launch.js';
 import { attentionOf, watcher } from './attention.js';
-import { Changes } from './changes.js';
-
-const POLL_MS = 3000;
 const PAGE = 100;
 const STATES = ['pending_approval', 'starting', 'running', 'idle', 'failed', 'stopped', 'released'];
 
@@ -24,7 +21,6 @@ export function listView(main) {
     profiles: new Map(), workspaces: new Map(), nodes: new Map(),
     editing: '', snoozing: '',
   };
-  let timer = 0;
   let destroyed = false;
   const canWrite = session.can('sessions:run:write');
 
@@ -98,7 +94,6 @@ export function listView(main) {
       // When the first page holds every run, a row it lacks was deleted.
       if (!page.next) for (const ref of [...st.runs.keys()]) if (!seen.has(ref)) st.runs.delete(ref);
       st.loaded = true;
-      watcher.observe([...st.runs.values()], { complete: !page.next });
       hideError();
       // An open rename or snooze form is not torn down under the person.
       if (!st.editing && !st.snoozing) render();
@@ -183,12 +178,15 @@ export function listView(main) {
       r.snoozed_until ? h('span', { class: 'badge' }, `snoozed until ${localTime(r.snoozed_until)}`) : null,
       r.archived_at ? h('span', { class: 'badge' }, 'archived') : null,
       h('time', { datetime: activity(r), title: localTime(activity(r)) }, relTime(activity(r))));
+    // One tap for the common action (pin); the others in the row's menu.
     const actions = h('div', { class: 'actions' },
       act(r.pinned ? 'Unpin' : 'Pin', 'pin', () => mark(r, 'pin', r.pinned ? 'DELETE' : 'POST'), r.pinned),
-      act(r.snoozed_until ? 'Unsnooze' : 'Snooze', 'snooze', () => (r.snoozed_until ? mark(r, 'snooze', 'DELETE') : toggleSnooze(r))),
-      act(r.done ? 'Undone' : 'Done', 'done', () => mark(r, 'done', r.done ? 'DELETE' : 'POST'), r.done),
-      canWrite ? act('Rename', 'rename', () => { st.editing = r.run_ref; render(); }) : null,
-      canWrite ? act(r.archived_at ? 'Unarchive' : 'Archive', 'archive', () => mark(r, 'archive', r.archived_at ? 'DELETE' : 'POST')) : null);
+      h('details', { class: 'row-menu' }, h('summary', { class: 'act', 'aria-label': 'More actions' }, '⋯'),
+        h('div', { class: 'row-menu-items' },
+          act(r.snoozed_until ? 'Unsnooze' : 'Snooze', 'snooze', () => (r.snoozed_until ? mark(r, 'snooze', 'DELETE') : toggleSnooze(r))),
+          act(r.done ? 'Undone' : 'Done', 'done', () => mark(r, 'done', r.done ? 'DELETE' : 'POST'), r.done),
+          canWrite ? act('Rename', 'rename', () => { st.editing = r.run_ref; render(); }) : null,
+          canWrite ? act(r.archived_at ? 'Unarchive' : 'Archive', 'archive', () => mark(r, 'archive', r.archived_at ? 'DELETE' : 'POST')) : null)));
     const att = attentionOf(r);
     li.append(h('div', { class: 'line1' }, title, h('span', { class: 'badges' },
       att ? h('span', { class: `attn at-${att.reason}`, title: 'This session needs you' }, att.text) : null, badge(r))), meta, actions);
@@ -251,12 +249,6 @@ export function listView(main) {
     } catch (e) { showError(e); }
   }
 
-  function schedule() {
-    clearTimeout(timer);
-    if (destroyed || document.hidden) return;
-    timer = setTimeout(async () => { await refresh(); schedule(); }, POLL_MS);
-  }
-
   // R-CHG-2: apply one change to the rows.
   function onChange(name, data) {
     if (destroyed || !data) return;
@@ -284,26 +276,21 @@ export function listView(main) {
       }
     } else return;
     changesSeen.push({ name, run_ref: data.run_ref || data.node_id });
-    // The desktop notifications keep reading the polled rows (attention.js
-    // counts a needs_input per row revision; the stream has every one).
     if (!st.editing && !st.snoozing) render();
   }
   const changesSeen = [];
   window.olivaresChanges = changesSeen; // tests read what the stream applied
-  const changes = new Changes({ onEvent: onChange, onState: (s) => { listEl.dataset.stream = s; } }).start();
-  function onVisibility() {
-    if (!document.hidden) { refresh(); schedule(); } else clearTimeout(timer);
-  }
-  document.addEventListener('visibilitychange', onVisibility);
+  const unlisten = watcher.listen((name, data) => {
+    if (name === 'stream') listEl.dataset.stream = data.state; else onChange(name, data);
+  });
+  listEl.dataset.stream = watcher.changes && watcher.changes.open ? 'open' : 'connecting';
 
   loadRefs().then(() => render());
-  refresh().then(schedule);
+  refresh();
   return {
     destroy() {
       destroyed = true;
-      clearTimeout(timer);
-      changes.close();
-      document.removeEventListener('visibilitychange', onVisibility);
+      unlisten();
     },
   };
 }

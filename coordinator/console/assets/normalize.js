@@ -7,7 +7,8 @@
 //
 // Items (the contract shared with testdata/frames/*.golden.jsonl):
 //   {kind:'turn_start'}                            a turn began
-//   {kind:'user', text}                            what the person sent, as the tool echoes it
+//   {kind:'user', by, name, text}                  what a person sent (the input frames, R-ATT-11)
+//   {kind:'user', text}                            a user message the tool shows that no input frame holds
 //   {kind:'assistant', id, text}                   assistant text (grows while it streams)
 //   {kind:'thinking', id, text}                    the model's reasoning, when the tool shows it
 //   {kind:'tool_call', id, name, input, result, status}  status: running | done | error
@@ -41,6 +42,7 @@ class Normalizer {
     this.openThought = -1;
     this.inTurn = false;
     this.turnError = false;
+    this.sent = [];           // texts of input frames the tool has not echoed yet
   }
 
   // feed takes one output event's data ({seq, generation, stream, data,
@@ -62,6 +64,8 @@ class Normalizer {
     }
     if (o.stream === 'stderr') {
       this.stderr.push(data);
+    } else if (o.stream === 'input') {
+      this.input(data, o.seq);
     } else {
       let buf = this.partial + data;
       let nl;
@@ -84,6 +88,28 @@ class Normalizer {
   }
 
   touch(i) { this.changed.add(i); }
+
+  // input is one input frame (R-ATT-11): what a person sent, in order,
+  // with who sent it. The tools that echo a person's message (Codex) do
+  // so later: echo() drops that copy.
+  input(data, seq) {
+    let f;
+    try { f = JSON.parse(data); } catch { return; }
+    if (!f || typeof f.text !== 'string') return;
+    const it = { kind: 'user', by: f.by || '', name: f.name || '', text: f.text };
+    if (f.clipped) it.clipped = true;
+    this.add(it, seq);
+    this.sent.push(f.text);
+    if (this.sent.length > 64) this.sent.shift();
+  }
+
+  // echo adds a user message the tool shows, unless an input frame
+  // already holds it.
+  echo(item, seq) {
+    const k = this.sent.indexOf(item.text);
+    if (k >= 0) { this.sent.splice(0, k + 1); return; }
+    this.add(item, seq);
+  }
 
   line(line, seq) {
     let m;
@@ -219,7 +245,7 @@ class Normalizer {
           if (b.type === 'tool_result') {
             this.tool(b.tool_use_id, { result: resultText(b.content), status: b.is_error ? 'error' : 'done' }, seq);
           } else if (b.type === 'text' && b.text !== INTERRUPTED) {
-            this.add({ kind: 'user', text: b.text }, seq);
+            this.echo({ kind: 'user', text: b.text }, seq);
           }
         }
         return;
@@ -298,7 +324,7 @@ class Normalizer {
       case 'userMessage': {
         if (done) return;
         const text = (it.content || []).filter((c) => c.type === 'text').map((c) => c.text).join('\n');
-        this.add({ kind: 'user', text }, seq);
+        this.echo({ kind: 'user', text }, seq);
         return;
       }
       case 'agentMessage':

@@ -10,9 +10,31 @@ import { api, get, BASE } from './api.js';
 import { errorLine } from './ui.js';
 
 const KIND = { command: 'Run a command', file_change: 'Change files', permission: 'Permission', question: 'Question', elicitation: 'Input requested' };
-const SETTLED_SHOWN = 3; // settled cards kept under the pending ones
 
-export function requestCards(el, ref, { canWrite, onSettled } = {}) {
+const BY = { policy: 'a rule', timeout: 'the timeout', tool: 'the tool' };
+
+// settledLine says how a request was settled, naming the person by name
+// (R-CON-7).
+export function settledLine(r) {
+  const who = r.by_name || BY[r.by] || r.by;
+  const how = r.state === 'expired' ? `Expired: ${r.reason || ''}` :
+    `${r.decision === 'allow' ? 'Allowed' : r.decision === 'deny' ? 'Denied' : 'Answered'}${r.option_id ? ` (${(r.options.find((o) => o.id === r.option_id) || {}).label || r.option_id})` : ''} by ${who}${r.reason ? `: ${r.reason}` : ''}`;
+  return h('div', { class: 'req-settled' }, how, r.at ? h('time', { datetime: r.at, title: localTime(r.at) }, ` · ${relTime(r.at)}`) : null);
+}
+
+// diffView colours a unified diff's added and removed lines.
+function diffView(diff) {
+  const lines = diff.split('\n');
+  const cls = (l) => (l.startsWith('+') && !l.startsWith('+++') ? 'dl add' : l.startsWith('-') && !l.startsWith('---') ? 'dl del' : 'dl');
+  return h('div', { class: 'tdiff' }, lines.slice(0, 600).map((l) => h('div', { class: cls(l) }, l || ' ')),
+    lines.length > 600 ? h('div', { class: 'muted' }, `… ${lines.length - 600} more lines`) : null);
+}
+
+// requestCards: base() is the run's directory, under which paths are shown
+// relative to it.
+export function requestCards(el, ref, { canWrite, onSettled, base = () => '' } = {}) {
+  const dir = () => (base() || '').replace(/\/$/, '');
+  const rel = (p) => (dir() && p.startsWith(`${dir()}/`) ? p.slice(dir().length + 1) : p);
   const reqs = new Map(); // id → request, in the order first seen
   const errors = new Map(); // id → error of the last answer
   const busy = new Set();
@@ -56,10 +78,10 @@ export function requestCards(el, ref, { canWrite, onSettled } = {}) {
     const d = r.detail || {};
     return [
       d.command ? h('pre', { class: 'req-cmd' }, d.command) : null,
-      d.cwd ? h('div', { class: 'req-cwd muted' }, `in ${d.cwd}`) : null,
-      d.files && d.files.length ? h('div', { class: 'req-files' }, d.files.join(', ')) : null,
+      d.cwd ? h('div', { class: 'req-cwd muted' }, `in ${rel(d.cwd) === d.cwd ? d.cwd : rel(d.cwd) || '.'}`) : null,
+      d.files && d.files.length ? h('div', { class: 'req-files' }, d.files.map(rel).join(', ')) : null,
       d.question ? h('p', { class: 'req-question' }, d.question) : null,
-      d.diff ? h('details', { class: 'req-diff', open: d.diff.length < 4000 }, h('summary', null, 'Diff'), h('pre', null, d.diff)) : null,
+      d.diff ? h('details', { class: 'req-diff', open: d.diff.length < 4000 }, h('summary', null, 'Diff'), diffView(dir() ? d.diff.split(`${dir()}/`).join('') : d.diff)) : null,
       !d.command && !d.diff && d.input ? h('details', { class: 'req-input' }, h('summary', null, 'The tool’s arguments'),
         h('pre', null, typeof d.input === 'string' ? d.input : JSON.stringify(d.input, null, 2))) : null,
     ];
@@ -84,21 +106,19 @@ export function requestCards(el, ref, { canWrite, onSettled } = {}) {
       foot = [canWrite ? text : null, h('div', { class: 'req-actions' }, buttons),
         r.expires_at ? h('div', { class: 'muted req-expiry' }, `Denied ${relTime(r.expires_at)} unless answered (${localTime(r.expires_at)}).`) : null];
     } else {
-      const how = r.state === 'expired' ? `Expired: ${r.reason || ''}` :
-        `${r.decision === 'allow' ? 'Allowed' : r.decision === 'deny' ? 'Denied' : 'Answered'}${r.option_id ? ` (${(r.options.find((o) => o.id === r.option_id) || {}).label || r.option_id})` : ''} by ${r.by}${r.reason ? `: ${r.reason}` : ''}`;
-      foot = h('div', { class: 'req-settled' }, how, r.at ? h('time', { datetime: r.at, title: localTime(r.at) }, ` · ${relTime(r.at)}`) : null);
+      foot = settledLine(r);
     }
     const err = errors.get(r.id);
     return h('section', { class: `req-card st-${r.state}`, id: `req-${r.id}`, dataset: { request: r.id, state: r.state }, 'aria-label': r.title },
       head, detail(r), foot, err ? errorLine(err) : null);
   }
 
+  // render pins the pending cards above the composer; a settled one
+  // leaves, and stays where it was asked in the conversation (R-CON-7).
   function render() {
-    const all = [...reqs.values()];
-    const pending = all.filter((r) => r.state === 'pending');
-    const settled = all.filter((r) => r.state !== 'pending').slice(-SETTLED_SHOWN).reverse();
-    replace(el, pending.map(card), settled.map(card));
-    el.hidden = !pending.length && !settled.length;
+    const pending = [...reqs.values()].filter((r) => r.state === 'pending');
+    replace(el, pending.map(card));
+    el.hidden = !pending.length;
   }
 
   render();

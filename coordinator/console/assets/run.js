@@ -7,15 +7,17 @@
 //
 // Refreshing never hammers the node (R-CON-3): GET /runs/{ref} (which asks the
 // node) is read again when the attach stream shows a turn start or end,
-// an end or a notice, after an action, and otherwise on a timer that
-// backs off from 5 s to 60 s while nothing happens.
+// an end or a notice, and after an action; the change stream's `run`
+// events bring the row's other changes (R-CON-8). Only while that stream
+// is down does a timer read it, backing off from 5 s to 60 s.
 import { h, replace, localTime, relTime, runName, TOOL } from './dom.js';
 import { api, get, session, Attach, BASE } from './api.js';
 import { normalizer, summary } from './normalize.js';
 import { VList } from './vlist.js';
 import { tabs, errorLine } from './ui.js';
 import { watcher, attentionOf } from './attention.js';
-import { requestCards } from './requests.js';
+import { requestCards, settledLine } from './requests.js';
+import { toolBody } from './tools.js';
 
 const LIVE = ['starting', 'running', 'idle'];
 const STDERR_MAX = 256 << 10;
@@ -29,7 +31,7 @@ window.olivaresPerf = perf;
 
 // Timeline is the conversation and raw-frames view of one run's output.
 export class Timeline {
-  constructor(el, driver, { onStderr, onTurn } = {}) {
+  constructor(el, driver, { onStderr, onTurn, onFlush } = {}) {
     this.driver = driver;
     this.n = normalizer(driver);
     this.frames = [];
@@ -41,12 +43,15 @@ export class Timeline {
     // onTurn(kind) is told of a turn's start or end and of a finished tool
     // call: the moments the run's row and activity are worth reading again.
     this.onTurn = onTurn || (() => {});
+    this.onFlush = onFlush || (() => {});
     this.scroller = h('div', { class: 'timeline', id: 'timeline', tabindex: 0, 'aria-label': 'Conversation' });
     el.append(this.scroller);
     this.list = new VList(this.scroller, { render: (i) => this.row(i), label: 'Conversation' });
     this.flushing = 0;
     this.pendingPaint = [];
     this.list.onPainted = () => this.painted();
+    this.reqAt = new Map(); // request id → item index
+    this.waitingAt = -1;     // the tool call that waits for a decision
   }
 
   destroy() { this.list.destroy(); cancelAnimationFrame(this.flushing); }
@@ -66,9 +71,20 @@ export class Timeline {
     if (!this.flushing) this.flushing = requestAnimationFrame(() => this.flush());
   }
 
-  local(item) {
-    this.n.add(item, 0);
-    this.sync([this.n.items.length - 1]);
+  // request queues a request event (asked or settled) behind the frames
+  // before it: the request stands in the conversation where it was asked,
+  // and its settlement updates it there (R-CON-7).
+  request(r, seq) { this.push({ request: r, seq }); }
+
+  putRequest(r, seq) {
+    const i = this.reqAt.get(r.id);
+    if (i === undefined) {
+      this.reqAt.set(r.id, this.n.add({ kind: 'request', id: r.id, req: r }, seq));
+      return this.n.items.length - 1;
+    }
+    // A settlement never goes back to pending (a replayed frame).
+    if (this.n.items[i].req.state === 'pending' || r.state !== 'pending') this.n.items[i].req = r;
+    return i;
   }
 
   flush() {
@@ -78,6 +94,10 @@ export class Timeline {
     let i = 0;
     for (; i < this.queue.length; i++) {
       const [o, arrived] = this.queue[i];
+      if (o.request) {
+        changed.add(this.putRequest(o.request, o.seq));
+        continue;
+      }
       if (this.frames.length >= RAW_MAX) this.frames.shift();
       this.frames.push(o);
       const r = this.n.feed(o);
@@ -88,6 +108,13 @@ export class Timeline {
     }
     this.queue.splice(0, i);
     this.sync([...changed]);
+    // Paint pacing: the rows this slice changed are painted in this same
+    // animation frame, once, however many frames the slice held.
+    if (this.list.raf) {
+      cancelAnimationFrame(this.list.raf);
+      this.list.raf = 0;
+      this.list.paint();
+    }
     let turn = '';
     for (const c of changed) {
       const it = this.n.items[c];
@@ -95,6 +122,7 @@ export class Timeline {
       else if (!turn && (it.kind === 'turn_start' || (it.kind === 'tool_call' && it.status !== 'running'))) turn = it.kind;
     }
     if (turn) this.onTurn(turn);
+    this.onFlush();
     if (this.queue.length) this.flushing = requestAnimationFrame(() => this.flush());
   }
 
@@ -131,10 +159,11 @@ export class Timeline {
     const it = this.n.items[i];
     switch (it.kind) {
       case 'turn_start': return h('div', { class: 'item turn-start' }, h('span', null, 'Turn'));
-      case 'user': return h('div', { class: `item user${it.local ? ' local' : ''}` }, h('div', { class: 'who' }, 'You'), h('div', { class: 'text' }, it.text));
+      case 'user': return h('div', { class: 'item user' }, h('div', { class: 'who' }, sender(it)), h('div', { class: 'text' }, it.clipped ? `${it.text} […]` : it.text));
       case 'assistant': return h('div', { class: 'item assistant' }, h('div', { class: 'text' }, it.text));
       case 'thinking': return h('div', { class: 'item thinking' }, h('div', { class: 'text' }, it.text));
       case 'tool_call': return this.toolRow(i, it);
+      case 'request': return this.requestRow(it.req);
       case 'turn_end': {
         const d = it.detail || {};
         const bits = [it.status === 'completed' ? 'Turn completed' : it.status === 'interrupted' ? 'Turn interrupted' : 'Turn failed'];
@@ -149,12 +178,28 @@ export class Timeline {
     }
   }
 
+  requestRow(r) {
+    return h('div', { class: `item req-inline st-${r.state}`, dataset: { request: r.id } },
+      h('span', { class: 'req-kind' }, 'Asked'), ' ', h('strong', null, r.title),
+      r.state === 'pending' ? h('div', { class: 'req-wait' }, 'Waiting for your decision, below.') : settledLine(r));
+  }
+
+  // waiting says the last running tool call waits for a person while a
+  // request is pending (R-CON-7).
+  setWaiting(on) {
+    let last = -1;
+    if (on) for (let i = this.n.items.length - 1; i >= 0; i--) if (this.n.items[i].kind === 'tool_call' && this.n.items[i].status === 'running') { last = i; break; }
+    if (last === this.waitingAt) return;
+    const old = this.waitingAt;
+    this.waitingAt = last;
+    for (const i of [old, last]) if (i >= 0) this.list.invalidate(i);
+  }
+
   toolRow(i, it) {
     const open = this.open.has(i);
-    const cap = (s) => (s.length > 20000 ? `${s.slice(0, 20000)}\n… (${s.length - 20000} more characters in the raw frames)` : s);
     const d = h('details', { class: `item tool st-${it.status}`, open },
-      h('summary', null, h('span', { class: 'tname' }, it.name || 'tool'), ' ', h('span', { class: 'tsum' }, summary(it)), ' ', h('span', { class: 'tstatus' }, it.status)),
-      open ? [it.input ? h('pre', { class: 'tin' }, cap(it.input)) : null, it.result ? h('pre', { class: 'tout' }, cap(it.result)) : null] : null);
+      h('summary', null, h('span', { class: 'tname' }, it.name || 'tool'), ' ', h('span', { class: 'tsum' }, summary(it)), ' ', h('span', { class: 'tstatus' }, i === this.waitingAt ? 'waiting for your decision' : it.status)),
+      open ? h('div', { class: 'tbody' }, toolBody(it)) : null);
     d.addEventListener('toggle', () => {
       if (d.open === this.open.has(i)) return;
       if (d.open) this.open.add(i); else this.open.delete(i);
@@ -164,6 +209,26 @@ export class Timeline {
   }
 }
 
+// sender names who sent a user item (R-ATT-11): "You" for the viewer's
+// own input, the sender's name otherwise; an input no person sent came
+// from Olivares (a scheduled continue, a hand-off); a message only the
+// tool shows has no sender.
+function sender(it) {
+  if (it.by === undefined) return 'Person';
+  if (!it.by) return 'Olivares';
+  if (session.whoami && it.by === session.whoami.principal_id) return 'You';
+  return it.name || it.by;
+}
+
+// exitWords says how a process ended, in words (R-CON-6): 143 is SIGTERM.
+const SIGNALS = { 1: 'SIGHUP', 2: 'SIGINT', 3: 'SIGQUIT', 6: 'SIGABRT', 9: 'SIGKILL', 13: 'SIGPIPE', 15: 'SIGTERM' };
+export function exitWords(code, signal) {
+  if (signal) return `was killed by ${signal}`;
+  if (code === null || code === undefined) return 'ended, its exit code unobserved';
+  if (code === 0) return 'exited normally (exit code 0)';
+  if (code > 128 && SIGNALS[code - 128]) return `ended on ${SIGNALS[code - 128]} (exit code ${code})`;
+  return `exited with an error (exit code ${code})`;
+}
 
 const READ_SIDE = ['claude', 'codex']; // activity and messages (R-ACT-2, R-MSG-1)
 const POLL_MIN = 5000;
@@ -191,7 +256,7 @@ export function runView(main, ref, { tab = '' } = {}) {
   const bannerEl = h('div', { class: 'banners', 'aria-live': 'polite' });
   // The tool's requests, answered here (docs/rules/requests.md).
   const reqEl = h('div', { class: 'requests', id: 'requests', 'aria-live': 'polite' });
-  const cards = requestCards(reqEl, ref, { canWrite, onSettled: () => schedule(300) });
+  const cards = requestCards(reqEl, ref, { canWrite, base: () => (run && run.workspace_path) || '', onSettled: () => { schedule(300); showWorking(); } });
   const body = h('div', { class: 'run-body' });
   const stderr = h('pre', { class: 'stderr', id: 'stderr' });
   let stderrText = '';
@@ -199,15 +264,22 @@ export function runView(main, ref, { tab = '' } = {}) {
   const rawToggle = h('input', { type: 'checkbox', id: 'raw-toggle', onchange: (e) => tl && tl.setRaw(e.target.checked) });
   const input = h('textarea', { id: 'input', rows: 2, placeholder: 'Message the session — Enter sends, Shift+Enter for a new line', 'aria-label': 'Message' });
   const send = h('button', { type: 'submit', id: 'send' }, 'Send');
+  // R-ATT-12: while a turn runs, the page says the tool is at work (or
+  // waits for a person's decision), right above the composer.
+  const working = h('div', { class: 'working', id: 'working', role: 'status', hidden: true });
+  // An empty conversation says what to do, not a blank box.
+  const emptyHint = h('p', { class: 'empty-hint muted', id: 'empty-hint', hidden: true });
   const inputForm = canWrite ? h('form', { class: 'composer', onsubmit: (e) => { e.preventDefault(); sendInput(); } }, input, send) : null;
   input.addEventListener('keydown', (e) => {
     if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) { e.preventDefault(); sendInput(); }
   });
   const t = tabs([['conversation', 'Conversation'], ['activity', 'Activity'], ['messages', 'Messages'], ['diff', 'Diff'], ['events', 'Events']], { onShow: showTab });
-  t.panels.get('conversation').append(h('div', { class: 'view-bar' }, h('label', { class: 'toggle' }, rawToggle, 'Raw frames')), body, stderrBox, inputForm);
+  t.bar.append(h('label', { class: 'toggle raw-switch' }, rawToggle, 'Raw frames'));
+  body.append(emptyHint);
+  t.panels.get('conversation').append(body, working, stderrBox, reqEl, inputForm);
   replace(main, h('div', { class: 'run' },
     h('nav', { class: 'crumbs' }, h('a', { href: '/', 'data-nav': true }, '← Sessions')),
-    head, bannerEl, reqEl, t.bar, [...t.panels.values()]));
+    head, bannerEl, t.bar, [...t.panels.values()]));
 
   function showTab(name, el) {
     const url = new URL(location.href);
@@ -253,6 +325,21 @@ export function runView(main, ref, { tab = '' } = {}) {
     }, Math.max(500, 3000 - (Date.now() - lastAct)));
   }
 
+  function showWorking() {
+    if (tl) tl.setWaiting(cards.pending() > 0);
+    emptyHint.hidden = !tl || !run || tl.n.items.length > 0 || tl.raw;
+    if (!emptyHint.hidden) {
+      emptyHint.textContent = LIVE.includes(run.state) ? (canWrite ? `Nothing said yet. ${TOOL[run.driver] || run.driver} is ready: write the first message below.` : 'Nothing said yet.') :
+        run.state === 'pending_approval' ? 'The session starts once its launch is approved.' : 'This session has no retained output.';
+    }
+    const on = !!(tl && run && (tl.n.inTurn || cards.pending() > 0) && LIVE.includes(run.state));
+    working.hidden = !on;
+    if (!on) return;
+    const waiting = cards.pending() > 0;
+    working.classList.toggle('waiting', waiting);
+    working.textContent = waiting ? 'Waiting for your decision' : `${TOOL[run.driver] || run.driver} is working…`;
+  }
+
   function banner(key, cls, content) {
     if (content === null) banners.delete(key); else banners.set(key, { cls, content });
     replace(bannerEl, [...banners.entries()].map(([k, b]) => (b.content instanceof Node ? b.content :
@@ -272,9 +359,7 @@ export function runView(main, ref, { tab = '' } = {}) {
     const r = run;
     const live = LIVE.includes(r.state);
     const ended = !live && r.state !== 'pending_approval';
-    let exit = '';
-    if (ended && r.exit_code !== null && r.exit_code !== undefined) exit = `exit code ${r.exit_code}`;
-    else if (ended && r.signal) exit = `ended by ${r.signal}`;
+    const exit = ended && ((r.exit_code !== null && r.exit_code !== undefined) || r.signal) ? exitWords(r.exit_code, r.signal) : '';
     const btn = (id, label, fn, show, cls = '') => (show ? h('button', { type: 'button', id, class: cls, onclick: fn }, label) : null);
     const prof = profiles.get(r.provider_profile_ref);
     const att = attentionOf(r);
@@ -303,8 +388,10 @@ export function runView(main, ref, { tab = '' } = {}) {
         handedTo.length ? h('span', { id: 'handed-to' }, 'handed off to ', handedTo.map((x, i) => [i ? ', ' : '', runLink(x)])) : null,
         h('time', { datetime: r.created_at, title: localTime(r.created_at) }, `started ${relTime(r.started_at || r.created_at)}`)),
       h('div', { class: 'actions' },
-        btn('interrupt', 'Interrupt', () => act('interrupt', 'Interrupt sent: the turn is cancelled, the process stays.'), canWrite && live),
-        btn('stop', 'Stop', stop, canWrite && live, 'danger'),
+        // R-CON-6: the buttons follow the run's state: Interrupt only
+        // while a turn runs, Stop (which asks first) while it is live.
+        btn('interrupt', 'Interrupt', () => act('interrupt', null), canWrite && r.state === 'running'), // the turn's end says it
+        btn('stop', 'Stop', confirmStop, canWrite && live, 'ghost danger-text'),
         btn('resume', 'Resume', resume, canWrite && ended && r.state !== 'released'),
         btn('approve', 'Approve', approve, canApprove && r.state === 'pending_approval'),
         h('button', { type: 'button', id: 'pin', class: 'ghost', 'aria-pressed': String(!!r.pinned), onclick: pin }, r.pinned ? 'Unpin' : 'Pin'),
@@ -316,14 +403,15 @@ export function runView(main, ref, { tab = '' } = {}) {
       input.disabled = send.disabled = !live;
       input.placeholder = live ? 'Message the session — Enter sends, Shift+Enter for a new line' : 'The session is not live; resume it to send input.';
     }
+    showWorking();
     t.buttons.get('diff').hidden = !r.worktree_branch;
     t.buttons.get('activity').hidden = t.buttons.get('messages').hidden = !READ_SIDE.includes(r.driver);
     banner('unreachable', 'warn', r.node_reachable === false ? `Node ${r.node_id} is unreachable: the state shown is the last one it reported.` : null);
     banner('pending', 'warn', r.state === 'pending_approval' ? (canApprove ? 'This launch waits for approval. Approve it to start the process.' : 'This launch waits for approval by someone with workspace administration.') : null);
     banner('limit', 'warn', r.limit ? limitText(r.limit) : null);
-    // The tools' permission requests and questions: counted on the row,
-    // each answered on its card below the banners.
-    banner('requests', 'warn', r.pending_requests > 0 ? `The tool is waiting for ${r.pending_requests} decision${r.pending_requests === 1 ? '' : 's'} of yours.` : null);
+    // The tools' permission requests and questions: the head's attention
+    // badge says one waits; each is answered on its card, pinned above
+    // the composer.
     banner('lasterror', 'error', r.last_error ? `The tool failed (${r.last_error.kind.replace('_', ' ')}): ${r.last_error.message}` : null);
     if (r.pending_requests !== cards.pending()) cards.refresh();
     banner('codex', 'warn', r.codex_binding && r.codex_binding.last_error ? `The branch's canonical Codex thread could not be created yet: ${r.codex_binding.last_error}. The next message tries again.` : null);
@@ -387,7 +475,7 @@ export function runView(main, ref, { tab = '' } = {}) {
       watcher.observe([run]);
       renderHead();
       if (!tl) {
-        tl = new Timeline(body, run.driver, { onStderr: addStderr, onTurn });
+        tl = new Timeline(body, run.driver, { onStderr: addStderr, onTurn, onFlush: showWorking });
         startAttach(undefined);
         const want = tab && !t.buttons.get(tab)?.hidden ? tab : 'conversation';
         t.select(want);
@@ -430,14 +518,16 @@ export function runView(main, ref, { tab = '' } = {}) {
         else if (s === 'refused') errBanner('conn', err);
         else banner('conn', 'warn', `Connection to the stream lost; reconnecting at seq ${attach.next ?? 0} with nothing missed…`);
       },
-      onEvent: (ev, data) => {
+      onEvent: (ev, data, id) => {
         const now = performance.now();
         switch (ev) {
           case 'output': tl.push(data, now); break;
           case 'request':
           case 'request_settled':
             cards.put(data);
+            if (data && data.id) tl.request(data, Number(id) || 0);
             if (ev === 'request') schedule(300);
+            showWorking();
             break;
           case 'olivares_notice':
             if (data && data.kind === 'history_withheld') banner('withheld', 'warn', 'The conversation the tool replayed at resume is withheld: this run was given credentials, and nobody can prove its earlier output is free of them.');
@@ -447,14 +537,14 @@ export function runView(main, ref, { tab = '' } = {}) {
             banner('lag', 'warn', `Frames ${data.requested_from}–${data.resumed_from - 1} were evicted from the node's ring before they could be shown; the timeline resumes at ${data.resumed_from}.`);
             break;
           case 'notice':
-            banner('notlive', '', `This session is not live (${data && data.state ? data.state.replace('_', ' ') : 'ended'}): you see its retained output.`);
+            if (!banners.has('end')) banner('end', '', `This session is not live (${data && data.state ? data.state.replace('_', ' ') : 'ended'}): you see its retained output.`);
             break;
           case 'end':
             if (data && data.reason === 'slow_viewer') {
               banner('slow', 'warn', 'This viewer fell behind and was dropped; catching up from where it stopped.');
               break;
             }
-            banner('end', '', `Generation ${data.generation} ended: ${data.exit_code !== undefined && data.exit_code !== null ? `exit code ${data.exit_code}` : data.signal ? `killed by ${data.signal}` : 'no exit observed'}.`);
+            banner('end', '', `${banners.has('end') && banners.get('end').content.startsWith('Stopped') ? 'Stopped' : `Generation ${data.generation} ended`}: the process ${exitWords(data.exit_code, data.signal)}.`);
             load();
             loadEvents();
             break;
@@ -472,6 +562,20 @@ export function runView(main, ref, { tab = '' } = {}) {
     } catch (e) { errBanner('act', e); }
   }
 
+  // confirmStop asks before it stops (R-CON-6): a stop ends the process,
+  // and a running turn with it.
+  async function confirmStop() {
+    if (document.getElementById('stop-dialog')) return;
+    const { modal } = await import('./ui.js');
+    if (document.getElementById('stop-dialog')) return;
+    const m = modal('stop-dialog', 'Stop the session?');
+    const go = h('button', { type: 'button', class: 'danger', id: 'stop-confirm', onclick: () => { m.close(); stop(); } }, 'Stop');
+    replace(m.body, h('p', null, run && run.state === 'running' ? 'The process is ended, and the running turn with it. The conversation stays; Resume starts the tool again.' :
+      'The process is ended. The conversation stays; Resume starts the tool again.'),
+    h('div', { class: 'buttons' }, h('button', { type: 'button', class: 'ghost', onclick: m.close }, 'Cancel'), go));
+    go.focus();
+  }
+
   async function stop() {
     const b = document.getElementById('stop');
     if (b) { b.disabled = true; b.textContent = 'Stopping…'; }
@@ -479,8 +583,10 @@ export function runView(main, ref, { tab = '' } = {}) {
       const { data } = await api('POST', `${BASE}/runs/${encodeURIComponent(ref)}/stop`);
       run = data;
       renderHead();
-      const how = data.exit_code !== null && data.exit_code !== undefined ? `exit code ${data.exit_code}` : data.signal ? `signal ${data.signal}` : 'no exit observed';
-      banner('act', '', `Stopped (${how}).`);
+      // One banner says how it ended; the stream's end says the same
+      // thing and takes its place.
+      banner('act', '', null);
+      banner('end', '', `Stopped: the process ${exitWords(data.exit_code, data.signal)}.`);
     } catch (e) { errBanner('act', e); load(); }
   }
 
@@ -488,7 +594,7 @@ export function runView(main, ref, { tab = '' } = {}) {
     try {
       const { status, data } = await api('POST', `${BASE}/runs/${encodeURIComponent(ref)}/resume`);
       run = data;
-      for (const k of ['end', 'notlive', 'act']) banners.delete(k);
+      for (const k of ['end', 'act']) banners.delete(k);
       banner('act', status === 202 ? 'warn' : '', status === 202 ? 'Resumed; the new generation waits for approval.' : `Resumed: generation ${data.generation}.`);
       renderHead();
       startAttach(attach ? attach.next : undefined);
@@ -520,10 +626,8 @@ export function runView(main, ref, { tab = '' } = {}) {
     // the others take plain text.
     const payload = run.driver === 'claude' ? { message: text } : { text };
     send.disabled = true;
-    // Codex echoes the person's message in its protocol; the others do
-    // not, so the console shows it itself, before the reply can arrive.
-    const local = run.driver !== 'codex' ? { kind: 'user', text, local: true } : null;
-    if (local) tl.local(local);
+    // What was sent comes back on the attach stream as an input frame
+    // (R-ATT-11), to this viewer and every other, in its place.
     tl.list.scrollToBottom();
     try {
       await api('POST', `${BASE}/runs/${encodeURIComponent(ref)}/input`, payload);
@@ -531,10 +635,6 @@ export function runView(main, ref, { tab = '' } = {}) {
       banner('act', '', null);
       pollDelay = POLL_MIN;
     } catch (e) {
-      if (local) {
-        local.text += '\n(not sent)';
-        tl.list.invalidate(tl.n.items.indexOf(local));
-      }
       errBanner('act', e);
     } finally {
       send.disabled = false;
@@ -546,6 +646,7 @@ export function runView(main, ref, { tab = '' } = {}) {
   function schedule(ms) {
     clearTimeout(poll);
     if (destroyed || document.hidden) return;
+    if (ms === undefined && watcher.changes && watcher.changes.open) return;
     const wait = ms !== undefined ? ms : pollDelay;
     poll = setTimeout(async () => {
       await load();
@@ -555,6 +656,18 @@ export function runView(main, ref, { tab = '' } = {}) {
   }
   const onVis = () => { if (!document.hidden) { pollDelay = POLL_MIN; load(); schedule(); } };
   document.addEventListener('visibilitychange', onVis);
+  // The index's row of this run, as the change stream brings it: the
+  // head follows without asking the node.
+  const unlisten = watcher.listen((ev, data) => {
+    if (ev === 'stream' && data.state !== 'open') schedule();
+    if (ev !== 'run' || !data || data.run_ref !== ref || !run || Number(data.rev) <= Number(run.rev)) return;
+    // The head is drawn again only when what it shows changed (not for
+    // the ring's bounds or the usage a turn added).
+    const shown = (r) => JSON.stringify({ ...r, rev: 0, ring_first_seq: 0, ring_last_seq: 0, usage: 0 });
+    const same = shown(run) === shown(data);
+    run = data;
+    if (!same) renderHead();
+  });
   get(`${BASE}/profiles`).then((ps) => {
     profiles = new Map(ps.items.map((p) => [p.ref, p]));
     if (run && !destroyed) renderHead();
@@ -564,6 +677,7 @@ export function runView(main, ref, { tab = '' } = {}) {
   return {
     destroy() {
       destroyed = true;
+      unlisten();
       clearTimeout(poll);
       clearTimeout(actTimer);
       document.removeEventListener('visibilitychange', onVis);

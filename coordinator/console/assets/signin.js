@@ -32,6 +32,7 @@ export function signinView(root) {
     msg.textContent = params.get('sso_message') || params.get('sso_error');
   }
   get('/v1/sso', { noTenant: true, quiet401: true }).then((info) => {
+    if (!info.enabled) return;
     const a = h('a', { id: 'sso', class: 'button sso', href: info.login_url }, `Sign in with ${info.display_name}`);
     form.insertBefore(a, form.querySelector('p.muted'));
   }).catch(() => {});
