@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -381,11 +382,23 @@ func TestStartFailure(t *testing.T) {
 
 // R-CLI-3: `olivares-agent hold --help` runs nothing and exits 0; without
 // --dir it is a usage error.
+// Main runs in a process of its own, as the agent's `hold` does: its
+// help and usage lines go to that process's output, not the test's.
 func TestHoldHelp(t *testing.T) {
-	if c := Main([]string{"--help"}); c != 0 {
-		t.Fatalf("hold --help: exit %d", c)
+	run := func(args ...string) (int, string) {
+		cmd := exec.Command(os.Args[0], args...)
+		cmd.Env = []string{mainEnv + "=1"}
+		out, err := cmd.CombinedOutput()
+		var ee *exec.ExitError
+		if err != nil && !errors.As(err, &ee) {
+			t.Fatal(err)
+		}
+		return cmd.ProcessState.ExitCode(), string(out)
 	}
-	if c := Main(nil); c != 2 {
-		t.Fatalf("hold without --dir: exit %d, want 2", c)
+	if c, out := run("--help"); c != 0 || !strings.Contains(out, "hold --dir DIR") {
+		t.Fatalf("hold --help: exit %d, %q", c, out)
+	}
+	if c, out := run(); c != 2 || !strings.Contains(out, "--dir DIR is required") {
+		t.Fatalf("hold without --dir: exit %d, %q, want 2", c, out)
 	}
 }
