@@ -160,10 +160,15 @@ func TestDevModeStopsWithGoRun(t *testing.T) {
 	}
 	// Dev mode stopped the run itself on its way out: stopped, as a
 	// session stop leaves it, not failed and lost (R-DEV-6, issue 32 finding 6).
+	// The index learns it when the node, connected again, pushes its rows.
 	c = apiclient.New(apiclient.Config{URL: again.APIURL, Token: again.AdminToken, Tenant: again.Tenant})
-	got, err := c.Run(ctx, r.RunRef)
-	if err != nil || got.State != apitypes.StateStopped || got.Reason != "" || got.Attention != nil && *got.Attention == "failed" {
-		t.Errorf("the run dev mode stopped: %+v %v, want state stopped\n%s", got, err, parent.out)
+	var got apitypes.Run
+	Await(t, 30*time.Second, "the run dev mode stopped to be indexed stopped", func() bool {
+		got, err = c.Run(ctx, r.RunRef)
+		return err == nil && got.State != apitypes.StateIdle && got.State != apitypes.StateRunning && got.State != apitypes.StateStarting
+	})
+	if got.State != apitypes.StateStopped || got.Reason != "" || got.Attention != nil && *got.Attention == "failed" {
+		t.Errorf("the run dev mode stopped: %+v, want state stopped\n%s", got, parent.out)
 	}
 	if !strings.Contains(parent.out.String(), "stopped 1 live run(s)") {
 		t.Errorf("dev mode did not say it stopped the run:\n%s", parent.out)
