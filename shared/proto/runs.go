@@ -260,7 +260,7 @@ const (
 const outputHeader = 1 + 8 + 4 + 1 + 8
 
 // Stream tags of AttachOutput (R-TR-9), as the ring numbers them.
-var streamNames = [...]string{1: "stdout", 2: "stderr", 3: "pty", 4: "notice", 5: "request", 6: "input"}
+var streamNames = [...]string{1: "stdout", 2: "stderr", 3: "pty", 4: "notice", 5: "request", 6: "input", 7: "setup"}
 
 // StreamNotice is the stream number of the agent's own notices in the
 // output (an olivares_notice event, R-HW-3).
