@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os/exec"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -106,15 +107,15 @@ func (r *run) setup(ctx context.Context, cmd string, spec cliruntime.LaunchSpec)
 		// nothing, as a generation then (wait).
 		return false
 	}
-	detail := map[string]any{"error": err.Error()}
+	msg := "the setup command failed: " + err.Error()
 	var ee *exec.ExitError
 	switch {
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
-		detail["error"] = "the setup command did not finish within " + timeout.String()
+		msg = "the setup command did not finish within " + timeout.String()
 	case errors.As(err, &ee) && ee.ExitCode() >= 0:
-		detail["exit_code"] = ee.ExitCode()
+		msg = "the setup command exited with code " + strconv.Itoa(ee.ExitCode())
 	}
-	b, _ := json.Marshal(detail)
+	b, _ := json.Marshal(map[string]string{"error": msg})
 	s.o.Log.Info("setup command failed", logging.KeyRunRef, r.ref, logging.Err(err))
 	now := time.Now().UTC()
 	r.ring.Flush()

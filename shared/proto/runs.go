@@ -127,6 +127,11 @@ type RunLaunch struct {
 	// command has no matching approval (R-SETUP-8): the agent answers it
 	// after its own 422 checks and before it creates anything.
 	SetupRefusal string `json:"setup_refusal,omitempty"`
+	// SetupCommand is the workspace's setup command when it is approved
+	// for its exact text and the launch did not skip it (R-SETUP-2): a
+	// sandboxed worktree launch runs it before its tool. An agent of an
+	// older release ignores it (and never ran one).
+	SetupCommand string `json:"setup_command,omitempty"`
 	Gate
 }
 
