@@ -20,6 +20,9 @@ import (
 // DefaultSetupTimeout is Options.SetupTimeout's default.
 const DefaultSetupTimeout = 10 * time.Minute
 
+// errSetupStopped is the cause of a setup command an operator's stop ended.
+var errSetupStopped = errors.New("supervisor: the run was stopped during its setup command")
+
 // setupCommand is the setup command a launch runs before its tool
 // (R-SETUP-2): the approved one of a worktree launch under sandbox. A
 // native run never executes it (it runs as the agent's user); "" for none.
@@ -42,11 +45,16 @@ func (r *run) startFirst(ctx context.Context, c checked, grants []Grant) (handed
 		r.start(ctx, c.d, c.spec, false, grants)
 		return false
 	}
-	ctx = context.WithoutCancel(ctx)
+	// Set before the goroutine, so that a stop from now on ends it.
+	ctx, stop := context.WithCancelCause(context.WithoutCancel(ctx))
+	r.mu.Lock()
+	r.stopSetup = stop
+	r.mu.Unlock()
 	go func() {
 		defer r.op.Unlock()
+		defer stop(nil)
 		if r.setup(ctx, cmd, c.spec) {
-			r.start(ctx, c.d, c.spec, false, grants)
+			r.start(context.WithoutCancel(ctx), c.d, c.spec, false, grants)
 		}
 	}()
 	return true
@@ -75,6 +83,11 @@ func (r *run) setup(ctx context.Context, cmd string, spec cliruntime.LaunchSpec)
 	r.mu.Lock()
 	n, net := r.rec.Generation+1, r.rec.Network
 	r.mu.Unlock()
+	defer func() {
+		r.mu.Lock()
+		r.stopSetup = nil
+		r.mu.Unlock()
+	}()
 	env := append(append([]string(nil), spec.Env...), "HOME="+spec.Home)
 	run := func() error {
 		sh, err := exec.LookPath("sh")
@@ -107,6 +120,19 @@ func (r *run) setup(ctx context.Context, cmd string, spec cliruntime.LaunchSpec)
 		// nothing, as a generation then (wait).
 		return false
 	}
+	now := time.Now().UTC()
+	if errors.Is(context.Cause(ctx), errSetupStopped) {
+		// An operator stop: the run stopped as asked, with no tool
+		// started (R-STATE-3).
+		r.ring.Flush()
+		r.update(ledger.Event{Kind: ledger.KindStopRequested, Generation: n}, func(rec *record) {
+			rec.Generation, rec.PID, rec.Ended, rec.StopRequested, rec.Setup = n, 0, true, true, ""
+			rec.StartedAt, rec.EndedAt = now, now
+		})
+		r.ring.End("")
+		s.o.OnChange(r.ref)
+		return false
+	}
 	msg := "the setup command failed: " + err.Error()
 	var ee *exec.ExitError
 	switch {
@@ -117,7 +143,6 @@ func (r *run) setup(ctx context.Context, cmd string, spec cliruntime.LaunchSpec)
 	}
 	b, _ := json.Marshal(map[string]string{"error": msg})
 	s.o.Log.Info("setup command failed", logging.KeyRunRef, r.ref, logging.Err(err))
-	now := time.Now().UTC()
 	r.ring.Flush()
 	r.update(ledger.Event{Kind: ledger.KindFailed, Generation: n, Reason: apitypes.ReasonSetupFailed, Detail: b}, func(rec *record) {
 		rec.Generation, rec.PID, rec.Ended, rec.FailReason, rec.Setup = n, 0, true, apitypes.ReasonSetupFailed, ""

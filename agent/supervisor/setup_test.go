@@ -139,3 +139,28 @@ func TestSetupNotRun(t *testing.T) {
 		}
 	}
 }
+
+// TestSetupStop: a stop while the setup command runs ends it at once (not
+// after its timeout): the run is stopped, as asked, and the tool never
+// started (R-SETUP-2, R-STATE-3).
+func TestSetupStop(t *testing.T) {
+	e := setupEnv(t, time.Hour)
+	e.launchSetup("run_setupstop1", apitypes.IsolationSandbox, "echo waiting; exec sleep 3600")
+	e.tail("run_setupstop1", 0).awaitText(ring.Setup, "waiting")
+	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+	defer cancel()
+	r, err := e.sup.Stop(ctx, "run_setupstop1", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.State != apitypes.StateStopped || r.PID != 0 {
+		t.Fatalf("after the stop: state %s pid %d, want stopped with no process", r.State, r.PID)
+	}
+	e.awaitKinds("run_setupstop1", ledger.KindCreated, ledger.KindStopRequested)
+	frames, _ := e.replay("run_setupstop1")
+	for _, f := range frames {
+		if f.Stream != ring.Setup {
+			t.Fatalf("a %s frame: the tool started", f.Stream)
+		}
+	}
+}
