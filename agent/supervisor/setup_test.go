@@ -41,7 +41,12 @@ func setupEnv(t *testing.T, timeout time.Duration) *env {
 
 func (e *env) launchSetup(ref, iso, setup string) apitypes.Run {
 	e.t.Helper()
-	r, err := e.sup.Launch(context.Background(), supervisor.LaunchParams{RunRef: ref, Tenant: tenant, ProfileRef: "prof_setup1",
+	return e.launchSetupOf(ref, "prof_setup1", iso, setup)
+}
+
+func (e *env) launchSetupOf(ref, prof, iso, setup string) apitypes.Run {
+	e.t.Helper()
+	r, err := e.sup.Launch(context.Background(), supervisor.LaunchParams{RunRef: ref, Tenant: tenant, ProfileRef: prof,
 		WorkspaceRef: "ws_repo1", Worktree: true, Isolation: iso, SetupCommand: setup})
 	if err != nil {
 		e.t.Fatalf("Launch(%s): %v", ref, err)
@@ -162,5 +167,32 @@ func TestSetupStop(t *testing.T) {
 		if f.Stream != ring.Setup {
 			t.Fatalf("a %s frame: the tool started", f.Stream)
 		}
+	}
+}
+
+// TestSetupAfterApproval: a launch its profile holds for a person's
+// approval keeps its setup command and runs it when approved,
+// before the tool (R-SETUP-2).
+func TestSetupAfterApproval(t *testing.T) {
+	e := setupEnv(t, 0)
+	if _, err := e.reg.CreateProfile(registry.ProfileParams{Ref: "prof_held1", Tenant: tenant, Tool: "codex", Name: "held",
+		Home: filepath.Join(e.dir, "home-held"), Policy: registry.ProfilePolicy{LaunchRequiresApproval: true}}); err != nil {
+		t.Fatal(err)
+	}
+	r := e.launchSetupOf("run_setupheld1", "prof_held1", apitypes.IsolationSandbox, "echo held-setup > setup.txt; echo held-setup")
+	if r.State != apitypes.StatePendingApproval {
+		t.Fatalf("state %s, want pending_approval", r.State)
+	}
+	if _, err := os.Stat(filepath.Join(r.WorkspacePath, "setup.txt")); !os.IsNotExist(err) {
+		t.Fatalf("the setup command ran before the approval (%v)", err)
+	}
+	out := e.tail("run_setupheld1", 0)
+	if _, err := e.sup.Approve(context.Background(), "run_setupheld1", nil, ""); err != nil {
+		t.Fatal(err)
+	}
+	out.awaitText(ring.Setup, "held-setup")
+	e.awaitState("run_setupheld1", apitypes.StateIdle)
+	if _, err := os.Stat(filepath.Join(r.WorkspacePath, "setup.txt")); err != nil {
+		t.Fatalf("setup.txt after the approval: %v", err)
 	}
 }
