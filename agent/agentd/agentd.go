@@ -92,6 +92,9 @@ type RunsConfig struct {
 	// StopGrace is the time between SIGTERM and SIGKILL (R-STOP-3).
 	// Default 10s.
 	StopGrace config.Duration `toml:"stop_grace"`
+	// SetupTimeout bounds a worktree run's setup command (R-SETUP-2); zero
+	// is supervisor.DefaultSetupTimeout.
+	SetupTimeout config.Duration `toml:"setup_timeout"`
 	// RingMaxBytes and RingMaxFrames bound each run's retained output
 	// (R-RC-7). Defaults 8 MiB and 65,536.
 	RingMaxBytes  int64 `toml:"ring_max_bytes"`
@@ -286,6 +289,7 @@ func (a *Agent) openRuns() error {
 		Drivers:          ds,
 		Runners:          runners(),
 		StopGrace:        a.cfg.Runs.StopGrace.Duration,
+		SetupTimeout:     a.cfg.Runs.SetupTimeout.Duration,
 		ContainerRuntime: containerRuntime(),
 		OnChange:         a.pusher.changed,
 		Log:              a.log,

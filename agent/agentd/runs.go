@@ -788,7 +788,8 @@ func registryProfile(p proto.ProfileCreate) registry.ProfileParams {
 func supervisorLaunch(p proto.RunLaunch) supervisor.LaunchParams {
 	return supervisor.LaunchParams{RunRef: p.RunRef, Tenant: p.Tenant, ProfileRef: p.ProfileRef,
 		WorkspaceRef: p.WorkspaceRef, Isolation: p.Isolation, TemplateRef: p.TemplateRef, Grants: grants(p.Grants),
-		ProjectConfigApproved: p.ProjectConfigApproved, Worktree: p.Worktree, WorktreeFrom: p.WorktreeFrom, SetupRefusal: p.SetupRefusal}
+		ProjectConfigApproved: p.ProjectConfigApproved, Worktree: p.Worktree, WorktreeFrom: p.WorktreeFrom, SetupRefusal: p.SetupRefusal,
+		SetupCommand: p.SetupCommand}
 }
 
 // handoffReads is the read side as a handoff's source (supervisor.HandoffSource).

@@ -32,6 +32,9 @@ const (
 	// at its place in the conversation, with who sent it (R-ATT-11). Its
 	// data is the input's JSON (apitypes.InputFrame).
 	Input Stream = 6
+	// Setup is the output (stdout and stderr together) of the workspace's
+	// setup command, run before the tool of a worktree run (R-SETUP-2).
+	Setup Stream = 7
 )
 
 // String returns the wire name used by attach (R-ATT-4).
@@ -49,11 +52,13 @@ func (s Stream) String() string {
 		return "request"
 	case Input:
 		return "input"
+	case Setup:
+		return "setup"
 	}
 	return fmt.Sprintf("stream(%d)", uint8(s))
 }
 
-func (s Stream) valid() bool { return s >= Stdout && s <= Input }
+func (s Stream) valid() bool { return s >= Stdout && s <= Setup }
 
 // Frame is one chunk of output. Seq is strictly increasing per run across
 // generations and agent restarts, never reused once a viewer could see it

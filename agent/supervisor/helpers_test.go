@@ -298,7 +298,7 @@ type tail struct {
 
 	mu     sync.Mutex
 	frames []ring.Frame
-	texts  [ring.Input + 1]bytes.Buffer // by stream
+	texts  [ring.Setup + 1]bytes.Buffer // by stream
 	end    *ring.End
 	err    error
 	wake   chan struct{}

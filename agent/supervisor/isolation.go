@@ -62,6 +62,12 @@ func (s *Supervisor) contain(rn sessions.Runner, iso, network string, spec cliru
 	if iso != apitypes.IsolationSandbox || s.o.Sandbox == nil {
 		return rn
 	}
+	return s.o.Sandbox.Runner(rn, s.boundary(network, spec))
+}
+
+// boundary is what a contained process of a run launched with spec may
+// reach: the tool's, and the setup command's before it (R-SETUP-2).
+func (s *Supervisor) boundary(network string, spec cliruntime.LaunchSpec) isolation.Boundary {
 	b := isolation.Boundary{Writable: []string{spec.Workdir, spec.Home}, Network: network}
 	// A worktree run's git needs its repository's objects and refs.
 	ro, rw := isolation.GitWorktree(spec.Workdir)
@@ -77,7 +83,7 @@ func (s *Supervisor) contain(rn sessions.Runner, iso, network string, spec cliru
 			b.Writable = append(b.Writable, s.o.Hook.Socket)
 		}
 	}
-	return s.o.Sandbox.Runner(rn, b)
+	return b
 }
 
 // hookProgram is the program of the engine's hook command: its first word,

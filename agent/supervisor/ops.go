@@ -191,6 +191,13 @@ func (s *Supervisor) Stop(ctx context.Context, ref string, grace time.Duration) 
 	if grace == 0 {
 		grace = s.o.StopGrace
 	}
+	// A setup command before the tool ends now; r.op is free once its
+	// stop is recorded (R-SETUP-2).
+	r.mu.Lock()
+	if r.stopSetup != nil {
+		r.stopSetup(errSetupStopped)
+	}
+	r.mu.Unlock()
 	r.op.Lock()
 	defer r.op.Unlock()
 	r.mu.Lock()

@@ -36,6 +36,9 @@ type record struct {
 	Network     string `json:"network,omitempty"`
 	TemplateRef string `json:"template_ref,omitempty"`
 	HandoffOf   string `json:"handoff_of,omitempty"`
+	// Setup is the approved setup command a sandboxed worktree launch
+	// runs before its tool (R-SETUP-2), kept until the first generation.
+	Setup string `json:"setup,omitempty"`
 
 	ConversationID string `json:"conversation_id,omitempty"`
 	// Generation is the last generation spawned (0 before the first).

@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"sync"
@@ -34,6 +35,9 @@ type run struct {
 	gen     *generation    // the live generation; nil when not live
 	unsaved []ledger.Event // ledger rows of changes not committed yet, in order
 	dirty   bool           // rec changed since the last commit
+	// stopSetup cancels the setup command running before the first
+	// generation (setup.go); nil when none runs.
+	stopSetup context.CancelCauseFunc
 
 	saveMu sync.Mutex // serialises this run's commits; held across the write
 

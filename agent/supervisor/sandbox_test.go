@@ -23,7 +23,8 @@ import (
 
 // sandboxEnv is procEnv with the node's bubblewrap runner. Under
 // scripts/test (OLIVARES_SANDBOX=1) a node where it does not run fails.
-func sandboxEnv(t *testing.T) *env {
+// Each of opts edits the options before the supervisor opens.
+func sandboxEnv(t *testing.T, opts ...func(*supervisor.Options)) *env {
 	t.Helper()
 	sb, err := isolation.DetectSandbox(context.Background())
 	if err != nil {
@@ -32,12 +33,16 @@ func sandboxEnv(t *testing.T) *env {
 		}
 		t.Skipf("sandbox unavailable (set OLIVARES_SANDBOX=1 to fail instead): %v", err)
 	}
-	return newEnv(t, supervisor.Options{
+	o := supervisor.Options{
 		Path:    fakecliDir(t),
 		Drivers: map[string]cliruntime.Driver{"claude": claude.New(), "codex": codex.New()},
 		Runners: map[cliruntime.LaunchTransport]sessions.Runner{cliruntime.TransportStdio: sessions.NewProcRunner()},
 		Sandbox: sb,
-	})
+	}
+	for _, f := range opts {
+		f(&o)
+	}
+	return newEnv(t, o)
 }
 
 func procCmdline(pid int) string { return "/proc/" + strconv.Itoa(pid) + "/cmdline" }

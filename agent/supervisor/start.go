@@ -114,6 +114,11 @@ type LaunchParams struct {
 	Worktree     bool
 	WorktreeFrom string
 	SetupRefusal string
+	// SetupCommand is the workspace's setup command when the coordinator
+	// found it approved for its exact text and the launch did not skip it
+	// (R-SETUP-2, R-SETUP-11): a worktree launch under sandbox runs it in
+	// the new worktree before the tool.
+	SetupCommand string
 	// HandoffOf is the source run of a handoff (R-HOF-11).
 	HandoffOf string
 	// ConversationID, when set, makes the first generation resume that
@@ -200,6 +205,7 @@ func (s *Supervisor) Launch(ctx context.Context, p LaunchParams) (apitypes.Run, 
 		RunRef: p.RunRef, Tenant: p.Tenant, Driver: string(c.d.Kind()), ProfileRef: prof.Ref,
 		WorkspaceRef: p.WorkspaceRef, WorkspacePath: workdir, WorktreeBranch: wp.wt.Branch, Isolation: p.Isolation, Network: network(p.Isolation, prof),
 		TemplateRef: p.TemplateRef, HandoffOf: p.HandoffOf, ConversationID: p.ConversationID, CreatedAt: time.Now().UTC(), Ended: true,
+		Setup: setupCommand(p),
 		// a profile whose policy wants a person's approval holds the
 		// launch (R-CRT-4: created, then approval_requested).
 		PendingApproval: prof.LaunchRequiresApproval,
@@ -208,7 +214,12 @@ func (s *Supervisor) Launch(ctx context.Context, p LaunchParams) (apitypes.Run, 
 	})
 	r.rec.Rev = s.rev()
 	r.op.Lock()
-	defer r.op.Unlock()
+	handed := false
+	defer func() {
+		if !handed {
+			r.op.Unlock()
+		}
+	}()
 	s.mu.Lock()
 	if s.runs[p.RunRef] != nil {
 		s.mu.Unlock()
@@ -229,7 +240,11 @@ func (s *Supervisor) Launch(ctx context.Context, p LaunchParams) (apitypes.Run, 
 	}
 	s.o.OnChange(p.RunRef)
 	if !r.rec.PendingApproval {
-		r.start(ctx, c.d, c.spec, p.ConversationID != "", p.Grants)
+		if p.ConversationID != "" {
+			r.start(ctx, c.d, c.spec, true, p.Grants)
+		} else {
+			handed = r.startFirst(ctx, c, p.Grants)
+		}
 	}
 	return r.snapshot(), nil
 }
@@ -363,7 +378,12 @@ func (s *Supervisor) Approve(ctx context.Context, ref string, grants []Grant, ap
 		return apitypes.Run{}, err
 	}
 	r.op.Lock()
-	defer r.op.Unlock()
+	handed := false
+	defer func() {
+		if !handed {
+			r.op.Unlock()
+		}
+	}()
 	rec, _ := r.current()
 	if !rec.PendingApproval {
 		return apitypes.Run{}, refusal.New(ErrNotPending, "run %s does not wait for an approval (state=%s)", ref, r.snapshot().State)
@@ -395,7 +415,7 @@ func (s *Supervisor) Approve(ctx context.Context, ref string, grants []Grant, ap
 	if err := r.update(approvedEv, clear); err != nil {
 		return apitypes.Run{}, err
 	}
-	r.start(ctx, c.d, c.spec, false, grants)
+	handed = r.startFirst(ctx, c, grants)
 	return r.snapshot(), nil
 }
 

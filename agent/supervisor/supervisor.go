@@ -100,6 +100,9 @@ type Options struct {
 	GrantsDir string
 	// StopGrace is R-STOP-3's grace; zero means sessions.DefaultGrace.
 	StopGrace time.Duration
+	// SetupTimeout bounds a worktree run's setup command (R-SETUP-2); zero
+	// means DefaultSetupTimeout.
+	SetupTimeout time.Duration
 	// MaxStdinQueue bounds the bytes of input waiting for a child's stdin;
 	// an input beyond it is ErrInputQueueFull. When zero,
 	// DefaultMaxStdinQueue.

@@ -435,7 +435,7 @@ func (s *Server) launch(c echo.Context) error {
 		return err
 	}
 	worktree := req.Worktree != nil && *req.Worktree
-	setup := ""
+	setup, setupCmd := "", ""
 	switch {
 	case req.WorktreeFrom != "" && !worktree:
 		return apierr.New(http.StatusUnprocessableEntity, "worktree_from_without_worktree", "worktree_from needs worktree:true") // R-WTF-3
@@ -449,6 +449,7 @@ func (s *Server) launch(c echo.Context) error {
 		// The agent answers this 409 after its own 422 checks and before
 		// it creates anything (R-SETUP-8, R-API-3).
 		setup = setupRefusal(ws, st, req.NoSetup)
+		setupCmd = setupToRun(st, req.NoSetup)
 	}
 	gate, err := s.gate(ctx, req.WorkspaceRef)
 	if err != nil {
@@ -460,7 +461,7 @@ func (s *Server) launch(c echo.Context) error {
 	err = s.call(ctx, node, wire.Header{Op: proto.OpRunLaunch, RunRef: ref}, proto.RunLaunch{
 		RunRef: ref, Tenant: tenant, ProfileRef: p.Ref, WorkspaceRef: req.WorkspaceRef,
 		Isolation: req.Isolation, TemplateRef: req.TemplateRef, Grants: grants, Gate: gate,
-		Worktree: worktree, WorktreeFrom: req.WorktreeFrom, SetupRefusal: setup}, &r)
+		Worktree: worktree, WorktreeFrom: req.WorktreeFrom, SetupRefusal: setup, SetupCommand: setupCmd}, &r)
 	if err != nil {
 		return err
 	}

@@ -213,6 +213,16 @@ func (s *Server) approveSetup(c echo.Context) error {
 // setupRefusal is the R-SETUP-8 refusal of a worktree launch, or "" when it
 // may go on: no command, an approval of the current text, or no_setup
 // (R-CRT-3, R-SETUP-11).
+// setupToRun is the setup command a worktree launch's agent runs before
+// the tool under sandbox (R-SETUP-2): the stored text, when it is approved
+// for exactly that text and the launch does not skip it (R-SETUP-11).
+func setupToRun(st store.WorkspaceSettings, noSetup bool) string {
+	if noSetup || !setupApproved(st) {
+		return ""
+	}
+	return st.SetupCommand
+}
+
 func setupRefusal(w apitypes.Workspace, st store.WorkspaceSettings, noSetup bool) string {
 	if noSetup || st.SetupCommand == "" || setupApproved(st) {
 		return ""

@@ -34,6 +34,7 @@ const (
 	ReasonExitNonZero      = "exit_nonzero"     // a non-zero exit not caused by an operator stop
 	ReasonSignal           = "signal"           // an unrequested signal ended it
 	ReasonConversationGone = "conversation_unavailable"
+	ReasonSetupFailed      = "setup_failed" // the setup command failed or timed out (R-SETUP-2)
 )
 
 // Isolation values (POST /runs).

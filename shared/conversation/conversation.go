@@ -180,6 +180,9 @@ func (n *Normalizer) Feed(o apitypes.Output) (changed []int, stderr []string) {
 		n.stderr = append(n.stderr, data)
 	case "input":
 		n.input(data, o.Seq)
+	case "setup":
+		// The setup command's output, before the tool (R-SETUP-2): not
+		// the conversation.
 	default:
 		buf := n.partial + data
 		for {

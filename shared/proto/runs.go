@@ -127,6 +127,11 @@ type RunLaunch struct {
 	// command has no matching approval (R-SETUP-8): the agent answers it
 	// after its own 422 checks and before it creates anything.
 	SetupRefusal string `json:"setup_refusal,omitempty"`
+	// SetupCommand is the workspace's setup command when it is approved
+	// for its exact text and the launch did not skip it (R-SETUP-2): a
+	// sandboxed worktree launch runs it before its tool. An agent of an
+	// older release ignores it (and never ran one).
+	SetupCommand string `json:"setup_command,omitempty"`
 	Gate
 }
 
@@ -260,7 +265,7 @@ const (
 const outputHeader = 1 + 8 + 4 + 1 + 8
 
 // Stream tags of AttachOutput (R-TR-9), as the ring numbers them.
-var streamNames = [...]string{1: "stdout", 2: "stderr", 3: "pty", 4: "notice", 5: "request", 6: "input"}
+var streamNames = [...]string{1: "stdout", 2: "stderr", 3: "pty", 4: "notice", 5: "request", 6: "input", 7: "setup"}
 
 // StreamNotice is the stream number of the agent's own notices in the
 // output (an olivares_notice event, R-HW-3).

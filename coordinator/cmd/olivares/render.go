@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -25,7 +26,8 @@ import (
 //	── completed · 0.4 s · $0.0001   a turn boundary
 //	? req_… asks (command, Bash): …  a request of the tool, how to answer it
 //
-// Stderr frames go to stderr, each line marked "stderr│ ".
+// Stderr frames go to stderr, each line marked "stderr│ ", and so does the
+// output of the workspace's setup command, marked "setup│ " (R-SETUP-2).
 type renderer struct {
 	n      *conversation.Normalizer
 	out    io.Writer
@@ -36,10 +38,11 @@ type renderer struct {
 	// atBOL tells whether the cursor is at the start of a line.
 	last  int
 	atBOL bool
-	// errBOL is atBOL for stderr; wrote tells whether anything was
-	// printed on stdout yet.
-	errBOL bool
-	wrote  bool
+	// errBOL is atBOL for stderr, errMark the mark of its current line;
+	// wrote tells whether anything was printed on stdout yet.
+	errBOL  bool
+	errMark string
+	wrote   bool
 }
 
 // printed is what of an item is on the screen.
@@ -57,9 +60,18 @@ func newRenderer(driver string, out, errOut io.Writer, tty termOut) *renderer {
 
 // feed prints what one output frame adds to the conversation.
 func (r *renderer) feed(o apitypes.Output) error {
+	if o.Stream == "setup" {
+		data := o.Data
+		if o.Encoding == "base64" {
+			raw, _ := base64.StdEncoding.DecodeString(data)
+			data = strings.ToValidUTF8(string(raw), "\uFFFD")
+		}
+		r.printMarked("setup│ ", data)
+		return nil
+	}
 	changed, stderr := r.n.Feed(o)
 	for _, s := range stderr {
-		r.printStderr(s)
+		r.printMarked("stderr│ ", s)
 	}
 	r.print(changed)
 	return nil
@@ -250,12 +262,16 @@ func (r *renderer) stream(text, prefix, code string) {
 	}
 }
 
-// printStderr writes stderr text to stderr, each line marked.
-func (r *renderer) printStderr(s string) {
+// printMarked writes text to stderr, each line marked with mark.
+func (r *renderer) printMarked(mark, s string) {
 	s = r.tty.plain(s)
+	if mark != r.errMark {
+		r.endStderr()
+		r.errMark = mark
+	}
 	for s != "" {
 		if r.errBOL {
-			fmt.Fprint(r.errOut, r.tty.paint(sgrDim, "stderr│ "))
+			fmt.Fprint(r.errOut, r.tty.paint(sgrDim, mark))
 		}
 		nl := strings.IndexByte(s, '\n')
 		if nl < 0 {

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -256,4 +257,23 @@ func FuzzUnifiedDiff(f *testing.F) {
 			t.Fatalf("the edit script of %q to %q gives %q", a, b, got.String())
 		}
 	})
+}
+
+// R-SETUP-2: session attach prints the setup command's output on stderr,
+// each line marked "setup│ ", apart from the tool's stderr and never as
+// conversation, before the tool's first output.
+func TestRendererSetupStream(t *testing.T) {
+	frames := []apitypes.Output{
+		{Seq: 1, Generation: 1, Stream: "setup", Data: "added 3 packages\npart"},
+		{Seq: 2, Generation: 1, Stream: "setup", Data: "ial\n{\"not\":\"json-rpc\"}\n"},
+		{Seq: 3, Generation: 1, Stream: "setup", Data: base64.StdEncoding.EncodeToString([]byte("no newline")), Encoding: "base64"},
+		{Seq: 4, Generation: 1, Stream: "stderr", Data: "tool warns\n"},
+	}
+	stdout, stderr := render(t, "codex", frames, termOut{})
+	if stdout != "" {
+		t.Errorf("stdout %q, want nothing: setup output is not the conversation", stdout)
+	}
+	if want := "setup│ added 3 packages\nsetup│ partial\nsetup│ {\"not\":\"json-rpc\"}\nsetup│ no newline\nstderr│ tool warns\n"; stderr != want {
+		t.Errorf("stderr %q, want %q", stderr, want)
+	}
 }

@@ -46,10 +46,12 @@ class Normalizer {
   }
 
   // feed takes one output event's data ({seq, generation, stream, data,
-  // encoding}) and returns {changed: [item indexes], stderr: [text]}.
+  // encoding}) and returns {changed: [item indexes], stderr: [text],
+  // setup: [text]}.
   feed(o) {
     this.changed = new Set();
     this.stderr = [];
+    this.setup = [];
     let data = o.data;
     if (o.encoding === 'base64') {
       try { data = new TextDecoder().decode(Uint8Array.from(atob(data), (c) => c.charCodeAt(0))); } catch { data = ''; }
@@ -64,6 +66,9 @@ class Normalizer {
     }
     if (o.stream === 'stderr') {
       this.stderr.push(data);
+    } else if (o.stream === 'setup') {
+      // The setup command's output, before the tool (R-SETUP-2).
+      this.setup.push(data);
     } else if (o.stream === 'input') {
       this.input(data, o.seq);
     } else {
@@ -76,7 +81,7 @@ class Normalizer {
       }
       this.partial = buf;
     }
-    return { changed: [...this.changed].sort((a, b) => a - b), stderr: this.stderr };
+    return { changed: [...this.changed].sort((a, b) => a - b), stderr: this.stderr, setup: this.setup };
   }
 
   add(item, seq) {

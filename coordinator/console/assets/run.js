@@ -31,7 +31,7 @@ window.olivaresPerf = perf;
 
 // Timeline is the conversation and raw-frames view of one run's output.
 export class Timeline {
-  constructor(el, driver, { onStderr, onTurn, onFlush } = {}) {
+  constructor(el, driver, { onStderr, onSetup, onTurn, onFlush } = {}) {
     this.driver = driver;
     this.n = normalizer(driver);
     this.frames = [];
@@ -40,6 +40,7 @@ export class Timeline {
     this.turns = [];
     this.raw = false;
     this.onStderr = onStderr || (() => {});
+    this.onSetup = onSetup || (() => {});
     // onTurn(kind) is told of a turn's start or end and of a finished tool
     // call: the moments the run's row and activity are worth reading again.
     this.onTurn = onTurn || (() => {});
@@ -103,6 +104,7 @@ export class Timeline {
       const r = this.n.feed(o);
       for (const c of r.changed) changed.add(c);
       if (r.stderr.length) this.onStderr(r.stderr.join(''));
+      if (r.setup.length) this.onSetup(r.setup.join(''));
       if (o.at) this.pendingPaint.push([arrived, Date.now() - Date.parse(o.at)]);
       if (performance.now() - start > 8) { i++; break; }
     }
@@ -258,9 +260,12 @@ export function runView(main, ref, { tab = '' } = {}) {
   const reqEl = h('div', { class: 'requests', id: 'requests', 'aria-live': 'polite' });
   const cards = requestCards(reqEl, ref, { canWrite, base: () => (run && run.workspace_path) || '', onSettled: () => { schedule(300); showWorking(); } });
   const body = h('div', { class: 'run-body' });
-  const stderr = h('pre', { class: 'stderr', id: 'stderr' });
-  let stderrText = '';
-  const stderrBox = h('details', { class: 'stderr-box', id: 'stderr-box' }, h('summary', null, 'stderr ', h('span', { class: 'count', id: 'stderr-count' }, '0')), stderr);
+  // The tool's stderr, and the setup command's output before the tool
+  // (R-SETUP-2), each in a collapsed pane of its own; setup's shows once
+  // there is some.
+  const stderrOut = outPane('stderr');
+  const setupOut = outPane('setup');
+  setupOut.box.hidden = true;
   const rawToggle = h('input', { type: 'checkbox', id: 'raw-toggle', onchange: (e) => tl && tl.setRaw(e.target.checked) });
   const input = h('textarea', { id: 'input', rows: 2, placeholder: 'Message the session — Enter sends, Shift+Enter for a new line', 'aria-label': 'Message' });
   const send = h('button', { type: 'submit', id: 'send' }, 'Send');
@@ -276,7 +281,7 @@ export function runView(main, ref, { tab = '' } = {}) {
   const t = tabs([['conversation', 'Conversation'], ['activity', 'Activity'], ['messages', 'Messages'], ['diff', 'Diff'], ['events', 'Events']], { onShow: showTab });
   t.bar.append(h('label', { class: 'toggle raw-switch' }, rawToggle, 'Raw frames'));
   body.append(emptyHint);
-  t.panels.get('conversation').append(body, working, stderrBox, reqEl, inputForm);
+  t.panels.get('conversation').append(setupOut.box, body, working, stderrOut.box, reqEl, inputForm);
   replace(main, h('div', { class: 'run' },
     h('nav', { class: 'crumbs' }, h('a', { href: '/', 'data-nav': true }, '← Sessions')),
     head, bannerEl, t.bar, [...t.panels.values()]));
@@ -475,7 +480,7 @@ export function runView(main, ref, { tab = '' } = {}) {
       watcher.observe([run]);
       renderHead();
       if (!tl) {
-        tl = new Timeline(body, run.driver, { onStderr: addStderr, onTurn, onFlush: showWorking });
+        tl = new Timeline(body, run.driver, { onStderr: stderrOut.add, onSetup: setupOut.add, onTurn, onFlush: showWorking });
         startAttach(undefined);
         const want = tab && !t.buttons.get(tab)?.hidden ? tab : 'conversation';
         t.select(want);
@@ -502,11 +507,23 @@ export function runView(main, ref, { tab = '' } = {}) {
     } catch { /* the Events tab says why */ }
   }
 
-  function addStderr(text) {
-    stderrText += text;
-    if (stderrText.length > STDERR_MAX) stderrText = stderrText.slice(stderrText.length - STDERR_MAX);
-    stderr.textContent = stderrText;
-    document.getElementById('stderr-count').textContent = String(stderrText.split('\n').filter(Boolean).length);
+  // outPane is a collapsed pane (#<name>-box) of text lines (#<name>),
+  // its summary counting them, keeping the last STDERR_MAX characters.
+  function outPane(name) {
+    const pre = h('pre', { class: 'stderr', id: name });
+    const count = h('span', { class: 'count', id: name + '-count' }, '0');
+    const box = h('details', { class: 'stderr-box', id: name + '-box' }, h('summary', null, name + ' ', count), pre);
+    let text = '';
+    return {
+      box,
+      add(more) {
+        text += more;
+        if (text.length > STDERR_MAX) text = text.slice(text.length - STDERR_MAX);
+        pre.textContent = text;
+        count.textContent = String(text.split('\n').filter(Boolean).length);
+        box.hidden = false;
+      },
+    };
   }
 
   function startAttach(from) {
