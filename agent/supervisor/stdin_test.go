@@ -99,6 +99,19 @@ func TestEveryInputAnswered(t *testing.T) {
 						want[j] = "pong: " + label(ref, round, j)
 					}
 					out.awaitText(ring.Stdout, want...)
+					// A tool may answer one input in several frames (Claude
+					// Code's assistant message, then its result): all of them
+					// are awaited before the count, which a doubled input
+					// would still exceed.
+					out.await("every reply frame", func(tl *tail) bool {
+						text := tl.text(ring.Stdout)
+						for _, w := range want {
+							if strings.Count(text, w) < replies(tc.tool) {
+								return false
+							}
+						}
+						return true
+					})
 					for _, w := range want {
 						if n := strings.Count(out.text(ring.Stdout), w); n != replies(tc.tool) {
 							t.Fatalf("%s: %q answered %d times, want %d (an input written twice?)", ref, w, n, replies(tc.tool))
