@@ -78,7 +78,7 @@ func Binaries(t testing.TB) string {
 }
 
 // AgentBinary builds olivares-agent again with version as its version
-// (agentd.Version), into a directory of its own, and returns its path: a
+// (cmdline.Version, which agentd.Version takes), into a directory of its own, and returns its path: a
 // newer build to upgrade an agent onto (SetBinary).
 func AgentBinary(t testing.TB, version string) string {
 	t.Helper()
@@ -92,7 +92,7 @@ func AgentBinary(t testing.TB, version string) string {
 	if raceBuild {
 		args = append(args, "-race")
 	}
-	args = append(args, "-ldflags", "-X github.com/olivares-dev/olivares/agent/agentd.Version="+version, "-o", out, "./agent/cmd/olivares-agent")
+	args = append(args, "-ldflags", "-X github.com/olivares-dev/olivares/shared/cmdline.Version="+version, "-o", out, "./agent/cmd/olivares-agent")
 	cmd := exec.Command(goBin(), args...)
 	cmd.Dir = repoRoot()
 	if b, err := cmd.CombinedOutput(); err != nil {
