@@ -246,9 +246,23 @@ func Eval[T any](b *Tab, expr string) T {
 func (b *Tab) Exec(expr string) { b.t.Helper(); Eval[chromedp.Void](b, expr) }
 
 // Click clicks the element matching the CSS selector once it is visible.
+//
+// A page that renders a part of itself again (the run header on a change
+// event) may replace the element between finding it and clicking it; a
+// person would click the new one, so the click looks it up again.
 func (b *Tab) Click(sel string) {
 	b.t.Helper()
-	b.Do("click "+sel, 30*time.Second, chromedp.WaitVisible(chromedp.CSS(sel)), chromedp.Click(chromedp.CSS(sel)))
+	ctx, cancel := context.WithTimeout(b.Ctx, 30*time.Second)
+	defer cancel()
+	for {
+		err := chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS(sel)), chromedp.Click(chromedp.CSS(sel)))
+		if err == nil {
+			return
+		}
+		if ctx.Err() != nil || !strings.Contains(err.Error(), "node with given id") {
+			b.t.Fatalf("browser: click %s: %v", sel, err)
+		}
+	}
 }
 
 // Type types text into the element matching sel.
