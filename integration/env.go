@@ -530,3 +530,16 @@ func (e *Env) RestartOnPostgres(dsn string, fn func(boltFile string)) {
 
 // TrustPool returns the CA bundle the agent trusts now.
 func (a *Agent) TrustPool() *x509.CertPool { return a.Daemon.TrustPool() }
+
+// ProfileHome returns a new, empty directory for a profile's home under the
+// env's own directory, which is removed only after every agent and holder of
+// the env has ended: a tool still writing into a home under t.TempDir()
+// (removed before them) fails the test's cleanup.
+func (e *Env) ProfileHome() string {
+	e.t.Helper()
+	d, err := os.MkdirTemp(e.Dir, "home-")
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return d
+}

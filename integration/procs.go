@@ -264,12 +264,58 @@ func zombie(pid int) bool {
 // Alive reports whether pid is a live process (not a zombie).
 func Alive(pid int) bool { return !zombie(pid) }
 
-// KillHolders sends SIGKILL to this agent's holders (their children die
-// with them).
+// KillHolders sends SIGKILL to this agent's holders and every process
+// under them, and awaits them gone: a tool still writing into its home
+// while the test's cleanup removes that home fails the test.
 func (a *AgentProc) KillHolders() {
-	for _, pid := range a.Holders() {
+	pids := descendants(a.Holders())
+	for _, pid := range pids {
 		syscall.Kill(pid, syscall.SIGKILL)
 	}
+	deadline := time.Now().Add(10 * time.Second)
+	for _, pid := range pids {
+		for Alive(pid) && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+}
+
+// descendants returns roots and every process whose parent chain leads to
+// one of them, read from /proc.
+func descendants(roots []int) []int {
+	parent := map[int]int{}
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if i := bytes.LastIndexByte(b, ')'); err == nil && i > 0 && len(b) > i+4 {
+			var state string
+			var ppid int
+			if _, err := fmt.Sscan(string(b[i+2:]), &state, &ppid); err == nil {
+				parent[pid] = ppid
+			}
+		}
+	}
+	in := map[int]bool{}
+	for _, r := range roots {
+		in[r] = true
+	}
+	for changed := true; changed; {
+		changed = false
+		for pid, pp := range parent {
+			if !in[pid] && in[pp] {
+				in[pid], changed = true, true
+			}
+		}
+	}
+	out := make([]int, 0, len(in))
+	for pid := range in {
+		out = append(out, pid)
+	}
+	return out
 }
 
 // SetBinary makes the next Start run bin (an upgrade, AgentBinary).

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -64,7 +63,7 @@ func (f *fixture) profile(tool string, env map[string]string) apitypes.Profile {
 	var p apitypes.Profile
 	f.admin.Must(http.StatusCreated, http.MethodPost, "/v1/m/sessions/profiles",
 		apitypes.ProfileCreate{NodeID: f.agent.ID, Tool: tool, Name: fmt.Sprintf("%s-%d", tool, time.Now().UnixNano()%100000),
-			Home: filepath.Join(f.t.TempDir(), "home"), Env: env}, &p)
+			Home: f.env.ProfileHome(), Env: env}, &p)
 	return p
 }
 

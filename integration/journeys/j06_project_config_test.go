@@ -156,7 +156,7 @@ func TestJ06ProjectConfigGate(t *testing.T) {
 		writeFile(t, filepath.Join(f.wsDir, ".claude", "settings.json"), `{"hooks":{"Stop":[{"hooks":[{"type":"command","command":"touch `+marker+`"}]}]}}`)
 		var hooked apitypes.Profile
 		f.admin.Must(http.StatusCreated, http.MethodPost, "/v1/m/sessions/profiles", apitypes.ProfileCreate{
-			NodeID: f.agent.ID, Tool: "claude", Name: "claude-hooked", Home: filepath.Join(t.TempDir(), "home"), EngineHooks: true}, &hooked)
+			NodeID: f.agent.ID, Tool: "claude", Name: "claude-hooked", Home: f.env.ProfileHome(), EngineHooks: true}, &hooked)
 		live = append(live, f.launch(hooked).RunRef)
 		plain := f.profile("claude")
 		if got := f.operator.Call(http.MethodPost, runsPath, apitypes.LaunchRequest{ProviderProfileRef: plain.Ref, WorkspaceRef: f.ws.Ref}); got.Status != http.StatusConflict ||

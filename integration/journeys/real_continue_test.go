@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -74,7 +73,7 @@ func TestRealContinueAtResetClaude(t *testing.T) {
 	defer fake.Close()
 	var p apitypes.Profile
 	f.admin.Must(http.StatusCreated, http.MethodPost, "/v1/m/sessions/profiles", apitypes.ProfileCreate{
-		NodeID: f.agent.ID, Tool: "claude", Name: "claude-oauth", Home: filepath.Join(t.TempDir(), "home"),
+		NodeID: f.agent.ID, Tool: "claude", Name: "claude-oauth", Home: f.env.ProfileHome(),
 		Env: map[string]string{
 			"ANTHROPIC_BASE_URL": fake.URL(), "CLAUDE_CODE_OAUTH_TOKEN": "sk-ant-oat01-fake",
 			"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "CLAUDE_CODE_MAX_RETRIES": "0",

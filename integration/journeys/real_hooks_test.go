@@ -55,7 +55,7 @@ func TestRealClaudeEngineHooks(t *testing.T) {
 	for _, tc := range cases {
 		var p apitypes.Profile
 		req := apitypes.ProfileCreate{NodeID: f.agent.ID, Tool: "claude", Name: "hooks-" + tc.name,
-			Home: filepath.Join(t.TempDir(), "home"), Env: env, EngineHooks: tc.hooks, Isolation: tc.isolation}
+			Home: f.env.ProfileHome(), Env: env, EngineHooks: tc.hooks, Isolation: tc.isolation}
 		if tc.denyB {
 			req.DeniedTools = []string{"Bash"}
 		}

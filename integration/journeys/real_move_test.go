@@ -48,7 +48,7 @@ func TestRealClaudeMove(t *testing.T) {
 	p1 := f.realClaudeProfile(fake)
 	var p2 apitypes.Profile
 	f.admin.Must(http.StatusCreated, http.MethodPost, "/v1/m/sessions/profiles", apitypes.ProfileCreate{
-		NodeID: f.agent.ID, Tool: "claude", Name: "claude-second", Home: filepath.Join(t.TempDir(), "home"),
+		NodeID: f.agent.ID, Tool: "claude", Name: "claude-second", Home: f.env.ProfileHome(),
 		Env: map[string]string{"ANTHROPIC_BASE_URL": fake.URL(), "ANTHROPIC_API_KEY": "test",
 			"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "CLAUDE_CODE_MAX_RETRIES": "0"}}, &p2)
 

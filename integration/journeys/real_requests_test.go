@@ -95,7 +95,7 @@ func TestRealClaudeRequests(t *testing.T) {
 	f := setup(t, "yamux", integration.ProcOptions{Path: bin + ":" + cliruntime.DefaultPath})
 	var p apitypes.Profile
 	f.admin.Must(http.StatusCreated, http.MethodPost, "/v1/m/sessions/profiles", apitypes.ProfileCreate{
-		NodeID: f.agent.ID, Tool: "claude", Name: "claude-asks", Home: filepath.Join(t.TempDir(), "home"),
+		NodeID: f.agent.ID, Tool: "claude", Name: "claude-asks", Home: f.env.ProfileHome(),
 		Env: map[string]string{"ANTHROPIC_BASE_URL": fake.URL(), "ANTHROPIC_API_KEY": "test",
 			"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "CLAUDE_CODE_MAX_RETRIES": "0"},
 		ApprovalRules: []apitypes.ApprovalRule{
