@@ -199,6 +199,10 @@ func (n *nativeCodex) thread(cwd, name string, prompts ...string) string {
 	return r.Thread.ID
 }
 
+// turnWait bounds one native turn: a deadline, not a timing. One of them
+// streams a 21 MiB answer, which took over 30 s on a loaded 2-core machine.
+const turnWait = 3 * wait
+
 // turn runs one text turn and waits for it to complete.
 func (n *nativeCodex) turn(thread, text string) {
 	n.t.Helper()
@@ -213,8 +217,8 @@ func (n *nativeCodex) turnWith(thread string, input ...map[string]any) {
 		if st != "completed" {
 			n.t.Fatalf("native turn on %s: %s", thread, st)
 		}
-	case <-time.After(wait):
-		n.t.Fatalf("native turn on %s did not complete in %v", thread, wait)
+	case <-time.After(turnWait):
+		n.t.Fatalf("native turn on %s did not complete in %v", thread, turnWait)
 	}
 }
 
