@@ -114,7 +114,8 @@ func fail(err error) {
 // TestGeneratedClientRuns: oapi-codegen, pinned, generates types and a
 // client from openapi.yaml as it is (no patch, no generator options), the
 // code compiles, and a program on it talks to a live coordinator through
-// the proxy that checks every exchange against the document (R-API-1).
+// the proxy that checks every exchange against the document (R-API-1,
+// R-API-14).
 // It fetches the generator and the runtime through the Go module proxy the
 // first time (then they are in the module cache), so -short skips it.
 func TestGeneratedClientRuns(t *testing.T) {
