@@ -426,7 +426,7 @@ func (ex *exchange) checkEvent(status int, ev sse.Event) []string {
 	}
 	if err := s.VisitJSON(frame, openapi3.MultiErrors(), openapi3.VisitAsResponse(),
 		openapi3.SetSchemaErrorMessageCustomizer(schemaError)); err != nil {
-		return []string{fmt.Sprintf("%s: SSE event %q: data does not match its schema: %v: %.300s", ex.label(status), ev.Type, err, ev.Data)}
+		return []string{fmt.Sprintf("%s: SSE event %q does not match its member of the stream's union: %v: %.300s", ex.label(status), ev.Type, err, ev.Data)}
 	}
 	return nil
 }
