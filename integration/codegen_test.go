@@ -20,14 +20,21 @@ const (
 )
 
 // codegenMain is a small program on the generated client: who am I, my
-// runs, and a run that does not exist. It prints one line per answer.
+// runs, a run that does not exist, whose error body it reads as the typed
+// envelope (code, message, request_id), and the change stream's first
+// event, read as a member of the stream's union. It prints one line per
+// answer.
 const codegenMain = `package main
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
+	"strconv"
+	"strings"
 
 	"codegencheck/olivaresapi"
 )
@@ -57,7 +64,38 @@ func main() {
 	if err != nil || run.JSON404 == nil {
 		fail(fmt.Errorf("get run: %v", err))
 	}
-	fmt.Printf("get run %d %v\n", run.StatusCode(), run.JSON404.Error.Code)
+	// The error body keeps its three fields, typed (R-API-4, R-OBS-4).
+	e := run.JSON404.Error
+	sameID := e.RequestId != nil && *e.RequestId == run.HTTPResponse.Header.Get("X-Request-Id")
+	fmt.Printf("get run %d %s %q request_id=%t\n", run.StatusCode(), e.Code, e.Message, sameID)
+
+	// The change stream's first event, read as its union's member.
+	resp, err := c.ClientInterface.ChangeStream(ctx, &olivaresapi.ChangeStreamParams{XOlivaresTenant: tenant})
+	if err != nil {
+		fail(err)
+	}
+	defer resp.Body.Close()
+	frame := map[string]json.RawMessage{}
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() && sc.Text() != "" {
+		if k, v, ok := strings.Cut(sc.Text(), ": "); ok && k != "" {
+			if k != "data" {
+				v = strconv.Quote(v)
+			}
+			frame[k] = json.RawMessage(v)
+		}
+	}
+	raw, _ := json.Marshal(frame)
+	var ev olivaresapi.ChangeStreamEvent
+	if err := ev.UnmarshalJSON(raw); err != nil {
+		fail(err)
+	}
+	v, err := ev.ValueByDiscriminator()
+	reset, ok := v.(olivaresapi.ChangeResetFrame)
+	if err != nil || !ok {
+		fail(fmt.Errorf("change stream: %v %T %s", err, v, raw))
+	}
+	fmt.Printf("change %s %s\n", reset.Event, reset.Data.Reason)
 }
 
 func body(r *olivaresapi.WhoamiResponse) string {
@@ -76,7 +114,8 @@ func fail(err error) {
 // TestGeneratedClientRuns: oapi-codegen, pinned, generates types and a
 // client from openapi.yaml as it is (no patch, no generator options), the
 // code compiles, and a program on it talks to a live coordinator through
-// the proxy that checks every exchange against the document (R-API-1).
+// the proxy that checks every exchange against the document (R-API-1,
+// R-API-14).
 // It fetches the generator and the runtime through the Go module proxy the
 // first time (then they are in the module cache), so -short skips it.
 func TestGeneratedClientRuns(t *testing.T) {
@@ -133,7 +172,8 @@ func TestGeneratedClientRuns(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the generated client's program: %v\n%s", err, out)
 	}
-	want := "whoami viewer " + Tenant + "\nruns 0\nget run 404 not_found\n"
+	want := "whoami viewer " + Tenant + "\nruns 0\n" +
+		`get run 404 not_found "run \"run_0123456789abcdef\" not found" request_id=true` + "\nchange reset new\n"
 	if string(out) != want {
 		t.Errorf("the generated client's program printed\n%s\nwant\n%s", out, want)
 	}

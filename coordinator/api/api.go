@@ -327,9 +327,7 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 		c.NoContent(ae.Status)
 		return
 	}
-	out := *ae // ae may be shared: the id is this response's
-	out.RequestID = c.Response().Header().Get(echo.HeaderXRequestID)
-	c.JSON(ae.Status, apierr.Body{Error: &out})
+	c.JSON(ae.Status, apierr.BodyOf(ae, c.Response().Header().Get(echo.HeaderXRequestID)))
 }
 
 // nodeError is an agent's error as the API answers it: passed through
@@ -340,7 +338,7 @@ func nodeError(we *wire.Error) *apierr.Error {
 	if we.Code == "unknown_op" {
 		return apierr.New(http.StatusBadGateway, "agent_outdated", "the node's olivares-agent is older than this coordinator and does not know this call; upgrade it")
 	}
-	return &apierr.Error{Status: we.Status, Code: we.Code, Message: we.Message}
+	return (*apierr.Error)(we)
 }
 
 // Caller is the authenticated principal of a request, in a tenant, with

@@ -51,21 +51,22 @@ type T interface {
 type Checker struct {
 	doc    *openapi3.T
 	router routers.Router
-	// events holds each operation's SSE events (x-sse-events): event
-	// name → data schema.
+	// events holds each operation's SSE events: event name → the member
+	// of its stream's union (sseEvents).
 	events map[*openapi3.Operation]map[string]*openapi3.Schema
 }
 
 // Operation extensions the checker reads.
 const (
-	// ExtSSEEvents names the SSE events of a text/event-stream response
-	// and their data schemas: {event: {$ref: '#/components/schemas/X'}}.
-	ExtSSEEvents = "x-sse-events"
 	// ExtAnyBody marks an operation that accepts any request body, JSON or
 	// not (POST /runs/{ref}/cleanup, R-CLN-2): OpenAPI cannot say so.
 	ExtAnyBody = "x-olivares-any-body"
 	// ExtPermission names the permission an operation needs.
 	ExtPermission = "x-olivares-permission"
+	// ExtErrorCodes lists the codes an error response can carry. The
+	// body's schema is the plain Error envelope, so that generated clients
+	// keep its code, message and request_id; the codes sit beside it.
+	ExtErrorCodes = "x-olivares-error-codes"
 )
 
 var (
@@ -116,13 +117,13 @@ func New(yamlDoc []byte) (*Checker, error) {
 	c := &Checker{doc: doc, router: router, events: map[*openapi3.Operation]map[string]*openapi3.Schema{}}
 	for path, item := range doc.Paths.Map() {
 		for method, op := range item.Operations() {
-			raw, ok := op.Extensions[ExtSSEEvents]
-			if !ok {
+			mt := op.Responses.Value("200")
+			if mt == nil || mt.Value.Content.Get("text/event-stream") == nil {
 				continue
 			}
-			evs, err := c.sseEvents(raw)
+			evs, err := sseEvents(mt.Value.Content.Get("text/event-stream").Schema)
 			if err != nil {
-				return nil, fmt.Errorf("%s %s: %s: %w", method, path, ExtSSEEvents, err)
+				return nil, fmt.Errorf("%s %s: text/event-stream: %w", method, path, err)
 			}
 			c.events[op] = evs
 		}
@@ -133,24 +134,23 @@ func New(yamlDoc []byte) (*Checker, error) {
 // Doc is the loaded document.
 func (c *Checker) Doc() *openapi3.T { return c.doc }
 
-// sseEvents reads an x-sse-events extension: {name: {$ref: "#/components/schemas/X"}}.
-func (c *Checker) sseEvents(raw any) (map[string]*openapi3.Schema, error) {
-	m, ok := raw.(map[string]any)
-	if !ok || len(m) == 0 {
-		return nil, errors.New("want a map of event name to {$ref}")
+// sseEvents reads a stream's union: a oneOf whose members are each one
+// event as {event, id, data}, event an enum of its one name.
+func sseEvents(union *openapi3.SchemaRef) (map[string]*openapi3.Schema, error) {
+	if union == nil || union.Value == nil || len(union.Value.OneOf) == 0 {
+		return nil, errors.New("want a schema that is a oneOf of the stream's events")
 	}
 	out := map[string]*openapi3.Schema{}
-	for name, v := range m {
-		ref, _ := v.(map[string]any)["$ref"].(string)
-		key, ok := strings.CutPrefix(ref, "#/components/schemas/")
-		if !ok {
-			return nil, fmt.Errorf("event %q: want {$ref: '#/components/schemas/...'}", name)
+	for _, m := range union.Value.OneOf {
+		ev := m.Value.Properties["event"]
+		if ev == nil || ev.Value == nil || len(ev.Value.Enum) != 1 || m.Value.Properties["data"] == nil {
+			return nil, fmt.Errorf("member %s: want {event: {enum: [<its name>]}, data: ...}", m.Ref)
 		}
-		s := c.doc.Components.Schemas[key]
-		if s == nil || s.Value == nil {
-			return nil, fmt.Errorf("event %q: no schema %q", name, key)
+		name, _ := ev.Value.Enum[0].(string)
+		if out[name] != nil {
+			return nil, fmt.Errorf("event %q: two members", name)
 		}
-		out[name] = s.Value
+		out[name] = m.Value
 	}
 	return out, nil
 }
@@ -354,18 +354,18 @@ func (ex *exchange) checkBody(status int, h http.Header, body []byte) []string {
 	}
 	rin := ex.responseInput(status, h)
 	rin.SetBodyBytes(body)
+	var out []string
 	if err := openapi3filter.ValidateResponse(context.Background(), rin); err != nil {
-		if msg := codeMismatch(resp.Value, body); msg != "" {
-			return []string{fmt.Sprintf("%s: %s", ex.label(status), msg)}
-		}
-		return []string{fmt.Sprintf("%s: %v", ex.label(status), err)}
+		out = append(out, fmt.Sprintf("%s: %v", ex.label(status), err))
 	}
-	return nil
+	if msg := codeMismatch(resp.Value, body); msg != "" {
+		out = append(out, fmt.Sprintf("%s: %s", ex.label(status), msg))
+	}
+	return out
 }
 
 // codeMismatch names the problem when an error body's code is not among
-// those the document lists for its status: the validator's own words
-// ("doesn't match all schemas from allOf") do not say which code.
+// those the document lists for its status (ExtErrorCodes).
 func codeMismatch(resp *openapi3.Response, body []byte) string {
 	var e struct {
 		Error struct {
@@ -382,30 +382,14 @@ func codeMismatch(resp *openapi3.Response, body []byte) string {
 	return fmt.Sprintf("error code %q is not one the document lists for this status (%s)", e.Error.Code, strings.Join(codes, ", "))
 }
 
-// ErrorCodes are the codes an error response's schema allows: the enum of
-// error.code in the branches of its allOf; nil when it has none.
+// ErrorCodes are the codes an error response can carry, its
+// ExtErrorCodes; nil when it lists none.
 func ErrorCodes(resp *openapi3.Response) []string {
-	mt := resp.Content.Get("application/json")
-	if mt == nil || mt.Schema == nil || mt.Schema.Value == nil {
-		return nil
-	}
+	raw, _ := resp.Extensions[ExtErrorCodes].([]any)
 	var out []string
-	for _, s := range append([]*openapi3.SchemaRef{mt.Schema}, mt.Schema.Value.AllOf...) {
-		if s.Value == nil {
-			continue
-		}
-		e := s.Value.Properties["error"]
-		if e == nil || e.Value == nil {
-			continue
-		}
-		c := e.Value.Properties["code"]
-		if c == nil || c.Value == nil {
-			continue
-		}
-		for _, v := range c.Value.Enum {
-			if str, ok := v.(string); ok {
-				out = append(out, str)
-			}
+	for _, v := range raw {
+		if str, ok := v.(string); ok {
+			out = append(out, str)
 		}
 	}
 	return out
@@ -424,7 +408,7 @@ func (ex *exchange) checkEvent(status int, ev sse.Event) []string {
 	}
 	evs := ex.c.events[ex.route.Operation]
 	if evs == nil {
-		return []string{fmt.Sprintf("%s: an SSE event %q on an operation without %s", ex.label(status), ev.Type, ExtSSEEvents)}
+		return []string{fmt.Sprintf("%s: an SSE event %q on an operation without a text/event-stream union", ex.label(status), ev.Type)}
 	}
 	s, ok := evs[ev.Type]
 	if !ok {
@@ -434,9 +418,15 @@ func (ex *exchange) checkEvent(status int, ev sse.Event) []string {
 	if err := json.Unmarshal(ev.Data, &v); err != nil {
 		return []string{fmt.Sprintf("%s: SSE event %q: data is not JSON: %.200s", ex.label(status), ev.Type, ev.Data)}
 	}
-	if err := s.VisitJSON(v, openapi3.MultiErrors(), openapi3.VisitAsResponse(),
+	// The event as the union's member reads it. ID is the stream's last
+	// id, which an event without an id field of its own inherits.
+	frame := map[string]any{"event": ev.Type, "data": v}
+	if ev.ID != "" {
+		frame["id"] = ev.ID
+	}
+	if err := s.VisitJSON(frame, openapi3.MultiErrors(), openapi3.VisitAsResponse(),
 		openapi3.SetSchemaErrorMessageCustomizer(schemaError)); err != nil {
-		return []string{fmt.Sprintf("%s: SSE event %q: data does not match its schema: %v: %.300s", ex.label(status), ev.Type, err, ev.Data)}
+		return []string{fmt.Sprintf("%s: SSE event %q does not match its member of the stream's union: %v: %.300s", ex.label(status), ev.Type, err, ev.Data)}
 	}
 	return nil
 }

@@ -171,6 +171,11 @@ var exchangeCases = []exchangeCase{
 	{name: "SSE data that is not JSON", method: "GET", path: runPath + "/attach", hdr: authed(),
 		resp: fake{200, "text/event-stream", "event: lag\ndata: lag\n\n"},
 		want: []string{`not JSON`}},
+	// Each event is checked as its member of the stream's union, its SSE
+	// fields included (R-API-14): an output carries its seq as its id.
+	{name: "SSE output without an id", method: "GET", path: runPath + "/attach", hdr: authed(),
+		resp: fake{200, "text/event-stream", strings.TrimPrefix(sseStart, "id: 1\n")},
+		want: []string{`SSE event "output" does not match its member of the stream's union: at /id: property "id" is missing`}},
 }
 
 // check runs the report expectations of one case.

@@ -12,9 +12,9 @@ import (
 // EventCheck returns the check of one SSE event that a client reads (the
 // harness hands it to shared/apiclient as Config.CheckEvent, which calls
 // it for every event before the caller sees it): the event's name must be
-// one the document lists for the request's operation (x-sse-events) and
-// its data must match that event's schema. A mismatch is reported to t and
-// returned, which ends the stream.
+// one the document lists for the request's operation (a member of its
+// text/event-stream union) and the event must match that member. A
+// mismatch is reported to t and returned, which ends the stream.
 func EventCheck(t T) func(*http.Request, sse.Event) error {
 	c, err := Load()
 	if err != nil {

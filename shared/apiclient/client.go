@@ -25,6 +25,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/olivares-dev/olivares/shared/apierr"
 	"github.com/olivares-dev/olivares/shared/sse"
 )
 
@@ -159,13 +160,13 @@ func (r *Response) Err() error {
 	return errorOf(r.Method, r.Path, r.Status, r.Body)
 }
 
-// errorOf reads an error body.
+// errorOf reads an error body, the API's envelope (apierr.Body).
 func errorOf(method, path string, status int, body []byte) *Error {
-	var b struct {
-		Error struct{ Code, Message string } `json:"error"`
+	var b apierr.Body
+	e := &Error{Method: method, Path: path, Status: status, Body: body}
+	if json.Unmarshal(body, &b) == nil && b.Error != nil {
+		e.Code, e.Message = b.Error.Code, b.Error.Message
 	}
-	json.Unmarshal(body, &b)
-	e := &Error{Method: method, Path: path, Status: status, Code: b.Error.Code, Message: b.Error.Message, Body: body}
 	if e.Message == "" {
 		e.Message = strings.ToLower(http.StatusText(status))
 		if e.Message == "" {

@@ -1,7 +1,9 @@
 // Package apierr is the error both daemons hand to people: a stable
 // snake_case code, an HTTP status and a sentence a person can act on
-// (R-API-4). An agent error crosses the tunnel as a wire.Error with the same
-// three fields, and the coordinator passes it through unchanged.
+// (R-API-4). It is the one error envelope: an agent's error crosses the
+// tunnel as a wire.Error, a type of this one, and the coordinator passes
+// it through unchanged; the local control socket answers the same Body,
+// and shared/apiclient reads it.
 package apierr
 
 import (
@@ -14,7 +16,9 @@ import (
 // Error is an API error. Its JSON body is
 // {"error":{"code":...,"message":...,"request_id":...}}.
 type Error struct {
-	Status  int    `json:"-"`
+	// Status is the HTTP status. An answer's body leaves it out, the
+	// response's status line says it (BodyOf); a tunnel reply carries it.
+	Status  int    `json:"status,omitempty"`
 	Code    string `json:"code"`
 	Message string `json:"message"`
 	// RequestID is the id of the request that got this answer, as its
@@ -30,12 +34,18 @@ type Body struct {
 	Error *Error `json:"error"`
 }
 
+// BodyOf is the body of an answer that refuses with e: e without its
+// status, with the answer's request id (R-OBS-4).
+func BodyOf(e *Error, requestID string) Body {
+	out := *e
+	out.Status, out.RequestID = 0, requestID
+	return Body{Error: &out}
+}
+
 // Write writes e as an error response, with the request id the response's
 // X-Request-Id header already holds (R-OBS-4).
 func Write(w http.ResponseWriter, e *Error) {
-	out := *e
-	out.RequestID = w.Header().Get("X-Request-Id")
-	b, _ := json.Marshal(Body{Error: &out})
+	b, _ := json.Marshal(BodyOf(e, w.Header().Get("X-Request-Id")))
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(e.Status)
 	w.Write(b)

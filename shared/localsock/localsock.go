@@ -17,6 +17,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/olivares-dev/olivares/shared/apierr"
 )
 
 // ErrNotRunning: nothing answers on the socket.
@@ -74,14 +76,6 @@ func Client(path string) *http.Client {
 	}
 }
 
-// ErrorBody is the local API's error envelope (R-API-4 shape).
-type ErrorBody struct {
-	Error struct {
-		Code    string `json:"code"`
-		Message string `json:"message"`
-	} `json:"error"`
-}
-
 // Do calls method path on the socket with an optional JSON body and decodes
 // a JSON result. ErrNotRunning when nothing answers.
 func Do(ctx context.Context, sock, method, path string, body, result any) error {
@@ -112,8 +106,8 @@ func Do(ctx context.Context, sock, method, path string, body, result any) error 
 		return err
 	}
 	if resp.StatusCode >= 300 {
-		var eb ErrorBody
-		if json.Unmarshal(data, &eb) == nil && eb.Error.Message != "" {
+		var eb apierr.Body
+		if json.Unmarshal(data, &eb) == nil && eb.Error != nil && eb.Error.Message != "" {
 			return fmt.Errorf("%s", eb.Error.Message)
 		}
 		return fmt.Errorf("%s %s: %s", method, path, resp.Status)
@@ -135,7 +129,5 @@ func WriteJSON(w http.ResponseWriter, status int, v any) {
 
 // WriteError writes an R-API-4 error body.
 func WriteError(w http.ResponseWriter, status int, code, msg string) {
-	var eb ErrorBody
-	eb.Error.Code, eb.Error.Message = code, msg
-	WriteJSON(w, status, eb)
+	WriteJSON(w, status, apierr.Body{Error: &apierr.Error{Code: code, Message: msg}})
 }

@@ -16,6 +16,8 @@ import (
 	"net"
 	"net/http"
 	"sync"
+
+	"github.com/olivares-dev/olivares/shared/apierr"
 )
 
 // Limits. A length above its cap is refused before anything is allocated,
@@ -43,15 +45,13 @@ type Header struct {
 	RequestID string `json:"request_id,omitempty"`
 }
 
-// Error is an error that crosses the tunnel with its HTTP status, so the
-// coordinator can pass an agent's answer through (R-API-4).
-type Error struct {
-	Status  int    `json:"status"`
-	Code    string `json:"code"`
-	Message string `json:"message"`
-}
+// Error is an error that crosses the tunnel: the API's envelope,
+// apierr.Error, with its HTTP status on the wire, so the coordinator can
+// pass an agent's answer through (R-API-4). It is a type of its own so
+// that errors.As tells a peer's answer from a local error.
+type Error apierr.Error
 
-func (e *Error) Error() string { return fmt.Sprintf("%s: %s", e.Code, e.Message) }
+func (e *Error) Error() string { return (*apierr.Error)(e).Error() }
 
 // Reply answers a Header.
 type Reply struct {

@@ -11,6 +11,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/olivares-dev/olivares/shared/apierr"
 )
 
 // countingWriter records how many Write calls a frame took.
@@ -384,5 +386,30 @@ func BenchmarkWriteReadFrame(b *testing.B) {
 		if _, err := ReadFrame(&w, buf); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// One envelope, two JSON forms (R-API-4): a tunnel reply's error carries
+// its status; the same error as an API answer's body leaves the status to
+// the status line and carries the request id (R-OBS-4).
+func TestErrorEnvelope(t *testing.T) {
+	we := &Error{Status: http.StatusNotFound, Code: "not_found", Message: `run "run_1" not found`}
+	var b bytes.Buffer
+	if err := Respond(&b, nil, we); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := b.String()[prefixLen:], `{"ok":false,"error":{"status":404,"code":"not_found","message":"run \"run_1\" not found"}}`; got != want {
+		t.Errorf("tunnel reply %s, want %s", got, want)
+	}
+	var r Reply
+	if err := ReadMessage(&b, &r); err != nil || *r.Error != *we {
+		t.Fatalf("read back %+v, %v; want %+v", r.Error, err, we)
+	}
+	body, _ := json.Marshal(apierr.BodyOf((*apierr.Error)(we), "req_1"))
+	if got, want := string(body), `{"error":{"code":"not_found","message":"run \"run_1\" not found","request_id":"req_1"}}`; got != want {
+		t.Errorf("API body %s, want %s", got, want)
+	}
+	if we.Error() != (*apierr.Error)(we).Error() || we.Status != http.StatusNotFound {
+		t.Errorf("the conversion changed the error: %v", we)
 	}
 }
