@@ -138,8 +138,8 @@ func fleetReport(t *testing.T, transport string, n int) {
 	idle := cpuTime() - cpu0
 	stopProfile()
 	cpuPer1k := 100 * (idle - baseCPU).Seconds() / fleetRest.Seconds() * 1000 / float64(n)
-	memPerNode := (rss1 - rss0) / uint64(n)
-	heapPerNode := (heap1 - heap0) / uint64(n)
+	memPerNode := (int64(rss1) - int64(rss0)) / int64(n)
+	heapPerNode := (int64(heap1) - int64(heap0)) / int64(n)
 
 	// Index pushes absorbed: every node pushes back to back.
 	sim.send(fmt.Sprintf("flood %d", fleetWindow.Milliseconds()))

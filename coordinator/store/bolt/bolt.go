@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"go.etcd.io/bbolt"
@@ -69,6 +70,9 @@ const lockTimeout = 1 * time.Second
 // use; bbolt serialises the writers.
 type Store struct {
 	db *bbolt.DB
+	// pushes group the index writes of concurrent PutRuns into one
+	// transaction (PutRuns).
+	pushes runBatcher
 }
 
 var _ store.Store = (*Store)(nil)
@@ -354,34 +358,89 @@ func (s *Store) PutRun(ctx context.Context, r apitypes.Run) (bool, error) {
 // PutRuns implements store.Store: one bbolt transaction (one fsync) for
 // the batch.
 func (s *Store) PutRuns(ctx context.Context, rs []apitypes.Run) (int, map[string]error, error) {
-	refused := map[string]error{}
-	wrote := 0
-	err := s.update(ctx, func(tx *bbolt.Tx) error {
-		wrote = 0
-		clear(refused)
-		for _, r := range rs {
-			if err := checkRun(r); err != nil {
-				refused[r.RunRef] = err
-				continue
-			}
-			w, err := putRunTx(tx, r)
-			if errors.Is(err, store.ErrConflict) {
-				refused[r.RunRef] = err
-				continue
-			}
-			if err != nil {
-				return err
-			}
-			if w {
-				wrote++
+	if err := ctx.Err(); err != nil {
+		return 0, nil, err
+	}
+	return s.pushes.put(s, rs)
+}
+
+// runBatcher is the group commit of PutRuns: a call that finds no commit
+// in flight commits its rows at once; calls that arrive while one is in
+// flight wait and are committed together by the next one, one fsync for
+// all of them. An idle store adds no delay; a thousand nodes pushing at
+// once pay one fsync per batch, not one each (issue 34).
+type runBatcher struct {
+	mu      sync.Mutex
+	pending []*runPut
+	leading bool
+	commits int // transactions committed, for the tests
+}
+
+// runPut is one PutRuns call: its rows, and what it learns.
+type runPut struct {
+	rows    []apitypes.Run
+	wrote   int
+	refused map[string]error
+	err     error
+	done    chan struct{}
+}
+
+func (b *runBatcher) put(s *Store, rs []apitypes.Run) (int, map[string]error, error) {
+	p := &runPut{rows: rs, done: make(chan struct{})}
+	b.mu.Lock()
+	b.pending = append(b.pending, p)
+	if b.leading {
+		b.mu.Unlock()
+		<-p.done
+		return p.wrote, p.refused, p.err
+	}
+	b.leading = true
+	for len(b.pending) > 0 {
+		batch := b.pending
+		b.pending = nil
+		b.mu.Unlock()
+		s.commitRuns(batch)
+		b.mu.Lock()
+		b.commits++
+	}
+	b.leading = false
+	b.mu.Unlock()
+	return p.wrote, p.refused, p.err
+}
+
+// commitRuns writes every call's rows in one transaction. A row refused
+// (checkRun, an older rev) is that call's; an error of the transaction is
+// every call's, and none of their rows is stored.
+func (s *Store) commitRuns(batch []*runPut) {
+	err := closedErr(s.db.Update(func(tx *bbolt.Tx) error {
+		for _, p := range batch {
+			p.wrote, p.refused = 0, map[string]error{}
+			for _, r := range p.rows {
+				if err := checkRun(r); err != nil {
+					p.refused[r.RunRef] = err
+					continue
+				}
+				w, err := putRunTx(tx, r)
+				if errors.Is(err, store.ErrConflict) {
+					p.refused[r.RunRef] = err
+					continue
+				}
+				if err != nil {
+					return err
+				}
+				if w {
+					p.wrote++
+				}
 			}
 		}
 		return nil
-	})
-	if err != nil {
-		return 0, nil, err
+	}))
+	for _, p := range batch {
+		if err != nil {
+			p.wrote, p.refused, p.err = 0, nil, err
+		}
+		close(p.done)
 	}
-	return wrote, refused, nil
 }
 
 func checkRun(r apitypes.Run) error {

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"go.etcd.io/bbolt"
 	bolterrors "go.etcd.io/bbolt/errors"
 
 	"github.com/olivares-dev/olivares/coordinator/store"
@@ -431,5 +433,73 @@ func TestReopenIndexes(t *testing.T) {
 	}
 	if ws, err := s.ListWorkspaces(ctx, "t1"); err != nil || len(ws) != 1 || ws[0].Ref != "ws-1" {
 		t.Errorf("ListWorkspaces after reopen: got %+v, %v; want ws-1", ws, err)
+	}
+}
+
+// TestPutRunsGroupCommit: index pushes that arrive while one commits are
+// committed together, in one transaction, and each call still learns its
+// own rows' fate (issue 34: a thousand nodes pushing at once pay one fsync
+// per batch).
+func TestPutRunsGroupCommit(t *testing.T) {
+	ctx := t.Context()
+	s := mustOpen(t, filepath.Join(t.TempDir(), "coordinator.db"))
+	// Another writer holds the file's one write transaction.
+	hold, held := make(chan struct{}), make(chan struct{})
+	go s.db.Update(func(*bbolt.Tx) error { close(held); <-hold; return nil })
+	<-held
+	type result struct {
+		i       int
+		wrote   int
+		refused map[string]error
+		err     error
+	}
+	results := make(chan result, 21)
+	put := func(i int) {
+		rows := []apitypes.Run{{RunRef: fmt.Sprintf("run-%d", i), Tenant: "t1", Rev: 1}}
+		if i%5 == 0 {
+			rows = append(rows, apitypes.Run{RunRef: fmt.Sprintf("bad-%d", i), Rev: 1}) // no tenant: refused
+		}
+		w, ref, err := s.PutRuns(ctx, rows)
+		results <- result{i, w, ref, err}
+	}
+	go put(0) // the leader: it waits for the write transaction
+	pending := func() int { s.pushes.mu.Lock(); defer s.pushes.mu.Unlock(); return len(s.pushes.pending) }
+	leading := func() bool { s.pushes.mu.Lock(); defer s.pushes.mu.Unlock(); return s.pushes.leading && len(s.pushes.pending) == 0 }
+	for !leading() {
+		runtime.Gosched()
+	}
+	for i := 1; i <= 20; i++ {
+		go put(i)
+	}
+	for pending() < 20 {
+		runtime.Gosched()
+	}
+	close(hold)
+	for range 21 {
+		r := <-results
+		if r.err != nil || r.wrote != 1 {
+			t.Fatalf("call %d: wrote %d, err %v; want 1 row written", r.i, r.wrote, r.err)
+		}
+		if want := 0; r.i%5 == 0 {
+			want = 1
+			if r.refused[fmt.Sprintf("bad-%d", r.i)] == nil || len(r.refused) != want {
+				t.Fatalf("call %d: refused %v, want its own bad row only", r.i, r.refused)
+			}
+		} else if len(r.refused) != 0 {
+			t.Fatalf("call %d: refused %v, want none (another call's refusal?)", r.i, r.refused)
+		}
+	}
+	commits := func() (int, bool) { s.pushes.mu.Lock(); defer s.pushes.mu.Unlock(); return s.pushes.commits, s.pushes.leading }
+	n, lead := commits()
+	for ; lead; n, lead = commits() {
+		runtime.Gosched() // the leader counts its last commit after its callers heard
+	}
+	if n != 2 {
+		t.Fatalf("21 calls took %d transactions, want 2 (the first alone, the 20 that waited together)", n)
+	}
+	for i := 0; i <= 20; i++ {
+		if _, err := s.GetRun(ctx, fmt.Sprintf("run-%d", i)); err != nil {
+			t.Fatalf("run-%d: %v", i, err)
+		}
 	}
 }
