@@ -241,6 +241,7 @@ func (s *Server) RunContinuer(ctx context.Context) {
 // continueTick fires what is due and settles what was sent; it returns the
 // earliest schedule still ahead (zero if none).
 func (s *Server) continueTick(ctx context.Context) time.Time {
+	s.startOnLimits(ctx) // R-ONL-2
 	metas, err := s.o.Store.ListContinues(ctx)
 	if err != nil {
 		if ctx.Err() == nil {
@@ -307,7 +308,11 @@ func (s *Server) fireContinue(ctx context.Context, ref string) {
 		s.dropContinue(ctx, ref, r.Tenant, c, reason)
 		return
 	}
-	if r.Limit.ResetsAt != nil && r.Limit.ResetsAt.After(now) {
+	if len(c.Plan) > 0 {
+		s.runOnLimitPlan(ctx, c, r) // R-ONL-3
+		return
+	}
+	if r.Limit != nil && r.Limit.ResetsAt != nil && r.Limit.ResetsAt.After(now) {
 		// The tool reported a later reset since: wait for it (R-CONT-3).
 		s.rescheduleContinue(ctx, r, c, c.Attempts, nil)
 		return
@@ -383,7 +388,7 @@ func continueRefusal(meta store.RunMeta, c store.ContinueSchedule, r apitypes.Ru
 		return cancelStopped
 	case r.State == apitypes.StateRunning || r.State == apitypes.StateStarting || r.State == apitypes.StatePendingApproval:
 		return cancelBusy
-	case r.Limit == nil:
+	case r.Limit == nil && !c.Moved: // R-ONL-4: a move cleared it
 		return cancelCleared
 	}
 	return ""
