@@ -117,10 +117,10 @@ func (s *Server) checkOnLimit(ctx context.Context, tenant string, self apitypes.
 			return nil, err
 		}
 		switch {
+		case id == self.Name || (self.Ref != "" && (id == self.Ref || p.Ref == self.Ref)):
+			return nil, badOnLimit("on_limit_profile_self", "on_limit step %q names this profile itself; name another account", step)
 		case !found:
 			return nil, badOnLimit("on_limit_profile_unknown", "on_limit step %q: there is no profile %q in this tenant", step, id)
-		case p.Ref == self.Ref || p.Name == self.Name:
-			return nil, badOnLimit("on_limit_profile_self", "on_limit step %q names this profile itself; name another account", step)
 		case kind == apitypes.OnLimitMove && self.Tool != "claude":
 			return nil, badOnLimit("on_limit_move_unsupported", "on_limit step %q: only Claude Code runs move between accounts; use handoff:PROFILE for %s", step, self.Tool)
 		case kind == apitypes.OnLimitMove && p.Tool != self.Tool:
@@ -363,7 +363,7 @@ func (s *Server) waitForReset(ctx context.Context, c store.ContinueSchedule, r a
 		m.Continue.Generation, m.Continue.ProfileRef, m.Continue.NodeID, m.Continue.Live = r.Generation, r.ProviderProfileRef, r.NodeID, apitypes.Live(r.State)
 		addOnLimit(m, ent)
 		e := apitypes.AuditEntry{At: ent.At, Tenant: r.Tenant, Actor: c.Actor, Event: apitypes.AuditRunContinueScheduled,
-			Target: apitypes.AuditTarget{RunRef: r.RunRef, NodeID: r.NodeID}, Detail: mustJSON(map[string]any{"scheduled_at": at, "attempt": 0, "on_limit": by})}
+			Target: apitypes.AuditTarget{RunRef: r.RunRef, NodeID: r.NodeID}, Detail: mustJSON(map[string]any{"scheduled_at": at, "attempt": 0, "by": by})}
 		return &e, nil
 	})
 	if err != nil && !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrReleased) {
