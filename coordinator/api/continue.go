@@ -453,6 +453,9 @@ func (s *Server) rescheduleContinue(ctx context.Context, r apitypes.Run, c store
 			return nil, nil
 		}
 		m.Continue.At, m.Continue.Attempts, m.Continue.FiredAt, m.Continue.ClaimedUntil = at, attempt, nil, time.Time{}
+		if fired != nil {
+			m.Continue.Moved = false // the new account's limit: an ordinary continue now (R-ONL-4)
+		}
 		m.Continue.Generation, m.Continue.Live = r.Generation, apitypes.Live(r.State)
 		e := apitypes.AuditEntry{At: s.o.Now().UTC(), Tenant: r.Tenant, Actor: c.Actor, Event: apitypes.AuditRunContinueScheduled,
 			Target: apitypes.AuditTarget{RunRef: r.RunRef, NodeID: r.NodeID}, Detail: mustJSON(map[string]any{"scheduled_at": at, "attempt": attempt})}

@@ -333,8 +333,9 @@ func (s *Server) continueMoved(ctx context.Context, c store.ContinueSchedule, mo
 	now := s.o.Now().UTC()
 	_, err := s.o.Store.UpdateRunMeta(ctx, moved.RunRef, func(m *store.RunMeta) (*apitypes.AuditEntry, error) {
 		if m.Continue == nil {
-			m.Continue = &store.ContinueSchedule{Message: c.Message, Actor: c.Actor}
+			m.Continue = &store.ContinueSchedule{Message: c.Message}
 		}
+		m.Continue.Actor = c.Actor
 		m.Continue.At, m.Continue.Plan, m.Continue.Moved, m.Continue.ClaimedUntil, m.Continue.FiredAt = now, nil, true, time.Time{}, nil
 		m.Continue.Generation, m.Continue.ProfileRef, m.Continue.NodeID, m.Continue.Live = moved.Generation, moved.ProviderProfileRef, moved.NodeID, apitypes.Live(moved.State)
 		return nil, nil
@@ -357,8 +358,9 @@ func (s *Server) waitForReset(ctx context.Context, c store.ContinueSchedule, r a
 			return nil, store.ErrReleased
 		}
 		if m.Continue == nil {
-			m.Continue = &store.ContinueSchedule{Message: c.Message, Actor: c.Actor}
+			m.Continue = &store.ContinueSchedule{Message: c.Message}
 		}
+		m.Continue.Actor = c.Actor
 		m.Continue.At, m.Continue.Plan, m.Continue.Moved, m.Continue.ClaimedUntil, m.Continue.FiredAt, m.Continue.Attempts = at, nil, false, time.Time{}, nil, 0
 		m.Continue.Generation, m.Continue.ProfileRef, m.Continue.NodeID, m.Continue.Live = r.Generation, r.ProviderProfileRef, r.NodeID, apitypes.Live(r.State)
 		addOnLimit(m, ent)
