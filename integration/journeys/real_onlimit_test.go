@@ -107,7 +107,9 @@ func testOnLimitMove(t *testing.T, postgres, replicas bool) {
 	}
 
 	r, n := f.limitRun(fake, a)
-	done := f.operator.AwaitRun(r.RunRef, wait, "moved to claude-b and continued", func(r apitypes.Run) bool {
+	// A stop, a move, a resume (Claude Code starting) and a turn: twice
+	// the usual deadline on a loaded machine.
+	done := f.operator.AwaitRun(r.RunRef, 2*wait, "moved to claude-b and continued", func(r apitypes.Run) bool {
 		return r.ProviderProfileRef == b.Ref && r.Limit == nil && r.State == apitypes.StateIdle && r.ScheduledContinueAt == nil &&
 			len(fake.ModelRequests()) >= n+2
 	})
