@@ -286,6 +286,9 @@ func (s *Server) fireContinue(ctx context.Context, ref string) {
 			return nil, errNotDue
 		}
 		m.Continue.ClaimedUntil = now.Add(continueClaim)
+		if len(m.Continue.Plan) > 0 {
+			m.Continue.ClaimedUntil = now.Add(onLimitClaim) // R-ONL-3: its steps' own deadlines
+		}
 		c = *m.Continue
 		return nil, nil
 	})

@@ -57,6 +57,11 @@ func (q *onLimitQueue) take() []string {
 	return out
 }
 
+// onLimitClaim is how long a replica holds a schedule while it runs the
+// plan's steps: longer than a stop, a move and a handoff take at most
+// (5 minutes each), so that no other replica runs the plan meanwhile.
+const onLimitClaim = 16 * time.Minute
+
 // Who took a step (OnLimitEntry.By).
 const (
 	onLimitByPolicy = "policy"
