@@ -233,9 +233,9 @@ func (s *Server) runOnLimitPlan(ctx context.Context, c store.ContinueSchedule, r
 		moved, ent, err := s.onLimitStep(ctx, c.Actor, r, step, onLimitByPolicy)
 		if err != nil {
 			s.recordOnLimit(ctx, r, c.Actor, skipped(ent, err))
-			if moved.RunRef != "" {
-				r = moved // stopped before the move was refused
-			}
+			// A move or handoff refused after its stop left the run
+			// stopped: the next step sees it as it is now.
+			r = s.freshRun(ctx, r)
 			continue
 		}
 		s.recordOnLimit(ctx, r, c.Actor, ent)
@@ -262,8 +262,7 @@ func skipped(ent apitypes.OnLimitEntry, err error) apitypes.OnLimitEntry {
 }
 
 // onLimitStep takes one move or handoff step for run r as actor. It
-// returns the entry to record; for a move, the run as moved (or, on a
-// refusal after the stop, as stopped).
+// returns the entry to record and, for a move, the run as moved.
 func (s *Server) onLimitStep(ctx context.Context, actor apitypes.AuditActor, r apitypes.Run, step, by string) (apitypes.Run, apitypes.OnLimitEntry, error) {
 	ent := apitypes.OnLimitEntry{At: s.o.Now().UTC(), Step: step, ProfileRef: r.ProviderProfileRef, By: by}
 	kind, id, ok := apitypes.ParseOnLimitStep(step)
@@ -310,7 +309,7 @@ func (s *Server) onLimitStep(ctx context.Context, actor apitypes.AuditActor, r a
 	}
 	moved, err := s.moveRun(ctx, r.Tenant, r, p.Ref)
 	if err != nil {
-		return r, ent, err
+		return apitypes.Run{}, ent, err
 	}
 	ent.Outcome = apitypes.OnLimitMoved
 	return moved, ent, nil
