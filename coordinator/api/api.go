@@ -111,12 +111,14 @@ type Server struct {
 	idem     idemWaiters
 	// continueWake wakes RunContinuer when a schedule is set (continue.go).
 	continueWake chan struct{}
-	log          *slog.Logger
-	metrics      *metrics
-	changes      *changeLog
-	notify       *notifier
-	vapid        *ecdsa.PrivateKey
-	fails        *auth.Failures
+	// onLimit holds the runs seen limited, for the continuer (onlimit.go).
+	onLimit onLimitQueue
+	log     *slog.Logger
+	metrics *metrics
+	changes *changeLog
+	notify  *notifier
+	vapid   *ecdsa.PrivateKey
+	fails   *auth.Failures
 }
 
 // New builds the router.
@@ -285,7 +287,7 @@ func (s *Server) routes() []Route {
 		{http.MethodPost, "/v1/nodes/:id/revoke", auth.PermRunAdmin, s.revokeNode},
 		// The audit ledger is read by administrators (issue 5).
 		{http.MethodGet, "/v1/audit", auth.PermRunAdmin, s.listAudit},
-	}, slices.Concat(s.runRoutes(), s.markRoutes(), s.workspaceRoutes(), s.projectConfigRoutes(), s.vaultRoutes(), s.diffRoutes(), s.handoffRoutes(), s.activityRoutes(), s.codexRoutes(), s.claudeRoutes(), s.lifecycleRoutes(), s.changeRoutes(), s.webhookRoutes(), s.pushRoutes(), s.usageRoutes(), s.continueRoutes())...)
+	}, slices.Concat(s.runRoutes(), s.markRoutes(), s.workspaceRoutes(), s.projectConfigRoutes(), s.vaultRoutes(), s.diffRoutes(), s.handoffRoutes(), s.activityRoutes(), s.codexRoutes(), s.claudeRoutes(), s.lifecycleRoutes(), s.changeRoutes(), s.webhookRoutes(), s.pushRoutes(), s.usageRoutes(), s.continueRoutes(), s.onLimitRoutes())...)
 }
 
 // Close stops what the API runs in the background: the webhooks'

@@ -140,6 +140,7 @@ func (s *Server) publishRuns(rows ...apitypes.Run) {
 		s.changes.add(change{tenant: r.Tenant, event: apitypes.ChangeRun, run: r})
 	}
 	s.notify.observe(rows...) // R-NOTIF-2
+	s.onLimitSeen(rows...)    // R-ONL-2
 }
 
 // publishMarks logs a caller's marks on a run, for that caller alone.

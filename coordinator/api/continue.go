@@ -241,6 +241,7 @@ func (s *Server) RunContinuer(ctx context.Context) {
 // continueTick fires what is due and settles what was sent; it returns the
 // earliest schedule still ahead (zero if none).
 func (s *Server) continueTick(ctx context.Context) time.Time {
+	s.startOnLimits(ctx) // R-ONL-2
 	metas, err := s.o.Store.ListContinues(ctx)
 	if err != nil {
 		if ctx.Err() == nil {
@@ -285,6 +286,9 @@ func (s *Server) fireContinue(ctx context.Context, ref string) {
 			return nil, errNotDue
 		}
 		m.Continue.ClaimedUntil = now.Add(continueClaim)
+		if len(m.Continue.Plan) > 0 {
+			m.Continue.ClaimedUntil = now.Add(onLimitClaim) // R-ONL-3: its steps' own deadlines
+		}
 		c = *m.Continue
 		return nil, nil
 	})
@@ -307,7 +311,11 @@ func (s *Server) fireContinue(ctx context.Context, ref string) {
 		s.dropContinue(ctx, ref, r.Tenant, c, reason)
 		return
 	}
-	if r.Limit.ResetsAt != nil && r.Limit.ResetsAt.After(now) {
+	if len(c.Plan) > 0 {
+		s.runOnLimitPlan(ctx, c, r) // R-ONL-3
+		return
+	}
+	if r.Limit != nil && r.Limit.ResetsAt != nil && r.Limit.ResetsAt.After(now) {
 		// The tool reported a later reset since: wait for it (R-CONT-3).
 		s.rescheduleContinue(ctx, r, c, c.Attempts, nil)
 		return
@@ -383,7 +391,7 @@ func continueRefusal(meta store.RunMeta, c store.ContinueSchedule, r apitypes.Ru
 		return cancelStopped
 	case r.State == apitypes.StateRunning || r.State == apitypes.StateStarting || r.State == apitypes.StatePendingApproval:
 		return cancelBusy
-	case r.Limit == nil:
+	case r.Limit == nil && !c.Moved: // R-ONL-4: a move cleared it
 		return cancelCleared
 	}
 	return ""
@@ -448,6 +456,9 @@ func (s *Server) rescheduleContinue(ctx context.Context, r apitypes.Run, c store
 			return nil, nil
 		}
 		m.Continue.At, m.Continue.Attempts, m.Continue.FiredAt, m.Continue.ClaimedUntil = at, attempt, nil, time.Time{}
+		if fired != nil {
+			m.Continue.Moved = false // the new account's limit: an ordinary continue now (R-ONL-4)
+		}
 		m.Continue.Generation, m.Continue.Live = r.Generation, apitypes.Live(r.State)
 		e := apitypes.AuditEntry{At: s.o.Now().UTC(), Tenant: r.Tenant, Actor: c.Actor, Event: apitypes.AuditRunContinueScheduled,
 			Target: apitypes.AuditTarget{RunRef: r.RunRef, NodeID: r.NodeID}, Detail: mustJSON(map[string]any{"scheduled_at": at, "attempt": attempt})}

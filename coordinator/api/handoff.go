@@ -46,8 +46,6 @@ func (s *Server) handoffPreview(c echo.Context) error {
 // checked here first (R-HOF-18), then the node stops, reads, writes the
 // transcript, launches and sends the first turn.
 func (s *Server) handoff(c echo.Context) error {
-	ctx := c.Request().Context()
-	tenant := CallerOf(c).Tenant
 	src, err := s.refRun(c)
 	if err != nil {
 		return err
@@ -56,58 +54,11 @@ func (s *Server) handoff(c echo.Context) error {
 	if err := decodeStrict(c, maxJSONBody, &req); err != nil {
 		return err
 	}
-	if req.ProviderProfileRef == "" {
-		return apierr.BadRequest("profile_required", "provider_profile_ref is required: the profile to continue in")
-	}
-	name, err := checkName(req.Name)
+	cl := CallerOf(c)
+	out, err := s.handoffRun(c.Request().Context(), cl.Tenant, cl.Actor(), src, req, newRunRef(c))
 	if err != nil {
 		return err
 	}
-	p, err := s.profileInTenant(ctx, tenant, req.ProviderProfileRef)
-	if err != nil {
-		return err
-	}
-	if p.NodeID != src.NodeID {
-		return apierr.New(http.StatusConflict, "profile_other_node", "profile %s is on node %s and run %s on node %s; the new run works in the same workspace, so it needs a profile of that node", p.Ref, p.NodeID, src.RunRef, src.NodeID)
-	}
-	params := proto.RunHandoff{NewRunRef: newRunRef(c), Tenant: tenant, ProfileRef: p.Ref, Summary: req.Summary}
-	if src.WorkspaceRef != "" {
-		if params.Gate, err = s.gate(ctx, src.WorkspaceRef); err != nil {
-			return err
-		}
-		if src.WorktreeBranch != "" {
-			w, err := s.o.Store.GetWorkspace(ctx, src.WorkspaceRef)
-			if err != nil {
-				return err
-			}
-			st, err := s.o.Store.GetWorkspaceSettings(ctx, src.WorkspaceRef)
-			if err != nil {
-				return err
-			}
-			// R-HOF-16, R-SETUP-11: the same approval, no skip.
-			params.SetupRefusal = setupRefusal(w, st, false)
-		}
-	}
-	cctx, cancel := context.WithTimeout(ctx, handoffTimeout)
-	defer cancel()
-	var out apitypes.HandoffResponse
-	if err := s.o.Fleet.Call(cctx, src.NodeID, wire.Header{Op: proto.OpHandoff, RunRef: src.RunRef}, params, &out); err != nil {
-		return err
-	}
-	out.Run.NodeID, out.Run.Tenant = src.NodeID, tenant
-	s.auditStart(c, apitypes.AuditRunStarted, out.Run, nil, map[string]any{"profile_ref": p.Ref, "workspace_ref": src.WorkspaceRef, "handoff_of": src.RunRef})
-	// R-CONT-4: the work went on in another run; the source does not
-	// continue by itself any more.
-	s.CancelContinueFor(ctx, src.RunRef, cancelHandedOff, CallerOf(c).Actor())
-	if name != "" {
-		if _, err := s.o.Store.UpdateRunMeta(ctx, out.Run.RunRef, func(m *store.RunMeta) (*apitypes.AuditEntry, error) {
-			m.Name = name
-			return nil, nil
-		}); err != nil {
-			return err
-		}
-	}
-	s.freshRun(ctx, src) // the source stopped and gained handed_off
 	views, err := s.runViews(c, out.Run)
 	if err != nil {
 		return err
@@ -118,4 +69,63 @@ func (s *Server) handoff(c echo.Context) error {
 		status = http.StatusAccepted
 	}
 	return c.JSON(status, out)
+}
+
+// handoffRun hands run src of tenant off as new run newRef, audited as
+// actor: the route's and an on_limit handoff's one path (R-ONL-3).
+func (s *Server) handoffRun(ctx context.Context, tenant string, actor apitypes.AuditActor, src apitypes.Run, req apitypes.HandoffRequest, newRef string) (apitypes.HandoffResponse, error) {
+	var out apitypes.HandoffResponse
+	if req.ProviderProfileRef == "" {
+		return out, apierr.BadRequest("profile_required", "provider_profile_ref is required: the profile to continue in")
+	}
+	name, err := checkName(req.Name)
+	if err != nil {
+		return out, err
+	}
+	p, err := s.profileInTenant(ctx, tenant, req.ProviderProfileRef)
+	if err != nil {
+		return out, err
+	}
+	if p.NodeID != src.NodeID {
+		return out, apierr.New(http.StatusConflict, "profile_other_node", "profile %s is on node %s and run %s on node %s; the new run works in the same workspace, so it needs a profile of that node", p.Ref, p.NodeID, src.RunRef, src.NodeID)
+	}
+	params := proto.RunHandoff{NewRunRef: newRef, Tenant: tenant, ProfileRef: p.Ref, Summary: req.Summary}
+	if src.WorkspaceRef != "" {
+		if params.Gate, err = s.gate(ctx, src.WorkspaceRef); err != nil {
+			return out, err
+		}
+		if src.WorktreeBranch != "" {
+			w, err := s.o.Store.GetWorkspace(ctx, src.WorkspaceRef)
+			if err != nil {
+				return out, err
+			}
+			st, err := s.o.Store.GetWorkspaceSettings(ctx, src.WorkspaceRef)
+			if err != nil {
+				return out, err
+			}
+			// R-HOF-16, R-SETUP-11: the same approval, no skip.
+			params.SetupRefusal = setupRefusal(w, st, false)
+		}
+	}
+	cctx, cancel := context.WithTimeout(ctx, handoffTimeout)
+	defer cancel()
+	if err := s.o.Fleet.Call(cctx, src.NodeID, wire.Header{Op: proto.OpHandoff, RunRef: src.RunRef}, params, &out); err != nil {
+		return out, err
+	}
+	out.Run.NodeID, out.Run.Tenant = src.NodeID, tenant
+	s.Audit(ctx, tenant, actor, apitypes.AuditRunStarted, apitypes.AuditTarget{RunRef: out.Run.RunRef, NodeID: out.Run.NodeID},
+		map[string]any{"profile_ref": p.Ref, "workspace_ref": src.WorkspaceRef, "handoff_of": src.RunRef})
+	// R-CONT-4: the work went on in another run; the source does not
+	// continue by itself any more.
+	s.CancelContinueFor(ctx, src.RunRef, cancelHandedOff, actor)
+	if name != "" {
+		if _, err := s.o.Store.UpdateRunMeta(ctx, out.Run.RunRef, func(m *store.RunMeta) (*apitypes.AuditEntry, error) {
+			m.Name = name
+			return nil, nil
+		}); err != nil {
+			return out, err
+		}
+	}
+	s.freshRun(ctx, src) // the source stopped and gained handed_off
+	return out, nil
 }

@@ -92,6 +92,7 @@ func (s *Server) runViewsFor(ctx context.Context, cl Caller, rows ...apitypes.Ru
 		if c := meta.Continue; c != nil && c.FiredAt == nil {
 			r.ScheduledContinueAt = utcPtr(&c.At) // R-CONT-1
 		}
+		r.OnLimit = meta.OnLimit // R-ONL-6
 		m := marks[r.RunRef]
 		r.Pinned, r.PinnedAt, r.Done = m.PinnedAt != nil, utcPtr(m.PinnedAt), m.Done
 		r.SnoozedUntil = nil

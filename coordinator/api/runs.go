@@ -122,9 +122,13 @@ func (s *Server) CreateProfileAs(ctx context.Context, tenant string, req apitype
 			return apitypes.Profile{}, err
 		}
 	}
+	plan, err := s.checkOnLimit(ctx, tenant, apitypes.Profile{Tool: req.Tool, Name: req.Name}, req.OnLimit)
+	if err != nil {
+		return apitypes.Profile{}, err
+	}
 	ref := auth.NewID("prof_")
 	var p apitypes.Profile
-	err := s.call(ctx, req.NodeID, wire.Header{Op: proto.OpProfileCreate},
+	err = s.call(ctx, req.NodeID, wire.Header{Op: proto.OpProfileCreate},
 		proto.ProfileCreate{Ref: ref, Tenant: tenant, Tool: req.Tool, Name: req.Name, Home: req.Home, Env: req.Env,
 			Inactive: req.Active != nil && !*req.Active, LaunchRequiresApproval: req.LaunchRequiresApproval,
 			AllowedWorkspaces: req.AllowedWorkspaces, EngineHooks: req.EngineHooks, DeniedTools: req.DeniedTools,
@@ -135,6 +139,9 @@ func (s *Server) CreateProfileAs(ctx context.Context, tenant string, req apitype
 		return apitypes.Profile{}, err
 	}
 	p.Tenant, p.NodeID = tenant, req.NodeID
+	if len(plan) > 0 { // R-ONL-1: the coordinator keeps the plan
+		p.OnLimit, p.OnLimitSetBy = plan, &actor
+	}
 	if err := s.o.Store.CreateProfile(ctx, p); err != nil {
 		// The node has it, the index refused it (a name another request,
 		// maybe on another replica, took meanwhile): remove it from the
@@ -147,6 +154,9 @@ func (s *Server) CreateProfileAs(ctx context.Context, tenant string, req apitype
 	}
 	details := map[string]any{"tool": p.Tool, "env_keys": p.EnvKeys, "active": p.Active, "launch_requires_approval": p.LaunchRequiresApproval,
 		"allowed_workspaces": p.AllowedWorkspaces, "engine_hooks": p.EngineHooks, "denied_tools": p.DeniedTools}
+	if len(plan) > 0 {
+		details["on_limit"] = plan
+	}
 	for k, v := range map[string]string{"isolation": p.Isolation, "network": p.Network} {
 		if v != "" {
 			details[k] = v
@@ -247,9 +257,29 @@ func (s *Server) updateProfile(c echo.Context) error {
 			}
 		}
 	}
-	var out apitypes.Profile
-	if err := s.call(ctx, p.NodeID, wire.Header{Op: proto.OpProfileUpdate}, proto.ProfileUpdate{Ref: p.Ref, Tenant: tenant, ProfileUpdate: req}, &out); err != nil {
-		return err
+	var plan []string
+	if req.OnLimit != nil {
+		if plan, err = s.checkOnLimit(ctx, tenant, p, *req.OnLimit); err != nil {
+			return err
+		}
+	}
+	// The node keeps the rest of the policy; the coordinator the plan
+	// (R-ONL-1).
+	out, nodeReq := p, req
+	nodeReq.OnLimit = nil
+	if req.OnLimit == nil || len(nodeReq.Fields()) > 0 {
+		out = apitypes.Profile{}
+		if err := s.call(ctx, p.NodeID, wire.Header{Op: proto.OpProfileUpdate}, proto.ProfileUpdate{Ref: p.Ref, Tenant: tenant, ProfileUpdate: nodeReq}, &out); err != nil {
+			return err
+		}
+	}
+	out.OnLimit, out.OnLimitSetBy = p.OnLimit, p.OnLimitSetBy
+	if req.OnLimit != nil {
+		out.OnLimit, out.OnLimitSetBy = nil, nil
+		if len(plan) > 0 {
+			actor := CallerOf(c).Actor()
+			out.OnLimit, out.OnLimitSetBy = plan, &actor
+		}
 	}
 	out.Tenant, out.NodeID = tenant, p.NodeID
 	if err := s.o.Store.UpdateProfile(ctx, out); err != nil {
@@ -663,18 +693,34 @@ func (s *Server) stop(c echo.Context) error {
 	if err := noBody(c); err != nil {
 		return err
 	}
-	var out apitypes.Run
-	// The agent answers once the exit is observed: up to the grace and
-	// the SIGKILL after it.
-	r, err := s.runCall(c, proto.OpRunStop, nil, &out, 5*time.Minute)
+	r, err := s.refRun(c)
 	if err != nil {
 		return err
 	}
+	cl := CallerOf(c)
+	out, err := s.stopRun(c.Request().Context(), cl.Tenant, cl.Actor(), r)
+	if err != nil {
+		return err
+	}
+	return s.respondRun(c, http.StatusOK, out)
+}
+
+// stopRun is POST /runs/{ref}/stop for run r, audited as actor: the
+// route's and an on_limit move's one path (R-ONL-3).
+func (s *Server) stopRun(ctx context.Context, tenant string, actor apitypes.AuditActor, r apitypes.Run) (apitypes.Run, error) {
+	var out apitypes.Run
+	// The agent answers once the exit is observed: up to the grace and
+	// the SIGKILL after it.
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	if err := s.o.Fleet.Call(cctx, r.NodeID, wire.Header{Op: proto.OpRunStop, RunRef: r.RunRef}, nil, &out); err != nil {
+		return apitypes.Run{}, err
+	}
 	out.NodeID, out.Tenant = r.NodeID, r.Tenant
 	if apitypes.Live(r.State) || r.State == apitypes.StatePendingApproval { // R-AUD-2: a no-op stop writes nothing
-		s.auditCaller(c, apitypes.AuditRunStopped, apitypes.AuditTarget{RunRef: r.RunRef, NodeID: r.NodeID}, map[string]any{"exit_code": out.ExitCode, "state": out.State})
+		s.Audit(ctx, tenant, actor, apitypes.AuditRunStopped, apitypes.AuditTarget{RunRef: r.RunRef, NodeID: r.NodeID}, map[string]any{"exit_code": out.ExitCode, "state": out.State})
 	}
-	return s.respondRun(c, http.StatusOK, s.index(c.Request().Context(), out))
+	return s.index(ctx, out), nil
 }
 
 func (s *Server) resume(c echo.Context) error {
@@ -842,8 +888,6 @@ func (s responseSink) Flush() error                       { return s.rc.Flush() 
 // move re-attaches a stopped or failed Claude Code run to another profile
 // of the same tool on its node (R-MOVE-*). Nothing starts.
 func (s *Server) move(c echo.Context) error {
-	ctx := c.Request().Context()
-	tenant := CallerOf(c).Tenant
 	r, err := s.refRun(c)
 	if err != nil {
 		return err
@@ -852,21 +896,33 @@ func (s *Server) move(c echo.Context) error {
 	if err := decodeStrict(c, maxJSONBody, &req); err != nil {
 		return err
 	}
-	if req.ProviderProfileRef == "" {
-		return apierr.BadRequest("profile_required", "provider_profile_ref is required: the profile to move the run to")
-	}
-	p, err := s.profileInTenant(ctx, tenant, req.ProviderProfileRef)
+	out, err := s.moveRun(c.Request().Context(), CallerOf(c).Tenant, r, req.ProviderProfileRef)
 	if err != nil {
 		return err
 	}
+	return s.respondRun(c, http.StatusOK, out)
+}
+
+// moveRun is POST /runs/{ref}/move for run r of tenant: the route's and an
+// on_limit move's one path (R-ONL-3).
+func (s *Server) moveRun(ctx context.Context, tenant string, r apitypes.Run, profileRef string) (apitypes.Run, error) {
+	if profileRef == "" {
+		return apitypes.Run{}, apierr.BadRequest("profile_required", "provider_profile_ref is required: the profile to move the run to")
+	}
+	p, err := s.profileInTenant(ctx, tenant, profileRef)
+	if err != nil {
+		return apitypes.Run{}, err
+	}
 	if p.NodeID != r.NodeID {
 		// R-MOVE-3: the target must be in this node's environment.
-		return apierr.New(http.StatusConflict, "profile_other_node", "profile %s is on node %s and run %s on node %s; a run moves only to a profile of its own node (hand it off instead)", p.Ref, p.NodeID, r.RunRef, r.NodeID)
+		return apitypes.Run{}, apierr.New(http.StatusConflict, "profile_other_node", "profile %s is on node %s and run %s on node %s; a run moves only to a profile of its own node (hand it off instead)", p.Ref, p.NodeID, r.RunRef, r.NodeID)
 	}
 	var out apitypes.Run
-	if _, err := s.runCall(c, proto.OpRunMove, proto.RunMove{ProfileRef: p.Ref}, &out, 5*time.Minute); err != nil {
-		return err
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	if err := s.o.Fleet.Call(cctx, r.NodeID, wire.Header{Op: proto.OpRunMove, RunRef: r.RunRef}, proto.RunMove{ProfileRef: p.Ref}, &out); err != nil {
+		return apitypes.Run{}, err
 	}
 	out.NodeID, out.Tenant = r.NodeID, r.Tenant
-	return s.respondRun(c, http.StatusOK, s.index(ctx, out))
+	return s.index(ctx, out), nil
 }

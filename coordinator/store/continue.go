@@ -32,6 +32,12 @@ type ContinueSchedule struct {
 	// ClaimedUntil is a replica's claim while it continues the run: the
 	// others leave it alone until then (R-CONT-6).
 	ClaimedUntil time.Time `json:"claimed_until,omitempty"`
+	// Plan is what is left of a profile's on_limit plan to try when the
+	// schedule is due (R-ONL-3); empty for a plain continue at the reset.
+	Plan []string `json:"plan,omitempty"`
+	// Moved: an on_limit move took the run off its limit, so it continues
+	// now on the new account although the limit is gone (R-ONL-4).
+	Moved bool `json:"moved,omitempty"`
 }
 
 // Continuer lists the scheduled continues (R-CONT-6). Both stores

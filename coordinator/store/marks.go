@@ -99,7 +99,15 @@ type RunMeta struct {
 	// Continue is the run's scheduled continue at a limit's reset
 	// (continue.go, R-CONT-*); nil when none.
 	Continue *ContinueSchedule `json:"continue,omitempty"`
+	// OnLimit is what the on_limit plan did (R-ONL-6), the last
+	// MaxOnLimitEntries; OnLimitSeen is the limit (its seen_at) the plan
+	// last started for, so that it starts once per limit (R-ONL-2).
+	OnLimit     []apitypes.OnLimitEntry `json:"on_limit,omitempty"`
+	OnLimitSeen *time.Time              `json:"on_limit_seen,omitempty"`
 }
+
+// MaxOnLimitEntries bounds a run's on_limit history; older lines go.
+const MaxOnLimitEntries = 50
 
 // AuditQuery selects a page of a tenant's audit ledger, oldest first.
 type AuditQuery struct {

@@ -60,6 +60,7 @@ func TestEveryRoute(t *testing.T) {
 		func() error { _, err := c.Usage(ctx, apiclient.UsageQuery{GroupBy: "day"}); return err },
 		func() error { _, err := c.ContinueAtReset(ctx, "run_1", "go on"); return err },
 		func() error { _, err := c.CancelContinueAtReset(ctx, "run_1"); return err },
+		func() error { _, err := c.OnLimitStep(ctx, "run_1", "move:claude-b"); return err },
 		func() error { _, err := c.Principals(ctx); return err },
 		func() error { _, err := c.Principal(ctx, "prn_1"); return err },
 		func() error {

@@ -45,3 +45,9 @@ func (c *Client) ContinueAtReset(ctx context.Context, ref, message string) (apit
 func (c *Client) CancelContinueAtReset(ctx context.Context, ref string) (apitypes.Run, error) {
 	return c.runCall(ctx, http.MethodDelete, ref, "continue-at-reset", nil)
 }
+
+// OnLimitStep is POST /runs/{ref}/on-limit: run one step of an on_limit
+// plan now (continue_at_reset, move:PROFILE or handoff:PROFILE).
+func (c *Client) OnLimitStep(ctx context.Context, ref, step string) (apitypes.Run, error) {
+	return c.runCall(ctx, http.MethodPost, ref, "on-limit", apitypes.OnLimitRequest{Step: step})
+}

@@ -77,6 +77,8 @@ const (
 	AuditRunContinueScheduled = "sessions.run.continue_scheduled"
 	AuditRunContinued         = "sessions.run.continued"
 	AuditRunContinueCancelled = "sessions.run.continue_cancelled"
+	// A step of a profile's on_limit plan (R-ONL-6).
+	AuditRunOnLimit = "sessions.run.on_limit"
 )
 
 // AuditActor is who did it: the credential, never a name (R-AUD-3).

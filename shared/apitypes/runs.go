@@ -114,6 +114,10 @@ type Run struct {
 	// ScheduledContinueAt is when the coordinator will continue the run
 	// after its limit resets (R-CONT-1); absent when nothing is scheduled.
 	ScheduledContinueAt *time.Time `json:"scheduled_continue_at,omitempty"`
+	// OnLimit is what the profile's on_limit plan (or a person running
+	// one of its steps) did when the run stopped on a limit, oldest first
+	// (R-ONL-6); absent when nothing.
+	OnLimit []OnLimitEntry `json:"on_limit,omitempty"`
 
 	// Per-caller marks (R-GET-3); filled by the coordinator per request.
 	Pinned       bool       `json:"pinned"`
@@ -326,6 +330,11 @@ type Profile struct {
 	// "host" ("" too) or "none" (R-TR-7).
 	Isolation string `json:"isolation,omitempty"`
 	Network   string `json:"network,omitempty"`
+	// OnLimit is the plan tried when a run of the profile stops on a usage
+	// limit (R-ONL-1); empty is none. The coordinator keeps it, not the
+	// node; OnLimitSetBy is who set it, whom its steps are audited as.
+	OnLimit      []string    `json:"on_limit,omitempty"`
+	OnLimitSetBy *AuditActor `json:"on_limit_set_by,omitempty"`
 }
 
 // Approval policies of a profile (R-REQ-10).
@@ -365,6 +374,8 @@ type ProfileCreate struct {
 	// Isolation and Network: as on Profile (R-TR-7).
 	Isolation string `json:"isolation,omitempty"`
 	Network   string `json:"network,omitempty"`
+	// OnLimit: as on Profile (R-ONL-1).
+	OnLimit []string `json:"on_limit,omitempty"`
 }
 
 // ProfileUpdate is PATCH /profiles/{ref}: the fields given change.
@@ -389,6 +400,8 @@ type ProfileUpdate struct {
 	// Home moves the profile to another home directory on the node
 	// (created 0700 when missing). Files stay where they are.
 	Home *string `json:"home,omitempty"`
+	// OnLimit replaces the on_limit plan; [] removes it (R-ONL-1).
+	OnLimit *[]string `json:"on_limit,omitempty"`
 }
 
 // Fields lists the fields u changes, for the audit entry (names only,
@@ -413,6 +426,7 @@ func (u ProfileUpdate) Fields() []string {
 	add(len(u.Env) > 0, "env")
 	add(len(u.UnsetEnv) > 0, "unset_env")
 	add(u.Home != nil, "home")
+	add(u.OnLimit != nil, "on_limit")
 	return f
 }
 

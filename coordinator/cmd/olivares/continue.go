@@ -51,3 +51,60 @@ func sessionContinueAtReset() *command {
 		},
 	}
 }
+
+// sessionOnLimit runs one step of an on_limit plan now (R-ONL-7).
+func sessionOnLimit() *command {
+	return &command{
+		name: "session on-limit", arg: "run ref and step", nargs: 2,
+		usage: `olivares session on-limit REF STEP [--json]
+    Run one step for a session stopped on a usage limit, now, as its
+    profile's on_limit plan would: move:PROFILE (stop, move the Claude Code
+    conversation to that account, resume it and send "continue"),
+    handoff:PROFILE (hand the work off with the handoff summary) or
+    continue_at_reset. A step that cannot apply says why and changes nothing.
+`,
+		run: func(ctx context.Context, c *call) error {
+			r, err := c.cl.OnLimitStep(ctx, c.arg, c.pos[1])
+			if err != nil {
+				return err
+			}
+			return c.emit(r, func() {
+				if n := len(r.OnLimit); n > 0 {
+					fmt.Fprintf(c.out, "%s: %s\n", r.RunRef, onLimitLine(r.OnLimit[n-1]))
+					return
+				}
+				fmt.Fprintf(c.out, "%s %s\n", r.RunRef, runState(r))
+			})
+		},
+	}
+}
+
+// onLimitLine is one entry of a run's on_limit history as a person reads
+// it: "limited on claude-a (resets 14:00) at 13:02".
+func onLimitLine(e apitypes.OnLimitEntry) string {
+	var s string
+	switch e.Outcome {
+	case apitypes.OnLimitLimited:
+		s = "limited on " + e.ProfileName
+		if e.ResetsAt != nil {
+			s += " (resets " + stamp(*e.ResetsAt) + ")"
+		}
+	case apitypes.OnLimitMoved:
+		s = "moved to " + e.ToName
+	case apitypes.OnLimitHandedOff:
+		s = "handed off to " + e.ToName + " as " + e.NewRunRef
+	case apitypes.OnLimitWaiting:
+		s = "waits for the reset"
+		if e.ResetsAt != nil {
+			s += ", continues at " + stamp(*e.ResetsAt)
+		}
+	case apitypes.OnLimitSkipped:
+		s = "skipped " + e.Step + ": " + e.Reason
+	default:
+		s = e.Outcome
+	}
+	if e.By == "person" {
+		s += ", by a person"
+	}
+	return s + " at " + stamp(e.At)
+}

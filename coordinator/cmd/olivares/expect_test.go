@@ -228,3 +228,39 @@ func TestUsageByWord(t *testing.T) {
 		t.Errorf("usage --by nodes: exit %d %q", code, stderr)
 	}
 }
+
+// session on-limit POSTs the step and prints what it came to; profile
+// update --on-limit replaces the plan and --on-limit= alone clears it
+// (R-ONL-1, R-ONL-7).
+func TestSessionOnLimitAndProfilePlan(t *testing.T) {
+	var calls []string
+	at := time.Date(2026, 12, 3, 14, 2, 0, 0, time.UTC)
+	fakeAPI(t, func(w http.ResponseWriter, r *http.Request) {
+		raw, _ := io.ReadAll(r.Body)
+		calls = append(calls, r.Method+" "+r.URL.Path+" "+string(raw))
+		switch {
+		case strings.HasSuffix(r.URL.Path, "/on-limit"):
+			writeJSON(w, 200, apitypes.Run{RunRef: "run_1", State: "idle", OnLimit: []apitypes.OnLimitEntry{
+				{At: at, Outcome: apitypes.OnLimitMoved, Step: "move:claude-b", ToRef: "prof_b", ToName: "claude-b", By: "person"}}})
+		default:
+			writeJSON(w, 200, apitypes.Profile{Ref: "prof_a", Name: "claude-a", Tool: "claude", Approvals: "ask", AskTimeout: "10m0s", OnLimit: []string{"move:claude-b"}})
+		}
+	})
+	out, stderr, code := cli(t, "session", "on-limit", "run_1", "move:claude-b")
+	if code != 0 || !strings.Contains(out, "run_1: moved to claude-b, by a person at 2026-12-03T14:02:00Z") {
+		t.Errorf("session on-limit: exit %d %s\n%s", code, stderr, out)
+	}
+	out, stderr, code = cli(t, "profile", "update", "prof_a", "--on-limit", "move:claude-b", "--on-limit", "continue_at_reset")
+	if code != 0 || !strings.Contains(out, "on limit") {
+		t.Errorf("profile update: exit %d %s\n%s", code, stderr, out)
+	}
+	cli(t, "profile", "update", "prof_a", "--on-limit=")
+	want := []string{
+		`POST /v1/m/sessions/runs/run_1/on-limit {"step":"move:claude-b"}`,
+		`PATCH /v1/m/sessions/profiles/prof_a {"on_limit":["move:claude-b","continue_at_reset"]}`,
+		`PATCH /v1/m/sessions/profiles/prof_a {"on_limit":[]}`,
+	}
+	if fmt.Sprint(calls) != fmt.Sprint(want) {
+		t.Errorf("calls %q, want %q", calls, want)
+	}
+}

@@ -172,6 +172,10 @@ var terms = []term{
 	// Isolation (R-TR-7).
 	t(profileCmds, "bad_policy", `^network "none" needs isolation sandbox or container`, `--network none needs --isolation sandbox`),
 	t(profileCmds, "bad_policy", `^(isolation|network) "`, `--$1 "`),
+	// The on_limit plan (R-ONL-1): a step is an --on-limit value.
+	t(profileCmds, "", `^on_limit step `, "--on-limit "),
+	t(profileCmds, "", `^on_limit has `, "--on-limit is given "),
+	t(profileCmds, "", `^on_limit: `, "--on-limit: "),
 	t(startCmd, "isolation_below_profile", `launch with that isolation, or leave it unset`, "start with that --isolation, or leave --isolation out"),
 
 	// Answers to a tool's requests (R-REQ-2).

@@ -40,6 +40,9 @@ func TestExplainFlagTerms(t *testing.T) {
 		{"profile add", "bad_policy", `network "none" needs isolation sandbox or container: a native run shares the node's network`,
 			`--network none needs --isolation sandbox: a native run shares the node's network`},
 		{"profile update", "bad_policy", `isolation "vm": use native, sandbox or container`, `--isolation "vm": use native, sandbox or container`},
+		// R-ONL-1: the on_limit plan is --on-limit.
+		{"profile add", "on_limit_profile_unknown", `on_limit step "move:b": there is no profile "b" in this tenant`, `--on-limit "move:b": there is no profile "b" in this tenant`},
+		{"profile update", "bad_on_limit", `on_limit: continue_at_reset waits for the reset, so it can only be the last step`, `--on-limit: continue_at_reset waits for the reset, so it can only be the last step`},
 		{"session start", "bad_grant", `grant kind "x": use vault_secret, repository_credential`, `--grant kind "x": use vault_secret, repository_credential`},
 		{"session start", "bad_grant", "a grant needs env: the variable the tool reads it from", "a --grant needs ENV: the variable the tool reads it from"},
 		{"session start", "bad_grant", `grant environment name "1X": use letters, digits and '_'`, `--grant ENV "1X": use letters, digits and '_'`},

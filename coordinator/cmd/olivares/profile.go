@@ -55,6 +55,18 @@ type policyOpts struct {
 	approvals, askTimeout                 string
 	isolation, network                    string
 	rules                                 ruleFlag
+	onLimit                               listFlag
+}
+
+// plan is --on-limit's steps; --on-limit= alone is none.
+func (o *policyOpts) plan() []string {
+	out := []string{}
+	for _, s := range o.onLimit {
+		if s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 func (o *policyOpts) define(fs *flag.FlagSet, update bool) {
@@ -77,6 +89,11 @@ func (o *policyOpts) define(fs *flag.FlagSet, update bool) {
 	fs.StringVar(&o.askTimeout, "ask-timeout", "", "how long a request waits for a person before it is denied, 1s to 24h, like 10m (the default)")
 	fs.StringVar(&o.isolation, "isolation", "", "what the profile's sessions run in unless a launch asks for stricter: native (the default: the tool runs as the agent's user and can read the node's files) or sandbox (only its working directory and its home; see docs/isolation.md)")
 	fs.StringVar(&o.network, "network", "", "an isolated session's network: host (the default) or none")
+	onLimit := "a step tried, in order, when a session stops on a usage limit: move:PROFILE (claude: the same conversation on another account), handoff:PROFILE (another profile, any tool, with the handoff summary) or continue_at_reset (last); repeatable. Rotating accounts must respect each vendor's terms"
+	if update {
+		onLimit += "; the steps given replace the old ones, and --on-limit= alone removes them"
+	}
+	fs.Var(&o.onLimit, "on-limit", onLimit)
 }
 
 // ruleFlag collects repeated --approval-rule ACTION:TOOL_OR_KIND:PATTERN;
@@ -174,6 +191,9 @@ func profileAdd() *command {
     [--isolation native|sandbox] [--network host|none]: what the profile's
     sessions can reach on the node (sandbox: only their working directory
     and the profile's home).
+    [--on-limit STEP ...]: what to do when a session stops on a usage limit,
+    tried in order: move:PROFILE, handoff:PROFILE, continue_at_reset (see
+    profile update --help).
 `,
 		flags: func(fs *flag.FlagSet) {
 			fs.StringVar(&o.node, "node", "", "node (id or host name) the profile lives on (default: the tenant's only node)")
@@ -196,7 +216,7 @@ func profileAdd() *command {
 			req := apitypes.ProfileCreate{NodeID: node, Tool: o.tool, Name: o.name, Home: o.home, Env: o.env,
 				LaunchRequiresApproval: o.policy.requiresApproval, AllowedWorkspaces: ws, EngineHooks: o.policy.engineHooks,
 				DeniedTools: o.policy.denyTools, Approvals: o.policy.approvals, ApprovalRules: o.policy.rules, AskTimeout: o.policy.askTimeout,
-				Isolation: o.policy.isolation, Network: o.policy.network}
+				Isolation: o.policy.isolation, Network: o.policy.network, OnLimit: o.policy.plan()}
 			if c.set["active"] {
 				req.Active = &o.policy.active
 			}
@@ -224,7 +244,8 @@ func profileUpdate() *command {
                         [--allow-workspace WS ...] [--deny-tool T ...] [--allow-tool T ...]
                         [--clear-denied-tools] [--env K=V ...] [--unset-env K ...] [--home DIR]
                         [--approvals ask|deny|allow] [--approval-rule ACTION:TOOL_OR_KIND:PATTERN ...]
-                        [--ask-timeout D] [--isolation native|sandbox] [--network host|none] [--json]
+                        [--ask-timeout D] [--isolation native|sandbox] [--network host|none]
+                        [--on-limit STEP ...] [--json]
     Change the policy, the tool's environment (values stay on the node) or
     the home; it applies to the next launch or resume. The
     --allow-workspace list replaces the old one (--allow-workspace= alone:
@@ -238,6 +259,14 @@ func profileUpdate() *command {
     an allow never covers a command chained with ; & | or a redirection its
     pattern does not show. A request nobody answers is denied after
     --ask-timeout (10m by default).
+    --on-limit is the plan tried when a session stops on a usage limit, in
+    order: move:PROFILE moves a Claude Code session to another Claude Code
+    account and continues the same conversation there; handoff:PROFILE hands
+    the work to another profile (any tool) with the handoff summary;
+    continue_at_reset waits for the reset (last). A step that cannot apply
+    is skipped and the session shows why; when none applies it waits for the
+    reset. The list replaces the old one (--on-limit= alone: no plan).
+    Rotating accounts at a limit must respect each vendor's terms.
 `,
 		flags: func(fs *flag.FlagSet) {
 			o.policy.define(fs, true)
@@ -301,6 +330,10 @@ func profileUpdate() *command {
 			}
 			if c.set["ask-timeout"] {
 				u.AskTimeout = &o.policy.askTimeout
+			}
+			if c.set["on-limit"] {
+				plan := o.policy.plan()
+				u.OnLimit = &plan
 			}
 			o.envEdit.apply(&u, c.set)
 			if len(c.set) == 0 || (len(c.set) == 1 && c.json) {
@@ -396,6 +429,9 @@ func printProfile(out io.Writer, p apitypes.Profile) {
 	for i, r := range p.ApprovalRules {
 		// As --approval-rule takes it.
 		fmt.Fprintf(tw, "approval rule %d\t%s\n", i+1, ruleText(r))
+	}
+	if len(p.OnLimit) > 0 {
+		fmt.Fprintf(tw, "on limit\t%s\n", strings.Join(p.OnLimit, ", then "))
 	}
 	fmt.Fprintf(tw, "created\t%s\n", stamp(p.CreatedAt))
 	tw.Flush()

@@ -78,7 +78,7 @@ func sessionCommands() []*command {
 				}
 				return c.emit(r, func() { fmt.Fprintf(c.out, "%s %s, generation %d\n", r.RunRef, runState(r), r.Generation) })
 			}},
-		sessionContinueAtReset(),
+		sessionContinueAtReset(), sessionOnLimit(),
 		sessionWait(), sessionDiff(), sessionMove(), sessionHandoff(), sessionAttach(),
 		sessionRequests(), sessionAnswer(),
 	}
@@ -728,6 +728,9 @@ func printRun(out io.Writer, r apitypes.Run) {
 	}
 	if r.ScheduledContinueAt != nil {
 		fmt.Fprintf(tw, "continues at\t%s (olivares session continue-at-reset %s --cancel)\n", stamp(*r.ScheduledContinueAt), r.RunRef)
+	}
+	for _, e := range r.OnLimit {
+		fmt.Fprintf(tw, "on limit\t%s\n", onLimitLine(e)) // R-ONL-6
 	}
 	if r.Usage != nil {
 		fmt.Fprintf(tw, "usage\t%d turns, %d in, %d out, %d cache read, %d cache write, %s USD\n", r.Usage.Turns, r.Usage.InputTokens,

@@ -37,6 +37,7 @@ export function profilesView(main) {
       p.launch_requires_approval ? 'launches wait for approval' : null,
       p.allowed_workspaces && p.allowed_workspaces.length ? `only in ${p.allowed_workspaces.map((r) => (workspaces.get(r) || {}).name || r).join(', ')}` : null,
       p.engine_hooks ? `engine hooks${p.denied_tools && p.denied_tools.length ? `, denies ${p.denied_tools.join(', ')}` : ''}` : null,
+      p.on_limit && p.on_limit.length ? `at a limit: ${p.on_limit.join(', then ')}` : null,
     ].filter(Boolean);
     // R-TR-7: what its sessions reach on the node, said plainly.
     const boundary = p.isolation === 'sandbox'
@@ -62,10 +63,14 @@ export function profilesView(main) {
       .map(([v, t]) => h('option', { value: v, selected: (p.network || 'host') === v }, t)));
     const allowed = h('select', { id: 'pol-workspaces', multiple: true, size: Math.min(6, Math.max(2, workspaces.size)) },
       [...workspaces.values()].filter((w) => w.node_id === p.node_id).map((w) => h('option', { value: w.ref, selected: (p.allowed_workspaces || []).includes(w.ref) }, w.name)));
+    // R-ONL-1: the plan tried when a session stops on a usage limit.
+    const onLimit = h('input', { type: 'text', id: 'pol-onlimit', value: (p.on_limit || []).join(', '),
+      placeholder: p.tool === 'claude' ? 'move:claude-b, handoff:codex-a, continue_at_reset' : 'handoff:claude-a, continue_at_reset' });
     const msg = h('div');
     m.body.append(h('form', { class: 'stack', onsubmit: async (e) => {
       e.preventDefault();
       const body = {
+        on_limit: onLimit.value.split(',').map((x) => x.trim()).filter(Boolean),
         active: active.checked, launch_requires_approval: approval.checked,
         allowed_workspaces: [...allowed.selectedOptions].map((o) => o.value),
         isolation: isolation.value, network: network.value,
@@ -88,6 +93,7 @@ export function profilesView(main) {
     h('label', { for: 'pol-network' }, 'Network of an isolated session'), network,
     h('label', { class: 'check' }, hooks, 'Engine hooks (Claude Code): tool uses are recorded and the denied tools refused'),
     h('label', { for: 'pol-denied' }, 'Denied tools'), denied,
+    h('label', { for: 'pol-onlimit' }, 'At a usage limit, try in order: move:PROFILE (Claude Code: the same conversation on another account), handoff:PROFILE (any tool, with the handoff summary), continue_at_reset (last). Empty: wait for a person. Rotating accounts must respect each vendor’s terms.'), onLimit,
     h('div', { class: 'buttons' }, h('button', { type: 'button', class: 'ghost', onclick: m.close }, 'Cancel'), h('button', { type: 'submit', id: 'pol-save' }, 'Save'))));
   }
 

@@ -414,6 +414,7 @@ export function runView(main, ref, { tab = '' } = {}) {
     banner('unreachable', 'warn', r.node_reachable === false ? `Node ${r.node_id} is unreachable: the state shown is the last one it reported.` : null);
     banner('pending', 'warn', r.state === 'pending_approval' ? (canApprove ? 'This launch waits for approval. Approve it to start the process.' : 'This launch waits for approval by someone with workspace administration.') : null);
     banner('limit', 'warn', r.limit ? limitText(r.limit) : null);
+    banner('onlimit', '', onLimitHistory(r));
     // The tools' permission requests and questions: the head's attention
     // badge says one waits; each is answered on its card, pinned above
     // the composer.
@@ -447,7 +448,55 @@ export function runView(main, ref, { tab = '' } = {}) {
     return h('p', { class: 'banner warn', dataset: { kind: 'limit' }, id: 'limit-banner', role: 'status' },
       `${kind} on ${acct ? `profile ${acct.name}` : l.account_ref}: ${reset}.`,
       run && run.driver === 'claude' && canWrite ? ' Move it to another Claude Code account, or hand it off, to continue now.' : '',
-      continueControl());
+      continueControl(), planControl());
+  }
+
+  // planControl is the profile's on_limit plan with a button per step,
+  // each run now by POST /runs/{ref}/on-limit (R-ONL-7).
+  function planControl() {
+    const prof = run && profiles.get(run.provider_profile_ref);
+    const plan = (prof && prof.on_limit) || [];
+    if (!plan.length) return null;
+    const step = (s) => async () => {
+      try {
+        const { data } = await api('POST', `${BASE}/runs/${encodeURIComponent(ref)}/on-limit`, { step: s });
+        run = data;
+        renderHead();
+        const last = (data.on_limit || [])[data.on_limit.length - 1];
+        banner('act', '', last ? onLimitLine(last) : 'Done.');
+      } catch (e) { errBanner('act', e); }
+    };
+    return h('span', { id: 'on-limit-plan' }, ` Its profile’s plan at a limit: ${plan.join(', then ')}. `,
+      canWrite && run.state !== 'released' ? plan.filter((s) => s !== 'continue_at_reset').map((s) =>
+        h('button', { type: 'button', class: 'ghost act', dataset: { step: s }, onclick: step(s) }, stepLabel(s))) : null);
+  }
+
+  function stepLabel(s) {
+    const [kind, p] = s.split(':');
+    return kind === 'move' ? `Move to ${p} now` : kind === 'handoff' ? `Hand off to ${p} now` : s;
+  }
+
+  // onLimitLine is one entry of the run's on_limit history (R-ONL-6), as
+  // olivares session show prints it.
+  function onLimitLine(e) {
+    const by = e.by === 'person' ? ', by a person' : '';
+    const at = ` ${localTime(e.at)}`;
+    switch (e.outcome) {
+      case 'limited': return `limited on ${e.profile_name}${e.resets_at ? ` (resets ${localTime(e.resets_at)})` : ''}${by} at${at}`;
+      case 'moved': return `moved to ${e.to_profile_name}${by} at${at}`;
+      case 'handed_off': return `handed off to ${e.to_profile_name}${by} at${at}`;
+      case 'waiting': return `waits for the reset${e.resets_at ? `, continues ${localTime(e.resets_at)}` : ''}${by}`;
+      case 'skipped': return `skipped ${e.step}: ${e.reason}${by}`;
+      default: return e.outcome;
+    }
+  }
+
+  // onLimitHistory is the run's on_limit history, shown while it has one.
+  function onLimitHistory(r) {
+    const es = (r.on_limit || []).slice(-6);
+    if (!es.length) return null;
+    return h('p', { class: 'banner', dataset: { kind: 'onlimit' }, id: 'on-limit-history', role: 'status' },
+      es.map((e, i) => [i ? '; ' : '', e.new_run_ref ? [onLimitLine(e), ' (', runLink(e.new_run_ref), ')'] : onLimitLine(e)]), '.');
   }
 
   // continueControl schedules or cancels the continue at the limit's
