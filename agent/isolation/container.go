@@ -44,43 +44,75 @@ type Container struct {
 	// fails without CAP_SYS_RESOURCE.
 	nofile    string
 	nprocHard uint64
+	// ready is closed once detection has ended; err is why the runner
+	// does not work here, nil when it does.
+	ready chan struct{}
+	err   error
 }
 
-// DetectContainer finds podman and an OCI runtime it runs a contained
-// `true` with here (its default, then runc), and removes the containers a
-// previous agent on dir left behind with nobody attached. dir is the
-// runner's own directory in the agent's state directory. The error says
-// why container is not available, in words for the node's capabilities.
+// StartContainer begins detecting the container runner in the background
+// (an agent's start does not wait for podman); Err waits for the outcome.
+// dir is the runner's own directory in the agent's state directory.
+func StartContainer(ctx context.Context, dir string) *Container {
+	c := &Container{dir: filepath.Clean(dir), ready: make(chan struct{})}
+	c.root = filepath.Join(c.dir, "root")
+	go func() {
+		defer close(c.ready)
+		c.err = c.detect(ctx)
+	}()
+	return c
+}
+
+// DetectContainer is StartContainer, waited for: the runner, or why it
+// does not work here.
 func DetectContainer(ctx context.Context, dir string) (*Container, error) {
+	c := StartContainer(ctx, dir)
+	if err := c.Err(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Err waits for detection and says why container is not available, in
+// words for the node's capabilities; nil when it is.
+func (c *Container) Err() error {
+	<-c.ready
+	return c.err
+}
+
+// detect finds podman and an OCI runtime it runs a contained `true` with
+// here (its default, then runc), and removes the containers a previous
+// agent on the runner's directory left behind with nobody attached.
+func (c *Container) detect(ctx context.Context) error {
 	engine, err := exec.LookPath("podman")
 	if err != nil {
 		if d, err := exec.LookPath("docker"); err == nil {
-			return nil, fmt.Errorf("found %s, but the container runner needs podman (docker cannot start a container from the host's directories without an image); install podman", d)
+			return fmt.Errorf("found %s, but the container runner needs podman (docker cannot start a container from the host's directories without an image); install podman", d)
 		}
-		return nil, errors.New("neither podman nor docker is installed; install podman (and runc)")
+		return errors.New("neither podman nor docker is installed; install podman (and runc)")
 	}
-	c := &Container{engine: engine, dir: filepath.Clean(dir), root: filepath.Join(filepath.Clean(dir), "root")}
+	c.engine = engine
 	if strings.ContainsAny(c.dir, ",=") {
-		return nil, fmt.Errorf("the agent's state directory %s has a comma or an equals sign, which podman's mount syntax cannot take", c.dir)
+		return fmt.Errorf("the agent's state directory %s has a comma or an equals sign, which podman's mount syntax cannot take", c.dir)
 	}
 	if err := os.MkdirAll(c.root, 0o755); err != nil {
-		return nil, fmt.Errorf("cannot create the containers' root %s: %v", c.root, err)
+		return fmt.Errorf("cannot create the containers' root %s: %v", c.root, err)
 	}
 	var nofile, nproc syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &nofile); err != nil {
-		return nil, err
+		return err
 	}
 	if err := syscall.Getrlimit(6 /* RLIMIT_NPROC */, &nproc); err != nil {
-		return nil, err
+		return err
 	}
 	c.nofile, c.nprocHard = fmt.Sprintf("%d:%d", nofile.Cur, nofile.Max), nproc.Max
 	trueBin, err := exec.LookPath("true")
 	if err != nil {
-		return nil, errors.New("true is not installed")
+		return errors.New("true is not installed")
 	}
 	probe, err := os.MkdirTemp(c.dir, "probe-")
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer os.RemoveAll(probe)
 	runtimes := []string{""}
@@ -93,7 +125,7 @@ func DetectContainer(ctx context.Context, dir string) (*Container, error) {
 		err := c.probe(ctx, trueBin, probe)
 		if err == nil {
 			c.removeLeftovers(ctx)
-			return c, nil
+			return nil
 		}
 		name := "its default runtime"
 		if rt != "" {
@@ -104,12 +136,12 @@ func DetectContainer(ctx context.Context, dir string) (*Container, error) {
 	if len(runtimes) == 1 {
 		why = append(why, "runc, which runs where crun does not (cgroup v1 hybrid hosts), is not installed")
 	}
-	return nil, fmt.Errorf("podman runs no container here (%s)", strings.Join(why, "; "))
+	return fmt.Errorf("podman runs no container here (%s)", strings.Join(why, "; "))
 }
 
 // probe runs one contained true.
 func (c *Container) probe(ctx context.Context, trueBin, dir string) error {
-	spec, cleanup, err := c.Wrap(sessions.Spec{Path: trueBin, Dir: dir, Env: []string{"PATH=/usr/bin:/bin"}},
+	spec, cleanup, err := c.wrap(sessions.Spec{Path: trueBin, Dir: dir, Env: []string{"PATH=/usr/bin:/bin"}},
 		Boundary{Writable: []string{dir}, Network: NetworkNone, Name: "probe"})
 	if err != nil {
 		return err
@@ -150,6 +182,13 @@ func (c *Container) podman(args ...string) []string {
 // through podman's proxy and the container's init. cleanup removes the
 // container if it outlived podman (a SIGKILL after the grace).
 func (c *Container) Wrap(s sessions.Spec, b Boundary) (sessions.Spec, func(), error) {
+	if err := c.Err(); err != nil {
+		return sessions.Spec{}, nil, fmt.Errorf("isolation \"container\" does not work on this node: %w", err)
+	}
+	return c.wrap(s, b)
+}
+
+func (c *Container) wrap(s sessions.Spec, b Boundary) (sessions.Spec, func(), error) {
 	max := b.MaxProcs
 	if max <= 0 {
 		max = DefaultMaxProcs

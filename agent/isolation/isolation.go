@@ -23,6 +23,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -262,12 +263,14 @@ type mount struct {
 // mounts is everything a child launched with s inside b sees of the host,
 // in order: the system directories and the PATH's read-only, the
 // boundary's read-only ones, then its writable ones (a later mount
-// covers an earlier one). Paths that do not exist are left out.
+// covers an earlier one, and replaces one of the same path: a run in its
+// profile home). Paths that do not exist are left out.
 func mounts(s sessions.Spec, b Boundary) []mount {
 	var out []mount
 	bind := func(k mountKind, p string) {
 		if p = filepath.Clean(p); filepath.IsAbs(p) && p != "/" {
 			if _, err := os.Stat(p); err == nil {
+				out = slices.DeleteFunc(out, func(m mount) bool { return m.dst == p })
 				out = append(out, mount{kind: k, src: p, dst: p})
 			}
 		}
