@@ -40,8 +40,8 @@ func awaitNoContainer(t *testing.T, dir string, d time.Duration) {
 	}
 }
 
-// TestContainerKillLeavesNoContainer: a tool that ignores SIGTERM is
-// killed after the grace (R-STOP-1); the SIGKILL ends podman, not the
+// TestContainerKillLeavesNoContainer (R-TR-6, R-STOP-1): a tool that ignores SIGTERM is
+// killed after the grace; the SIGKILL ends podman, not the
 // container, so the runner removes the container by name, and an agent
 // starting on the runner's directory removes one that a killed agent left
 // with nobody attached (docs/isolation.md).

@@ -132,7 +132,8 @@ func run(t *testing.T, rn sessions.Runner, n node, script string) result {
 // boundary does not hold.
 func TestSandboxContract(t *testing.T) { testContract(t, sandbox(t)) }
 
-// TestContainerContract is TestSandboxContract for the container runner.
+// TestContainerContract is TestSandboxContract for the container runner
+// (R-TR-6: isolation=container keeps the same contract).
 func TestContainerContract(t *testing.T) { testContract(t, container(t)) }
 
 func testContract(t *testing.T, sb isolator) {
