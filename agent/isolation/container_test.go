@@ -102,3 +102,41 @@ func TestContainerKillLeavesNoContainer(t *testing.T) {
 		t.Fatalf("an agent starting on %s left %v running", dir, names)
 	}
 }
+
+// TestContainerPTY (R-TR-5, R-TR-6): a form on a PTY under container gets
+// a terminal of podman's (-t), relayed to the agent's PTY: the tool sees a
+// tty, reads a line typed on it, and its exit code comes back.
+func TestContainerPTY(t *testing.T) {
+	c := container(t)
+	n := newNode(t)
+	pty, err := sessions.NewPTYRunner()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := c.Runner(pty, n.boundary(isolation.NetworkNone, 0)).Start(context.Background(), sessions.Spec{Path: "bash",
+		Args: []string{"-c", "tty; read x; echo got-$x; exit 5"}, Env: []string{"PATH=/usr/bin:/bin", "TERM=xterm"}, Dir: n.work})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go io.Copy(io.Discard, p.Stderr())
+	r := bufio.NewReader(p.Stdout())
+	if l, err := r.ReadString('\n'); err != nil || !strings.HasPrefix(l, "/dev/pts/") {
+		t.Fatalf("the tool's stdin is %q %v, want a terminal", l, err)
+	}
+	if _, err := p.Stdin().Write([]byte("hello\r")); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		l, err := r.ReadString('\n')
+		if err != nil {
+			t.Fatalf("no echo of the typed line: %v", err)
+		}
+		if strings.HasPrefix(l, "got-hello") {
+			break
+		}
+	}
+	go io.Copy(io.Discard, r)
+	if e := p.Wait(); e.Code == nil || *e.Code != 5 {
+		t.Fatalf("exit %+v, want 5", e)
+	}
+}
