@@ -125,16 +125,23 @@ func realClaudeIsolated(t *testing.T, iso string) {
 // writes its file in the workspace but cannot see the agent's state
 // directory; interrupt; stop observes Codex's 0; resume continues the
 // same thread.
-func TestRealCodexSandboxed(t *testing.T) {
+func TestRealCodexSandboxed(t *testing.T) { realCodexIsolated(t, apitypes.IsolationSandbox) }
+
+// TestRealCodexContainer is TestRealCodexSandboxed with
+// isolation=container on the profile: Codex's own bubblewrap nests in the
+// podman container.
+func TestRealCodexContainer(t *testing.T) { realCodexIsolated(t, apitypes.IsolationContainer) }
+
+func realCodexIsolated(t *testing.T, iso string) {
 	bin := realBin(t, "codex")
 	fake := fakemodel.NewOpenAI()
 	defer fake.Close()
 	f := setup(t, "yamux", integration.ProcOptions{Path: bin + ":" + cliruntime.DefaultPath})
-	f.awaitSandboxNode(t)
-	p := f.realCodexProfileWith(t, fake, apitypes.ProfileCreate{Name: "codex-sandboxed", Isolation: apitypes.IsolationSandbox}, "on-request")
+	f.awaitIsolation(t, iso)
+	p := f.realCodexProfileWith(t, fake, apitypes.ProfileCreate{Name: "codex-" + iso, Isolation: iso}, "on-request")
 	r := f.launch(p)
-	if r.Isolation != apitypes.IsolationSandbox {
-		t.Fatalf("run isolation %q, want the profile's sandbox", r.Isolation)
+	if r.Isolation != iso {
+		t.Fatalf("run isolation %q, want the profile's %s", r.Isolation, iso)
 	}
 	thread := f.operator.AwaitRun(r.RunRef, wait, "the app-server handshake", func(r apitypes.Run) bool {
 		return r.State == apitypes.StateIdle && r.ConversationID != ""
