@@ -33,7 +33,7 @@ const containerLabel = "olivares.root"
 // read-only, the run's writable ones), so the host's CLIs run unchanged
 // and offline.
 type Container struct {
-	engine string
+	engine, sh string
 	// runtime is the OCI runtime podman is told to use ("" its default):
 	// the first one whose contained probe ran.
 	runtime string
@@ -92,6 +92,9 @@ func (c *Container) detect(ctx context.Context) error {
 		return errors.New("neither podman nor docker is installed; install podman (and runc)")
 	}
 	c.engine = engine
+	if c.sh, err = exec.LookPath("sh"); err != nil {
+		return errors.New("sh is not installed")
+	}
 	if strings.ContainsAny(c.dir, ",=") {
 		return fmt.Errorf("the agent's state directory %s has a comma or an equals sign, which podman's mount syntax cannot take", c.dir)
 	}
@@ -173,7 +176,8 @@ func (c *Container) podman(args ...string) []string {
 // IPC and UTS namespaces, the process limit as a pids cgroup and an
 // rlimit, the network of the boundary, and s's environment passed by name
 // (the values reach podman in its environment, never on its command
-// line). The child's stdio is podman's, signals to podman reach the tool
+// line). The child's stdio are the launch's own pipes, handed into the
+// container (a terminal is podman's, -t); signals to podman reach the tool
 // through podman's proxy and the container's init. cleanup removes the
 // container if it outlived podman (a SIGKILL after the grace).
 func (c *Container) Wrap(s sessions.Spec, b Boundary) (sessions.Spec, func(), error) {
@@ -203,7 +207,7 @@ func (c *Container) wrap(s sessions.Spec, b Boundary) (sessions.Spec, func(), er
 	var rnd [4]byte
 	rand.Read(rnd[:])
 	name := ContainerPrefix + containerName(b.Name) + "-" + hex.EncodeToString(rnd[:])
-	args := c.podman("run", "--rm", "-i", "--init", "--read-only", "--name", name, "--label", containerLabel+"="+c.dir,
+	args := c.podman("run", "--rm", "--init", "--read-only", "--name", name, "--label", containerLabel+"="+c.dir,
 		"--network="+network, "--pids-limit", strconv.Itoa(max),
 		"--ulimit", "nofile="+c.nofile, "--ulimit", fmt.Sprintf("nproc=%d:%d", nproc, nproc),
 		"--user", fmt.Sprintf("%d:%d", os.Geteuid(), os.Getegid()),
@@ -213,7 +217,11 @@ func (c *Container) wrap(s sessions.Spec, b Boundary) (sessions.Spec, func(), er
 		args = append(args, "--userns=keep-id")
 	}
 	if b.terminal {
-		args = append(args, "-t")
+		args = append(args, "-i", "-t")
+	} else {
+		// The tool's stdio are the agent's own pipes, passed in as fds 3-5
+		// (podman's attach would relay each byte through conmon).
+		args = append(args, "--preserve-fds", "3")
 	}
 	for _, kv := range s.Env {
 		if k, _, ok := strings.Cut(kv, "="); ok && k != "" {
@@ -242,8 +250,17 @@ func (c *Container) wrap(s sessions.Spec, b Boundary) (sessions.Spec, func(), er
 	if s.Dir != "" {
 		args = append(args, "--workdir", s.Dir)
 	}
-	args = append(append(args, "--rootfs", c.root, s.Path), s.Args...)
-	return sessions.Spec{Path: c.engine, Args: args, Env: s.Env, Dir: s.Dir}, func() { c.remove(name) }, nil
+	args = append(args, "--rootfs", c.root)
+	if !b.terminal {
+		args = append(args, c.sh, "-c", `exec "$0" "$@" <&3 >&4 2>&5 3<&- 4>&- 5>&-`)
+	}
+	args = append(append(args, s.Path), s.Args...)
+	out := sessions.Spec{Path: c.engine, Args: args, Env: s.Env, Dir: s.Dir}
+	if !b.terminal {
+		// sh dups the pipes to fds 3-5 and becomes podman.
+		out.Path, out.Args = c.sh, append([]string{"-c", `exec 3<&0 4>&1 5>&2 && exec "$0" "$@"`, c.engine}, args...)
+	}
+	return out, func() { c.remove(name) }, nil
 }
 
 // remove removes a container by name, stopping it at once if it runs; a
