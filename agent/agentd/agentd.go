@@ -169,7 +169,10 @@ type Agent struct {
 	// sandboxUnavailable says why isolation=sandbox does not work here,
 	// "" when it does.
 	sandboxUnavailable string
-	caps               *proto.Capabilities
+	// container is the podman runner of isolation=container, detected in
+	// the background from the agent's start (R-TR-7).
+	container *isolation.Container
+	caps      *proto.Capabilities
 
 	rings  *ring.Store
 	reg    *registry.Registry
@@ -278,22 +281,24 @@ func (a *Agent) openRuns() error {
 	if sandboxErr != nil {
 		a.sandboxUnavailable = sandboxErr.Error()
 	}
+	// R-TR-7: podman's contained probe runs while the agent starts.
+	a.container = isolation.StartContainer(context.Background(), filepath.Join(a.cfg.StateDir, "container"))
 	sup, err := supervisor.Open(supervisor.Options{
 		DB: a.db, Ring: rings, Ledger: led, Registry: reg,
-		GrantsDir:        filepath.Join(a.cfg.StateDir, "grants"),
-		Holders:          holders(),
-		HoldersDir:       filepath.Join(a.cfg.StateDir, "holders"),
-		WorktreeDir:      a.cfg.WorktreeDir,
-		Hook:             supervisor.HookEndpoint{Command: hookCommand(), Socket: a.SocketPath()},
-		Path:             a.childPath(),
-		Drivers:          ds,
-		Runners:          runners(),
-		StopGrace:        a.cfg.Runs.StopGrace.Duration,
-		SetupTimeout:     a.cfg.Runs.SetupTimeout.Duration,
-		ContainerRuntime: containerRuntime(),
-		OnChange:         a.pusher.changed,
-		Log:              a.log,
-		Metrics:          a.metrics,
+		GrantsDir:    filepath.Join(a.cfg.StateDir, "grants"),
+		Holders:      holders(),
+		HoldersDir:   filepath.Join(a.cfg.StateDir, "holders"),
+		WorktreeDir:  a.cfg.WorktreeDir,
+		Hook:         supervisor.HookEndpoint{Command: hookCommand(), Socket: a.SocketPath()},
+		Path:         a.childPath(),
+		Drivers:      ds,
+		Runners:      runners(),
+		StopGrace:    a.cfg.Runs.StopGrace.Duration,
+		SetupTimeout: a.cfg.Runs.SetupTimeout.Duration,
+		Container:    a.container,
+		OnChange:     a.pusher.changed,
+		Log:          a.log,
+		Metrics:      a.metrics,
 		// R-TR-7: nil, with the reason, where bubblewrap does not run.
 		Sandbox: sandbox, SandboxUnavailable: a.sandboxUnavailable,
 	})
@@ -389,6 +394,11 @@ func (a *Agent) capabilities(ctx context.Context) proto.Capabilities {
 		c := caps.Detect(ctx, a.cfg.Path, a.cfg.WorktreeDir)
 		c.CodexSupervision = a.codex.Capability()
 		c.Sandbox, c.SandboxError = a.sandboxUnavailable == "", a.sandboxUnavailable
+		if err := a.container.Err(); err != nil {
+			c.ContainerError = err.Error()
+		} else {
+			c.Container = true
+		}
 		c.ClaudeSupervision = a.claude.Capability()
 		a.caps = &c
 	}

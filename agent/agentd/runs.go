@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"os/exec"
 	"strconv"
 	"sync"
 	"time"
@@ -52,15 +51,6 @@ func runners() map[cliruntime.LaunchTransport]sessions.Runner {
 		m[cliruntime.TransportPTY] = pty
 	}
 	return m
-}
-
-func containerRuntime() string {
-	for _, name := range []string{"podman", "docker"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	return ""
 }
 
 func (a *Agent) runHandlers() map[string]link.Handler {

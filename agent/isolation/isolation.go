@@ -23,6 +23,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -52,6 +53,11 @@ type Boundary struct {
 	Network string
 	// MaxProcs is the process-count limit; 0 is DefaultMaxProcs.
 	MaxProcs int
+	// Name names what the runner makes for the run (the run's ref): the
+	// container runner's containers are olivares-run-<Name>-<random>.
+	Name string
+	// terminal: the inner runner gives the child a terminal (pty).
+	terminal bool
 }
 
 // systemDirs are visible read-only in every sandbox, when the host has
@@ -178,31 +184,15 @@ func (sb *Sandbox) Wrap(s sessions.Spec, b Boundary) (sessions.Spec, func(), err
 		// of its own the run's processes are the only ones counted.
 		args = append(args, "--unshare-user")
 	}
-	bind := func(flag, p string) {
-		if p = filepath.Clean(p); filepath.IsAbs(p) && p != "/" {
-			if _, err := os.Stat(p); err == nil {
-				args = append(args, flag, p, p)
-			}
+	for _, m := range mounts(s, b) {
+		switch m.kind {
+		case mountSymlink:
+			args = append(args, "--symlink", m.src, m.dst)
+		case mountRO:
+			args = append(args, "--ro-bind", m.src, m.dst)
+		case mountRW:
+			args = append(args, "--bind", m.src, m.dst)
 		}
-	}
-	for _, d := range systemDirs {
-		if fi, err := os.Lstat(d); err == nil && fi.Mode()&os.ModeSymlink != 0 {
-			// A merged-/usr host: /bin is a link to usr/bin.
-			if t, err := os.Readlink(d); err == nil {
-				args = append(args, "--symlink", t, d)
-			}
-			continue
-		}
-		bind("--ro-bind", d)
-	}
-	for _, d := range pathDirs(s.Env) {
-		bind("--ro-bind", d)
-	}
-	for _, d := range b.ReadOnly {
-		bind("--ro-bind", d)
-	}
-	for _, d := range b.Writable {
-		bind("--bind", d)
 	}
 	if s.Dir != "" {
 		args = append(args, "--chdir", s.Dir)
@@ -254,6 +244,59 @@ func (sb *Sandbox) newCgroup(max int) (string, error) {
 	return cg, nil
 }
 
+// mountKind is how a path of the host appears inside a boundary.
+type mountKind int
+
+const (
+	mountRO      mountKind = iota // bound read-only
+	mountRW                       // bound writable
+	mountSymlink                  // a link to src (a merged-/usr host's /bin)
+)
+
+// mount is one entry of a run's view of the filesystem, the same for every
+// isolating runner: dst shows the host's src (or links to it).
+type mount struct {
+	kind     mountKind
+	src, dst string
+}
+
+// mounts is everything a child launched with s inside b sees of the host,
+// in order: the system directories and the PATH's read-only, the
+// boundary's read-only ones, then its writable ones (a later mount
+// covers an earlier one, and replaces one of the same path: a run in its
+// profile home). Paths that do not exist are left out.
+func mounts(s sessions.Spec, b Boundary) []mount {
+	var out []mount
+	bind := func(k mountKind, p string) {
+		if p = filepath.Clean(p); filepath.IsAbs(p) && p != "/" {
+			if _, err := os.Stat(p); err == nil {
+				out = slices.DeleteFunc(out, func(m mount) bool { return m.dst == p })
+				out = append(out, mount{kind: k, src: p, dst: p})
+			}
+		}
+	}
+	for _, d := range systemDirs {
+		if fi, err := os.Lstat(d); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+			// A merged-/usr host: /bin is a link to usr/bin.
+			if t, err := os.Readlink(d); err == nil {
+				out = append(out, mount{kind: mountSymlink, src: t, dst: d})
+			}
+			continue
+		}
+		bind(mountRO, d)
+	}
+	for _, d := range pathDirs(s.Env) {
+		bind(mountRO, d)
+	}
+	for _, d := range b.ReadOnly {
+		bind(mountRO, d)
+	}
+	for _, d := range b.Writable {
+		bind(mountRW, d)
+	}
+	return out
+}
+
 // pathDirs are the directories of the PATH in env, each with the package
 // tree its programs link into: npm's node_modules/.bin links into its
 // parent, so the parent is what must be visible.
@@ -287,11 +330,16 @@ func firstLine(out []byte, err error) string {
 
 // Runner wraps inner so that each child it starts runs inside b.
 func (sb *Sandbox) Runner(inner sessions.Runner, b Boundary) sessions.Runner {
-	return runner{sb: sb, inner: inner, b: b}
+	return runner{w: sb, inner: inner, b: b}
+}
+
+// wrapper is an isolating runner's rewrite of a launch.
+type wrapper interface {
+	Wrap(s sessions.Spec, b Boundary) (sessions.Spec, func(), error)
 }
 
 type runner struct {
-	sb    *Sandbox
+	w     wrapper
 	inner sessions.Runner
 	b     Boundary
 }
@@ -302,10 +350,14 @@ func (r runner) Name() string { return r.inner.Name() }
 // Wrap is the contained launch of s, for a spawner other than the inner
 // runner (the agent's holder); cleanup releases what the boundary made
 // once the child has gone.
-func (r runner) Wrap(s sessions.Spec) (sessions.Spec, func(), error) { return r.sb.Wrap(s, r.b) }
+func (r runner) Wrap(s sessions.Spec) (sessions.Spec, func(), error) {
+	b := r.b
+	b.terminal = r.inner.Name() == "pty"
+	return r.w.Wrap(s, b)
+}
 
 func (r runner) Start(ctx context.Context, s sessions.Spec) (sessions.Process, error) {
-	ws, cleanup, err := r.sb.Wrap(s, r.b)
+	ws, cleanup, err := r.Wrap(s)
 	if err != nil {
 		return nil, err
 	}

@@ -33,6 +33,24 @@ func sandbox(t *testing.T) *isolation.Sandbox {
 	return sb
 }
 
+// container is the node's podman runner, on the same terms as sandbox.
+func container(t *testing.T) *isolation.Container {
+	t.Helper()
+	c, err := isolation.DetectContainer(context.Background(), t.TempDir())
+	if err != nil {
+		if os.Getenv("OLIVARES_SANDBOX") == "1" {
+			t.Fatalf("container unavailable: %v", err)
+		}
+		t.Skipf("container unavailable (set OLIVARES_SANDBOX=1 to fail instead): %v", err)
+	}
+	return c
+}
+
+// isolator is an isolating runner: the sandbox or the container.
+type isolator interface {
+	Runner(inner sessions.Runner, b isolation.Boundary) sessions.Runner
+}
+
 // node is a node's files as a run sees them: the agent's state directory
 // with the node key, two runs' worktrees and two profiles' homes.
 type node struct {
@@ -112,8 +130,13 @@ func run(t *testing.T, rn sessions.Runner, n node, script string) result {
 // docs/isolation.md): each probe a tool could try is denied inside the
 // sandbox, and the same probe succeeds natively, so the test fails if the
 // boundary does not hold.
-func TestSandboxContract(t *testing.T) {
-	sb := sandbox(t)
+func TestSandboxContract(t *testing.T) { testContract(t, sandbox(t)) }
+
+// TestContainerContract is TestSandboxContract for the container runner
+// (R-TR-6: isolation=container keeps the same contract).
+func TestContainerContract(t *testing.T) { testContract(t, container(t)) }
+
+func testContract(t *testing.T, sb isolator) {
 	n := newNode(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -150,7 +173,7 @@ func TestSandboxContract(t *testing.T) {
 				t.Fatalf("natively the probe fails, so it proves nothing: %+v %s", r.exit, r.out)
 			}
 			if r := run(t, contained, n, p.script); r.ok() {
-				t.Fatalf("inside the sandbox the probe succeeded: %s", r.out)
+				t.Fatalf("inside the boundary the probe succeeded: %s", r.out)
 			}
 		})
 	}
@@ -160,8 +183,12 @@ func TestSandboxContract(t *testing.T) {
 // the profile home are writable and the writes reach the host, the
 // system's programs run, /tmp is private, the run is pid 1's descendant in
 // its own namespace, and network=host reaches the host's loopback.
-func TestSandboxReach(t *testing.T) {
-	sb := sandbox(t)
+func TestSandboxReach(t *testing.T) { testReach(t, sandbox(t)) }
+
+// TestContainerReach is TestSandboxReach for the container runner.
+func TestContainerReach(t *testing.T) { testReach(t, container(t)) }
+
+func testReach(t *testing.T, sb isolator) {
 	n := newNode(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -190,13 +217,13 @@ func TestSandboxReach(t *testing.T) {
 	}, " && ")
 	r := run(t, sb.Runner(sessions.NewProcRunner(), n.boundary(isolation.NetworkHost, 0)), n, script)
 	if !r.ok() {
-		t.Fatalf("the sandbox denied what its contract allows: %+v %s", r.exit, r.out)
+		t.Fatalf("the boundary denied what its contract allows: %+v %s", r.exit, r.out)
 	}
 	if strings.TrimSpace(r.out) != n.work {
 		t.Fatalf("the run starts in %q, want its worktree %s", r.out, n.work)
 	}
 	if _, err := os.Stat(filepath.Join(n.base, "private")); err == nil {
-		t.Fatal("a write to the sandbox's private /tmp reached the host")
+		t.Fatal("a write to the boundary's private /tmp reached the host")
 	}
 	for _, f := range []string{filepath.Join(n.work, "made-here"), filepath.Join(n.home, "made-in-home")} {
 		if _, err := os.Stat(f); err != nil {
@@ -210,8 +237,12 @@ func TestSandboxReach(t *testing.T) {
 // Codex's 0), as natively. A tool that SIGTERM's default action ends is
 // reported by bubblewrap as 143, not as the signal: the one departure
 // from a native run's exit (R-EXIT-3, docs/isolation.md).
-func TestSandboxExit(t *testing.T) {
-	sb := sandbox(t)
+func TestSandboxExit(t *testing.T) { testExit(t, sandbox(t)) }
+
+// TestContainerExit is TestSandboxExit for the container runner.
+func TestContainerExit(t *testing.T) { testExit(t, container(t)) }
+
+func testExit(t *testing.T, sb isolator) {
 	n := newNode(t)
 	rn := sb.Runner(sessions.NewProcRunner(), n.boundary(isolation.NetworkNone, 0))
 	if r := run(t, rn, n, "exit 3"); r.exit.Code == nil || *r.exit.Code != 3 {
@@ -249,8 +280,12 @@ func TestSandboxExit(t *testing.T) {
 // the sandbox, status and commit, while the repository's hooks and config,
 // which would later run outside, stay read-only, and the repository's
 // working tree stays out of sight.
-func TestSandboxGitWorktree(t *testing.T) {
-	sb := sandbox(t)
+func TestSandboxGitWorktree(t *testing.T) { testGitWorktree(t, sandbox(t)) }
+
+// TestContainerGitWorktree is TestSandboxGitWorktree for the container runner.
+func TestContainerGitWorktree(t *testing.T) { testGitWorktree(t, container(t)) }
+
+func testGitWorktree(t *testing.T, sb isolator) {
 	n := newNode(t)
 	repo, wt := filepath.Join(n.base, "repo"), filepath.Join(n.base, "worktrees", "run-git")
 	git := func(dir string, args ...string) {

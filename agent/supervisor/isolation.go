@@ -39,18 +39,36 @@ func (s *Supervisor) isolation(iso string, prof registry.Profile) (string, error
 }
 
 // supports refuses an isolation this node cannot give (R-TR-7, R-TR-8):
-// sandbox without a working bubblewrap says why.
+// sandbox without a working bubblewrap, or container without a working
+// podman, says why.
 func (s *Supervisor) supports(iso string) error {
-	switch iso {
-	case apitypes.IsolationSandbox:
-		if s.o.Sandbox == nil {
-			return refusal.New(ErrIsolationUnsupported, "isolation \"sandbox\" does not work on this node: %s", s.o.SandboxUnavailable)
+	if iso == apitypes.IsolationNative || s.isolator(iso) != nil {
+		return nil
+	}
+	why := s.o.SandboxUnavailable
+	if iso == apitypes.IsolationContainer {
+		why = "podman was not looked for"
+		if s.o.Container != nil {
+			why = s.o.Container.Err().Error()
 		}
-	case apitypes.IsolationContainer:
-		if s.o.ContainerRuntime == "" {
-			return refusal.New(ErrIsolationUnsupported, "isolation \"container\" needs podman or docker on the node, and none was found")
-		}
-		return refusal.New(ErrIsolationUnsupported, "isolation \"container\": this agent version has no container runner yet (found %s); use sandbox", s.o.ContainerRuntime)
+	}
+	return refusal.New(ErrIsolationUnsupported, "isolation %q does not work on this node: %s", iso, why)
+}
+
+// isolator is an isolating runner: the sandbox's or the container's.
+type isolator interface {
+	Wrap(sessions.Spec, isolation.Boundary) (sessions.Spec, func(), error)
+	Runner(sessions.Runner, isolation.Boundary) sessions.Runner
+}
+
+// isolator is the runner of isolation iso, nil for native or one this
+// node does not have.
+func (s *Supervisor) isolator(iso string) isolator {
+	switch {
+	case iso == apitypes.IsolationSandbox && s.o.Sandbox != nil:
+		return s.o.Sandbox
+	case iso == apitypes.IsolationContainer && s.o.Container != nil && s.o.Container.Err() == nil:
+		return s.o.Container
 	}
 	return nil
 }
@@ -59,16 +77,17 @@ func (s *Supervisor) supports(iso string) error {
 // sees its working directory and its profile home (docs/isolation.md),
 // its grant files and the engine's hook. A native run's runner is rn.
 func (s *Supervisor) contain(rn sessions.Runner, iso, network string, spec cliruntime.LaunchSpec) sessions.Runner {
-	if iso != apitypes.IsolationSandbox || s.o.Sandbox == nil {
+	i := s.isolator(iso)
+	if i == nil {
 		return rn
 	}
-	return s.o.Sandbox.Runner(rn, s.boundary(network, spec))
+	return i.Runner(rn, s.boundary(network, spec))
 }
 
 // boundary is what a contained process of a run launched with spec may
 // reach: the tool's, and the setup command's before it (R-SETUP-2).
 func (s *Supervisor) boundary(network string, spec cliruntime.LaunchSpec) isolation.Boundary {
-	b := isolation.Boundary{Writable: []string{spec.Workdir, spec.Home}, Network: network}
+	b := isolation.Boundary{Writable: []string{spec.Workdir, spec.Home}, Network: network, Name: spec.RunRef}
 	// A worktree run's git needs its repository's objects and refs.
 	ro, rw := isolation.GitWorktree(spec.Workdir)
 	b.ReadOnly, b.Writable = append(b.ReadOnly, ro...), append(b.Writable, rw...)

@@ -45,6 +45,20 @@ func sandboxEnv(t *testing.T, opts ...func(*supervisor.Options)) *env {
 	return newEnv(t, o)
 }
 
+// withContainer adds the node's podman runner to an env's options, on the
+// same terms as the sandbox's.
+func withContainer(t *testing.T) func(*supervisor.Options) {
+	t.Helper()
+	c, err := isolation.DetectContainer(context.Background(), t.TempDir())
+	if err != nil {
+		if os.Getenv("OLIVARES_SANDBOX") == "1" {
+			t.Fatalf("container unavailable: %v", err)
+		}
+		t.Skipf("container unavailable (set OLIVARES_SANDBOX=1 to fail instead): %v", err)
+	}
+	return func(o *supervisor.Options) { o.Container = c }
+}
+
 func procCmdline(pid int) string { return "/proc/" + strconv.Itoa(pid) + "/cmdline" }
 
 func (e *env) isolatedProfile(ref, tool, iso, network string) {
@@ -60,39 +74,63 @@ func (e *env) isolatedProfile(ref, tool, iso, network string) {
 // stop with the observed exit, resume of the same conversation; a native
 // launch of that profile is 409 isolation_below_profile.
 func TestSandboxRunLifecycle(t *testing.T) {
-	e := sandboxEnv(t)
-	e.isolatedProfile("prof_sandbox1", "codex", apitypes.IsolationSandbox, isolation.NetworkNone)
-	_, err := e.sup.Launch(context.Background(), supervisor.LaunchParams{RunRef: "run_native1", Tenant: tenant, ProfileRef: "prof_sandbox1", Isolation: apitypes.IsolationNative})
-	wantErr(t, "a native launch of a sandbox profile", err, supervisor.ErrIsolationBelowProfile)
-
-	r := e.launch("run_sandbox1", "prof_sandbox1")
-	if r.Isolation != apitypes.IsolationSandbox {
-		t.Fatalf("isolation %q, want the profile's sandbox", r.Isolation)
-	}
-	r = e.awaitState("run_sandbox1", apitypes.StateIdle)
 	// The child the agent spawned is bubblewrap, with the tool inside.
-	if cmd, err := os.ReadFile(procCmdline(r.PID)); err != nil || !strings.Contains(string(cmd), "bwrap\x00") || !strings.Contains(string(cmd), "--unshare-net") {
-		t.Fatalf("the run's process is not contained: %q %v", cmd, err)
+	runLifecycle(t, sandboxEnv(t), apitypes.IsolationSandbox, "bwrap\x00", "--unshare-net")
+}
+
+// TestContainerRunLifecycle is TestSandboxRunLifecycle under
+// isolation=container: the child is podman, with the tool in a container
+// named after the run.
+func TestContainerRunLifecycle(t *testing.T) {
+	runLifecycle(t, sandboxEnv(t, withContainer(t)), apitypes.IsolationContainer, "podman\x00", "--network=none", "olivares-run-run_isolated1-")
+}
+
+func runLifecycle(t *testing.T, e *env, iso string, cmdline ...string) {
+	e.isolatedProfile("prof_isolated1", "codex", iso, isolation.NetworkNone)
+	_, err := e.sup.Launch(context.Background(), supervisor.LaunchParams{RunRef: "run_native1", Tenant: tenant, ProfileRef: "prof_isolated1", Isolation: apitypes.IsolationNative})
+	wantErr(t, "a native launch of an isolated profile", err, supervisor.ErrIsolationBelowProfile)
+
+	r := e.launch("run_isolated1", "prof_isolated1")
+	t.Cleanup(func() {
+		if t.Failed() {
+			frames, _ := e.replay("run_isolated1")
+			for _, f := range frames {
+				t.Logf("%s: %s", f.Stream, f.Data)
+			}
+		}
+	})
+	if r.Isolation != iso {
+		t.Fatalf("isolation %q, want the profile's %s", r.Isolation, iso)
 	}
-	out := e.tail("run_sandbox1", 0)
-	e.input("run_sandbox1", "inside")
+	r = e.awaitState("run_isolated1", apitypes.StateIdle)
+	cmd, err := os.ReadFile(procCmdline(r.PID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range cmdline {
+		if !strings.Contains(string(cmd), want) {
+			t.Fatalf("the run's process is not contained (no %q): %q", want, cmd)
+		}
+	}
+	out := e.tail("run_isolated1", 0)
+	e.input("run_isolated1", "inside")
 	out.awaitText(ring.Stdout, "pong: inside", `"turn/completed"`)
-	e.awaitState("run_sandbox1", apitypes.StateIdle)
-	stopped, err := e.sup.Stop(context.Background(), "run_sandbox1", 0)
+	e.awaitState("run_isolated1", apitypes.StateIdle)
+	stopped, err := e.sup.Stop(context.Background(), "run_isolated1", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if stopped.State != apitypes.StateStopped {
 		t.Fatalf("after stop: state %s exit %s signal %q, want stopped", stopped.State, show(stopped.ExitCode), stopped.Signal)
 	}
-	res, err := e.sup.Resume(context.Background(), "run_sandbox1", nil, "")
+	res, err := e.sup.Resume(context.Background(), "run_isolated1", nil, "")
 	if err != nil {
-		t.Fatalf("resume under sandbox: %v", err)
+		t.Fatalf("resume under %s: %v", iso, err)
 	}
 	if res.ConversationID != r.ConversationID || res.Generation != 2 {
 		t.Fatalf("resume: conversation %s generation %d, want %s and 2", res.ConversationID, res.Generation, r.ConversationID)
 	}
-	e.awaitState("run_sandbox1", apitypes.StateIdle)
+	e.awaitState("run_isolated1", apitypes.StateIdle)
 }
 
 // TestSandboxResumeTakesProfile: a profile that isolates its runs from

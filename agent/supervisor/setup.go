@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os/exec"
 	"strconv"
 	"syscall"
@@ -24,10 +25,11 @@ const DefaultSetupTimeout = 10 * time.Minute
 var errSetupStopped = errors.New("supervisor: the run was stopped during its setup command")
 
 // setupCommand is the setup command a launch runs before its tool
-// (R-SETUP-2): the approved one of a worktree launch under sandbox. A
-// native run never executes it (it runs as the agent's user); "" for none.
+// (R-SETUP-2): the approved one of a worktree launch under sandbox or
+// container. A native run never executes it (it runs as the agent's
+// user); "" for none.
 func setupCommand(p LaunchParams) string {
-	if !p.Worktree || p.Isolation != apitypes.IsolationSandbox {
+	if !p.Worktree || (p.Isolation != apitypes.IsolationSandbox && p.Isolation != apitypes.IsolationContainer) {
 		return ""
 	}
 	return p.SetupCommand
@@ -81,7 +83,7 @@ func (r *run) setup(ctx context.Context, cmd string, spec cliruntime.LaunchSpec)
 		}
 	}()
 	r.mu.Lock()
-	n, net := r.rec.Generation+1, r.rec.Network
+	n, net, iso := r.rec.Generation+1, r.rec.Network, r.rec.Isolation
 	r.mu.Unlock()
 	defer func() {
 		r.mu.Lock()
@@ -94,7 +96,11 @@ func (r *run) setup(ctx context.Context, cmd string, spec cliruntime.LaunchSpec)
 		if err != nil {
 			return err
 		}
-		wrapped, cleanup, err := s.o.Sandbox.Wrap(sessions.Spec{Path: sh, Args: []string{"-c", cmd}, Env: env, Dir: spec.Workdir}, s.boundary(net, spec))
+		i := s.isolator(iso)
+		if i == nil {
+			return fmt.Errorf("isolation %q does not work on this node", iso)
+		}
+		wrapped, cleanup, err := i.Wrap(sessions.Spec{Path: sh, Args: []string{"-c", cmd}, Env: env, Dir: spec.Workdir}, s.boundary(net, spec))
 		if err != nil {
 			return err
 		}

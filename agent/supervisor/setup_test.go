@@ -21,10 +21,10 @@ import (
 // setupEnv is sandboxEnv with a worktree directory, a git workspace
 // (ws_repo1) and a codex profile (prof_setup1) that runs without
 // isolation unless a launch asks for it.
-func setupEnv(t *testing.T, timeout time.Duration) *env {
+func setupEnv(t *testing.T, timeout time.Duration, opts ...func(*supervisor.Options)) *env {
 	t.Helper()
 	wts := filepath.Join(t.TempDir(), "worktrees")
-	e := sandboxEnv(t, func(o *supervisor.Options) { o.WorktreeDir, o.SetupTimeout = wts, timeout })
+	e := sandboxEnv(t, append(opts, func(o *supervisor.Options) { o.WorktreeDir, o.SetupTimeout = wts, timeout })...)
 	repo := filepath.Join(e.dir, "repo")
 	for _, args := range [][]string{{"init", "-q", "-b", "main", repo}, {"-C", repo, "commit", "-q", "--allow-empty", "-m", "first"}} {
 		cmd := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@t"}, args...)...)
@@ -59,10 +59,17 @@ func (e *env) launchSetupOf(ref, prof, iso, setup string) apitypes.Run {
 // boundary (it writes there and cannot read the agent's state file),
 // before the tool, its stdout and stderr in the output as the setup
 // stream (R-SETUP-2).
-func TestSetupRunsInSandbox(t *testing.T) {
-	e := setupEnv(t, 0)
+func TestSetupRunsInSandbox(t *testing.T) { setupRuns(t, setupEnv(t, 0), apitypes.IsolationSandbox) }
+
+// TestSetupRunsInContainer is TestSetupRunsInSandbox under
+// isolation=container: the same boundary, in the run's container runner.
+func TestSetupRunsInContainer(t *testing.T) {
+	setupRuns(t, setupEnv(t, 0, withContainer(t)), apitypes.IsolationContainer)
+}
+
+func setupRuns(t *testing.T, e *env, iso string) {
 	cmd := `echo setup-out; echo setup-err >&2; pwd; echo made > setup.txt; cat ` + e.path + ` >/dev/null 2>&1 && echo state-readable || echo state-hidden`
-	e.launchSetup("run_setup1", apitypes.IsolationSandbox, cmd)
+	e.launchSetup("run_setup1", iso, cmd)
 	out := e.tail("run_setup1", 0)
 	r := e.awaitState("run_setup1", apitypes.StateIdle)
 	out.awaitText(ring.Setup, "setup-out", "setup-err", "state-hidden", r.WorkspacePath)
@@ -93,13 +100,22 @@ func TestSetupRunsInSandbox(t *testing.T) {
 // timeout, leaves the run failed with setup_failed, its output kept, and
 // the tool never started (R-SETUP-2).
 func TestSetupFailure(t *testing.T) {
-	e := setupEnv(t, 300*time.Millisecond)
+	setupFails(t, setupEnv(t, 300*time.Millisecond), apitypes.IsolationSandbox)
+}
+
+// TestSetupFailureInContainer is TestSetupFailure under
+// isolation=container, with a timeout that leaves podman time to start.
+func TestSetupFailureInContainer(t *testing.T) {
+	setupFails(t, setupEnv(t, 8*time.Second, withContainer(t)), apitypes.IsolationContainer)
+}
+
+func setupFails(t *testing.T, e *env, iso string) {
 	for _, c := range []struct{ ref, cmd, want string }{
 		{"run_setupexit1", "echo broken; exit 3", "broken"},
 		{"run_setuptimeout1", "echo slow; exec sleep 60", "slow"},
 	} {
 		ref := c.ref
-		e.launchSetup(ref, apitypes.IsolationSandbox, c.cmd)
+		e.launchSetup(ref, iso, c.cmd)
 		r := e.awaitState(ref, apitypes.StateFailed)
 		if r.Reason != apitypes.ReasonSetupFailed || r.PID != 0 {
 			t.Fatalf("%s: reason %q pid %d, want setup_failed and no process", ref, r.Reason, r.PID)

@@ -107,8 +107,10 @@ type Options struct {
 	// an input beyond it is ErrInputQueueFull. When zero,
 	// DefaultMaxStdinQueue.
 	MaxStdinQueue int
-	// ContainerRuntime is the podman or docker path found, "" if none.
-	ContainerRuntime string
+	// Container is the podman runner of isolation=container (detected in
+	// the background); when nil or not working, container launches are
+	// refused with its reason.
+	Container *isolation.Container
 	// Sandbox is the bubblewrap runner of isolation=sandbox; when nil,
 	// sandbox launches are refused with SandboxUnavailable, the reason.
 	Sandbox            *isolation.Sandbox

@@ -29,8 +29,9 @@ const (
 	sandboxThroughMin = 0.9
 )
 
-// TestSandboxReport measures isolation=sandbox against native on one agent
-// process, the two taking turns in the same run (docs/isolation.md):
+// TestSandboxReport measures isolation=sandbox and isolation=container
+// against native on one agent process, taking turns in the same run
+// (docs/isolation.md):
 // POST /runs to the run's first output event on an attach, input-to-echo
 // p50 on an open attach, and output throughput of a flood. It runs only
 // with OLIVARES_BENCH=1 and never fails on a figure.
@@ -46,21 +47,29 @@ func TestSandboxReport(t *testing.T) {
 	if err := json.Unmarshal(node.Capabilities, &caps); err != nil || !caps.Sandbox {
 		t.Skipf("sandbox does not work on this node: %s %v", caps.SandboxError, err)
 	}
-	var sbProf apitypes.Profile
-	n.c.Must(http.StatusCreated, http.MethodPost, "/v1/m/sessions/profiles", apitypes.ProfileCreate{NodeID: n.agent.ID, Tool: "codex",
-		Name: "codex-sandbox", Home: filepath.Join(t.TempDir(), "home"), Isolation: apitypes.IsolationSandbox}, &sbProf)
-	profs := map[string]apitypes.Profile{"native": n.prof, "sandbox": sbProf}
-	names := []string{"native", "sandbox"}
+	profs := map[string]apitypes.Profile{"native": n.prof}
+	names := []string{"native", apitypes.IsolationSandbox}
+	if caps.Container {
+		names = append(names, apitypes.IsolationContainer)
+	} else {
+		t.Logf("container does not work on this node, measured sandbox only: %s", caps.ContainerError)
+	}
+	for _, iso := range names[1:] {
+		var p apitypes.Profile
+		n.c.Must(http.StatusCreated, http.MethodPost, "/v1/m/sessions/profiles", apitypes.ProfileCreate{NodeID: n.agent.ID, Tool: "codex",
+			Name: "codex-" + iso, Home: filepath.Join(t.TempDir(), "home-"+iso), Isolation: iso}, &p)
+		profs[iso] = p
+	}
 
 	// Launch to first output.
 	launches := map[string][]time.Duration{}
-	for i := range 2 * sandboxLaunches {
-		name := names[i%2]
+	for i := range len(names) * sandboxLaunches {
+		name := names[i%len(names)]
 		d, ref, err := launchToOutput(n, profs[name])
 		if err != nil {
 			t.Fatal(err)
 		}
-		if i >= 2 { // the first of each warms up
+		if i >= len(names) { // the first of each warms up
 			launches[name] = append(launches[name], d)
 		}
 		n.c.Must(http.StatusOK, http.MethodPost, "/v1/m/sessions/runs/"+ref+"/stop", nil, nil)
@@ -97,16 +106,19 @@ func TestSandboxReport(t *testing.T) {
 	}
 
 	var b strings.Builder
-	runsHeader(&b, "isolation=sandbox against native, one agent (yamux), the same run")
-	ln, ls := percentile(launches["native"], 50), percentile(launches["sandbox"], 50)
-	fmt.Fprintf(&b, "launch (POST /runs -> first output event), median of %d: native %s, sandbox %s: %.2f× (target ≤ %.1f): %s\n",
-		sandboxLaunches-1, ms(ln), ms(ls), float64(ls)/float64(ln), sandboxLaunchMax, verdict(float64(ls)/float64(ln) <= sandboxLaunchMax))
-	en, es := percentile(streams["native"].trips, 50), percentile(streams["sandbox"].trips, 50)
-	fmt.Fprintf(&b, "echo p50 (input -> pong on an open attach), %d trips each: native %s, sandbox %s: %.2f× (target ≤ %.1f): %s\n",
-		sandboxRounds*sandboxEchoes, ms(en), ms(es), float64(es)/float64(en), sandboxEchoMax, verdict(float64(es)/float64(en) <= sandboxEchoMax))
-	tr := perRound(streams["sandbox"].mbps, streams["native"].mbps)
-	fmt.Fprintf(&b, "throughput (a %d MiB flood), median per round of %d: native %.1f MB/s, sandbox %.1f MB/s: %.2f× (target ≥ %.1f): %s\n",
-		sandboxFlood>>20, sandboxRounds, median(streams["native"].mbps), median(streams["sandbox"].mbps), tr, sandboxThroughMin, verdict(tr >= sandboxThroughMin))
+	runsHeader(&b, "isolation=sandbox and container against native, one agent (yamux), the same run")
+	ln, en := percentile(launches["native"], 50), percentile(streams["native"].trips, 50)
+	for _, iso := range names[1:] {
+		l := percentile(launches[iso], 50)
+		fmt.Fprintf(&b, "launch (POST /runs -> first output event), median of %d: native %s, %s %s: %.2f× (target ≤ %.1f): %s\n",
+			sandboxLaunches-1, ms(ln), iso, ms(l), float64(l)/float64(ln), sandboxLaunchMax, verdict(float64(l)/float64(ln) <= sandboxLaunchMax))
+		e := percentile(streams[iso].trips, 50)
+		fmt.Fprintf(&b, "echo p50 (input -> pong on an open attach), %d trips each: native %s, %s %s: %.2f× (target ≤ %.1f): %s\n",
+			sandboxRounds*sandboxEchoes, ms(en), iso, ms(e), float64(e)/float64(en), sandboxEchoMax, verdict(float64(e)/float64(en) <= sandboxEchoMax))
+		tr := perRound(streams[iso].mbps, streams["native"].mbps)
+		fmt.Fprintf(&b, "throughput (a %d MiB flood), median per round of %d: native %.1f MB/s, %s %.1f MB/s: %.2f× (target ≥ %.1f): %s\n",
+			sandboxFlood>>20, sandboxRounds, median(streams["native"].mbps), iso, median(streams[iso].mbps), tr, sandboxThroughMin, verdict(tr >= sandboxThroughMin))
+	}
 	t.Log(b.String())
 }
 

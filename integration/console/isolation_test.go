@@ -28,4 +28,17 @@ func TestProfileIsolation(t *testing.T) {
 	if got.Isolation != apitypes.IsolationSandbox || got.Network != "none" {
 		t.Fatalf("after the dialog: isolation %q network %q, want sandbox and none", got.Isolation, got.Network)
 	}
+	// Container is offered beside it (R-TR-6), the same boundary.
+	tab.Exec(fmt.Sprintf(`document.querySelector('#profiles .card[data-ref=%s] .act-policy').click()`, js(p.Ref)))
+	tab.Await("the policy dialog again", `!!document.querySelector('#pol-isolation')`, wait)
+	tab.Exec(`document.querySelector('#pol-isolation').value = 'container'; document.querySelector('#pol-network').value = 'host'`)
+	tab.Click("#pol-save")
+	tab.Await("the container boundary", card+` === "Container: its sessions see only their working directory and this home."`, wait)
+	f.admin.Must(http.StatusOK, http.MethodGet, "/v1/m/sessions/profiles/"+p.Ref, nil, &got)
+	if got.Isolation != apitypes.IsolationContainer || got.Network != "host" {
+		t.Fatalf("after the dialog: isolation %q network %q, want container and host", got.Isolation, got.Network)
+	}
+	// The node's page says which isolating runners work there.
+	tab.Navigate(f.env.APIURL() + "/nodes/" + p.NodeID)
+	tab.Await("the node's container capability", `[...document.querySelectorAll('dt')].some((e) => e.textContent === 'Container isolation' && /^(available \(podman\)|not available: .+)$/.test(e.nextElementSibling?.textContent || ''))`, wait)
 }

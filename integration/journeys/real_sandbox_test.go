@@ -24,9 +24,13 @@ func sandboxProbe(stateDir string) string {
 
 // awaitSandboxNode checks that the node says sandbox works here (its
 // capabilities, R-TR-7), or skips as the sandbox's own tests do.
-func (f *fixture) awaitSandboxNode(t *testing.T) {
+func (f *fixture) awaitSandboxNode(t *testing.T) { f.awaitIsolation(t, apitypes.IsolationSandbox) }
+
+// awaitIsolation is awaitSandboxNode for isolation iso (sandbox or
+// container).
+func (f *fixture) awaitIsolation(t *testing.T, iso string) {
 	t.Helper()
-	if why := f.sandboxMissing(t); why != "" {
+	if why := f.isolationMissing(t, iso); why != "" {
 		t.Skip(why)
 	}
 }
@@ -34,15 +38,19 @@ func (f *fixture) awaitSandboxNode(t *testing.T) {
 // sandboxMissing says why sandbox does not work on the fixture's node, ""
 // when it does; under OLIVARES_SANDBOX=1 (scripts/test) that fails t.
 func (f *fixture) sandboxMissing(t *testing.T) string {
+	return f.isolationMissing(t, apitypes.IsolationSandbox)
+}
+
+func (f *fixture) isolationMissing(t *testing.T, iso string) string {
 	t.Helper()
-	why := f.sandboxMissingQuiet(t)
+	why := f.isolationMissingQuiet(t, iso)
 	if why == "" {
 		return ""
 	}
 	if os.Getenv("OLIVARES_SANDBOX") == "1" {
-		t.Fatalf("the node says sandbox does not work: %s", why)
+		t.Fatalf("the node says %s does not work: %s", iso, why)
 	}
-	return "sandbox does not work on this node (set OLIVARES_SANDBOX=1 to fail instead): " + why
+	return iso + " does not work on this node (set OLIVARES_SANDBOX=1 to fail instead): " + why
 }
 
 // The real Claude Code (2.1.328) with isolation=sandbox on its profile,
@@ -52,19 +60,26 @@ func (f *fixture) sandboxMissing(t *testing.T) string {
 // in the workspace but cannot see the agent's state directory; an
 // interrupt cancels a held turn in the same process; stop observes Claude
 // Code's 143; resume continues the same session.
-func TestRealClaudeSandboxed(t *testing.T) {
+func TestRealClaudeSandboxed(t *testing.T) { realClaudeIsolated(t, apitypes.IsolationSandbox) }
+
+// TestRealClaudeContainer is TestRealClaudeSandboxed with
+// isolation=container on the profile: the same session in a podman
+// container (docs/isolation.md).
+func TestRealClaudeContainer(t *testing.T) { realClaudeIsolated(t, apitypes.IsolationContainer) }
+
+func realClaudeIsolated(t *testing.T, iso string) {
 	bin := realBin(t, "claude")
 	fake := fakemodel.NewAnthropic()
 	defer fake.Close()
 	f := setup(t, "yamux", integration.ProcOptions{Path: bin + ":" + cliruntime.DefaultPath})
-	f.awaitSandboxNode(t)
-	p := f.realClaudeProfileWith(fake, apitypes.ProfileCreate{Name: "claude-sandboxed", Isolation: apitypes.IsolationSandbox})
-	if p.Isolation != apitypes.IsolationSandbox {
-		t.Fatalf("profile isolation %q, want sandbox", p.Isolation)
+	f.awaitIsolation(t, iso)
+	p := f.realClaudeProfileWith(fake, apitypes.ProfileCreate{Name: "claude-" + iso, Isolation: iso})
+	if p.Isolation != iso {
+		t.Fatalf("profile isolation %q, want %s", p.Isolation, iso)
 	}
 	r := f.launch(p)
-	if r.Isolation != apitypes.IsolationSandbox {
-		t.Fatalf("run isolation %q, want the profile's sandbox", r.Isolation)
+	if r.Isolation != iso {
+		t.Fatalf("run isolation %q, want the profile's %s", r.Isolation, iso)
 	}
 	s := f.viewer.Attach(r.RunRef, "from=0")
 	f.post(f.operator, http.StatusAccepted, r.RunRef, "input", integration.Message("hello"), nil)
@@ -94,8 +109,8 @@ func TestRealClaudeSandboxed(t *testing.T) {
 	}
 	var res apitypes.Run
 	f.post(f.operator, http.StatusOK, r.RunRef, "resume", nil, &res)
-	if res.Generation != 2 || res.ConversationID != sid || res.Isolation != apitypes.IsolationSandbox {
-		t.Fatalf("resume: gen %d session %q isolation %q, want 2 %q sandbox", res.Generation, res.ConversationID, res.Isolation, sid)
+	if res.Generation != 2 || res.ConversationID != sid || res.Isolation != iso {
+		t.Fatalf("resume: gen %d session %q isolation %q, want 2 %q %s", res.Generation, res.ConversationID, res.Isolation, sid, iso)
 	}
 	s = f.viewer.Attach(r.RunRef, "")
 	f.post(f.operator, http.StatusAccepted, r.RunRef, "input", integration.Message("again"), nil)
@@ -110,16 +125,23 @@ func TestRealClaudeSandboxed(t *testing.T) {
 // writes its file in the workspace but cannot see the agent's state
 // directory; interrupt; stop observes Codex's 0; resume continues the
 // same thread.
-func TestRealCodexSandboxed(t *testing.T) {
+func TestRealCodexSandboxed(t *testing.T) { realCodexIsolated(t, apitypes.IsolationSandbox) }
+
+// TestRealCodexContainer is TestRealCodexSandboxed with
+// isolation=container on the profile: Codex's own bubblewrap nests in the
+// podman container.
+func TestRealCodexContainer(t *testing.T) { realCodexIsolated(t, apitypes.IsolationContainer) }
+
+func realCodexIsolated(t *testing.T, iso string) {
 	bin := realBin(t, "codex")
 	fake := fakemodel.NewOpenAI()
 	defer fake.Close()
 	f := setup(t, "yamux", integration.ProcOptions{Path: bin + ":" + cliruntime.DefaultPath})
-	f.awaitSandboxNode(t)
-	p := f.realCodexProfileWith(t, fake, apitypes.ProfileCreate{Name: "codex-sandboxed", Isolation: apitypes.IsolationSandbox}, "on-request")
+	f.awaitIsolation(t, iso)
+	p := f.realCodexProfileWith(t, fake, apitypes.ProfileCreate{Name: "codex-" + iso, Isolation: iso}, "on-request")
 	r := f.launch(p)
-	if r.Isolation != apitypes.IsolationSandbox {
-		t.Fatalf("run isolation %q, want the profile's sandbox", r.Isolation)
+	if r.Isolation != iso {
+		t.Fatalf("run isolation %q, want the profile's %s", r.Isolation, iso)
 	}
 	thread := f.operator.AwaitRun(r.RunRef, wait, "the app-server handshake", func(r apitypes.Run) bool {
 		return r.State == apitypes.StateIdle && r.ConversationID != ""
@@ -239,16 +261,40 @@ func TestSandboxUnavailableNode(t *testing.T) {
 	if len(list.Items) != 0 {
 		t.Fatalf("a refused launch left %d runs", len(list.Items))
 	}
+	// No podman on its PATH either: container says why, and is 422 too.
+	const noEngine = "neither podman nor docker is installed"
+	if got := f.isolationMissingQuiet(t, apitypes.IsolationContainer); !strings.Contains(got, noEngine) {
+		t.Fatalf("capabilities' container_error %q, want %q", got, noEngine)
+	}
+	if out, code := f.cli("node", "show", f.agent.ID); code != 0 || !strings.Contains(out, "container") || !strings.Contains(out, "no: "+noEngine) {
+		t.Fatalf("node show (exit %d) does not say why container does not run:\n%s", code, out)
+	}
+	resp = f.operator.Call(http.MethodPost, runsPath, apitypes.LaunchRequest{ProviderProfileRef: p.Ref, WorkspaceRef: f.ws.Ref, Isolation: apitypes.IsolationContainer})
+	if resp.Status != http.StatusUnprocessableEntity || resp.ErrorCode() != "isolation_unsupported" || !strings.Contains(string(resp.Body), noEngine) {
+		t.Fatalf("a container launch: %d %s, want 422 isolation_unsupported with the reason", resp.Status, resp.Body)
+	}
 }
 
 // sandboxMissingQuiet is the node's sandbox_error, "" when sandbox works.
 func (f *fixture) sandboxMissingQuiet(t *testing.T) string {
+	return f.isolationMissingQuiet(t, apitypes.IsolationSandbox)
+}
+
+// isolationMissingQuiet is the node's sandbox_error or container_error,
+// "" when iso works.
+func (f *fixture) isolationMissingQuiet(t *testing.T, iso string) string {
 	t.Helper()
 	var n apitypes.Node
 	f.admin.Must(http.StatusOK, http.MethodGet, "/v1/nodes/"+f.agent.ID, nil, &n)
 	var c proto.Capabilities
 	if err := json.Unmarshal(n.Capabilities, &c); err != nil {
 		t.Fatalf("capabilities %s: %v", n.Capabilities, err)
+	}
+	if iso == apitypes.IsolationContainer {
+		if c.Container {
+			return ""
+		}
+		return c.ContainerError
 	}
 	if c.Sandbox {
 		return ""

@@ -61,7 +61,11 @@ type Capabilities struct {
 	// probe); SandboxError says why not (R-TR-7).
 	Sandbox      bool   `json:"sandbox"`
 	SandboxError string `json:"sandbox_error,omitempty"`
-	CLIs         []CLI  `json:"clis"`
+	// Container: isolation=container works here (podman ran a contained
+	// probe); ContainerError says why not (R-TR-7).
+	Container      bool   `json:"container"`
+	ContainerError string `json:"container_error,omitempty"`
+	CLIs           []CLI  `json:"clis"`
 	// CodexSupervision is present only on a node that opted in
 	// (R-CX-PERM-1) with a supported connection (R-CX-CONN-7).
 	CodexSupervision *CodexSupervision `json:"codex_supervision,omitempty"`

@@ -104,10 +104,13 @@ func (n node) print(out io.Writer) {
 		Podman string `json:"podman"`
 		Docker string `json:"docker"`
 		WT     bool   `json:"worktree_dir_configured"`
-		// R-TR-7: whether isolation=sandbox runs there, and why not.
-		Sandbox      bool   `json:"sandbox"`
-		SandboxError string `json:"sandbox_error"`
-		CLIs         []struct {
+		// R-TR-7: whether isolation=sandbox and container run there, and
+		// why not.
+		Sandbox        bool   `json:"sandbox"`
+		SandboxError   string `json:"sandbox_error"`
+		Container      bool   `json:"container"`
+		ContainerError string `json:"container_error"`
+		CLIs           []struct {
 			Name, Version string
 		} `json:"clis"`
 	}
@@ -119,6 +122,11 @@ func (n node) print(out io.Writer) {
 			fmt.Fprintf(tw, "sandbox\tyes (bubblewrap)\n")
 		} else {
 			fmt.Fprintf(tw, "sandbox\tno: %s\n", dash(caps.SandboxError))
+		}
+		if caps.Container {
+			fmt.Fprintf(tw, "container\tyes (podman)\n")
+		} else {
+			fmt.Fprintf(tw, "container\tno: %s\n", dash(caps.ContainerError))
 		}
 		for _, c := range caps.CLIs {
 			fmt.Fprintf(tw, "cli %s\t%s\n", c.Name, dash(c.Version))

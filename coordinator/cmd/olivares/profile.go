@@ -87,7 +87,7 @@ func (o *policyOpts) define(fs *flag.FlagSet, update bool) {
 	}
 	fs.Var(&o.rules, "approval-rule", rules)
 	fs.StringVar(&o.askTimeout, "ask-timeout", "", "how long a request waits for a person before it is denied, 1s to 24h, like 10m (the default)")
-	fs.StringVar(&o.isolation, "isolation", "", "what the profile's sessions run in unless a launch asks for stricter: native (the default: the tool runs as the agent's user and can read the node's files) or sandbox (only its working directory and its home; see docs/isolation.md)")
+	fs.StringVar(&o.isolation, "isolation", "", "what the profile's sessions run in unless a launch asks for stricter: native (the default: the tool runs as the agent's user and can read the node's files), sandbox (bubblewrap: only its working directory and its home; see docs/isolation.md) or container (podman, the same boundary)")
 	fs.StringVar(&o.network, "network", "", "an isolated session's network: host (the default) or none")
 	onLimit := "a step tried, in order, when a session stops on a usage limit: move:PROFILE (claude: the same conversation on another account), handoff:PROFILE (another profile, any tool, with the handoff summary) or continue_at_reset (last); repeatable. Rotating accounts must respect each vendor's terms"
 	if update {
@@ -188,9 +188,9 @@ func profileAdd() *command {
     [--approvals ask|deny|allow] [--approval-rule ACTION:TOOL_OR_KIND:PATTERN ...]
     [--ask-timeout D]: what answers the tool's requests to run a command,
     change files or use a tool (see profile update --help).
-    [--isolation native|sandbox] [--network host|none]: what the profile's
-    sessions can reach on the node (sandbox: only their working directory
-    and the profile's home).
+    [--isolation native|sandbox|container] [--network host|none]: what the
+    profile's sessions can reach on the node (sandbox, container: only their
+    working directory and the profile's home).
     [--on-limit STEP ...]: what to do when a session stops on a usage limit,
     tried in order: move:PROFILE, handoff:PROFILE, continue_at_reset (see
     profile update --help).
@@ -244,7 +244,7 @@ func profileUpdate() *command {
                         [--allow-workspace WS ...] [--deny-tool T ...] [--allow-tool T ...]
                         [--clear-denied-tools] [--env K=V ...] [--unset-env K ...] [--home DIR]
                         [--approvals ask|deny|allow] [--approval-rule ACTION:TOOL_OR_KIND:PATTERN ...]
-                        [--ask-timeout D] [--isolation native|sandbox] [--network host|none]
+                        [--ask-timeout D] [--isolation native|sandbox|container] [--network host|none]
                         [--on-limit STEP ...] [--json]
     Change the policy, the tool's environment (values stay on the node) or
     the home; it applies to the next launch or resume. The

@@ -176,7 +176,7 @@ func sessionStart() *command {
 			fs.StringVar(&o.profile, "profile", "", "provider profile ref or exact name")
 			fs.StringVar(&o.workspace, "workspace", "", "workspace ref or exact name")
 			fs.StringVar(&o.name, "name", "", "display name")
-			fs.StringVar(&o.isolation, "isolation", "", "sandbox (the session sees only its working directory and its profile home; docs/isolation.md), native (runs as the agent's user, can read the node's files) or container; default: the profile's")
+			fs.StringVar(&o.isolation, "isolation", "", "sandbox (bubblewrap: the session sees only its working directory and its profile home; docs/isolation.md), container (podman, the same boundary) or native (runs as the agent's user, can read the node's files); default: the profile's")
 			fs.BoolVar(&o.worktree, "worktree", false, "run in a new git worktree of the workspace")
 			fs.StringVar(&o.worktreeFrom, "worktree-from", "", "branch or commit the worktree starts from (with --worktree)")
 			fs.BoolVar(&o.noSetup, "no-setup", false, "skip the workspace setup command for this launch")
@@ -758,11 +758,11 @@ func boundary(iso, network string) string {
 	switch iso {
 	case "", apitypes.IsolationNative:
 		return "native (runs as the agent's user, can read the node's files)"
-	case apitypes.IsolationSandbox:
+	case apitypes.IsolationSandbox, apitypes.IsolationContainer:
 		if network == "none" {
-			return "sandbox (sees only its working directory and its profile home; no network)"
+			return iso + " (sees only its working directory and its profile home; no network)"
 		}
-		return "sandbox (sees only its working directory and its profile home)"
+		return iso + " (sees only its working directory and its profile home)"
 	}
 	return iso
 }

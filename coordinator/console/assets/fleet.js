@@ -121,6 +121,9 @@ function nodePage(main, id) {
     replace(capsEl, h('h2', null, 'Capabilities'),
       kv([['PTY', c.pty ? 'available' : 'not available'], ['Worktree directory', c.worktree_dir ? h('code', null, c.worktree_dir) : 'not configured (worktree launches answer 503)'],
         ['Containers', [c.podman ? `podman ${c.podman}` : '', c.docker ? `docker ${c.docker}` : ''].filter(Boolean).join(', ') || 'no podman or Docker'],
+        // R-TR-7: which isolating runners work here, and why not.
+        ['Sandbox isolation', c.sandbox ? 'available (bubblewrap)' : `not available: ${c.sandbox_error || 'unknown'}`],
+        ['Container isolation', c.container ? 'available (podman)' : `not available: ${c.container_error || 'unknown'}`],
         ['Codex supervision', c.codex_supervision ? `on (${c.codex_supervision.transport}, home ${c.codex_supervision.home_scope})` : 'off'],
         ['Claude Code supervision', c.claude_supervision ? `on (${c.claude_supervision.homes} home${c.claude_supervision.homes === 1 ? '' : 's'})` : 'off']]),
       h('table', { class: 'clis', id: 'node-clis' }, h('thead', null, h('tr', null, h('th', null, 'CLI'), h('th', null, 'Version'), h('th', null, 'Path'))),

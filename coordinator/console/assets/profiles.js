@@ -40,14 +40,15 @@ export function profilesView(main) {
       p.on_limit && p.on_limit.length ? `at a limit: ${p.on_limit.join(', then ')}` : null,
     ].filter(Boolean);
     // R-TR-7: what its sessions reach on the node, said plainly.
-    const boundary = p.isolation === 'sandbox'
-      ? `Sandbox: its sessions see only their working directory and this home${p.network === 'none' ? ', with no network' : ''}.`
+    const isolated = p.isolation === 'sandbox' || p.isolation === 'container';
+    const boundary = isolated
+      ? `${p.isolation === 'sandbox' ? 'Sandbox' : 'Container'}: its sessions see only their working directory and this home${p.network === 'none' ? ', with no network' : ''}.`
       : 'Native: its sessions run as the agent\u2019s user and can read the node\u2019s files.';
     return h('li', { class: 'card', dataset: { ref: p.ref } },
       h('div', { class: 'line1' }, h('span', { class: 'title' }, p.name), h('span', { class: 'badge' }, TOOL[p.tool] || p.tool), p.active ? null : h('span', { class: 'badge warn' }, 'inactive')),
       h('div', { class: 'meta' }, h('code', null, p.home), h('span', null, p.node_id), p.env_keys && p.env_keys.length ? h('span', null, `env ${p.env_keys.join(', ')}`) : null, h('span', { class: 'muted' }, p.ref)),
       h('p', { class: 'muted policy' }, policy.length ? policy.join(' · ') : 'No restriction.'),
-      h('p', { class: p.isolation === 'sandbox' ? 'muted isolation' : 'isolation warn' }, boundary),
+      h('p', { class: isolated ? 'muted isolation' : 'isolation warn' }, boundary),
       canAdmin ? h('div', { class: 'actions' }, h('button', { type: 'button', class: 'ghost act-policy', onclick: () => editPolicy(p) }, 'Policy')) : null);
   }
 
@@ -57,9 +58,9 @@ export function profilesView(main) {
     const approval = h('input', { type: 'checkbox', id: 'pol-approval', checked: !!p.launch_requires_approval });
     const hooks = h('input', { type: 'checkbox', id: 'pol-hooks', checked: !!p.engine_hooks, disabled: p.tool !== 'claude' });
     const denied = h('input', { type: 'text', id: 'pol-denied', value: (p.denied_tools || []).join(', '), placeholder: 'Bash, Write (or *)', disabled: p.tool !== 'claude' });
-    const isolation = h('select', { id: 'pol-isolation' }, [['native', 'Native: runs as the agent\u2019s user, can read the node\u2019s files'], ['sandbox', 'Sandbox: sees only its working directory and its home']]
+    const isolation = h('select', { id: 'pol-isolation' }, [['native', 'Native: runs as the agent\u2019s user, can read the node\u2019s files'], ['sandbox', 'Sandbox: sees only its working directory and its home'], ['container', 'Container (podman): the same boundary as the sandbox']]
       .map(([v, t]) => h('option', { value: v, selected: (p.isolation || 'native') === v }, t)));
-    const network = h('select', { id: 'pol-network' }, [['host', 'The node\u2019s network'], ['none', 'No network (sandbox only)']]
+    const network = h('select', { id: 'pol-network' }, [['host', 'The node\u2019s network'], ['none', 'No network (sandbox or container only)']]
       .map(([v, t]) => h('option', { value: v, selected: (p.network || 'host') === v }, t)));
     const allowed = h('select', { id: 'pol-workspaces', multiple: true, size: Math.min(6, Math.max(2, workspaces.size)) },
       [...workspaces.values()].filter((w) => w.node_id === p.node_id).map((w) => h('option', { value: w.ref, selected: (p.allowed_workspaces || []).includes(w.ref) }, w.name)));

@@ -381,7 +381,7 @@ export function runView(main, ref, { tab = '' } = {}) {
         // R-TR-7: a native run's boundary, said plainly (docs/isolation.md).
         r.isolation === 'native' || !r.isolation
           ? h('span', { class: 'badge warn', id: 'run-isolation', title: 'isolation native' }, "native: runs as the agent's user, can read the node's files")
-          : h('span', { id: 'run-isolation', title: `isolation ${r.isolation}` }, r.isolation === 'sandbox' ? 'sandbox: sees only its working directory and its profile home' : r.isolation),
+          : h('span', { id: 'run-isolation', title: `isolation ${r.isolation}` }, r.isolation === 'sandbox' || r.isolation === 'container' ? `${r.isolation}: sees only its working directory and its profile home` : r.isolation),
         h('a', { href: `/nodes/${encodeURIComponent(r.node_id)}`, 'data-nav': true }, r.node_id), r.node_reachable === false ? h('span', { class: 'badge warn' }, 'unreachable') : null,
         r.workspace_ref ? h('a', { href: `/workspaces/${encodeURIComponent(r.workspace_ref)}`, 'data-nav': true, title: r.workspace_path || '' }, r.worktree_branch || r.workspace_path || r.workspace_ref) : null,
         r.reason ? h('span', { class: 'badge warn' }, r.reason) : null,
