@@ -333,6 +333,8 @@ func (e *Env) Credential(id, kind string) string {
 type AgentOptions struct {
 	// Transport: when empty, "auto".
 	Transport string
+	// Container: as ProcOptions.Container.
+	Container bool
 	// Tenant: when empty, Tenant.
 	Tenant string
 	// QUICRetry: when zero, 30s.
@@ -379,6 +381,9 @@ func (e *Env) StartAgent(o ...AgentOptions) *Agent {
 	cfg.Transport = opts.Transport
 	cfg.Coordinator = opts.Coordinators
 	cfg.Path = os.Getenv("PATH")
+	if !opts.Container {
+		cfg.Isolation.Container = agentd.ContainerOff
+	}
 	if opts.QUICRetry != 0 {
 		cfg.Tunnel.QUICRetry.Duration = opts.QUICRetry
 	}

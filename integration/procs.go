@@ -118,6 +118,11 @@ func RemoveBinaries() {
 type ProcOptions struct {
 	// Transport: when empty, "auto".
 	Transport string
+	// Container runs the agent with its container runner on (podman is
+	// probed at start, as in production). Off by default: the probe costs
+	// about a second of podman per agent start, which the tests that do
+	// not launch containers need not pay.
+	Container bool
 	// Path is the children's PATH; when empty, PeerPath.
 	Path string
 	// StopGrace: when zero, 10 s.
@@ -197,6 +202,9 @@ func (e *Env) StartAgentProcess(o ProcOptions) *AgentProc {
 			e.t.Fatal(err)
 		}
 		fmt.Fprintf(&b, "worktree_dir = %q\n", wt)
+	}
+	if !o.Container {
+		b.WriteString("[isolation]\ncontainer = \"off\"\n")
 	}
 	b.WriteString("[runs]\n")
 	if o.StopGrace != 0 {

@@ -76,6 +76,13 @@ type Config struct {
 		QUICRetry config.Duration `toml:"quic_retry"`
 	} `toml:"tunnel"`
 	Runs RunsConfig `toml:"runs"`
+	// Isolation tunes the isolating runners (docs/isolation.md).
+	Isolation struct {
+		// Container is "auto" (the default: podman is probed at start) or
+		// "off" (no probe; isolation=container is refused with that
+		// reason).
+		Container string `toml:"container"`
+	} `toml:"isolation"`
 	// CodexSupervision is this node's consent to Codex supervision
 	// (R-CX-PERM-1); off by default.
 	CodexSupervision codexsup.Config `toml:"codex_supervision"`
@@ -104,6 +111,12 @@ type RunsConfig struct {
 	ViewerQueue int `toml:"viewer_queue"`
 }
 
+// The values of [isolation] container.
+const (
+	ContainerAuto = "auto"
+	ContainerOff  = "off"
+)
+
 // DefaultConfig returns the defaults.
 func DefaultConfig() Config {
 	c := Config{Transport: link.TransportAuto}
@@ -125,6 +138,13 @@ func (c *Config) CheckAndSetDefaults() error {
 		return err
 	}
 	c.StateDir = abs
+	switch c.Isolation.Container {
+	case "":
+		c.Isolation.Container = ContainerAuto
+	case ContainerAuto, ContainerOff:
+	default:
+		return fmt.Errorf("config: isolation.container %q: use %q or %q", c.Isolation.Container, ContainerAuto, ContainerOff)
+	}
 	switch c.Transport {
 	case "":
 		c.Transport = link.TransportAuto
@@ -281,8 +301,13 @@ func (a *Agent) openRuns() error {
 	if sandboxErr != nil {
 		a.sandboxUnavailable = sandboxErr.Error()
 	}
-	// R-TR-7: podman's contained probe runs while the agent starts.
-	a.container = isolation.StartContainer(context.Background(), filepath.Join(a.cfg.StateDir, "container"))
+	// R-TR-7: podman's contained probe runs while the agent starts,
+	// unless the operator turned the runner off.
+	if a.cfg.Isolation.Container == ContainerOff {
+		a.container = isolation.ContainerOff(`the container runner is turned off in this agent's config ([isolation] container = "off")`)
+	} else {
+		a.container = isolation.StartContainer(context.Background(), filepath.Join(a.cfg.StateDir, "container"))
+	}
 	sup, err := supervisor.Open(supervisor.Options{
 		DB: a.db, Ring: rings, Ledger: led, Registry: reg,
 		GrantsDir:    filepath.Join(a.cfg.StateDir, "grants"),

@@ -63,6 +63,14 @@ func StartContainer(ctx context.Context, dir string) *Container {
 	return c
 }
 
+// ContainerOff is a runner that does not run: detection skipped, every
+// Err is why.
+func ContainerOff(why string) *Container {
+	c := &Container{ready: make(chan struct{}), err: errors.New(why)}
+	close(c.ready)
+	return c
+}
+
 // DetectContainer is StartContainer, waited for: the runner, or why it
 // does not work here.
 func DetectContainer(ctx context.Context, dir string) (*Container, error) {

@@ -40,7 +40,7 @@ func TestSandboxReport(t *testing.T) {
 		t.Skip("set OLIVARES_BENCH=1 (or run scripts/bench) to measure the sandbox")
 	}
 	env := integration.NewEnv(t, integration.Options{Unchecked: true}) // the contract check would be timed too
-	n := newRunNode(t, env, integration.ProcOptions{Transport: tunnel.TransportYamux, RingMaxBytes: ringBound})
+	n := newRunNode(t, env, integration.ProcOptions{Transport: tunnel.TransportYamux, RingMaxBytes: ringBound, Container: true})
 	var node apitypes.Node
 	n.c.Must(http.StatusOK, http.MethodGet, "/v1/nodes/"+n.agent.ID, nil, &node)
 	var caps proto.Capabilities

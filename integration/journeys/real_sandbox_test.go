@@ -71,7 +71,7 @@ func realClaudeIsolated(t *testing.T, iso string) {
 	bin := realBin(t, "claude")
 	fake := fakemodel.NewAnthropic()
 	defer fake.Close()
-	f := setup(t, "yamux", integration.ProcOptions{Path: bin + ":" + cliruntime.DefaultPath})
+	f := setup(t, "yamux", integration.ProcOptions{Path: bin + ":" + cliruntime.DefaultPath, Container: iso == apitypes.IsolationContainer})
 	f.awaitIsolation(t, iso)
 	p := f.realClaudeProfileWith(fake, apitypes.ProfileCreate{Name: "claude-" + iso, Isolation: iso})
 	if p.Isolation != iso {
@@ -136,7 +136,7 @@ func realCodexIsolated(t *testing.T, iso string) {
 	bin := realBin(t, "codex")
 	fake := fakemodel.NewOpenAI()
 	defer fake.Close()
-	f := setup(t, "yamux", integration.ProcOptions{Path: bin + ":" + cliruntime.DefaultPath})
+	f := setup(t, "yamux", integration.ProcOptions{Path: bin + ":" + cliruntime.DefaultPath, Container: iso == apitypes.IsolationContainer})
 	f.awaitIsolation(t, iso)
 	p := f.realCodexProfileWith(t, fake, apitypes.ProfileCreate{Name: "codex-" + iso, Isolation: iso}, "on-request")
 	r := f.launch(p)
@@ -243,7 +243,7 @@ func TestRealCodexSandboxedWorktree(t *testing.T) {
 // `node show`, and a sandbox launch there is 422 isolation_unsupported
 // with that reason, before any run exists (R-TR-7).
 func TestSandboxUnavailableNode(t *testing.T) {
-	f := setup(t, "yamux", integration.ProcOptions{AgentPATH: t.TempDir()}) // no bwrap on the agent's PATH
+	f := setup(t, "yamux", integration.ProcOptions{AgentPATH: t.TempDir(), Container: true}) // no bwrap or podman on the agent's PATH
 	const why = "bubblewrap (bwrap) is not installed; install the bubblewrap package"
 	if got := f.sandboxMissingQuiet(t); !strings.Contains(got, why) {
 		t.Fatalf("capabilities' sandbox_error %q, want %q", got, why)
