@@ -355,8 +355,8 @@ func (s *Server) settleAction(c echo.Context) error {
 	// R-REQ-13, R-NOTIF-11: audited as the person, by way of the webhook.
 	e := apitypes.AuditEntry{At: s.o.Now().UTC(), Tenant: h.Tenant, Event: apitypes.AuditRunRequestAnswered,
 		Actor:  apitypes.AuditActor{CredentialID: h.ID, PrincipalID: p.ID, Kind: apitypes.ActorHuman},
-		Target: apitypes.AuditTarget{RunRef: run.RunRef}}
-	e.Detail, _ = json.Marshal(map[string]string{"request_id": out.ID, "kind": out.Kind, "decision": out.Decision, "via": "webhook_action", "webhook_id": h.ID})
+		Target: apitypes.AuditTarget{RunRef: run.RunRef, WebhookID: h.ID}}
+	e.Detail, _ = json.Marshal(map[string]string{"request_id": out.ID, "kind": out.Kind, "decision": out.Decision, "via": "webhook action"})
 	if _, err := s.o.Store.AppendAudit(ctx, e); err != nil {
 		return err
 	}

@@ -145,4 +145,3 @@ func TestPushCarriesTheRequest(t *testing.T) {
 		t.Fatalf("a question's actions %+v", a)
 	}
 }
-
