@@ -11,6 +11,7 @@ import (
 
 	"github.com/olivares-dev/olivares/coordinator/store"
 	"github.com/olivares-dev/olivares/integration"
+	"github.com/olivares-dev/olivares/integration/browser"
 	"github.com/olivares-dev/olivares/shared/apitypes"
 )
 
@@ -151,4 +152,37 @@ func TestWebhookActionURLs(t *testing.T) {
 	if !strings.Contains(strings.Join(f.env.Logs(), "\n"), "/v1/m/sessions/actions/[redacted]") {
 		t.Fatal("no access line of an action URL: the redaction was not exercised")
 	}
+}
+
+// R-REQ-14, R-NOTIF-10: on a phone (390 × 844) the request card shows
+// the command and every option of the tool as a button a thumb can tap
+// (44 px high, inside the screen, no sideways scroll); one tap settles
+// it.
+func TestPhoneRequestCard(t *testing.T) {
+	f := setup(t, integration.ProcOptions{})
+	r := f.launch(f.admin, f.profile("grok", nil), "asks on a phone")
+	f.admin.AwaitRun(r.RunRef, wait, "idle", func(r apitypes.Run) bool { return r.State == apitypes.StateIdle })
+	f.input(r, "ask rm -rf build")
+	f.admin.AwaitRun(r.RunRef, wait, "a pending request", func(r apitypes.Run) bool { return r.PendingRequests == 1 })
+	tab := f.signIn()
+	tab.Viewport(390, 844)
+	f.open(tab, "/runs/"+r.RunRef)
+	tab.Await("the card's buttons", `document.querySelectorAll('#requests .req-card.st-pending .req-opt').length === 3`, wait)
+	bad := browser.Eval[string](tab, `(() => {
+  const out = [];
+  if (document.documentElement.scrollWidth > 390) out.push('page ' + document.documentElement.scrollWidth + ' px wide');
+  const cmd = document.querySelector('#requests .req-cmd').getBoundingClientRect();
+  if (cmd.top < 0 || cmd.bottom > 844) out.push('the command off screen');
+  for (const b of document.querySelectorAll('#requests .req-opt')) {
+    const r = b.getBoundingClientRect();
+    if (r.height < 44 || r.left < 0 || r.right > 390 || r.top < 0 || r.bottom > 844) out.push(b.dataset.option + ' ' + JSON.stringify(r));
+  }
+  return out.join('; ');
+})()`)
+	if bad != "" {
+		t.Fatalf("on a phone: %s", bad)
+	}
+	tab.Click(`#requests [data-option="proceed_once"]`)
+	tab.Await("settled by one tap", `!document.querySelector('#requests .req-card')`, wait)
+	f.admin.AwaitRun(r.RunRef, wait, "no pending request", func(r apitypes.Run) bool { return r.PendingRequests == 0 })
 }
