@@ -64,9 +64,13 @@ func webhookCommands() []*command {
 			}
 			return c.emit(l, func() {
 				tw := tabwriter.NewWriter(c.out, 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "WEBHOOK\tURL\tREASONS\tLAST DELIVERY")
+				fmt.Fprintln(tw, "WEBHOOK\tURL\tREASONS\tACTS AS\tLAST DELIVERY")
 				for _, w := range l.Items {
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", w.ID, w.URL, reasonsText(w.Reasons), deliveryText(w.LastDelivery))
+					as := w.ActAs
+					if as == "" {
+						as = "-"
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", w.ID, w.URL, reasonsText(w.Reasons), as, deliveryText(w.LastDelivery))
 				}
 				tw.Flush()
 				if len(l.Items) == 0 {
