@@ -74,6 +74,11 @@ func TestWebhookActionURLs(t *testing.T) {
 	f.admin.Must(http.StatusCreated, http.MethodPost, "/v1/m/sessions/webhooks",
 		apitypes.WebhookCreate{URL: rc.srv.URL + "/bot", Reasons: []string{apitypes.AttentionNeedsDecision}, ActAs: olgaID}, &hook)
 	f.env.NoteSecret(hook.Secret)
+	plain := newHookReceiver(t) // a webhook without act_as: the request, no links
+	var plainHook apitypes.Webhook
+	f.admin.Must(http.StatusCreated, http.MethodPost, "/v1/m/sessions/webhooks",
+		apitypes.WebhookCreate{URL: plain.srv.URL + "/plain", Reasons: []string{apitypes.AttentionNeedsDecision}}, &plainHook)
+	f.env.NoteSecret(plainHook.Secret)
 
 	r := f.launch(f.admin, f.profile("grok", nil), "asks first")
 	f.admin.AwaitRun(r.RunRef, wait, "idle", func(r apitypes.Run) bool { return r.State == apitypes.StateIdle })
@@ -82,6 +87,11 @@ func TestWebhookActionURLs(t *testing.T) {
 	f.admin.AwaitRun(r.RunRef, wait, "the delivery with its actions", func(apitypes.Run) bool { var ok bool; p, ok = rc.decision(); return ok })
 	if p.Request.Command != "rm -rf build" || p.Request.Pending != 1 || len(p.Actions) != 3 {
 		t.Fatalf("the delivery's request %+v and actions %+v: want the command and one URL per option", p.Request, p.Actions)
+	}
+	var pp apitypes.WebhookPayload
+	f.admin.AwaitRun(r.RunRef, wait, "the plain webhook's delivery", func(apitypes.Run) bool { var ok bool; pp, ok = plain.decision(); return ok })
+	if pp.Request.Command != "rm -rf build" || len(pp.Actions) != 0 {
+		t.Fatalf("a webhook without act_as got %+v and actions %+v: want the request and no links", pp.Request, pp.Actions)
 	}
 	urls := map[string]string{}
 	for _, a := range p.Actions {
