@@ -391,7 +391,11 @@ func (r *run) settle(id string, a settlement, sync bool) (apitypes.RunRequest, e
 	case apitypes.RequestSettled:
 		v := e.RunRequest
 		r.mu.Unlock()
-		return v, refusal.New(ErrRequestSettled, "request %s was already answered by %s (%s)", id, e.By, e.Decision)
+		who := e.By
+		if e.ByName != "" {
+			who = e.ByName // R-NOTIF-10: "already answered by <name>"
+		}
+		return v, refusal.New(ErrRequestSettled, "request %s was already answered by %s (%s)", id, who, e.Decision)
 	case apitypes.RequestExpired:
 		v := e.RunRequest
 		r.mu.Unlock()

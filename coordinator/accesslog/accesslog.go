@@ -174,7 +174,7 @@ func (h *handler) done(ctx context.Context, r *http.Request, rw *recorder, in *i
 	}
 	attrs := make([]slog.Attr, 0, 12)
 	attrs = append(attrs,
-		slog.String("method", r.Method), slog.String("route", route), slog.String("path", r.URL.Path),
+		slog.String("method", r.Method), slog.String("route", route), slog.String("path", Redact(r.URL.Path)),
 		slog.Int("status", status), logging.Duration(d), slog.Int64("bytes", rw.bytes),
 		slog.String("remote", remoteHost(r.RemoteAddr)))
 	if rw.stream {
@@ -266,3 +266,18 @@ func (rw *recorder) Flush() {
 
 // Unwrap lets http.ResponseController reach the connection.
 func (rw *recorder) Unwrap() http.ResponseWriter { return rw.ResponseWriter }
+
+// secretPaths are the path prefixes whose rest is a credential: a
+// webhook's action URL carries its signed token there (R-NOTIF-11).
+var secretPaths = []string{"/v1/m/sessions/actions/"}
+
+// Redact is the path as the log writes it: a credential in it replaced
+// by "[redacted]".
+func Redact(path string) string {
+	for _, p := range secretPaths {
+		if strings.HasPrefix(path, p) {
+			return p + "[redacted]"
+		}
+	}
+	return path
+}

@@ -91,3 +91,20 @@ func TestValidID(t *testing.T) {
 		}
 	}
 }
+
+// R-NOTIF-11: a webhook's action URL is a credential; its line says the
+// route and a redacted path, never the token.
+func TestActionURLNeverLogged(t *testing.T) {
+	var buf bytes.Buffer
+	h := New(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		SetRoute(r.Context(), "/v1/m/sessions/actions/:token", "")
+		w.WriteHeader(http.StatusConflict)
+	}), Options{Log: logging.New(&buf, logging.Config{Level: "debug", Format: logging.FormatJSON}), Metrics: prometheus.NewRegistry()})
+	for _, m := range []string{http.MethodGet, http.MethodPost} {
+		h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(m, "/v1/m/sessions/actions/eyJoIjoid2hfMSJ9.s3cretMAC", nil))
+	}
+	if strings.Contains(buf.String(), "s3cret") || strings.Contains(buf.String(), "eyJoIjoid2hfMSJ9") ||
+		strings.Count(buf.String(), `"path":"/v1/m/sessions/actions/[redacted]"`) != 2 {
+		t.Fatalf("log:\n%s", buf.String())
+	}
+}

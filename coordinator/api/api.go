@@ -195,6 +195,7 @@ func New(o Options) *Server {
 	e.GET("/v1/openapi.yaml", func(c echo.Context) error { return c.Blob(http.StatusOK, "application/yaml", olivares.OpenAPIYAML) })
 	e.GET("/v1/openapi.json", func(c echo.Context) error { return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, docJSON) })
 
+	s.actionRoutes(e) // R-NOTIF-11: the token is the credential
 	for _, r := range s.routes() {
 		e.Add(r.Method, r.Path, r.handler, s.authorize(r.Perm, noTenant[r.Path]), s.lookupFirst(r.Path))
 	}

@@ -209,6 +209,13 @@ func (n *notifier) attention(r apitypes.Run, a, prev string) {
 	}
 	row.NodeReachable, row.Pinned, row.PinnedAt, row.Done, row.SnoozedUntil = nil, false, nil, false, nil
 	runJSON, _ := json.Marshal(row)
+	// R-NOTIF-10: a decision's notification says what is asked.
+	var q apitypes.RunRequest
+	var pending int
+	asked := false
+	if a == apitypes.AttentionNeedsDecision {
+		q, pending, asked = n.pendingRequest(r)
+	}
 	for _, h := range hooks {
 		if len(h.Reasons) > 0 && !slices.Contains(h.Reasons, a) {
 			continue
@@ -216,11 +223,18 @@ func (n *notifier) attention(r apitypes.Run, a, prev string) {
 		d := n.newDelivery(h, apitypes.WebhookEventAttention)
 		d.RunRef, d.Attention = r.RunRef, a
 		var body []byte
-		if h.Kind == store.KindWebPush {
-			body = pushMessage(row, a)
-		} else {
-			body, _ = json.Marshal(apitypes.WebhookPayload{ID: d.ID, Event: d.Event, At: d.CreatedAt, Tenant: h.Tenant,
-				Attention: a, Previous: prev, Run: runJSON})
+		switch {
+		case h.Kind == store.KindWebPush && asked:
+			body = withRequest(pushMessage(row, a), h.Tenant, q, pending)
+		case h.Kind == store.KindWebPush:
+			body, _ = json.Marshal(pushMessage(row, a))
+		default:
+			p := apitypes.WebhookPayload{ID: d.ID, Event: d.Event, At: d.CreatedAt, Tenant: h.Tenant,
+				Attention: a, Previous: prev, Run: runJSON}
+			if asked {
+				p.Request, p.Actions = askedOf(q, pending, 16<<10), webhookActions(h, q, r.RunRef, n.s.o.Now())
+			}
+			body, _ = json.Marshal(p)
 		}
 		n.deliver(h, d, body, true)
 	}
@@ -236,14 +250,13 @@ var attentionText = map[string]string{
 }
 
 // pushMessage is a push's payload for a run's new attention (R-NOTIF-8).
-func pushMessage(r apitypes.Run, a string) []byte {
+func pushMessage(r apitypes.Run, a string) apitypes.PushMessage {
 	name := r.Name
 	if name == "" {
 		name = r.Driver + " " + r.RunRef
 	}
-	b, _ := json.Marshal(apitypes.PushMessage{Title: name + " " + attentionText[a], Body: r.Driver + " on " + r.NodeID,
-		RunRef: r.RunRef, Attention: a, URL: "/runs/" + r.RunRef, Tag: r.RunRef + ":" + a})
-	return b
+	return apitypes.PushMessage{Title: name + " " + attentionText[a], Body: r.Driver + " on " + r.NodeID,
+		RunRef: r.RunRef, Attention: a, URL: "/runs/" + r.RunRef, Tag: r.RunRef + ":" + a}
 }
 
 func (n *notifier) newDelivery(h store.Webhook, event string) apitypes.WebhookDelivery {

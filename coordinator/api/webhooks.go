@@ -39,7 +39,7 @@ func webhookView(w store.Webhook) apitypes.Webhook {
 	if r == nil {
 		r = []string{}
 	}
-	return apitypes.Webhook{ID: w.ID, URL: w.URL, Reasons: r, CreatedAt: w.CreatedAt.UTC()}
+	return apitypes.Webhook{ID: w.ID, URL: w.URL, Reasons: r, ActAs: w.ActAs, CreatedAt: w.CreatedAt.UTC()}
 }
 
 // destinationError is the answer to a webhook URL or a push endpoint the
@@ -93,6 +93,11 @@ func (s *Server) createWebhook(c echo.Context) error {
 			return apierr.BadRequest("bad_reason", "reason %q: use %s", r, strings.Join(apitypes.AttentionReasons, ", "))
 		}
 	}
+	if req.ActAs != "" {
+		if err := s.checkActAs(c, req.ActAs); err != nil {
+			return err
+		}
+	}
 	ctx := c.Request().Context()
 	if len(req.URL) > 2048 {
 		return apierr.BadRequest("bad_url", "url %q: give an absolute http or https URL (at most 2048 bytes)", req.URL)
@@ -115,6 +120,9 @@ func (s *Server) createWebhook(c echo.Context) error {
 	reasons := slices.Compact(slices.Sorted(slices.Values(req.Reasons)))
 	w := store.Webhook{ID: auth.NewID("wh_"), Tenant: cl.Tenant, URL: req.URL, Secret: secret, Reasons: reasons,
 		CreatedAt: s.o.Now().UTC().Truncate(time.Microsecond)}
+	if req.ActAs != "" {
+		w.ActAs, w.ActionBase = req.ActAs, requestOrigin(c.Request()) // R-NOTIF-11
+	}
 	if err := s.o.Store.CreateWebhook(ctx, w, s.webhookAudit(c, apitypes.AuditWebhookCreated, w)); err != nil {
 		return err
 	}

@@ -1,9 +1,11 @@
 package coordd
 
 import (
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -110,6 +112,10 @@ type Config struct {
 		// unique-local, unspecified and other special address is refused,
 		// at creation and at each send.
 		Allow []string `toml:"allow"`
+		// CAFile is a PEM file of roots trusted for https deliveries
+		// besides the system's: a receiver or push service behind a
+		// private CA. When empty, the system's alone.
+		CAFile string `toml:"ca_file"`
 	} `toml:"outbound"`
 	Store StoreConfig `toml:"store"`
 	// Replica: this coordinator as one of several sharing the PostgreSQL
@@ -266,8 +272,8 @@ func (c *Config) CheckAndSetDefaults() error {
 			return fmt.Errorf("config: metrics.listen %s is not a loopback address: set metrics.token_file so that scrapes must authenticate, or listen on 127.0.0.1", c.Metrics.Listen)
 		}
 	}
-	if _, err := outbound.New(outbound.Options{Allow: c.Outbound.Allow}); err != nil {
-		return fmt.Errorf("config: outbound.allow: %w", err)
+	if _, err := c.outbound(); err != nil {
+		return err
 	}
 	if c.Tunnel.Heartbeat.Duration <= 0 {
 		return errors.New("config: tunnel.heartbeat must be positive")
@@ -387,4 +393,27 @@ func validReplicaID(id string) bool {
 		}
 	}
 	return true
+}
+
+// outbound is the guard of the requests a tenant names the address of
+// (R-NOTIF-9): the allowlist, and the system's roots plus ca_file's.
+func (c *Config) outbound() (*outbound.Guard, error) {
+	o := outbound.Options{Allow: c.Outbound.Allow}
+	if c.Outbound.CAFile != "" {
+		pem, err := os.ReadFile(c.Outbound.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("config: outbound.ca_file: %w", err)
+		}
+		if o.RootCAs, err = x509.SystemCertPool(); err != nil {
+			o.RootCAs = x509.NewCertPool()
+		}
+		if !o.RootCAs.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("config: outbound.ca_file %s holds no PEM certificate", c.Outbound.CAFile)
+		}
+	}
+	g, err := outbound.New(o)
+	if err != nil {
+		return nil, fmt.Errorf("config: outbound.allow: %w", err)
+	}
+	return g, nil
 }

@@ -35,7 +35,6 @@ import (
 	"github.com/olivares-dev/olivares/coordinator/console"
 	"github.com/olivares-dev/olivares/coordinator/enroll"
 	"github.com/olivares-dev/olivares/coordinator/fleet"
-	"github.com/olivares-dev/olivares/coordinator/outbound"
 	"github.com/olivares-dev/olivares/coordinator/sso"
 	"github.com/olivares-dev/olivares/coordinator/store"
 	"github.com/olivares-dev/olivares/coordinator/store/bolt"
@@ -209,10 +208,10 @@ func New(cfg Config, logger *slog.Logger) (*Coordinator, error) {
 			return nil, fmt.Errorf("config: metrics.token_file %s is empty", cfg.Metrics.TokenFile)
 		}
 	}
-	out, err := outbound.New(outbound.Options{Allow: cfg.Outbound.Allow})
+	out, err := cfg.outbound()
 	if err != nil {
 		st.Close()
-		return nil, fmt.Errorf("config: outbound.allow: %w", err)
+		return nil, err
 	}
 	c.API = api.New(api.Options{Store: st, Fleet: c.Fleet, Version: Version, Ready: c.readyErr, Now: cfg.Now, Vault: v, VAPIDKey: vapid,
 		Log: logger, Metrics: c.metrics, Outbound: out,

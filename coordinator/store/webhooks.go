@@ -24,6 +24,10 @@ type Webhook struct {
 	Owner  string `json:"owner,omitempty"`
 	P256dh string `json:"p256dh,omitempty"`
 	Auth   string `json:"auth,omitempty"`
+	// A webhook's action URLs (R-NOTIF-11): the person their answers are
+	// given as, and the coordinator's address they start with.
+	ActAs      string `json:"act_as,omitempty"`
+	ActionBase string `json:"action_base,omitempty"`
 }
 
 // KindWebPush marks a Web Push subscription among the targets.

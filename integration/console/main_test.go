@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/olivares-dev/olivares/coordinator/auth"
+	"github.com/olivares-dev/olivares/coordinator/coordd"
 	"github.com/olivares-dev/olivares/coordinator/store"
 	"github.com/olivares-dev/olivares/integration"
 	"github.com/olivares-dev/olivares/integration/browser"
@@ -38,9 +39,13 @@ type fixture struct {
 	ws      apitypes.Workspace
 }
 
-func setup(t *testing.T, o integration.ProcOptions) *fixture {
+func setup(t *testing.T, o integration.ProcOptions, configure ...func(*coordd.Config)) *fixture {
 	t.Helper()
-	env := integration.NewEnv(t, integration.Options{Heartbeat: 2 * time.Second})
+	opts := integration.Options{Heartbeat: 2 * time.Second}
+	if len(configure) > 0 {
+		opts.Configure = configure[0]
+	}
+	env := integration.NewEnv(t, opts)
 	a := env.StartAgentProcess(o)
 	t.Cleanup(func() {
 		if t.Failed() {

@@ -63,6 +63,17 @@ func TestWebhooksScreen(t *testing.T) {
 	tab.Exec(`window.confirm = () => true`)
 	tab.Click("#wh-rows .wh-delete")
 	tab.Await("no webhook left", `document.querySelectorAll('#wh-rows tr[data-id]').length === 0`, wait)
+	// R-NOTIF-11: "Me" names the administrator as the one the action
+	// links answer as; the row says so, and so does the API.
+	tab.Exec(`document.querySelector('#wh-url').value = ` + js(rc.URL+"/bot"))
+	tab.Click("#wh-act-me")
+	tab.Click(`#wh-add button[type=submit]`)
+	tab.Await("the row with its action links", `(document.querySelector('#wh-rows .wh-act-as')?.textContent || '').includes(`+js(f.adminID)+`)`, wait)
+	var hooks apitypes.WebhookList
+	f.admin.Must(http.StatusOK, http.MethodGet, "/v1/m/sessions/webhooks", nil, &hooks)
+	if len(hooks.Items) != 1 || hooks.Items[0].ActAs != f.adminID {
+		t.Fatalf("webhooks %+v: want one whose act_as is the administrator", hooks.Items)
+	}
 	f.open(tab, "/")
 	tab.Await("the list", `!!document.querySelector('.list-head h1')`, wait)
 	if n := browser.Eval[int](tab, `document.querySelectorAll('.nav a[href="/webhooks"]').length`); n != 1 {

@@ -11,6 +11,9 @@ type Webhook struct {
 	ID      string   `json:"id"`
 	URL     string   `json:"url"`
 	Reasons []string `json:"reasons"`
+	// ActAs is the person whose answer the webhook's action URLs give
+	// (R-NOTIF-11); none: its deliveries carry no action URLs.
+	ActAs string `json:"act_as,omitempty"`
 	// Secret is the signing key, in the creation's answer only.
 	Secret       string           `json:"secret,omitempty"`
 	CreatedAt    time.Time        `json:"created_at"`
@@ -21,6 +24,7 @@ type Webhook struct {
 type WebhookCreate struct {
 	URL     string   `json:"url"`
 	Reasons []string `json:"reasons,omitempty"`
+	ActAs   string   `json:"act_as,omitempty"`
 }
 
 // WebhookList is GET /webhooks.
@@ -75,6 +79,48 @@ type WebhookPayload struct {
 	Attention string          `json:"attention,omitempty"`
 	Previous  string          `json:"previous_attention,omitempty"`
 	Run       json.RawMessage `json:"run,omitempty"`
+	// Request and Actions come with needs_decision (R-NOTIF-10,
+	// R-NOTIF-11): what the tool asks, and per option a one-time signed
+	// URL that settles it (a webhook with act_as only).
+	Request *AskedRequest  `json:"request,omitempty"`
+	Actions []ActionOption `json:"actions,omitempty"`
+}
+
+// AskedRequest is what a notification says of a pending request
+// (R-NOTIF-10): the command and its directory, or the files and a short
+// summary of the diff, or the question, each bounded so that a push
+// fits its 4 KiB.
+type AskedRequest struct {
+	ID          string     `json:"id"`
+	Kind        string     `json:"kind"`
+	Tool        string     `json:"tool,omitempty"`
+	Title       string     `json:"title"`
+	Command     string     `json:"command,omitempty"`
+	Cwd         string     `json:"cwd,omitempty"`
+	Files       []string   `json:"files,omitempty"`
+	DiffSummary string     `json:"diff_summary,omitempty"`
+	Question    string     `json:"question,omitempty"`
+	ExpiresAt   *time.Time `json:"expires_at,omitempty"`
+	// Pending is how many requests of the run wait, this one included.
+	Pending int `json:"pending"`
+}
+
+// ActionOption is one answer a notification offers (R-NOTIF-10): the
+// tool's options reduced to allow once and deny, or answer (a question,
+// answered in the console). A webhook's carries its signed URL.
+type ActionOption struct {
+	Action   string `json:"action"` // allow | deny | answer
+	Title    string `json:"title"`
+	OptionID string `json:"option_id,omitempty"`
+	Decision string `json:"decision"`
+	URL      string `json:"url,omitempty"`
+}
+
+// ActionOutcome is the answer of an action URL (R-NOTIF-11).
+type ActionOutcome struct {
+	Outcome string     `json:"outcome"` // settled | already_answered | expired
+	Message string     `json:"message"`
+	Request RunRequest `json:"request"`
 }
 
 // PushKey is GET /push/key: the coordinator's VAPID public key, the
@@ -119,4 +165,9 @@ type PushMessage struct {
 	Attention string `json:"attention,omitempty"`
 	URL       string `json:"url"`
 	Tag       string `json:"tag"`
+	// With needs_decision (R-NOTIF-10): the tenant, the request and the
+	// buttons the service worker answers it with.
+	Tenant  string         `json:"tenant,omitempty"`
+	Request *AskedRequest  `json:"request,omitempty"`
+	Actions []ActionOption `json:"actions,omitempty"`
 }

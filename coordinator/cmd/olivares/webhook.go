@@ -16,15 +16,20 @@ func webhookCommands() []*command {
 	var (
 		reasons listFlag
 		quiet   bool
+		actAs   string
 	)
 	return []*command{{
 		name: "webhook add", arg: "URL",
-		usage: `olivares webhook add URL [--reason R]... [--quiet|--json]   tell URL when a run needs a person (admin)
+		usage: `olivares webhook add URL [--reason R]... [--act-as PRINCIPAL] [--quiet|--json]   tell URL when a run needs a person (admin)
     Prints the signing secret once: keep it to check X-Olivares-Signature.
+    --act-as gives each delivery for a decision one signed link per answer (allow, deny), which
+    settles the request once, as PRINCIPAL: yourself, or an operator of the tenant. Anyone who
+    reads the delivery can answer with it.
     --quiet prints only the webhook's id (HOOK=$(olivares webhook add URL -q)), the secret on stderr.
 `,
 		flags: func(fs *flag.FlagSet) {
 			fs.Var(&reasons, "reason", "only this attention reason (repeat; default: every one): "+strings.Join(apitypes.AttentionReasons, ", "))
+			fs.StringVar(&actAs, "act-as", "", "the principal id the delivery's action links answer as (yourself, or an operator)")
 			fs.BoolVar(&quiet, "quiet", false, "print only the webhook's id (the secret goes to stderr)")
 			fs.BoolVar(&quiet, "q", false, "short for --quiet")
 		},
@@ -37,7 +42,7 @@ func webhookCommands() []*command {
 			return nil
 		},
 		run: func(ctx context.Context, c *call) error {
-			w, err := c.cl.CreateWebhook(ctx, apitypes.WebhookCreate{URL: c.arg, Reasons: reasons})
+			w, err := c.cl.CreateWebhook(ctx, apitypes.WebhookCreate{URL: c.arg, Reasons: reasons, ActAs: actAs})
 			if err != nil {
 				return err
 			}
@@ -59,9 +64,13 @@ func webhookCommands() []*command {
 			}
 			return c.emit(l, func() {
 				tw := tabwriter.NewWriter(c.out, 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "WEBHOOK\tURL\tREASONS\tLAST DELIVERY")
+				fmt.Fprintln(tw, "WEBHOOK\tURL\tREASONS\tACTS AS\tLAST DELIVERY")
 				for _, w := range l.Items {
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", w.ID, w.URL, reasonsText(w.Reasons), deliveryText(w.LastDelivery))
+					as := w.ActAs
+					if as == "" {
+						as = "-"
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", w.ID, w.URL, reasonsText(w.Reasons), as, deliveryText(w.LastDelivery))
 				}
 				tw.Flush()
 				if len(l.Items) == 0 {

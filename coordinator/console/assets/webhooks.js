@@ -15,12 +15,18 @@ export function webhooksView(main) {
   }
   const url = h('input', { type: 'url', id: 'wh-url', required: true, placeholder: 'URL of the receiver (http or https)', 'aria-label': 'URL', size: 48 });
   const boxes = REASONS.map(([reason, label]) => h('label', { class: 'check' }, h('input', { type: 'checkbox', id: `wh-r-${reason}`, value: reason }), label));
+  // R-NOTIF-11: action links, one per answer of a request, that settle it
+  // as the person named here (the administrator adding the webhook, or an
+  // operator's principal id).
+  const actAs = h('input', { type: 'text', id: 'wh-act-as', placeholder: 'answer as (principal id; empty: no action links)', 'aria-label': 'Action links answer as', size: 30 });
+  const asMe = h('button', { type: 'button', class: 'ghost', id: 'wh-act-me', onclick: () => { actAs.value = session.whoami ? session.whoami.principal_id : ''; } }, 'Me');
   const secret = h('div', { id: 'wh-secret' });
   const rows = h('tbody', { id: 'wh-rows' });
   const log = h('div', { id: 'wh-log' });
   replace(main, h('div', { class: 'list-head' }, h('h1', null, 'Webhooks')),
     h('p', { class: 'muted' }, 'Each change of a session that needs a person is POSTed, signed (X-Olivares-Signature: v1=HMAC-SHA256 of the timestamp, a dot and the body), to these URLs.'),
-    h('form', { class: 'filters', id: 'wh-add', onsubmit: add }, url, h('span', { class: 'muted' }, 'for'), boxes, h('button', { type: 'submit' }, 'Add')),
+    h('form', { class: 'filters', id: 'wh-add', onsubmit: add }, url, h('span', { class: 'muted' }, 'for'), boxes, actAs, asMe, h('button', { type: 'submit' }, 'Add')),
+    h('p', { class: 'muted' }, 'With "answer as", a delivery for a decision carries one signed link per answer (Allow, Deny): a chat bot POSTs it once, and the request is settled as that person, yourself or an operator.'),
     secret, status,
     h('div', { class: 'table-wrap' }, h('table', { class: 'audit' }, h('thead', null, h('tr', null, ['Webhook', 'URL', 'Reasons', 'Last delivery', ''].map((x) => h('th', null, x)))), rows)),
     log);
@@ -35,7 +41,7 @@ export function webhooksView(main) {
     try {
       const l = await get(`${BASE}/webhooks`);
       replace(rows, l.items.length ? l.items.map((w) => h('tr', { dataset: { id: w.id } },
-        h('td', null, h('code', null, w.id)), h('td', null, w.url), h('td', null, w.reasons.length ? w.reasons.join(', ') : 'every reason'),
+        h('td', null, h('code', null, w.id)), h('td', null, w.url), h('td', null, w.reasons.length ? w.reasons.join(', ') : 'every reason', w.act_as ? h('div', { class: 'muted wh-act-as' }, `action links answer as ${w.act_as}`) : null),
         h('td', { class: 'wh-last' }, outcome(w.last_delivery)),
         h('td', null,
           h('button', { type: 'button', class: 'ghost wh-test', onclick: () => test(w) }, 'Test'),
@@ -49,10 +55,13 @@ export function webhooksView(main) {
     e.preventDefault();
     const reasons = boxes.map((b) => b.querySelector('input')).filter((i) => i.checked).map((i) => i.value);
     try {
-      const { data } = await api('POST', `${BASE}/webhooks`, { url: url.value.trim(), reasons });
+      const body = { url: url.value.trim(), reasons };
+      if (actAs.value.trim()) body.act_as = actAs.value.trim();
+      const { data } = await api('POST', `${BASE}/webhooks`, body);
       replace(secret, h('div', { class: 'banner' }, h('p', null, `Webhook ${data.id} added. Its signing secret, shown this once:`),
         h('code', { id: 'wh-secret-value' }, data.secret), copyButton('Copy', data.secret)));
       url.value = '';
+      actAs.value = '';
       status.hidden = true;
       load();
     } catch (err) { say(status, 'error', errorLine(err)); }

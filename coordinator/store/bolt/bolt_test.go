@@ -464,7 +464,11 @@ func TestPutRunsGroupCommit(t *testing.T) {
 	}
 	go put(0) // the leader: it waits for the write transaction
 	pending := func() int { s.pushes.mu.Lock(); defer s.pushes.mu.Unlock(); return len(s.pushes.pending) }
-	leading := func() bool { s.pushes.mu.Lock(); defer s.pushes.mu.Unlock(); return s.pushes.leading && len(s.pushes.pending) == 0 }
+	leading := func() bool {
+		s.pushes.mu.Lock()
+		defer s.pushes.mu.Unlock()
+		return s.pushes.leading && len(s.pushes.pending) == 0
+	}
 	for !leading() {
 		runtime.Gosched()
 	}
@@ -489,7 +493,11 @@ func TestPutRunsGroupCommit(t *testing.T) {
 			t.Fatalf("call %d: refused %v, want none (another call's refusal?)", r.i, r.refused)
 		}
 	}
-	commits := func() (int, bool) { s.pushes.mu.Lock(); defer s.pushes.mu.Unlock(); return s.pushes.commits, s.pushes.leading }
+	commits := func() (int, bool) {
+		s.pushes.mu.Lock()
+		defer s.pushes.mu.Unlock()
+		return s.pushes.commits, s.pushes.leading
+	}
 	n, lead := commits()
 	for ; lead; n, lead = commits() {
 		runtime.Gosched() // the leader counts its last commit after its callers heard

@@ -21,7 +21,10 @@ func testWebhooks(t *testing.T, s store.Store) {
 	}
 	w1 := store.Webhook{ID: "wh_1", Tenant: "t1", URL: "https://example.test/a", Secret: "s1", Reasons: []string{"needs_input"}, CreatedAt: t0}
 	w2 := store.Webhook{ID: "wh_2", Tenant: "t1", URL: "https://example.test/b", Secret: "s2", CreatedAt: t0}
-	w3 := store.Webhook{ID: "wh_3", Tenant: "t2", URL: "https://example.test/c", Secret: "s3", CreatedAt: t0}
+	// R-NOTIF-11: act_as and the action URLs' base are kept with the
+	// secret that signs them.
+	w3 := store.Webhook{ID: "wh_3", Tenant: "t2", URL: "https://example.test/c", Secret: "s3", CreatedAt: t0,
+		ActAs: "prn_olga", ActionBase: "https://olivares.example"}
 	for _, w := range []store.Webhook{w2, w1, w3} {
 		if err := s.CreateWebhook(ctx, w, audit(w.Tenant, apitypes.AuditWebhookCreated)); err != nil {
 			t.Fatalf("CreateWebhook(%s): %v", w.ID, err)
@@ -43,7 +46,7 @@ func testWebhooks(t *testing.T, s store.Store) {
 	if err != nil || len(got) != 2 || got[0].ID != "wh_1" || got[1].ID != "wh_2" || got[0].Secret != "s1" || len(got[0].Reasons) != 1 {
 		t.Errorf("ListWebhooks(t1): got %+v, %v; want wh_1 (with its secret and reasons), wh_2", got, err)
 	}
-	if g, err := s.GetWebhook(ctx, "wh_3"); err != nil || g.Tenant != "t2" || g.URL != w3.URL {
+	if g, err := s.GetWebhook(ctx, "wh_3"); err != nil || g.Tenant != "t2" || g.URL != w3.URL || g.Secret != "s3" || g.ActAs != w3.ActAs || g.ActionBase != w3.ActionBase {
 		t.Errorf("GetWebhook(wh_3): got %+v, %v", g, err)
 	}
 	if _, err := s.GetWebhook(ctx, "wh_9"); !errors.Is(err, store.ErrNotFound) {

@@ -1,0 +1,99 @@
+package browser
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	cdpbrowser "github.com/chromedp/cdproto/browser"
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/serviceworker"
+	"github.com/chromedp/chromedp"
+)
+
+// Worker is the service worker whose script URL ends with suffix, as a
+// Tab whose Eval and Exec run in its global scope (Await and the DOM
+// actions need a page, which a worker has not). It waits up to d for
+// the worker to run.
+func (b *Tab) Worker(suffix string, d time.Duration) *Tab {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.Ctx, d)
+	defer cancel()
+	for {
+		infos, err := chromedp.Targets(ctx)
+		if err != nil {
+			b.t.Fatalf("browser: the service worker %s: %v", suffix, err)
+		}
+		for _, ti := range infos {
+			if ti.Type == "service_worker" && strings.HasSuffix(ti.URL, suffix) {
+				wctx, wcancel := chromedp.NewContext(b.Ctx, chromedp.WithTargetID(ti.TargetID))
+				b.t.Cleanup(wcancel)
+				// The first call attaches, for as long as the context it
+				// is given lives: wctx itself, not a call's timeout.
+				if _, err := chromedp.Run(wctx, chromedp.Evaluate[bool](`true`)); err != nil {
+					b.t.Fatalf("browser: attach to the service worker %s: %v", suffix, err)
+				}
+				return &Tab{t: b.t, Ctx: wctx}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			b.t.Fatalf("browser: no service worker %s running within %s", suffix, d)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// GrantNotifications lets origin show notifications in the shared
+// browser's tabs (New's), as a person who allowed them in a prompt would
+// have.
+func (b *Tab) GrantNotifications(origin string) {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.Ctx, 10*time.Second)
+	defer cancel()
+	if _, err := chromedp.CallBrowser(ctx, cdpbrowser.SetPermission, cdpbrowser.SetPermissionParams{
+		Permission: &cdpbrowser.PermissionDescriptor{Name: "notifications"}, Setting: cdpbrowser.PermissionSettingGranted,
+		Origin: origin}); err != nil {
+		b.t.Fatalf("browser: grant notifications to %s: %v", origin, err)
+	}
+}
+
+// DeliverPush hands data to the tab's origin's service worker whose
+// scope ends with scopeSuffix as its push service would: a trusted push
+// event (the browser's own path from a push service to the worker).
+func (b *Tab) DeliverPush(scopeSuffix, data string) {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.Ctx, 30*time.Second)
+	defer cancel()
+	found := make(chan serviceworker.RegistrationID, 1)
+	if err := chromedp.Listen(b.Ctx, func(ev any) {
+		if e, ok := ev.(*serviceworker.EventWorkerRegistrationUpdated); ok {
+			for _, r := range e.Registrations {
+				if strings.HasSuffix(r.ScopeURL, scopeSuffix) && !r.IsDeleted {
+					select {
+					case found <- r.RegistrationID:
+					default:
+					}
+				}
+			}
+		}
+	}); err != nil {
+		b.t.Fatalf("browser: listen: %v", err)
+	}
+	if _, err := chromedp.Call(ctx, serviceworker.Enable, cdp.Empty{}); err != nil {
+		b.t.Fatalf("browser: ServiceWorker.enable: %v", err)
+	}
+	var id serviceworker.RegistrationID
+	select {
+	case id = <-found:
+	case <-ctx.Done():
+		b.t.Fatalf("browser: no service worker registration of scope *%s", scopeSuffix)
+	}
+	origin, err := chromedp.Run(ctx, chromedp.Evaluate[string](`location.origin`))
+	if err == nil {
+		_, err = chromedp.Call(ctx, serviceworker.DeliverPushMessage, serviceworker.DeliverPushMessageParams{Origin: origin, RegistrationID: id, Data: data})
+	}
+	if err != nil {
+		b.t.Fatalf("browser: deliver a push: %v", err)
+	}
+}
