@@ -137,6 +137,10 @@ func sessionWait() *command {
 					r = got
 				}
 				switch {
+				case err == nil && slices.Contains(want, r.State) && r.LastError != nil && r.LastError.Kind == cliruntimeAuth:
+					// R-SIGN-8: a turn the tool refused for want of a
+					// sign-in is no success, though the run waits for input.
+					return notSignedIn(ctx, c, r)
 				case err == nil && slices.Contains(want, r.State):
 					return c.emit(r, func() { fmt.Fprintf(c.out, "%s %s\n", r.RunRef, runState(r)) })
 				case err == nil && !apitypes.Live(r.State) && r.State != apitypes.StatePendingApproval:
@@ -626,6 +630,21 @@ func exitShort(r apitypes.Run) string {
 
 // lastErrorText is "; its tool said: KIND: MESSAGE" for a run with a
 // last_error, "" for none.
+// cliruntimeAuth is last_error's kind for credentials the tool or its
+// provider refused (R-LERR-1).
+const cliruntimeAuth = "auth"
+
+// notSignedIn is session wait's answer for a run whose tool is not signed
+// in (R-SIGN-8): it names the profile and the command that signs it in.
+func notSignedIn(ctx context.Context, c *call, r apitypes.Run) error {
+	name := r.ProviderProfileRef
+	if p, err := c.cl.Profile(ctx, r.ProviderProfileRef); err == nil {
+		name = p.Name
+	}
+	return fmt.Errorf("run %s is %s but its turn failed: the account of profile %s is not signed in (its tool said: %s); run olivares profile login %s, or give the profile an API key",
+		r.RunRef, r.State, name, r.LastError.Message, name)
+}
+
 func lastErrorText(r apitypes.Run) string {
 	if r.LastError == nil {
 		return ""
