@@ -460,6 +460,13 @@ func (s *Supervisor) spec(p registry.Profile, workdir, conv, ref string) clirunt
 	return spec
 }
 
+// SigninSpec is the launch spec a sign-in of p runs with (R-ACCT-1): the
+// home, environment and PATH of its runs, without the engine's hooks.
+func (s *Supervisor) SigninSpec(p registry.Profile) cliruntime.LaunchSpec {
+	p.EngineHooks = false
+	return s.spec(p, p.Home, "", "")
+}
+
 // engineHooks reports whether runs of p carry the engine's hooks: the
 // profile asks for them and this agent has a hook endpoint. Without one a
 // Claude Code run reads the project's settings and is gated (R-PCS-15).

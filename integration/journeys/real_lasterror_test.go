@@ -131,7 +131,7 @@ func TestRealCodexReconnecting(t *testing.T) {
 	})
 }
 
-// R-SIGN-8 with the real Claude Code: a profile with no API key and no
+// R-ACCT-8 with the real Claude Code: a profile with no API key and no
 // sign-in gets "Not logged in · Please run /login" without a model request
 // (real-clis.md §1.2). The run's last_error is kind auth, its attention
 // failed, and session wait exits non-zero naming the profile and the

@@ -396,7 +396,7 @@ func (s *session) resultLocked(f *frame, raw json.RawMessage) cliruntime.Step {
 // notLoggedIn starts the result of a turn Claude Code refused without
 // asking the model: no API key and no sign-in in its home (real-clis.md
 // §1.2: terminal_reason api_error, api_error_status null, the assistant
-// frame's error authentication_failed). It is an auth failure (R-SIGN-8).
+// frame's error authentication_failed). It is an auth failure (R-ACCT-8).
 const notLoggedIn = "Not logged in"
 
 // errorKind classifies a failed turn's result for the run's last_error

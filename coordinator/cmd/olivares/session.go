@@ -138,7 +138,7 @@ func sessionWait() *command {
 				}
 				switch {
 				case err == nil && slices.Contains(want, r.State) && r.LastError != nil && r.LastError.Kind == cliruntimeAuth:
-					// R-SIGN-8: a turn the tool refused for want of a
+					// R-ACCT-8: a turn the tool refused for want of a
 					// sign-in is no success, though the run waits for input.
 					return notSignedIn(ctx, c, r)
 				case err == nil && slices.Contains(want, r.State):
@@ -635,7 +635,7 @@ func exitShort(r apitypes.Run) string {
 const cliruntimeAuth = "auth"
 
 // notSignedIn is session wait's answer for a run whose tool is not signed
-// in (R-SIGN-8): it names the profile and the command that signs it in.
+// in (R-ACCT-8): it names the profile and the command that signs it in.
 func notSignedIn(ctx context.Context, c *call, r apitypes.Run) error {
 	name := r.ProviderProfileRef
 	if p, err := c.cl.Profile(ctx, r.ProviderProfileRef); err == nil {
