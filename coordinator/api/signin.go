@@ -1,0 +1,117 @@
+package api
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/olivares-dev/olivares/coordinator/auth"
+	"github.com/olivares-dev/olivares/shared/apierr"
+	"github.com/olivares-dev/olivares/shared/apitypes"
+	"github.com/olivares-dev/olivares/shared/proto"
+	"github.com/olivares-dev/olivares/shared/wire"
+)
+
+// signinRoutes are a profile's account sign-in (R-ACCT-1..5): the attempt
+// runs on the profile's node; the coordinator relays and audits. A sign-in
+// changes what the profile's runs act as, so it is profile administration
+// (R-PROF-4's permission).
+func (s *Server) signinRoutes() []Route {
+	return []Route{
+		{http.MethodPost, Base + "/profiles/:ref/signin", auth.PermWorkspaceAdmin, s.startSignin},
+		{http.MethodGet, Base + "/profiles/:ref/signin/:id", auth.PermWorkspaceAdmin, s.getSignin},
+		{http.MethodPost, Base + "/profiles/:ref/signin/:id/code", auth.PermWorkspaceAdmin, s.signinCode},
+		{http.MethodDelete, Base + "/profiles/:ref/signin/:id", auth.PermWorkspaceAdmin, s.cancelSignin},
+	}
+}
+
+func (s *Server) startSignin(c echo.Context) error {
+	p, err := s.refProfile(c)
+	if err != nil {
+		return err
+	}
+	if err := noBody(c); err != nil {
+		return err
+	}
+	id := auth.NewID("signin_")
+	var a apitypes.SigninAttempt
+	if err := s.call(c.Request().Context(), p.NodeID, wire.Header{Op: proto.OpSigninStart},
+		proto.SigninStart{ID: id, Ref: p.Ref, Tenant: p.Tenant}, &a); err != nil {
+		return err
+	}
+	s.auditCaller(c, apitypes.AuditProfileSigninStarted, apitypes.AuditTarget{ProfileRef: p.Ref, NodeID: p.NodeID},
+		map[string]string{"signin_id": a.ID, "tool": a.Tool, "state": a.State})
+	return c.JSON(http.StatusAccepted, s.signinSeen(c, a))
+}
+
+// signinCall relays op on the attempt named in the path; an attempt of
+// another profile is 404 like an unknown one.
+func (s *Server) signinCall(c echo.Context, op, code string) (apitypes.Profile, apitypes.SigninAttempt, error) {
+	p, err := s.refProfile(c)
+	if err != nil {
+		return p, apitypes.SigninAttempt{}, err
+	}
+	var a apitypes.SigninAttempt
+	err = s.call(c.Request().Context(), p.NodeID, wire.Header{Op: op}, proto.SigninRef{ID: c.Param("id"), Tenant: p.Tenant, Code: code}, &a)
+	if err == nil && a.ProfileRef != p.Ref {
+		err = apierr.New(http.StatusNotFound, "signin_not_found", "profile %s has no sign-in %s", p.Ref, c.Param("id"))
+	}
+	return p, a, err
+}
+
+// signinSeen keeps the index's copy of a profile a sign-in changed (its
+// env_keys name the token kept on the node, R-ACCT-6).
+func (s *Server) signinSeen(c echo.Context, a apitypes.SigninAttempt) apitypes.SigninAttempt {
+	if a.Profile != nil {
+		p, err := s.refProfile(c)
+		if err == nil {
+			a.Profile.Tenant, a.Profile.NodeID = p.Tenant, p.NodeID
+			if err := s.o.Store.UpdateProfile(c.Request().Context(), *a.Profile); err != nil {
+				s.echo.Logger.Errorf("api: index profile %s after its sign-in: %v", p.Ref, err)
+			}
+		}
+	}
+	return a
+}
+
+func (s *Server) getSignin(c echo.Context) error {
+	_, a, err := s.signinCall(c, proto.OpSigninGet, "")
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, s.signinSeen(c, a))
+}
+
+// signinCode sends the pasted code (R-ACCT-3). The code is a secret of
+// the person's: it is audited as sent, never with its text.
+func (s *Server) signinCode(c echo.Context) error {
+	var req apitypes.SigninCode
+	if err := decodeStrict(c, maxJSONBody, &req); err != nil {
+		return err
+	}
+	if strings.TrimSpace(req.Code) == "" {
+		return apierr.BadRequest("bad_code", "code is required: paste the code the sign-in page showed")
+	}
+	p, a, err := s.signinCall(c, proto.OpSigninCode, req.Code)
+	if err != nil {
+		return err
+	}
+	s.auditCaller(c, apitypes.AuditProfileSigninCode, apitypes.AuditTarget{ProfileRef: p.Ref, NodeID: p.NodeID},
+		map[string]string{"signin_id": a.ID})
+	return c.JSON(http.StatusOK, s.signinSeen(c, a))
+}
+
+// cancelSignin ends the attempt; the node kills its process (R-ACCT-4).
+func (s *Server) cancelSignin(c echo.Context) error {
+	if err := noBody(c); err != nil {
+		return err
+	}
+	p, a, err := s.signinCall(c, proto.OpSigninCancel, "")
+	if err != nil {
+		return err
+	}
+	s.auditCaller(c, apitypes.AuditProfileSigninCancelled, apitypes.AuditTarget{ProfileRef: p.Ref, NodeID: p.NodeID},
+		map[string]string{"signin_id": a.ID, "state": a.State})
+	return c.JSON(http.StatusOK, a)
+}
