@@ -30,7 +30,7 @@ type SigninAttempt struct {
 	ExpiresAt time.Time      `json:"expires_at"`
 	UpdatedAt time.Time      `json:"updated_at"`
 	// Profile is the profile after a sign-in that changed it (a token kept
-	// in its environment on the node, R-SIGN-6): its env_keys say so.
+	// in its environment on the node, R-ACCT-6): its env_keys say so.
 	Profile *Profile `json:"profile,omitempty"`
 }
 
