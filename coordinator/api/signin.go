@@ -41,7 +41,7 @@ func (s *Server) startSignin(c echo.Context) error {
 		return err
 	}
 	s.auditCaller(c, apitypes.AuditProfileSigninStarted, apitypes.AuditTarget{ProfileRef: p.Ref, NodeID: p.NodeID},
-		map[string]string{"signin_id": a.ID, "tool": a.Tool, "state": a.State})
+		map[string]string{"signin_id": a.ID, "tool": a.Tool, "signin_state": a.State})
 	return c.JSON(http.StatusAccepted, s.signinSeen(c, a))
 }
 
@@ -112,6 +112,6 @@ func (s *Server) cancelSignin(c echo.Context) error {
 		return err
 	}
 	s.auditCaller(c, apitypes.AuditProfileSigninCancelled, apitypes.AuditTarget{ProfileRef: p.Ref, NodeID: p.NodeID},
-		map[string]string{"signin_id": a.ID, "state": a.State})
+		map[string]string{"signin_id": a.ID, "signin_state": a.State})
 	return c.JSON(http.StatusOK, a)
 }

@@ -44,7 +44,7 @@ func profileCommands() []*command {
 			}
 			return c.emit(p, func() { printProfile(c.out, p) })
 		},
-	}, profileUpdate()}
+	}, profileUpdate(), profileLogin()}
 }
 
 // policyOpts are a profile's policy flags (R-MOVE-3, Q-53, R-PCS-15,
