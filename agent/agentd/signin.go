@@ -54,7 +54,8 @@ func (a *Agent) signinOp(do func(p proto.SigninRef) (apitypes.SigninAttempt, err
 
 func (a *Agent) signinHandlers() map[string]link.Handler {
 	return map[string]link.Handler{
-		proto.OpSigninStart: a.signinStartOp,
+		proto.OpSigninStart:    a.signinStartOp,
+		proto.OpProfileAccount: a.profileAccountOp,
 		proto.OpSigninGet: a.signinOp(func(p proto.SigninRef) (apitypes.SigninAttempt, error) {
 			return a.signin.Get(p.ID, p.Tenant)
 		}),
@@ -65,4 +66,21 @@ func (a *Agent) signinHandlers() map[string]link.Handler {
 			return a.signin.Cancel(p.ID, p.Tenant)
 		}),
 	}
+}
+
+// profileAccountOp says whether the profile's account is signed in
+// (R-ACCT-9).
+func (a *Agent) profileAccountOp(ctx context.Context, h wire.Header, s tunnel.Stream) {
+	var p proto.RecordDelete
+	if err := params(h, &p); err != nil {
+		respond(s, nil, err)
+		return
+	}
+	prof, err := a.reg.ProfileIn(p.Ref, p.Tenant)
+	if err != nil {
+		respond(s, nil, err)
+		return
+	}
+	v, err := a.signin.Account(signin.Profile{Ref: prof.Ref, Tenant: prof.Tenant, Tool: prof.Tool, Spec: a.sup.SigninSpec(prof)})
+	respond(s, v, err)
 }

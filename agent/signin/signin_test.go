@@ -313,3 +313,36 @@ func TestRealSignin(t *testing.T) {
 		awaitGone(t, m, "signin_1")
 	})
 }
+
+// R-ACCT-9: whether the account is signed in, as the node can tell:
+// Claude Code from its token variable (setup-token's) or nothing; Codex
+// from its own account/read (the peer's, before and after a sign-in).
+func TestAccount(t *testing.T) {
+	m, _ := newManager(t, time.Minute)
+	c := profile(t, "prof_c", "claude", peerbin.Dir(t))
+	a, err := m.Account(c)
+	if err != nil || a.SignedIn == nil || *a.SignedIn {
+		t.Fatalf("claude without a sign-in: %+v %v, want signed_in false", a, err)
+	}
+	c.Spec.Env = append(c.Spec.Env, TokenEnv+"=sk-ant-oat01-secret")
+	a, err = m.Account(c)
+	if b, _ := json.Marshal(a); err != nil || a.SignedIn == nil || !*a.SignedIn || a.Method != "token" || strings.Contains(string(b), "secret") {
+		t.Fatalf("claude with a token: %s %v, want signed in by token, the value not shown", b, err)
+	}
+	x := profile(t, "prof_x", "codex", peerbin.Dir(t))
+	a, err = m.Account(x)
+	if err != nil || a.SignedIn == nil || *a.SignedIn {
+		t.Fatalf("codex without a sign-in: %+v %v, want signed_in false", a, err)
+	}
+	if err := os.WriteFile(filepath.Join(x.Spec.Home, ".codex", "auth.json"), []byte(`{}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a, err = m.Account(x)
+	if err != nil || a.SignedIn == nil || !*a.SignedIn || a.Email != "ada@example.com" || a.Plan != "plus" {
+		t.Fatalf("codex signed in: %+v %v, want ada@example.com on plus", a, err)
+	}
+	g, err := m.Account(profile(t, "prof_g", "gemini", peerbin.Dir(t)))
+	if err != nil || g.SignedIn != nil || !strings.Contains(g.Message, "API key") {
+		t.Fatalf("gemini: %+v %v, want unknown, saying to give it an API key", g, err)
+	}
+}

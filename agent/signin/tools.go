@@ -32,9 +32,11 @@ func (a *attempt) start(rn sessions.Runner, sp sessions.Spec) (sessions.Process,
 	if done {
 		proc.Stop(0)
 	}
-	go io.Copy(io.Discard, proc.Stderr())
+	go drain(proc.Stderr())
 	return proc, nil
 }
+
+func drain(r io.Reader) { io.Copy(io.Discard, r) }
 
 // claude runs `claude setup-token` on a terminal (it prints nothing
 // without one, real-clis.md §1.12): its sign-in URL is relayed, the pasted

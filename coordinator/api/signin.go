@@ -19,6 +19,7 @@ import (
 // (R-PROF-4's permission).
 func (s *Server) signinRoutes() []Route {
 	return []Route{
+		{http.MethodGet, Base + "/profiles/:ref/account", auth.PermRunRead, s.profileAccount},
 		{http.MethodPost, Base + "/profiles/:ref/signin", auth.PermWorkspaceAdmin, s.startSignin},
 		{http.MethodGet, Base + "/profiles/:ref/signin/:id", auth.PermWorkspaceAdmin, s.getSignin},
 		{http.MethodPost, Base + "/profiles/:ref/signin/:id/code", auth.PermWorkspaceAdmin, s.signinCode},
@@ -113,5 +114,35 @@ func (s *Server) cancelSignin(c echo.Context) error {
 	}
 	s.auditCaller(c, apitypes.AuditProfileSigninCancelled, apitypes.AuditTarget{ProfileRef: p.Ref, NodeID: p.NodeID},
 		map[string]string{"signin_id": a.ID, "signin_state": a.State})
+	return c.JSON(http.StatusOK, a)
+}
+
+// profileAccount is R-ACCT-9: the node says whether the account is signed
+// in; the rate-limit windows are the usage report's for the profile
+// (R-USE-5).
+func (s *Server) profileAccount(c echo.Context) error {
+	p, err := s.refProfile(c)
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	var a apitypes.ProfileAccount
+	if err := s.call(ctx, p.NodeID, wire.Header{Op: proto.OpProfileAccount}, proto.RecordDelete{Ref: p.Ref, Tenant: p.Tenant}, &a); err != nil {
+		return err
+	}
+	a.RateLimits = []apitypes.RateWindow{}
+	latest, err := s.o.Store.LatestAccountUsage(ctx, p.Tenant)
+	if err != nil {
+		return err
+	}
+	for _, u := range latest {
+		if u.ProfileRef == p.Ref {
+			at := u.At.UTC()
+			a.RateLimitsAt, a.Limit = &at, u.Limit
+			if u.RateLimits != nil {
+				a.RateLimits = u.RateLimits
+			}
+		}
+	}
 	return c.JSON(http.StatusOK, a)
 }

@@ -37,6 +37,7 @@ func TestProfileSignInScreen(t *testing.T) {
 		c := f.profile("claude", nil)
 		tab.Navigate(f.env.APIURL() + "/profiles")
 		tab.Await("the Sign in action", fmt.Sprintf(`!!document.querySelector('#profiles .card[data-ref=%s] .act-signin')`, js(c.Ref)), wait)
+		tab.Await("the card's account", fmt.Sprintf(`(document.querySelector('#profiles .card[data-ref=%s] .account')?.textContent || '').startsWith('Account: not signed in')`, js(c.Ref)), wait)
 		tab.Exec(fmt.Sprintf(`document.querySelector('#profiles .card[data-ref=%s] .act-signin').click()`, js(c.Ref)))
 		tab.Await("the sign-in URL", `(document.querySelector('#signin-url')?.href || '').startsWith('https://claude.com/cai/oauth/authorize?')`, wait)
 		for _, sel := range []string{"#signin-url", "#signin-code", "#signin-send"} {
@@ -68,6 +69,8 @@ func TestProfileSignInScreen(t *testing.T) {
 		}
 		tab.Await("signed in as whom Codex says", `(document.querySelector('#signin-done')?.textContent || '').startsWith('Signed in as ada@example.com (plus).')`, wait)
 		tab.Click("#signin-close")
+		// R-ACCT-9: the card says it too.
+		tab.Await("the card's account", fmt.Sprintf(`(document.querySelector('#profiles .card[data-ref=%s] .account')?.textContent || '').startsWith('Account: signed in as ada@example.com (plus)')`, js(x.Ref)), wait)
 	}
 
 	// R-ACCT-7: the API key goes to the vault, named for the profile.

@@ -93,6 +93,9 @@ func TestProfileSigninClaude(t *testing.T) {
 			t.Fatalf("a sign-in without workspace administration: %d %s, want 403", got.Status, got.Body)
 		}
 	}
+	if out, code := f.cli("profile", "show", "claude-si"); code != 0 || !strings.Contains(out, "not signed in; run olivares profile login claude-si") {
+		t.Fatalf("olivares profile show before the sign-in: exit %d\n%s", code, out)
+	}
 	var a apitypes.SigninAttempt
 	f.admin.Must(http.StatusAccepted, http.MethodPost, signinPath(p.Ref), nil, &a)
 	a = f.awaitSignin(p.Ref, a.ID, "waiting_for_code", func(a apitypes.SigninAttempt) bool { return a.State == apitypes.SigninWaitingForCode })
@@ -125,6 +128,11 @@ func TestProfileSigninClaude(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.env.NoteSecret(string(token))
+	var acct apitypes.ProfileAccount
+	f.admin.Must(http.StatusOK, http.MethodGet, "/v1/m/sessions/profiles/"+p.Ref+"/account", nil, &acct)
+	if acct.SignedIn == nil || !*acct.SignedIn || acct.Method != "token" {
+		t.Fatalf("account %+v, want signed in by the token (R-ACCT-9)", acct)
+	}
 	f.admin.Must(http.StatusOK, http.MethodGet, "/v1/m/sessions/profiles/"+p.Ref, nil, &p)
 	if !slices.Contains(p.EnvKeys, "CLAUDE_CODE_OAUTH_TOKEN") {
 		t.Fatalf("profile env_keys %v, want CLAUDE_CODE_OAUTH_TOKEN (the token kept on the node)", p.EnvKeys)
@@ -172,6 +180,15 @@ func TestProfileSigninCodexAndUnsupported(t *testing.T) {
 	out, code := done()
 	if code != 0 || !strings.Contains(out, "profile codex-si is signed in as ada@example.com (plus)") {
 		t.Fatalf("olivares profile login: exit %d\n%s", code, out)
+	}
+	// R-ACCT-9: the account as the node tells it, to a reader too.
+	var acct apitypes.ProfileAccount
+	f.viewer.Must(http.StatusOK, http.MethodGet, "/v1/m/sessions/profiles/"+p.Ref+"/account", nil, &acct)
+	if acct.SignedIn == nil || !*acct.SignedIn || acct.Email != "ada@example.com" || acct.Plan != "plus" || acct.RateLimits == nil {
+		t.Fatalf("account %+v, want signed in as ada@example.com on plus", acct)
+	}
+	if out, code := f.cli("profile", "show", "codex-si"); code != 0 || !strings.Contains(out, "signed in as ada@example.com (plus)") {
+		t.Fatalf("olivares profile show: exit %d\n%s", code, out)
 	}
 
 	var g apitypes.Profile

@@ -119,3 +119,9 @@ func (c *Client) CancelSignin(ctx context.Context, ref, id string) (apitypes.Sig
 	var a apitypes.SigninAttempt
 	return a, c.call(ctx, http.MethodDelete, Base+"/profiles/"+esc(ref)+"/signin/"+esc(id), nil, &a)
 }
+
+// ProfileAccount is GET /profiles/{ref}/account (R-ACCT-9).
+func (c *Client) ProfileAccount(ctx context.Context, ref string) (apitypes.ProfileAccount, error) {
+	var a apitypes.ProfileAccount
+	return a, c.get(ctx, Base+"/profiles/"+esc(ref)+"/account", nil, &a)
+}

@@ -54,3 +54,26 @@ type SigninAccount struct {
 type SigninCode struct {
 	Code string `json:"code"`
 }
+
+// ProfileAccount is GET /profiles/{ref}/account: whether the profile's
+// account is signed in, how and as whom when the tool says, and its plan's
+// rate-limit windows as its last turn reported them (R-ACCT-9).
+type ProfileAccount struct {
+	ProfileRef string `json:"profile_ref"`
+	Tool       string `json:"tool"`
+	// SignedIn is nil when the node cannot tell (the tool keeps no sign-in
+	// Olivares can see, and no key is set).
+	SignedIn *bool `json:"signed_in"`
+	// Method is how: "oauth" (the tool's own sign-in in the home),
+	// "token" (a token in the environment), "api_key", or "provider" (its
+	// configured provider needs no sign-in).
+	Method  string `json:"method,omitempty"`
+	Email   string `json:"email,omitempty"`
+	Plan    string `json:"plan,omitempty"`
+	Message string `json:"message,omitempty"`
+	// RateLimits and Limit are the usage report's for this profile
+	// (R-USE-5), with the time of that report.
+	RateLimits   []RateWindow `json:"rate_limits"`
+	Limit        *Limit       `json:"limit,omitempty"`
+	RateLimitsAt *time.Time   `json:"rate_limits_at,omitempty"`
+}

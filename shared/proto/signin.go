@@ -22,3 +22,7 @@ type SigninRef struct {
 	Tenant string `json:"tenant"`
 	Code   string `json:"code,omitempty"`
 }
+
+// OpProfileAccount asks the node whether a profile's account is signed in
+// (R-ACCT-9): RecordDelete's shape names the profile → apitypes.ProfileAccount.
+const OpProfileAccount = "profile.account"

@@ -53,9 +53,24 @@ export function profilesView(main) {
       h('div', { class: 'meta' }, h('code', null, p.home), h('span', null, p.node_id), p.env_keys && p.env_keys.length ? h('span', null, `env ${p.env_keys.join(', ')}`) : null, h('span', { class: 'muted' }, p.ref)),
       h('p', { class: 'muted policy' }, policy.length ? policy.join(' · ') : 'No restriction.'),
       h('p', { class: p.isolation === 'sandbox' ? 'muted isolation' : 'isolation warn' }, boundary),
+      account(p),
       canAdmin ? h('div', { class: 'actions' }, h('button', { type: 'button', class: 'ghost act-policy', onclick: () => editPolicy(p) }, 'Policy'),
         h('button', { type: 'button', class: 'ghost act-signin', onclick: () => signIn(p) }, 'Sign in'),
         h('button', { type: 'button', class: 'ghost act-apikey', onclick: () => apiKey(p) }, 'API key')) : null);
+  }
+
+  // account is the card's line on the profile's account (R-ACCT-9), filled
+  // in when the node answers.
+  function account(p) {
+    const el = h('p', { class: 'muted account' }, 'Account: asking the node\u2026');
+    get(`${BASE}/profiles/${encodeURIComponent(p.ref)}/account`).then((a) => {
+      const who = `${a.email ? ` as ${a.email}` : ''}${a.plan ? ` (${a.plan})` : ''}`;
+      const state = a.signed_in === true ? `signed in${who}` : a.signed_in === false ? 'not signed in' : 'unknown';
+      const windows = (a.rate_limits || []).map((w) => `${w.name} ${Math.round(w.used_percent)}% used${w.resets_at ? `, resets ${localTime(w.resets_at)}` : ''}`);
+      el.className = a.signed_in === false ? 'account warn' : 'muted account';
+      replace(el, [`Account: ${state}`, a.message ? ` \u2014 ${a.message}` : '', windows.length ? ` \u00b7 ${windows.join(' \u00b7 ')}` : ''].join(''));
+    }).catch((e) => replace(el, `Account: unknown (${e.message || e})`));
+    return el;
   }
 
   // signIn starts the tool's sign-in on the node and follows it: the URL to
