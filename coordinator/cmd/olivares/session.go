@@ -98,8 +98,9 @@ func sessionWait() *command {
 		name: "session wait", arg: "run ref",
 		usage: `olivares session wait REF [--state S ...] [--timeout 2m] [--json]
     Wait until the run is in one of the states (default idle: it waits for
-    input), as kubectl wait does; exits 1 at the timeout, and when the run
-    ends in another state (stopped, failed) first.
+    input), as kubectl wait does; exits 1 at the timeout, when the run
+    ends in another state (stopped, failed) first, and when its turn failed
+    because the profile's account is not signed in (olivares profile login).
 `,
 		flags: func(fs *flag.FlagSet) {
 			fs.Var(&o.states, "state", "a state to wait for, repeatable (default idle)")
