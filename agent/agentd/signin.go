@@ -35,7 +35,12 @@ func (a *Agent) signinStartOp(ctx context.Context, h wire.Header, s tunnel.Strea
 		respond(s, nil, err)
 		return
 	}
-	v, err := a.signin.Start(p.ID, signin.Profile{Ref: prof.Ref, Tenant: prof.Tenant, Tool: prof.Tool, Spec: a.sup.SigninSpec(prof)})
+	sp, err := a.signinProfile(prof)
+	if err != nil {
+		respond(s, nil, err)
+		return
+	}
+	v, err := a.signin.Start(p.ID, sp)
 	respond(s, v, err)
 }
 
@@ -81,6 +86,18 @@ func (a *Agent) profileAccountOp(ctx context.Context, h wire.Header, s tunnel.St
 		respond(s, nil, err)
 		return
 	}
-	v, err := a.signin.Account(signin.Profile{Ref: prof.Ref, Tenant: prof.Tenant, Tool: prof.Tool, Spec: a.sup.SigninSpec(prof)})
+	sp, err := a.signinProfile(prof)
+	if err != nil {
+		respond(s, nil, err)
+		return
+	}
+	v, err := a.signin.Account(sp)
 	respond(s, v, err)
+}
+
+// signinProfile is what a sign-in of prof runs with: its runs' home,
+// environment, PATH and isolation (R-ACCT-1).
+func (a *Agent) signinProfile(prof registry.Profile) (signin.Profile, error) {
+	contain, err := a.sup.SigninContain(prof)
+	return signin.Profile{Ref: prof.Ref, Tenant: prof.Tenant, Tool: prof.Tool, Spec: a.sup.SigninSpec(prof), Contain: contain}, err
 }

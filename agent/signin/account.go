@@ -77,7 +77,7 @@ func (m *Manager) codexAccount(p Profile, a apitypes.ProfileAccount, key string)
 	if m.o.Proc == nil {
 		return a, refusal.New(ErrUnsupported, "this node cannot run codex")
 	}
-	proc, err := m.o.Proc.Start(context.Background(), sp)
+	proc, err := p.runner(m.o.Proc).Start(context.Background(), sp)
 	if err != nil {
 		return a, err
 	}

@@ -45,6 +45,17 @@ type Profile struct {
 	// Spec is the profile's launch spec (home, environment, PATH), as its
 	// runs get it.
 	Spec cliruntime.LaunchSpec
+	// Contain wraps a runner in the profile's isolation (its sandbox, as
+	// its runs get it); nil runs natively.
+	Contain func(sessions.Runner) sessions.Runner
+}
+
+// runner is rn in p's isolation.
+func (p Profile) runner(rn sessions.Runner) sessions.Runner {
+	if p.Contain == nil || rn == nil {
+		return rn
+	}
+	return p.Contain(rn)
 }
 
 // Options wire a Manager.

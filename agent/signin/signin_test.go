@@ -1,8 +1,11 @@
 package signin
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +17,7 @@ import (
 	"github.com/olivares-dev/olivares/agent/drivers/claude"
 	"github.com/olivares-dev/olivares/agent/drivers/codex"
 	"github.com/olivares-dev/olivares/agent/drivers/gemini"
+	"github.com/olivares-dev/olivares/agent/isolation"
 	"github.com/olivares-dev/olivares/agent/sessions"
 	"github.com/olivares-dev/olivares/integration/peers/peerbin"
 	"github.com/olivares-dev/olivares/integration/realcli"
@@ -344,5 +348,40 @@ func TestAccount(t *testing.T) {
 	g, err := m.Account(profile(t, "prof_g", "gemini", peerbin.Dir(t)))
 	if err != nil || g.SignedIn != nil || !strings.Contains(g.Message, "API key") {
 		t.Fatalf("gemini: %+v %v, want unknown, saying to give it an API key", g, err)
+	}
+}
+
+// R-ACCT-1: a sign-in runs in its profile's isolation, as its runs do: a
+// sandbox profile's setup-token (the peer) starts under bubblewrap, seeing
+// its home, and is relayed the same.
+func TestSigninInTheProfilesSandbox(t *testing.T) {
+	sb, err := isolation.DetectSandbox(context.Background())
+	if err != nil {
+		if os.Getenv("OLIVARES_SANDBOX") == "1" {
+			t.Fatalf("sandbox unavailable: %v", err)
+		}
+		t.Skipf("sandbox unavailable (set OLIVARES_SANDBOX=1 to fail instead): %v", err)
+	}
+	m, k := newManager(t, time.Minute)
+	p := profile(t, "prof_c", "claude", peerbin.Dir(t))
+	p.Contain = func(rn sessions.Runner) sessions.Runner {
+		return sb.Runner(rn, isolation.Boundary{Writable: []string{p.Spec.Home}})
+	}
+	if _, err := m.Start("signin_1", p); err != nil {
+		t.Fatal(err)
+	}
+	await(t, m, "signin_1", "waiting_for_code", state(apitypes.SigninWaitingForCode))
+	a, _ := m.get("signin_1", "t1")
+	a.mu.Lock()
+	pid := a.proc.Pid()
+	a.mu.Unlock()
+	if cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); !strings.Contains(string(cmd), "bwrap") {
+		t.Fatalf("the sign-in's process %d is %q, want it under bubblewrap", pid, bytes.ReplaceAll(cmd, []byte{0}, []byte{' '}))
+	}
+	if _, err := m.Code("signin_1", "t1", "ok-sandboxed"); err != nil {
+		t.Fatal(err)
+	}
+	if got := await(t, m, "signin_1", "signed_in", func(a apitypes.SigninAttempt) bool { return a.Done() }); got.State != apitypes.SigninSignedIn || k.value == "" {
+		t.Fatalf("attempt %+v, want signed_in with the token kept", got)
 	}
 }

@@ -49,7 +49,7 @@ func (a *attempt) claude(p Profile) error {
 	}
 	// Ink draws its prompt only on a terminal it knows.
 	sp.Env = append(sp.Env, "TERM=xterm-256color")
-	proc, err := a.start(a.m.o.PTY, sp)
+	proc, err := a.start(p.runner(a.m.o.PTY), sp)
 	if err != nil {
 		return err
 	}
@@ -147,7 +147,7 @@ func (a *attempt) codex(p Profile) error {
 	if err != nil {
 		return err
 	}
-	proc, err := a.start(a.m.o.Proc, sp)
+	proc, err := a.start(p.runner(a.m.o.Proc), sp)
 	if err != nil {
 		return err
 	}

@@ -467,6 +467,20 @@ func (s *Supervisor) SigninSpec(p registry.Profile) cliruntime.LaunchSpec {
 	return s.spec(p, p.Home, "", "")
 }
 
+// SigninContain is the isolation a sign-in of p runs in: its runs'
+// (R-ACCT-1, R-TR-7), seeing only its home; nil for a native profile. A
+// sandbox profile on a node without a working sandbox is refused.
+func (s *Supervisor) SigninContain(p registry.Profile) (func(sessions.Runner) sessions.Runner, error) {
+	if p.Isolation != apitypes.IsolationSandbox {
+		return nil, nil
+	}
+	if err := s.supports(apitypes.IsolationSandbox); err != nil {
+		return nil, err
+	}
+	spec := s.SigninSpec(p)
+	return func(rn sessions.Runner) sessions.Runner { return s.contain(rn, apitypes.IsolationSandbox, p.Network, spec) }, nil
+}
+
 // engineHooks reports whether runs of p carry the engine's hooks: the
 // profile asks for them and this agent has a hook endpoint. Without one a
 // Claude Code run reads the project's settings and is gated (R-PCS-15).
