@@ -478,7 +478,9 @@ func (s *Supervisor) SigninContain(p registry.Profile) (func(sessions.Runner) se
 		return nil, err
 	}
 	spec := s.SigninSpec(p)
-	return func(rn sessions.Runner) sessions.Runner { return s.contain(rn, apitypes.IsolationSandbox, p.Network, spec) }, nil
+	return func(rn sessions.Runner) sessions.Runner {
+		return s.contain(rn, apitypes.IsolationSandbox, p.Network, spec)
+	}, nil
 }
 
 // engineHooks reports whether runs of p carry the engine's hooks: the
