@@ -2,6 +2,7 @@ package api
 
 import (
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/labstack/echo/v4"
@@ -62,17 +63,30 @@ func (s *Server) signinCall(c echo.Context, op, code string) (apitypes.Profile, 
 }
 
 // signinSeen keeps the index's copy of a profile a sign-in changed (its
-// env_keys name the token kept on the node, R-ACCT-6).
+// env_keys name the token kept on the node, R-ACCT-6), audited as a
+// profile update naming the variable, never its value (R-AUD-6), by the
+// caller who first saw it.
 func (s *Server) signinSeen(c echo.Context, a apitypes.SigninAttempt) apitypes.SigninAttempt {
-	if a.Profile != nil {
-		p, err := s.refProfile(c)
-		if err == nil {
-			a.Profile.Tenant, a.Profile.NodeID = p.Tenant, p.NodeID
-			if err := s.o.Store.UpdateProfile(c.Request().Context(), *a.Profile); err != nil {
-				s.echo.Logger.Errorf("api: index profile %s after its sign-in: %v", p.Ref, err)
-			}
+	if a.Profile == nil {
+		return a
+	}
+	p, err := s.refProfile(c)
+	if err != nil || slices.Equal(p.EnvKeys, a.Profile.EnvKeys) {
+		return a
+	}
+	a.Profile.Tenant, a.Profile.NodeID = p.Tenant, p.NodeID
+	if err := s.o.Store.UpdateProfile(c.Request().Context(), *a.Profile); err != nil {
+		s.echo.Logger.Errorf("api: index profile %s after its sign-in: %v", p.Ref, err)
+		return a
+	}
+	var set []string
+	for _, k := range a.Profile.EnvKeys {
+		if !slices.Contains(p.EnvKeys, k) {
+			set = append(set, k)
 		}
 	}
+	s.auditCaller(c, apitypes.AuditProfileUpdated, apitypes.AuditTarget{ProfileRef: p.Ref, NodeID: p.NodeID},
+		map[string]any{"fields": []string{"env"}, "env_set": set, "signin_id": a.ID})
 	return a
 }
 

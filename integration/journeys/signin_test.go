@@ -146,8 +146,9 @@ func TestProfileSigninClaude(t *testing.T) {
 			t.Fatalf("an audit row holds the token or the code: %s", b)
 		}
 	}
-	if events[apitypes.AuditProfileSigninStarted] != 2 || events[apitypes.AuditProfileSigninCancelled] != 1 || events[apitypes.AuditProfileSigninCode] != 1 {
-		t.Fatalf("audit events %v, want 2 signin_started, 1 signin_cancelled, 1 signin_code_sent", events)
+	if events[apitypes.AuditProfileSigninStarted] != 2 || events[apitypes.AuditProfileSigninCancelled] != 1 || events[apitypes.AuditProfileSigninCode] != 1 ||
+		events[apitypes.AuditProfileUpdated] != 1 {
+		t.Fatalf("audit events %v, want 2 signin_started, 1 signin_cancelled, 1 signin_code_sent, 1 profile.updated (the token's name)", events)
 	}
 	if n, lines := f.env.AssertNoSecretInLogs(t); n == 0 || lines == 0 {
 		t.Fatalf("checked %d secrets in %d lines", n, lines)
