@@ -108,6 +108,12 @@ func TestProfileSigninClaude(t *testing.T) {
 	if got := f.admin.Call(http.MethodGet, signinPath("prof_other", "/", a.ID), nil); got.Status != http.StatusNotFound {
 		t.Fatalf("the attempt under an unknown profile: %d %s, want 404", got.Status, got.Body)
 	}
+	var other apitypes.Profile
+	f.admin.Must(http.StatusCreated, http.MethodPost, "/v1/m/sessions/profiles",
+		apitypes.ProfileCreate{NodeID: f.agent.ID, Tool: "claude", Name: "claude-other", Home: f.env.ProfileHome()}, &other)
+	if got := f.admin.Call(http.MethodGet, signinPath(other.Ref, "/", a.ID), nil); got.Status != http.StatusNotFound || got.ErrorCode() != "signin_not_found" {
+		t.Fatalf("the attempt under another profile: %d %s, want 404 signin_not_found", got.Status, got.Body)
+	}
 	f.admin.Must(http.StatusOK, http.MethodDelete, signinPath(p.Ref, "/", a.ID), nil, &a)
 	if a.State != apitypes.SigninFailed || a.Message != "cancelled" {
 		t.Fatalf("cancelled: %+v", a)
