@@ -10,6 +10,8 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"github.com/olivares-dev/olivares/agent/cliruntime"
+	"github.com/olivares-dev/olivares/agent/signin"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -201,6 +203,7 @@ type Agent struct {
 	pusher *pusher
 	codex  *codexsup.Service
 	claude *claudesup.Service
+	signin *signin.Manager
 
 	// opsCtx is the agent's own context for the long operations (stop,
 	// handoff, move, starts): it ends when the agent stops, never with a
@@ -249,6 +252,9 @@ func New(cfg Config, logger *slog.Logger) (*Agent, error) {
 	for op, h := range a.codexHandlers() {
 		handlers[op] = h
 	}
+	for op, h := range a.signinHandlers() {
+		handlers[op] = h
+	}
 	for op, h := range a.claudeHandlers() {
 		handlers[op] = h
 	}
@@ -291,6 +297,7 @@ func (a *Agent) openRuns() error {
 	}
 	ds := drivers()
 	ds[codexsup.DriverName] = a.codex.Driver()
+	rns := runners()
 	reg, err := registry.Open(registry.Options{DB: a.db, Drivers: ds, ProfilesDir: filepath.Join(a.cfg.StateDir, "profiles")})
 	if err != nil {
 		rings.Close()
@@ -317,7 +324,7 @@ func (a *Agent) openRuns() error {
 		Hook:         supervisor.HookEndpoint{Command: hookCommand(), Socket: a.SocketPath()},
 		Path:         a.childPath(),
 		Drivers:      ds,
-		Runners:      runners(),
+		Runners:      rns,
 		StopGrace:    a.cfg.Runs.StopGrace.Duration,
 		SetupTimeout: a.cfg.Runs.SetupTimeout.Duration,
 		Container:    a.container,
@@ -332,6 +339,8 @@ func (a *Agent) openRuns() error {
 		return err
 	}
 	a.rings, a.reg, a.sup = rings, reg, sup
+	a.signin = signin.New(signin.Options{Proc: rns[cliruntime.TransportStdio], PTY: rns[cliruntime.TransportPTY], Drivers: ds,
+		KeepToken: a.keepToken})
 	a.reads = runread.New(runread.Options{Runs: runLookup{sup}, Registry: reg})
 	a.codex.SetRuns(codexRuns{reg, sup})
 	return a.openClaude()
@@ -386,6 +395,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	defer func() {
 		a.opsCancel()
 		a.ops.Wait()
+		a.signin.Close() // R-ACCT-4: no sign-in outlives the agent
 		a.codex.Close()
 		a.sup.Close()
 		a.rings.Close()

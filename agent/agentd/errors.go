@@ -11,6 +11,7 @@ import (
 	"github.com/olivares-dev/olivares/agent/handoff"
 	"github.com/olivares-dev/olivares/agent/registry"
 	"github.com/olivares-dev/olivares/agent/runread"
+	"github.com/olivares-dev/olivares/agent/signin"
 	"github.com/olivares-dev/olivares/agent/supervisor"
 	"github.com/olivares-dev/olivares/agent/taint"
 	"github.com/olivares-dev/olivares/agent/transcript"
@@ -71,6 +72,13 @@ var wireKinds = []wireKind{
 	{supervisor.ErrOtherSession, http.StatusConflict, "other_session"},
 	{supervisor.ErrInputQueueFull, http.StatusServiceUnavailable, "input_queue_full"},
 	{supervisor.ErrWorkspaceUnreadable, http.StatusServiceUnavailable, "workspace_unreadable"},
+
+	// signin: a profile's account sign-in (R-ACCT-*).
+	{signin.ErrNotFound, http.StatusNotFound, "signin_not_found"},
+	{signin.ErrBusy, http.StatusConflict, "signin_in_progress"},
+	{signin.ErrUnsupported, http.StatusUnprocessableEntity, "signin_unsupported"},
+	{signin.ErrNotWaiting, http.StatusConflict, "signin_not_waiting"},
+	{signin.ErrBadCode, http.StatusBadRequest, "bad_code"},
 
 	// The driver contract's input refusals (R-IN-2).
 	{cliruntime.ErrWrongInputField, http.StatusBadRequest, "wrong_input_field"},

@@ -460,6 +460,29 @@ func (s *Supervisor) spec(p registry.Profile, workdir, conv, ref string) clirunt
 	return spec
 }
 
+// SigninSpec is the launch spec a sign-in of p runs with (R-ACCT-1): the
+// home, environment and PATH of its runs, without the engine's hooks.
+func (s *Supervisor) SigninSpec(p registry.Profile) cliruntime.LaunchSpec {
+	p.EngineHooks = false
+	return s.spec(p, p.Home, "", "")
+}
+
+// SigninContain is the isolation a sign-in of p runs in: its runs'
+// (R-ACCT-1, R-TR-7), seeing only its home; nil for a native profile. A
+// sandbox profile on a node without a working sandbox is refused.
+func (s *Supervisor) SigninContain(p registry.Profile) (func(sessions.Runner) sessions.Runner, error) {
+	if p.Isolation == "" || p.Isolation == apitypes.IsolationNative {
+		return nil, nil
+	}
+	if err := s.supports(p.Isolation); err != nil {
+		return nil, err
+	}
+	spec := s.SigninSpec(p)
+	return func(rn sessions.Runner) sessions.Runner {
+		return s.contain(rn, p.Isolation, p.Network, spec)
+	}, nil
+}
+
 // engineHooks reports whether runs of p carry the engine's hooks: the
 // profile asks for them and this agent has a hook endpoint. Without one a
 // Claude Code run reads the project's settings and is gated (R-PCS-15).

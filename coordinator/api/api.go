@@ -288,7 +288,7 @@ func (s *Server) routes() []Route {
 		{http.MethodPost, "/v1/nodes/:id/revoke", auth.PermRunAdmin, s.revokeNode},
 		// The audit ledger is read by administrators (issue 5).
 		{http.MethodGet, "/v1/audit", auth.PermRunAdmin, s.listAudit},
-	}, slices.Concat(s.runRoutes(), s.markRoutes(), s.workspaceRoutes(), s.projectConfigRoutes(), s.vaultRoutes(), s.diffRoutes(), s.handoffRoutes(), s.activityRoutes(), s.codexRoutes(), s.claudeRoutes(), s.lifecycleRoutes(), s.changeRoutes(), s.webhookRoutes(), s.pushRoutes(), s.usageRoutes(), s.continueRoutes(), s.onLimitRoutes())...)
+	}, slices.Concat(s.runRoutes(), s.markRoutes(), s.workspaceRoutes(), s.projectConfigRoutes(), s.vaultRoutes(), s.diffRoutes(), s.handoffRoutes(), s.activityRoutes(), s.codexRoutes(), s.claudeRoutes(), s.lifecycleRoutes(), s.changeRoutes(), s.webhookRoutes(), s.pushRoutes(), s.usageRoutes(), s.continueRoutes(), s.onLimitRoutes(), s.signinRoutes())...)
 }
 
 // Close stops what the API runs in the background: the webhooks'

@@ -11,6 +11,7 @@ import (
 	"github.com/olivares-dev/olivares/agent/cliruntime"
 	"github.com/olivares-dev/olivares/integration"
 	"github.com/olivares-dev/olivares/integration/fakemodel"
+	"github.com/olivares-dev/olivares/integration/realcli"
 	"github.com/olivares-dev/olivares/shared/apitypes"
 )
 
@@ -128,4 +129,40 @@ func TestRealCodexReconnecting(t *testing.T) {
 	f.operator.AwaitRun(r.RunRef, wait, "idle, last_error cleared", func(r apitypes.Run) bool {
 		return r.State == apitypes.StateIdle && r.LastError == nil
 	})
+}
+
+// R-ACCT-8 with the real Claude Code: a profile with no API key and no
+// sign-in gets "Not logged in · Please run /login" without a model request
+// (real-clis.md §1.2). The run's last_error is kind auth, its attention
+// failed, and session wait exits non-zero naming the profile and the
+// command that signs it in, instead of printing idle and exiting 0.
+func TestRealClaudeNotSignedIn(t *testing.T) {
+	bin := realBin(t, "claude")
+	f := setup(t, "yamux", integration.ProcOptions{Path: bin + ":" + cliruntime.DefaultPath})
+	fake := fakemodel.NewAnthropic()
+	defer fake.Close()
+	var p apitypes.Profile
+	f.admin.Must(http.StatusCreated, http.MethodPost, "/v1/m/sessions/profiles", apitypes.ProfileCreate{
+		NodeID: f.agent.ID, Tool: "claude", Name: "claude-nokey", Home: filepath.Join(realcli.HomeDir(t), "home"),
+		Env: map[string]string{"ANTHROPIC_BASE_URL": fake.URL(), "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "CLAUDE_CODE_MAX_RETRIES": "0"},
+	}, &p)
+	r := f.launch(p)
+	f.operator.AwaitRun(r.RunRef, wait, "idle", func(r apitypes.Run) bool { return r.State == apitypes.StateIdle })
+	f.post(f.operator, http.StatusAccepted, r.RunRef, "input", integration.Message("hello"), nil)
+	failed := f.operator.AwaitRun(r.RunRef, wait, "a last_error", func(r apitypes.Run) bool {
+		return r.State == apitypes.StateIdle && r.LastError != nil
+	})
+	if failed.LastError.Kind != cliruntime.ErrorAuth || !strings.Contains(failed.LastError.Message, "Not logged in") {
+		t.Fatalf("last_error %+v, want kind auth with Claude Code's Not logged in", failed.LastError)
+	}
+	if failed.Attention == nil || *failed.Attention != apitypes.AttentionFailed {
+		t.Fatalf("attention %v, want failed", failed.Attention)
+	}
+	out, code := f.cli("session", "wait", r.RunRef, "--timeout", "20s")
+	if code == 0 || !strings.Contains(out, "the account of profile claude-nokey is not signed in") || !strings.Contains(out, "olivares profile login claude-nokey") {
+		t.Fatalf("session wait: exit %d\n%s\nwant non-zero naming the profile and olivares profile login", code, out)
+	}
+	if n := len(fake.Requests()); n != 0 {
+		t.Fatalf("the model server saw %d requests, want none (no key, no sign-in)", n)
+	}
 }

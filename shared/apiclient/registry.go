@@ -94,3 +94,34 @@ func (c *Client) Secrets(ctx context.Context) (apitypes.SecretList, error) {
 func (c *Client) DeleteSecret(ctx context.Context, ref string) error {
 	return c.call(ctx, http.MethodDelete, Base+"/vault/secrets/"+esc(ref), nil, nil)
 }
+
+// StartSignin is POST /profiles/{ref}/signin: the tool's own sign-in on
+// the profile's node (R-ACCT-1).
+func (c *Client) StartSignin(ctx context.Context, ref string) (apitypes.SigninAttempt, error) {
+	var a apitypes.SigninAttempt
+	return a, c.call(ctx, http.MethodPost, Base+"/profiles/"+esc(ref)+"/signin", nil, &a)
+}
+
+// Signin is GET /profiles/{ref}/signin/{id}.
+func (c *Client) Signin(ctx context.Context, ref, id string) (apitypes.SigninAttempt, error) {
+	var a apitypes.SigninAttempt
+	return a, c.get(ctx, Base+"/profiles/"+esc(ref)+"/signin/"+esc(id), nil, &a)
+}
+
+// SigninCode is POST /profiles/{ref}/signin/{id}/code: the pasted code.
+func (c *Client) SigninCode(ctx context.Context, ref, id, code string) (apitypes.SigninAttempt, error) {
+	var a apitypes.SigninAttempt
+	return a, c.call(ctx, http.MethodPost, Base+"/profiles/"+esc(ref)+"/signin/"+esc(id)+"/code", apitypes.SigninCode{Code: code}, &a)
+}
+
+// CancelSignin is DELETE /profiles/{ref}/signin/{id}.
+func (c *Client) CancelSignin(ctx context.Context, ref, id string) (apitypes.SigninAttempt, error) {
+	var a apitypes.SigninAttempt
+	return a, c.call(ctx, http.MethodDelete, Base+"/profiles/"+esc(ref)+"/signin/"+esc(id), nil, &a)
+}
+
+// ProfileAccount is GET /profiles/{ref}/account (R-ACCT-9).
+func (c *Client) ProfileAccount(ctx context.Context, ref string) (apitypes.ProfileAccount, error) {
+	var a apitypes.ProfileAccount
+	return a, c.get(ctx, Base+"/profiles/"+esc(ref)+"/account", nil, &a)
+}

@@ -393,6 +393,12 @@ func (s *session) resultLocked(f *frame, raw json.RawMessage) cliruntime.Step {
 	return cliruntime.Step{Events: evs}
 }
 
+// notLoggedIn starts the result of a turn Claude Code refused without
+// asking the model: no API key and no sign-in in its home (real-clis.md
+// §1.2: terminal_reason api_error, api_error_status null, the assistant
+// frame's error authentication_failed). It is an auth failure (R-ACCT-8).
+const notLoggedIn = "Not logged in"
+
 // errorKind classifies a failed turn's result for the run's last_error
 // (R-LERR-1): the API status Claude Code reports (real-clis.md §1.10), a
 // connection failure, or an interrupt (terminal_reason aborted_*).
@@ -402,7 +408,7 @@ func errorKind(f *frame) string {
 	switch reason := str(f.TerminalReason); {
 	case strings.HasPrefix(reason, "aborted"):
 		return cliruntime.ErrorInterrupted
-	case status == 401 || status == 403:
+	case status == 401 || status == 403, strings.HasPrefix(str(f.Result), notLoggedIn):
 		return cliruntime.ErrorAuth
 	case status == 429:
 		return cliruntime.ErrorRateLimit

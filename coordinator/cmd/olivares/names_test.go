@@ -33,6 +33,9 @@ func TestNamesEverywhere(t *testing.T) {
 			writeJSON(w, 200, apitypes.NodeList{Nodes: []apitypes.Node{{ID: "n1", Hostname: "box"}}})
 		case "GET /v1/m/sessions/profiles/prof_1":
 			writeJSON(w, 200, apitypes.Profile{Ref: "prof_1", Name: "work", Tool: "claude", DeniedTools: denied})
+		case "GET /v1/m/sessions/profiles/prof_1/account":
+			no := false
+			writeJSON(w, 200, apitypes.ProfileAccount{ProfileRef: "prof_1", Tool: "claude", SignedIn: &no, RateLimits: []apitypes.RateWindow{}})
 		case "PATCH /v1/m/sessions/profiles/prof_1":
 			var m map[string]any
 			json.Unmarshal(raw, &m)
@@ -53,7 +56,8 @@ func TestNamesEverywhere(t *testing.T) {
 			writeErr(w, 404, "not_found", "no such thing")
 		}
 	})
-	if out, stderr, code := cli(t, "profile", "show", "work"); code != 0 || !strings.Contains(out, "prof_1") {
+	// R-ACCT-9: show says whether the account is signed in.
+	if out, stderr, code := cli(t, "profile", "show", "work"); code != 0 || !strings.Contains(out, "prof_1") || !strings.Contains(out, "not signed in; run olivares profile login work") {
 		t.Errorf("profile show NAME: exit %d %s %s", code, out, stderr)
 	}
 	for _, args := range [][]string{

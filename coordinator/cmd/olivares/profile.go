@@ -42,9 +42,14 @@ func profileCommands() []*command {
 			if err != nil {
 				return err
 			}
-			return c.emit(p, func() { printProfile(c.out, p) })
+			return c.emit(p, func() {
+				printProfile(c.out, p)
+				// R-ACCT-9: the node says; an unreachable one says why.
+				a, err := c.cl.ProfileAccount(ctx, ref)
+				fmt.Fprintf(c.out, "account\t%s\n", accountText(p, a, err))
+			})
 		},
-	}, profileUpdate()}
+	}, profileUpdate(), profileLogin()}
 }
 
 // policyOpts are a profile's policy flags (R-MOVE-3, Q-53, R-PCS-15,
@@ -435,4 +440,38 @@ func printProfile(out io.Writer, p apitypes.Profile) {
 	}
 	fmt.Fprintf(tw, "created\t%s\n", stamp(p.CreatedAt))
 	tw.Flush()
+}
+
+// accountText is a profile's account in words (R-ACCT-9): signed in or
+// not, how and as whom, and the windows of its plan when a turn reported
+// them.
+func accountText(p apitypes.Profile, a apitypes.ProfileAccount, err error) string {
+	if err != nil {
+		return "unknown: " + err.Error()
+	}
+	var s string
+	switch {
+	case a.SignedIn == nil:
+		s = "unknown"
+	case *a.SignedIn:
+		s = "signed in"
+		if a.Email != "" {
+			s += " as " + a.Email
+		}
+		if a.Plan != "" {
+			s += " (" + a.Plan + ")"
+		}
+	default:
+		s = "not signed in; run olivares profile login " + p.Name
+	}
+	if a.Message != "" {
+		s += ": " + a.Message
+	}
+	for _, w := range a.RateLimits {
+		s += fmt.Sprintf("; %s window %.0f%% used", w.Name, w.UsedPercent)
+		if w.ResetsAt != nil {
+			s += ", resets " + stamp(*w.ResetsAt)
+		}
+	}
+	return s
 }

@@ -98,8 +98,9 @@ func sessionWait() *command {
 		name: "session wait", arg: "run ref",
 		usage: `olivares session wait REF [--state S ...] [--timeout 2m] [--json]
     Wait until the run is in one of the states (default idle: it waits for
-    input), as kubectl wait does; exits 1 at the timeout, and when the run
-    ends in another state (stopped, failed) first.
+    input), as kubectl wait does; exits 1 at the timeout, when the run
+    ends in another state (stopped, failed) first, and when its turn failed
+    because the profile's account is not signed in (olivares profile login).
 `,
 		flags: func(fs *flag.FlagSet) {
 			fs.Var(&o.states, "state", "a state to wait for, repeatable (default idle)")
@@ -137,6 +138,10 @@ func sessionWait() *command {
 					r = got
 				}
 				switch {
+				case err == nil && slices.Contains(want, r.State) && r.LastError != nil && r.LastError.Kind == cliruntimeAuth:
+					// R-ACCT-8: a turn the tool refused for want of a
+					// sign-in is no success, though the run waits for input.
+					return notSignedIn(ctx, c, r)
 				case err == nil && slices.Contains(want, r.State):
 					return c.emit(r, func() { fmt.Fprintf(c.out, "%s %s\n", r.RunRef, runState(r)) })
 				case err == nil && !apitypes.Live(r.State) && r.State != apitypes.StatePendingApproval:
@@ -626,6 +631,21 @@ func exitShort(r apitypes.Run) string {
 
 // lastErrorText is "; its tool said: KIND: MESSAGE" for a run with a
 // last_error, "" for none.
+// cliruntimeAuth is last_error's kind for credentials the tool or its
+// provider refused (R-LERR-1).
+const cliruntimeAuth = "auth"
+
+// notSignedIn is session wait's answer for a run whose tool is not signed
+// in (R-ACCT-8): it names the profile and the command that signs it in.
+func notSignedIn(ctx context.Context, c *call, r apitypes.Run) error {
+	name := r.ProviderProfileRef
+	if p, err := c.cl.Profile(ctx, r.ProviderProfileRef); err == nil {
+		name = p.Name
+	}
+	return fmt.Errorf("run %s is %s but its turn failed: the account of profile %s is not signed in (its tool said: %s); run olivares profile login %s, or give the profile an API key",
+		r.RunRef, r.State, name, r.LastError.Message, name)
+}
+
 func lastErrorText(r apitypes.Run) string {
 	if r.LastError == nil {
 		return ""

@@ -3,10 +3,16 @@
 // engine's Claude Code hook and its denied tools (GET, POST and PATCH
 // /profiles); and the tenant's vault secrets (names only, never values),
 // which launches grant to runs. Changes need workspace administration.
+// Sign in runs the tool's own sign-in on the profile's node and relays it
+// (R-ACCT-1..5: POST, GET and DELETE /profiles/{ref}/signin); API key puts
+// a key in the vault for launches to grant instead (R-ACCT-7).
 import { h, replace, localTime, TOOLS, TOOL } from './dom.js';
 import { api, get, session, BASE } from './api.js';
 import { errorLine, modal, say } from './ui.js';
 
+
+// KEY_ENV is the variable each tool reads its API key from.
+const KEY_ENV = { claude: 'ANTHROPIC_API_KEY', codex: 'OPENAI_API_KEY', gemini: 'GEMINI_API_KEY', grok: 'XAI_API_KEY', opencode: 'ANTHROPIC_API_KEY' };
 
 export function profilesView(main) {
   const canAdmin = session.can('sessions:workspace:admin');
@@ -49,7 +55,122 @@ export function profilesView(main) {
       h('div', { class: 'meta' }, h('code', null, p.home), h('span', null, p.node_id), p.env_keys && p.env_keys.length ? h('span', null, `env ${p.env_keys.join(', ')}`) : null, h('span', { class: 'muted' }, p.ref)),
       h('p', { class: 'muted policy' }, policy.length ? policy.join(' · ') : 'No restriction.'),
       h('p', { class: isolated ? 'muted isolation' : 'isolation warn' }, boundary),
-      canAdmin ? h('div', { class: 'actions' }, h('button', { type: 'button', class: 'ghost act-policy', onclick: () => editPolicy(p) }, 'Policy')) : null);
+      account(p),
+      canAdmin ? h('div', { class: 'actions' }, h('button', { type: 'button', class: 'ghost act-policy', onclick: () => editPolicy(p) }, 'Policy'),
+        h('button', { type: 'button', class: 'ghost act-signin', onclick: () => signIn(p) }, 'Sign in'),
+        h('button', { type: 'button', class: 'ghost act-apikey', onclick: () => apiKey(p) }, 'API key')) : null);
+  }
+
+  // account is the card's line on the profile's account (R-ACCT-9), filled
+  // in when the node answers.
+  function account(p) {
+    const el = h('p', { class: 'muted account' }, 'Account: asking the node\u2026');
+    get(`${BASE}/profiles/${encodeURIComponent(p.ref)}/account`).then((a) => {
+      const who = `${a.email ? ` as ${a.email}` : ''}${a.plan ? ` (${a.plan})` : ''}`;
+      const state = a.signed_in === true ? `signed in${who}` : a.signed_in === false ? 'not signed in' : 'unknown';
+      const windows = (a.rate_limits || []).map((w) => `${w.name} ${Math.round(w.used_percent)}% used${w.resets_at ? `, resets ${localTime(w.resets_at)}` : ''}`);
+      el.className = a.signed_in === false ? 'account warn' : 'muted account';
+      replace(el, [`Account: ${state}`, a.message ? ` \u2014 ${a.message}` : '', windows.length ? ` \u00b7 ${windows.join(' \u00b7 ')}` : ''].join(''));
+    }).catch((e) => replace(el, `Account: unknown (${e.message || e})`));
+    return el;
+  }
+
+  // signIn starts the tool's sign-in on the node and follows it: the URL to
+  // open, the code to paste back (Claude Code) or to enter there (Codex),
+  // then how it ended. Closing the dialog before the end cancels it.
+  async function signIn(p) {
+    const m = modal('signin-dialog', `Sign in ${p.name}`);
+    const state = h('div', { id: 'signin-state', 'aria-live': 'polite' });
+    m.body.append(state);
+    const path = `${BASE}/profiles/${encodeURIComponent(p.ref)}/signin`;
+    let a = null;
+    let timer = 0;
+    let sent = false;
+    const done = () => a && ['signed_in', 'failed', 'expired'].includes(a.state);
+    m.dlg.addEventListener('close', () => {
+      clearTimeout(timer);
+      if (a && !done()) api('DELETE', `${path}/${encodeURIComponent(a.id)}`).catch(() => {});
+    });
+    const link = (url) => h('a', { href: url, target: '_blank', rel: 'noopener noreferrer', id: 'signin-url', class: 'signin-url' }, url);
+    const close = h('button', { type: 'button', class: 'ghost', id: 'signin-close', onclick: m.close }, 'Close');
+    function render() {
+      if (!a) { replace(state, h('p', { class: 'muted' }, 'Starting the sign-in on the node\u2026')); return; }
+      switch (a.state) {
+        case 'waiting_for_code': {
+          if (sent) break;
+          const code = h('input', { type: 'text', id: 'signin-code', required: true, autocomplete: 'off', 'aria-label': 'Code from the sign-in page' });
+          const msg = h('div');
+          replace(state, h('p', null, 'Open this page, sign in, and paste the code it shows:'), link(a.url),
+            h('form', { class: 'stack', onsubmit: async (e) => {
+              e.preventDefault();
+              try {
+                a = (await api('POST', `${path}/${encodeURIComponent(a.id)}/code`, { code: code.value.trim() })).data;
+                sent = true;
+                render();
+                poll();
+              } catch (err) { replace(msg, errorLine(err)); }
+            } }, msg, h('label', { for: 'signin-code' }, 'Code'), code,
+            h('div', { class: 'buttons' }, close, h('button', { type: 'submit', id: 'signin-send' }, 'Send the code'))));
+          return;
+        }
+        case 'waiting_for_browser':
+          replace(state, h('p', null, 'Open this page in any browser, sign in, and enter the code:'), link(a.url),
+            h('p', { class: 'signin-code', id: 'signin-user-code' }, h('code', null, a.user_code)),
+            h('p', { class: 'muted' }, 'This dialog follows until the tool says you are signed in.'), h('div', { class: 'buttons' }, close));
+          return;
+        case 'signed_in': {
+          const who = a.account && a.account.email ? ` as ${a.account.email}${a.account.plan ? ` (${a.account.plan})` : ''}` : '';
+          replace(state, h('p', { class: 'banner', role: 'status', id: 'signin-done' }, `Signed in${who}. ${a.message || ''}`), h('div', { class: 'buttons' }, close));
+          load();
+          return;
+        }
+        case 'failed':
+        case 'expired':
+          replace(state, h('p', { class: 'banner error', role: 'alert', id: 'signin-done' }, `The sign-in ${a.state === 'expired' ? 'expired' : 'failed'}: ${a.message || ''}`),
+            h('p', { class: 'muted' }, 'Try again, or give the profile an API key instead.'), h('div', { class: 'buttons' }, close));
+          return;
+      }
+      replace(state, h('p', { class: 'muted' }, a.message ? `${a.message}\u2026` : 'The tool is signing in\u2026'), h('div', { class: 'buttons' }, close));
+    }
+    function poll() {
+      clearTimeout(timer);
+      if (done() || (a.state === 'waiting_for_code' && !sent)) return;
+      timer = setTimeout(async () => {
+        try { a = await get(`${path}/${encodeURIComponent(a.id)}`); } catch (err) { replace(state, errorLine(err)); return; }
+        render();
+        poll();
+      }, 1000);
+    }
+    render();
+    try {
+      a = (await api('POST', path)).data;
+    } catch (err) {
+      replace(state, errorLine(err), h('div', { class: 'buttons' }, close, h('button', { type: 'button', class: 'ghost', onclick: () => { m.close(); apiKey(p); } }, 'Use an API key')));
+      return;
+    }
+    render();
+    poll();
+  }
+
+  // apiKey keeps a key in the vault (sealed, never shown again), for a
+  // launch of this profile to grant as the tool's variable (R-ACCT-7).
+  function apiKey(p) {
+    const m = modal('apikey-dialog', `API key for ${p.name}`);
+    const env = KEY_ENV[p.tool] || 'API_KEY';
+    const name = h('input', { type: 'text', id: 'key-name', required: true, value: `${p.name}-api-key` });
+    const value = h('input', { type: 'password', id: 'key-value', required: true, autocomplete: 'off' });
+    const msg = h('div');
+    m.body.append(h('form', { class: 'stack', onsubmit: async (e) => {
+      e.preventDefault();
+      try {
+        const sec = (await api('POST', `${BASE}/vault/secrets`, { name: name.value.trim(), value: value.value })).data;
+        replace(m.body, h('p', { class: 'banner', role: 'status', id: 'key-done' }, `The key is in the vault as ${sec.name}. Grant it when you start a session of ${p.name}: vault secret ${sec.name} as ${env}.`),
+          h('div', { class: 'buttons' }, h('button', { type: 'button', onclick: m.close }, 'Close')));
+        loadVault();
+      } catch (err) { replace(msg, errorLine(err)); }
+    } }, msg, h('p', { class: 'muted' }, `Instead of a sign-in, a session can use an API key: it is sealed in the vault and handed to the tool as ${env} by the launch that grants it.`),
+    h('label', { for: 'key-name' }, 'Name in the vault'), name, h('label', { for: 'key-value' }, 'API key'), value,
+    h('div', { class: 'buttons' }, h('button', { type: 'button', class: 'ghost', onclick: m.close }, 'Cancel'), h('button', { type: 'submit', id: 'key-save' }, 'Keep in the vault'))));
   }
 
   function editPolicy(p) {

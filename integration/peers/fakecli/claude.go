@@ -137,6 +137,9 @@ type claude struct {
 }
 
 func runClaude(p *peer, args []string) int {
+	if len(args) > 0 && args[0] == "setup-token" {
+		return setupToken(p)
+	}
 	flags, err := parseClaudeFlags(args)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -164,6 +164,8 @@ func (c *codex) message(line []byte) {
 			t.cwd = p.Cwd
 		}
 		c.reply(m.ID, c.threadResult(t))
+	case "account/read", "account/login/start":
+		c.account(m.ID, m.Method, m.Params)
 	case "turn/start":
 		c.turnStart(m.ID, m.Params)
 	case "turn/interrupt":

@@ -1,0 +1,162 @@
+package api
+
+import (
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/olivares-dev/olivares/coordinator/auth"
+	"github.com/olivares-dev/olivares/shared/apierr"
+	"github.com/olivares-dev/olivares/shared/apitypes"
+	"github.com/olivares-dev/olivares/shared/proto"
+	"github.com/olivares-dev/olivares/shared/wire"
+)
+
+// signinRoutes are a profile's account sign-in (R-ACCT-1..5): the attempt
+// runs on the profile's node; the coordinator relays and audits. A sign-in
+// changes what the profile's runs act as, so it is profile administration
+// (R-PROF-4's permission).
+func (s *Server) signinRoutes() []Route {
+	return []Route{
+		{http.MethodGet, Base + "/profiles/:ref/account", auth.PermRunRead, s.profileAccount},
+		{http.MethodPost, Base + "/profiles/:ref/signin", auth.PermWorkspaceAdmin, s.startSignin},
+		{http.MethodGet, Base + "/profiles/:ref/signin/:id", auth.PermWorkspaceAdmin, s.getSignin},
+		{http.MethodPost, Base + "/profiles/:ref/signin/:id/code", auth.PermWorkspaceAdmin, s.signinCode},
+		{http.MethodDelete, Base + "/profiles/:ref/signin/:id", auth.PermWorkspaceAdmin, s.cancelSignin},
+	}
+}
+
+func (s *Server) startSignin(c echo.Context) error {
+	p, err := s.refProfile(c)
+	if err != nil {
+		return err
+	}
+	if err := noBody(c); err != nil {
+		return err
+	}
+	id := auth.NewID("signin_")
+	var a apitypes.SigninAttempt
+	if err := s.call(c.Request().Context(), p.NodeID, wire.Header{Op: proto.OpSigninStart},
+		proto.SigninStart{ID: id, Ref: p.Ref, Tenant: p.Tenant}, &a); err != nil {
+		return err
+	}
+	s.auditCaller(c, apitypes.AuditProfileSigninStarted, apitypes.AuditTarget{ProfileRef: p.Ref, NodeID: p.NodeID},
+		map[string]string{"signin_id": a.ID, "tool": a.Tool, "signin_state": a.State})
+	return c.JSON(http.StatusAccepted, s.signinSeen(c, a))
+}
+
+// signinCall relays op on the attempt named in the path; an attempt of
+// another profile is 404 like an unknown one.
+func (s *Server) signinCall(c echo.Context, op, code string) (apitypes.Profile, apitypes.SigninAttempt, error) {
+	p, err := s.refProfile(c)
+	if err != nil {
+		return p, apitypes.SigninAttempt{}, err
+	}
+	var a apitypes.SigninAttempt
+	err = s.call(c.Request().Context(), p.NodeID, wire.Header{Op: op}, proto.SigninRef{ID: c.Param("id"), Tenant: p.Tenant, Code: code}, &a)
+	if err == nil && a.ProfileRef != p.Ref {
+		err = apierr.New(http.StatusNotFound, "signin_not_found", "profile %s has no sign-in %s", p.Ref, c.Param("id"))
+	}
+	return p, a, err
+}
+
+// signinSeen keeps the index's copy of a profile a sign-in changed (its
+// env_keys name the token kept on the node, R-ACCT-6), audited as a
+// profile update naming the variable, never its value (R-AUD-6), by the
+// caller who first saw it.
+func (s *Server) signinSeen(c echo.Context, a apitypes.SigninAttempt) apitypes.SigninAttempt {
+	if a.Profile == nil {
+		return a
+	}
+	p, err := s.refProfile(c)
+	if err != nil || slices.Equal(p.EnvKeys, a.Profile.EnvKeys) {
+		return a
+	}
+	a.Profile.Tenant, a.Profile.NodeID = p.Tenant, p.NodeID
+	if err := s.o.Store.UpdateProfile(c.Request().Context(), *a.Profile); err != nil {
+		s.echo.Logger.Errorf("api: index profile %s after its sign-in: %v", p.Ref, err)
+		return a
+	}
+	var set []string
+	for _, k := range a.Profile.EnvKeys {
+		if !slices.Contains(p.EnvKeys, k) {
+			set = append(set, k)
+		}
+	}
+	s.auditCaller(c, apitypes.AuditProfileUpdated, apitypes.AuditTarget{ProfileRef: p.Ref, NodeID: p.NodeID},
+		map[string]any{"fields": []string{"env"}, "env_set": set, "signin_id": a.ID})
+	return a
+}
+
+func (s *Server) getSignin(c echo.Context) error {
+	_, a, err := s.signinCall(c, proto.OpSigninGet, "")
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, s.signinSeen(c, a))
+}
+
+// signinCode sends the pasted code (R-ACCT-3). The code is a secret of
+// the person's: it is audited as sent, never with its text.
+func (s *Server) signinCode(c echo.Context) error {
+	var req apitypes.SigninCode
+	if err := decodeStrict(c, maxJSONBody, &req); err != nil {
+		return err
+	}
+	if strings.TrimSpace(req.Code) == "" {
+		return apierr.BadRequest("bad_code", "code is required: paste the code the sign-in page showed")
+	}
+	p, a, err := s.signinCall(c, proto.OpSigninCode, req.Code)
+	if err != nil {
+		return err
+	}
+	s.auditCaller(c, apitypes.AuditProfileSigninCode, apitypes.AuditTarget{ProfileRef: p.Ref, NodeID: p.NodeID},
+		map[string]string{"signin_id": a.ID})
+	return c.JSON(http.StatusOK, s.signinSeen(c, a))
+}
+
+// cancelSignin ends the attempt; the node kills its process (R-ACCT-4).
+func (s *Server) cancelSignin(c echo.Context) error {
+	if err := noBody(c); err != nil {
+		return err
+	}
+	p, a, err := s.signinCall(c, proto.OpSigninCancel, "")
+	if err != nil {
+		return err
+	}
+	s.auditCaller(c, apitypes.AuditProfileSigninCancelled, apitypes.AuditTarget{ProfileRef: p.Ref, NodeID: p.NodeID},
+		map[string]string{"signin_id": a.ID, "signin_state": a.State})
+	return c.JSON(http.StatusOK, a)
+}
+
+// profileAccount is R-ACCT-9: the node says whether the account is signed
+// in; the rate-limit windows are the usage report's for the profile
+// (R-USE-5).
+func (s *Server) profileAccount(c echo.Context) error {
+	p, err := s.refProfile(c)
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	var a apitypes.ProfileAccount
+	if err := s.call(ctx, p.NodeID, wire.Header{Op: proto.OpProfileAccount}, proto.RecordDelete{Ref: p.Ref, Tenant: p.Tenant}, &a); err != nil {
+		return err
+	}
+	a.RateLimits = []apitypes.RateWindow{}
+	latest, err := s.o.Store.LatestAccountUsage(ctx, p.Tenant)
+	if err != nil {
+		return err
+	}
+	for _, u := range latest {
+		if u.ProfileRef == p.Ref {
+			at := u.At.UTC()
+			a.RateLimitsAt, a.Limit = &at, u.Limit
+			if u.RateLimits != nil {
+				a.RateLimits = u.RateLimits
+			}
+		}
+	}
+	return c.JSON(http.StatusOK, a)
+}

@@ -1,0 +1,211 @@
+package journeys
+
+import (
+	"bufio"
+	"encoding/json"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/olivares-dev/olivares/integration"
+	"github.com/olivares-dev/olivares/shared/apitypes"
+)
+
+// A profile's account sign-in through the coordinator, the tunnel and a
+// real agent process (R-ACCT-1..7). The agent runs the fakecli peer as
+// claude and codex: it prints what claude setup-token and Codex's
+// device-code sign-in print (docs/real-clis.md §1.12, §2.2) and, because
+// no real sign-in server runs here, takes a code or a device approval. The
+// real CLIs' offline part is agent/signin's TestRealSignin.
+
+func signinPath(ref string, rest ...string) string {
+	return "/v1/m/sessions/profiles/" + ref + "/signin" + strings.Join(rest, "")
+}
+
+// awaitSignin polls GET …/signin/{id} until ok or the deadline.
+func (f *fixture) awaitSignin(ref, id, what string, ok func(apitypes.SigninAttempt) bool) apitypes.SigninAttempt {
+	f.t.Helper()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(wait)
+	for {
+		var a apitypes.SigninAttempt
+		f.admin.Must(http.StatusOK, http.MethodGet, signinPath(ref, "/", id), nil, &a)
+		if ok(a) {
+			return a
+		}
+		select {
+		case <-deadline:
+			f.t.Fatalf("%s: sign-in %s is still %+v", what, id, a)
+		case <-tick.C:
+		}
+	}
+}
+
+// cliIn is f.cli with in as the command's input.
+func (f *fixture) cliStart(in string, args ...string) (*exec.Cmd, *bufio.Scanner, func() (string, int)) {
+	f.t.Helper()
+	f.cli("whoami") // logs in once
+	cmd := exec.Command(filepath.Join(integration.Binaries(f.t), "olivares"), args...)
+	cmd.Env = append(os.Environ(), "OLIVARES_CONFIG_DIR="+f.cliDir)
+	cmd.Stdin = strings.NewReader(in)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		f.t.Fatal(err)
+	}
+	sc := bufio.NewScanner(out)
+	var seen []string
+	wait := func() (string, int) {
+		for sc.Scan() {
+			seen = append(seen, sc.Text())
+		}
+		err := cmd.Wait()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		}
+		return strings.Join(seen, "\n") + "\n" + stderr.String(), code
+	}
+	return cmd, sc, wait
+}
+
+// R-ACCT-1..4, R-ACCT-6: Claude Code's setup-token relayed: who may start
+// it, one at a time, cancel, then the CLI reads the pasted code from its
+// input and the token ends in the profile's environment on the node, in no
+// log line and no audit row.
+func TestProfileSigninClaude(t *testing.T) {
+	f := setup(t, "yamux", integration.ProcOptions{})
+	var p apitypes.Profile
+	f.admin.Must(http.StatusCreated, http.MethodPost, "/v1/m/sessions/profiles",
+		apitypes.ProfileCreate{NodeID: f.agent.ID, Tool: "claude", Name: "claude-si", Home: f.env.ProfileHome()}, &p)
+	for _, who := range []*integration.Client{f.viewer, f.operator} {
+		if got := who.Call(http.MethodPost, signinPath(p.Ref), nil); got.Status != http.StatusForbidden {
+			t.Fatalf("a sign-in without workspace administration: %d %s, want 403", got.Status, got.Body)
+		}
+	}
+	if out, code := f.cli("profile", "show", "claude-si"); code != 0 || !strings.Contains(out, "not signed in; run olivares profile login claude-si") {
+		t.Fatalf("olivares profile show before the sign-in: exit %d\n%s", code, out)
+	}
+	var a apitypes.SigninAttempt
+	f.admin.Must(http.StatusAccepted, http.MethodPost, signinPath(p.Ref), nil, &a)
+	a = f.awaitSignin(p.Ref, a.ID, "waiting_for_code", func(a apitypes.SigninAttempt) bool { return a.State == apitypes.SigninWaitingForCode })
+	if !strings.HasPrefix(a.URL, "https://claude.com/cai/oauth/authorize?") {
+		t.Fatalf("attempt %+v, want Claude Code's sign-in URL", a)
+	}
+	if got := f.admin.Call(http.MethodPost, signinPath(p.Ref), nil); got.Status != http.StatusConflict || got.ErrorCode() != "signin_in_progress" {
+		t.Fatalf("a second sign-in: %d %s, want 409 signin_in_progress", got.Status, got.Body)
+	}
+	if got := f.admin.Call(http.MethodGet, signinPath("prof_other", "/", a.ID), nil); got.Status != http.StatusNotFound {
+		t.Fatalf("the attempt under an unknown profile: %d %s, want 404", got.Status, got.Body)
+	}
+	var other apitypes.Profile
+	f.admin.Must(http.StatusCreated, http.MethodPost, "/v1/m/sessions/profiles",
+		apitypes.ProfileCreate{NodeID: f.agent.ID, Tool: "claude", Name: "claude-other", Home: f.env.ProfileHome()}, &other)
+	if got := f.admin.Call(http.MethodGet, signinPath(other.Ref, "/", a.ID), nil); got.Status != http.StatusNotFound || got.ErrorCode() != "signin_not_found" {
+		t.Fatalf("the attempt under another profile: %d %s, want 404 signin_not_found", got.Status, got.Body)
+	}
+	f.admin.Must(http.StatusOK, http.MethodDelete, signinPath(p.Ref, "/", a.ID), nil, &a)
+	if a.State != apitypes.SigninFailed || a.Message != "cancelled" {
+		t.Fatalf("cancelled: %+v", a)
+	}
+	if got := f.admin.Call(http.MethodPost, signinPath(p.Ref, "/", a.ID, "/code"), apitypes.SigninCode{Code: "ok-late"}); got.Status != http.StatusConflict || got.ErrorCode() != "signin_not_waiting" {
+		t.Fatalf("a code for a cancelled attempt: %d %s, want 409 signin_not_waiting", got.Status, got.Body)
+	}
+
+	// R-ACCT-5: the CLI prints the URL, reads the code, follows to the end.
+	_, _, done := f.cliStart("ok-pasted#fakecli\n", "profile", "login", "claude-si")
+	out, code := done()
+	if code != 0 || !strings.Contains(out, "https://claude.com/cai/oauth/authorize?") || !strings.Contains(out, "Paste the code") ||
+		!strings.Contains(out, "profile claude-si is signed in") {
+		t.Fatalf("olivares profile login: exit %d\n%s", code, out)
+	}
+	token, err := os.ReadFile(filepath.Join(p.Home, ".fakecli", "setup-token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.env.NoteSecret(string(token))
+	var acct apitypes.ProfileAccount
+	f.admin.Must(http.StatusOK, http.MethodGet, "/v1/m/sessions/profiles/"+p.Ref+"/account", nil, &acct)
+	if acct.SignedIn == nil || !*acct.SignedIn || acct.Method != "token" {
+		t.Fatalf("account %+v, want signed in by the token (R-ACCT-9)", acct)
+	}
+	f.admin.Must(http.StatusOK, http.MethodGet, "/v1/m/sessions/profiles/"+p.Ref, nil, &p)
+	if !slices.Contains(p.EnvKeys, "CLAUDE_CODE_OAUTH_TOKEN") {
+		t.Fatalf("profile env_keys %v, want CLAUDE_CODE_OAUTH_TOKEN (the token kept on the node)", p.EnvKeys)
+	}
+	var audit apitypes.AuditList
+	f.admin.Must(http.StatusOK, http.MethodGet, "/v1/audit", nil, &audit)
+	events := map[string]int{}
+	for _, e := range audit.Items {
+		events[e.Event]++
+		if b, _ := json.Marshal(e); strings.Contains(string(b), string(token)) || strings.Contains(string(b), "ok-pasted") {
+			t.Fatalf("an audit row holds the token or the code: %s", b)
+		}
+	}
+	if events[apitypes.AuditProfileSigninStarted] != 2 || events[apitypes.AuditProfileSigninCancelled] != 1 || events[apitypes.AuditProfileSigninCode] != 1 ||
+		events[apitypes.AuditProfileUpdated] != 1 {
+		t.Fatalf("audit events %v, want 2 signin_started, 1 signin_cancelled, 1 signin_code_sent, 1 profile.updated (the token's name)", events)
+	}
+	if n, lines := f.env.AssertNoSecretInLogs(t); n == 0 || lines == 0 {
+		t.Fatalf("checked %d secrets in %d lines", n, lines)
+	}
+}
+
+// R-ACCT-2, R-ACCT-5: Codex's device code through the CLI: it prints the
+// URL and the code, and once the device is approved (in a browser, here
+// the peer's approval file) it says as whom; a tool without a sign-in to
+// relay is 422 and the CLI says to use an API key.
+func TestProfileSigninCodexAndUnsupported(t *testing.T) {
+	f := setup(t, "yamux", integration.ProcOptions{})
+	var p apitypes.Profile
+	f.admin.Must(http.StatusCreated, http.MethodPost, "/v1/m/sessions/profiles",
+		apitypes.ProfileCreate{NodeID: f.agent.ID, Tool: "codex", Name: "codex-si", Home: f.env.ProfileHome()}, &p)
+	_, sc, done := f.cliStart("", "profile", "login", "codex-si")
+	var lines []string
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+		if strings.Contains(sc.Text(), "Waiting for the sign-in") {
+			break
+		}
+	}
+	if text := strings.Join(lines, "\n"); !strings.Contains(text, "https://auth.openai.com/codex/device") || !strings.Contains(text, "FAKE-1234") {
+		t.Fatalf("olivares profile login printed:\n%s\nwant the verification URL and the code", text)
+	}
+	if err := os.WriteFile(filepath.Join(p.Home, ".codex", "fakecli-approve"), []byte("ok"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, code := done()
+	if code != 0 || !strings.Contains(out, "profile codex-si is signed in as ada@example.com (plus)") {
+		t.Fatalf("olivares profile login: exit %d\n%s", code, out)
+	}
+	// R-ACCT-9: the account as the node tells it, to a reader too.
+	var acct apitypes.ProfileAccount
+	f.viewer.Must(http.StatusOK, http.MethodGet, "/v1/m/sessions/profiles/"+p.Ref+"/account", nil, &acct)
+	if acct.SignedIn == nil || !*acct.SignedIn || acct.Email != "ada@example.com" || acct.Plan != "plus" || acct.RateLimits == nil {
+		t.Fatalf("account %+v, want signed in as ada@example.com on plus", acct)
+	}
+	if out, code := f.cli("profile", "show", "codex-si"); code != 0 || !strings.Contains(out, "signed in as ada@example.com (plus)") {
+		t.Fatalf("olivares profile show: exit %d\n%s", code, out)
+	}
+
+	var g apitypes.Profile
+	f.admin.Must(http.StatusCreated, http.MethodPost, "/v1/m/sessions/profiles",
+		apitypes.ProfileCreate{NodeID: f.agent.ID, Tool: "gemini", Name: "gemini-si", Home: f.env.ProfileHome()}, &g)
+	if got := f.admin.Call(http.MethodPost, signinPath(g.Ref), nil); got.Status != http.StatusUnprocessableEntity || got.ErrorCode() != "signin_unsupported" ||
+		!strings.Contains(string(got.Body), "API key") {
+		t.Fatalf("gemini sign-in: %d %s, want 422 signin_unsupported naming the API key way", got.Status, got.Body)
+	}
+	if out, code := f.cli("profile", "login", "gemini-si"); code == 0 || !strings.Contains(out, "API key") {
+		t.Fatalf("olivares profile login gemini-si: exit %d\n%s", code, out)
+	}
+}
