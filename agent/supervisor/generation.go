@@ -108,7 +108,7 @@ func (r *run) start(ctx context.Context, d cliruntime.Driver, spec cliruntime.La
 			sess = d.NewSession(spec)
 			first = sess.Start()
 			proc, err = s.spawn(ctx, rn, r.ref, n, sessions.Spec{Path: cmd.Path, Args: cmd.Args, Env: cmd.Env, Dir: cmd.Dir},
-				len(first.Write) == 0 && !withhold)
+				adoptable(sess, first) && !withhold)
 		}
 	}
 	now := time.Now().UTC()

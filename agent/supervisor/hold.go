@@ -26,8 +26,17 @@ import (
 //
 // A tool can be adopted when its session writes nothing at the start (so a
 // fresh driver session takes it over without a handshake: Claude Code's
-// stream-json form) and its replayed history is not withheld (R-HW-4
-// observes line by line, ahead of the marks).
+// stream-json form) or its session is a cliruntime.Adopter (it learns the
+// protocol state of the live process from the tool: Codex's app-server),
+// and its replayed history is not withheld (R-HW-4 observes line by line,
+// ahead of the marks).
+
+// adoptable reports whether a fresh session of sess's driver can take over
+// its process.
+func adoptable(sess cliruntime.Session, first cliruntime.Step) bool {
+	_, ok := sess.(cliruntime.Adopter)
+	return ok || len(first.Write) == 0
+}
 
 // holderDir is the directory of generation gen's holder.
 func (s *Supervisor) holderDir(ref string, gen uint32) string {
@@ -167,15 +176,7 @@ func (s *Supervisor) adopt(r *run, rec record, asked bool) bool {
 		return false
 	case d == nil || asked:
 		log.Warn("a held child cannot be adopted (no driver for its tool, or it waits for an answer to a request that expired with the previous agent): its holder stops it", "tool", rec.Driver)
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			go io.Copy(io.Discard, p.Stdout())
-			go io.Copy(io.Discard, p.Stderr())
-			p.Stop(-1)
-			p.AckExit()
-			os.RemoveAll(dir)
-		}()
+		s.stopHeld(p, dir)
 		return false
 	}
 	spec := cliruntime.LaunchSpec{Workdir: rec.WorkspacePath, ConversationID: rec.ConversationID, RunRef: r.ref}
@@ -183,7 +184,19 @@ func (s *Supervisor) adopt(r *run, rec record, asked bool) bool {
 		spec = s.spec(prof, rec.WorkspacePath, rec.ConversationID, r.ref)
 	}
 	sess := d.NewSession(spec)
-	sess.Start() // writes nothing: only such tools are held
+	var first cliruntime.Step
+	if a, ok := sess.(cliruntime.Adopter); ok {
+		if rec.ConversationID == "" {
+			// An Adopter's process named its conversation in its
+			// handshake; one that did not cannot be told apart.
+			log.Warn("a held child named no conversation before its agent went: its holder stops it", "tool", rec.Driver)
+			s.stopHeld(p, dir)
+			return false
+		}
+		first = a.Adopt()
+	} else {
+		sess.Start() // writes nothing: only such tools are held
+	}
 	g := newGeneration(r, rec.Generation, p, sess, d)
 	g.adoptedFrom = info.Version
 	if s.o.GrantsDir != "" {
@@ -194,6 +207,7 @@ func (s *Supervisor) adopt(r *run, rec record, asked bool) bool {
 	}
 	g.handshaken = true
 	close(g.handshake)
+	g.push(first.Write)
 	detail, _ := json.Marshal(map[string]string{"from": info.Version, "to": s.o.Holders.Version})
 	r.mu.Lock()
 	r.gen = g
@@ -206,4 +220,17 @@ func (s *Supervisor) adopt(r *run, rec record, asked bool) bool {
 	g.serve(info.PTY)
 	log.Info("adopted a live child from its holder", "pid", p.Pid(), "from_version", info.Version, "holder_pid", p.HolderPid())
 	return true
+}
+
+// stopHeld has a holder that is not adopted stop its child and go.
+func (s *Supervisor) stopHeld(p *holder.Process, dir string) {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		go io.Copy(io.Discard, p.Stdout())
+		go io.Copy(io.Discard, p.Stderr())
+		p.Stop(-1)
+		p.AckExit()
+		os.RemoveAll(dir)
+	}()
 }

@@ -38,8 +38,10 @@ func message(e *env, ref, text string) {
 // Issue 30, R-STATE-6: with holders, Close leaves a Claude Code child
 // running and the next Open adopts it (same pid and generation, the ledger
 // says adopted with the versions, status lists it), its output goes on at
-// the ring's last+1, and it takes input; a Codex child is not held and is
-// recorded lost as before. Stopping the adopted child ends its holder.
+// the ring's last+1, and it takes input. A Codex app-server is held too
+// and adopted by asking it for the turn in flight (decisions.md 27): it
+// takes input on its thread after the adoption. Stopping the adopted child
+// ends its holder.
 func TestHolderAdoptsOnOpen(t *testing.T) {
 	holders := filepath.Join(t.TempDir(), "holders")
 	t.Cleanup(func() { killHolders(holders) })
@@ -76,14 +78,18 @@ func TestHolderAdoptsOnOpen(t *testing.T) {
 	if i < 0 || evs[i].PID != r.PID || string(evs[i].Detail) != `{"from":"v1","to":"v1"}` || slices.ContainsFunc(evs, func(ev apitypes.Event) bool { return ev.Kind == ledger.KindLost }) {
 		t.Fatalf("events %v: want adopted (from v1 to v1), no lost", kinds(evs))
 	}
-	if live := e.sup.Live(); len(live) != 1 || live[0].RunRef != "run_held1" || live[0].AdoptedFrom != "v1" {
-		t.Fatalf("Live: %+v, want run_held1 adopted from v1", live)
+	if live := e.sup.Live(); len(live) != 2 || live[0].AdoptedFrom != "v1" || live[1].AdoptedFrom != "v1" {
+		t.Fatalf("Live: %+v, want run_codex1 and run_held1 adopted from v1", live)
 	}
-	if c := e.get("run_codex1"); c.State != apitypes.StateFailed || c.Reason != apitypes.ReasonProcessLost {
-		t.Fatalf("the codex run (not held): %s %s, want failed process_lost", c.State, c.Reason)
+	if c := e.awaitState("run_codex1", apitypes.StateIdle); c.PID != cx.PID || c.ConversationID != cx.ConversationID {
+		t.Fatalf("the codex run after Open: pid %d thread %s, want pid %d thread %s", c.PID, c.ConversationID, cx.PID, cx.ConversationID)
 	}
-	if syscall.Kill(cx.PID, 0) == nil {
-		t.Fatalf("the codex child %d outlived the agent", cx.PID)
+	cout := e.tail("run_codex1", e.get("run_codex1").RingLast+1)
+	e.input("run_codex1", "adopted")
+	cout.awaitText(ring.Stdout, "pong: adopted", `"turn/completed"`)
+	e.awaitState("run_codex1", apitypes.StateIdle)
+	if _, err := e.sup.Stop(context.Background(), "run_codex1", 0); err != nil {
+		t.Fatal(err)
 	}
 
 	out = e.tail("run_held1", last+1)
