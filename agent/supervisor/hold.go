@@ -211,6 +211,7 @@ func (s *Supervisor) adopt(r *run, rec record, asked bool) bool {
 	detail, _ := json.Marshal(map[string]string{"from": info.Version, "to": s.o.Holders.Version})
 	r.mu.Lock()
 	r.gen = g
+	r.rec.StalledSince = nil // this agent's check starts again (R-ATTN-6)
 	r.unsaved = append(r.unsaved, ledger.Event{Kind: ledger.KindAdopted, Generation: rec.Generation, PID: p.Pid(), Detail: detail})
 	r.dirty = true
 	r.mu.Unlock()

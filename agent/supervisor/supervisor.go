@@ -127,6 +127,10 @@ type Options struct {
 	// after, when set (tests), is the ask timeout's clock instead of
 	// time.AfterFunc: it calls fn after d and returns a stop function.
 	after func(d time.Duration, fn func()) (stop func() bool)
+	// stallAfter and now, when set (tests), are the stall check's timer
+	// (as after) and the clock of stalled_since (stall.go).
+	stallAfter func(d time.Duration, fn func()) (stop func() bool)
+	now        func() time.Time
 }
 
 // DefaultMaxStdinQueue is MaxStdinQueue's default: four inputs of the

@@ -68,6 +68,7 @@ type ProfileCreate struct {
 	Approvals     string                  `json:"approvals,omitempty"`
 	ApprovalRules []apitypes.ApprovalRule `json:"approval_rules,omitempty"`
 	AskTimeout    string                  `json:"ask_timeout,omitempty"`
+	StallAfter    string                  `json:"stall_after,omitempty"`
 	// Isolation and Network (R-TR-7).
 	Isolation string `json:"isolation,omitempty"`
 	Network   string `json:"network,omitempty"`

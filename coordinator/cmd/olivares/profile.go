@@ -52,7 +52,7 @@ func profileCommands() []*command {
 type policyOpts struct {
 	active, requiresApproval, engineHooks bool
 	allowWorkspaces, denyTools            listFlag
-	approvals, askTimeout                 string
+	approvals, askTimeout, stallAfter     string
 	isolation, network                    string
 	rules                                 ruleFlag
 }
@@ -75,6 +75,7 @@ func (o *policyOpts) define(fs *flag.FlagSet, update bool) {
 	}
 	fs.Var(&o.rules, "approval-rule", rules)
 	fs.StringVar(&o.askTimeout, "ask-timeout", "", "how long a request waits for a person before it is denied, 1s to 24h, like 10m (the default)")
+	fs.StringVar(&o.stallAfter, "stall-after", "", "how long a running turn may write nothing before the session is marked stalled (attention stalled; nothing is stopped), 1m to 24h, like 10m (the default)")
 	fs.StringVar(&o.isolation, "isolation", "", "what the profile's sessions run in unless a launch asks for stricter: native (the default: the tool runs as the agent's user and can read the node's files) or sandbox (only its working directory and its home; see docs/isolation.md)")
 	fs.StringVar(&o.network, "network", "", "an isolated session's network: host (the default) or none")
 }
@@ -171,6 +172,8 @@ func profileAdd() *command {
     [--approvals ask|deny|allow] [--approval-rule ACTION:TOOL_OR_KIND:PATTERN ...]
     [--ask-timeout D]: what answers the tool's requests to run a command,
     change files or use a tool (see profile update --help).
+    [--stall-after D]: a turn that writes nothing this long is marked
+    stalled (10m by default).
     [--isolation native|sandbox] [--network host|none]: what the profile's
     sessions can reach on the node (sandbox: only their working directory
     and the profile's home).
@@ -196,7 +199,7 @@ func profileAdd() *command {
 			req := apitypes.ProfileCreate{NodeID: node, Tool: o.tool, Name: o.name, Home: o.home, Env: o.env,
 				LaunchRequiresApproval: o.policy.requiresApproval, AllowedWorkspaces: ws, EngineHooks: o.policy.engineHooks,
 				DeniedTools: o.policy.denyTools, Approvals: o.policy.approvals, ApprovalRules: o.policy.rules, AskTimeout: o.policy.askTimeout,
-				Isolation: o.policy.isolation, Network: o.policy.network}
+				StallAfter: o.policy.stallAfter, Isolation: o.policy.isolation, Network: o.policy.network}
 			if c.set["active"] {
 				req.Active = &o.policy.active
 			}
@@ -224,7 +227,8 @@ func profileUpdate() *command {
                         [--allow-workspace WS ...] [--deny-tool T ...] [--allow-tool T ...]
                         [--clear-denied-tools] [--env K=V ...] [--unset-env K ...] [--home DIR]
                         [--approvals ask|deny|allow] [--approval-rule ACTION:TOOL_OR_KIND:PATTERN ...]
-                        [--ask-timeout D] [--isolation native|sandbox] [--network host|none] [--json]
+                        [--ask-timeout D] [--stall-after D] [--isolation native|sandbox]
+                        [--network host|none] [--json]
     Change the policy, the tool's environment (values stay on the node) or
     the home; it applies to the next launch or resume. The
     --allow-workspace list replaces the old one (--allow-workspace= alone:
@@ -237,7 +241,8 @@ func profileUpdate() *command {
     --approval-rule 'allow:Bash:git status' --approval-rule 'deny:command:rm *';
     an allow never covers a command chained with ; & | or a redirection its
     pattern does not show. A request nobody answers is denied after
-    --ask-timeout (10m by default).
+    --ask-timeout (10m by default). A turn that writes nothing for
+    --stall-after (10m by default) is marked stalled; nothing is stopped.
 `,
 		flags: func(fs *flag.FlagSet) {
 			o.policy.define(fs, true)
@@ -301,6 +306,9 @@ func profileUpdate() *command {
 			}
 			if c.set["ask-timeout"] {
 				u.AskTimeout = &o.policy.askTimeout
+			}
+			if c.set["stall-after"] {
+				u.StallAfter = &o.policy.stallAfter
 			}
 			o.envEdit.apply(&u, c.set)
 			if len(c.set) == 0 || (len(c.set) == 1 && c.json) {
@@ -392,6 +400,7 @@ func printProfile(out io.Writer, p apitypes.Profile) {
 		fmt.Fprintf(tw, "denied tools\t%s\n", dash(strings.Join(p.DeniedTools, ", ")))
 	}
 	fmt.Fprintf(tw, "approvals\t%s, ask timeout %s\n", dash(p.Approvals), dash(p.AskTimeout))
+	fmt.Fprintf(tw, "stall after\t%s\n", dash(p.StallAfter))
 	fmt.Fprintf(tw, "isolation\t%s\n", boundary(p.Isolation, p.Network))
 	for i, r := range p.ApprovalRules {
 		// As --approval-rule takes it.
