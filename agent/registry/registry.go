@@ -76,6 +76,9 @@ type Profile struct {
 	AskTimeoutSeconds int64                   `json:"ask_timeout_s,omitempty"`
 	// StallAfterSeconds: stall.go (R-ATTN-6); 0 is the default.
 	StallAfterSeconds int64 `json:"stall_after_s,omitempty"`
+	// ResumeAfterLoss: the agent resumes a lost run of the profile at
+	// start (issue 30; supervisor/hold.go).
+	ResumeAfterLoss bool `json:"resume_after_loss,omitempty"`
 	// Isolation is what the profile's runs get unless a launch asks for
 	// stricter ("" is native); Network is an isolated run's network
 	// ("" is the host's) (R-TR-7, docs/isolation.md).
@@ -153,6 +156,8 @@ type ProfilePolicy struct {
 	AskTimeout    string
 	// StallAfter ("" for DefaultStallAfter), R-ATTN-6.
 	StallAfter string
+	// ResumeAfterLoss: issue 30.
+	ResumeAfterLoss bool
 	// Isolation and Network: R-TR-7.
 	Isolation, Network string
 }
@@ -251,7 +256,7 @@ func (g *Registry) CreateProfile(p ProfileParams) (apitypes.Profile, error) {
 		Inactive: p.Policy.Inactive, LaunchRequiresApproval: p.Policy.LaunchRequiresApproval,
 		AllowedWorkspaces: p.Policy.AllowedWorkspaces, EngineHooks: p.Policy.EngineHooks, DeniedTools: p.Policy.DeniedTools,
 		Approvals: p.Policy.Approvals, ApprovalRules: p.Policy.ApprovalRules, AskTimeoutSeconds: int64(askTimeout / time.Second),
-		StallAfterSeconds: int64(stallAfter / time.Second), Isolation: p.Policy.Isolation, Network: p.Policy.Network}
+		StallAfterSeconds: int64(stallAfter / time.Second), ResumeAfterLoss: p.Policy.ResumeAfterLoss, Isolation: p.Policy.Isolation, Network: p.Policy.Network}
 	err = g.o.DB.Update(func(tx *bbolt.Tx) error {
 		if tx.Bucket(bucketProfiles).Get([]byte(p.Ref)) != nil {
 			return refusal.New(ErrExists, "profile %q exists", p.Ref)
@@ -271,7 +276,7 @@ func (p Profile) View() apitypes.Profile {
 		EngineHooks: p.EngineHooks, DeniedTools: p.DeniedTools, Isolation: p.Isolation, Network: p.Network}
 	ap := p.ApprovalPolicy()
 	v.Approvals, v.ApprovalRules, v.AskTimeout = ap.Default, ap.Rules, ap.AskTimeout.String()
-	v.StallAfter = p.StallAfter().String()
+	v.StallAfter, v.ResumeAfterLoss = p.StallAfter().String(), p.ResumeAfterLoss
 	for k := range p.Env {
 		v.EnvKeys = append(v.EnvKeys, k)
 	}
@@ -434,11 +439,12 @@ type ProfileUpdate struct {
 	UnsetEnv []string
 	// Home moves the profile to another absolute directory, created 0700
 	// with the tool's config home when missing.
-	Home          *string
-	Approvals     *string
-	ApprovalRules *[]apitypes.ApprovalRule
-	AskTimeout    *string
-	StallAfter    *string
+	Home            *string
+	Approvals       *string
+	ApprovalRules   *[]apitypes.ApprovalRule
+	AskTimeout      *string
+	StallAfter      *string
+	ResumeAfterLoss *bool
 	// Isolation and Network apply to the next launch (R-TR-7).
 	Isolation, Network *string
 }
@@ -521,6 +527,9 @@ func (g *Registry) UpdateProfile(ref, tenant string, u ProfileUpdate) (apitypes.
 				return err
 			}
 			p.StallAfterSeconds = int64(sa / time.Second)
+		}
+		if u.ResumeAfterLoss != nil {
+			p.ResumeAfterLoss = *u.ResumeAfterLoss
 		}
 		p.Inactive, p.LaunchRequiresApproval, p.AllowedWorkspaces, p.EngineHooks = pol.Inactive, pol.LaunchRequiresApproval, pol.AllowedWorkspaces, pol.EngineHooks
 		p.DeniedTools, p.Isolation, p.Network = pol.DeniedTools, pol.Isolation, pol.Network

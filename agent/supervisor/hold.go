@@ -14,6 +14,7 @@ import (
 	"github.com/olivares-dev/olivares/agent/ledger"
 	"github.com/olivares-dev/olivares/agent/ring"
 	"github.com/olivares-dev/olivares/agent/sessions"
+	"github.com/olivares-dev/olivares/shared/apitypes"
 	"github.com/olivares-dev/olivares/shared/logging"
 )
 
@@ -234,4 +235,62 @@ func (s *Supervisor) stopHeld(p *holder.Process, dir string) {
 		p.AckExit()
 		os.RemoveAll(dir)
 	}()
+}
+
+// After a host reboot (issue 30, opt-in): a run whose process was lost
+// (its holder went with the host, or was killed) and whose profile says
+// resume_after_loss is resumed on its conversation when the agent starts,
+// as a person's resume would be (the start check, approval, isolation);
+// the ledger says resumed_after_loss, with error when the run could not be
+// resumed and why (no conversation yet, a tool that cannot continue it, a
+// profile that holds resumes for approval). The default, off, keeps the
+// seeds' "nothing is spawned again" (R-RC-4).
+
+// resumesAfterLoss reports whether rec's profile asks for it.
+func (s *Supervisor) resumesAfterLoss(rec record) bool {
+	p, ok, _ := s.o.Registry.Profile(rec.ProfileRef)
+	return ok && p.ResumeAfterLoss && !rec.Released
+}
+
+// resumeAfterLoss resumes refs one after the other, until the agent
+// closes.
+func (s *Supervisor) resumeAfterLoss(refs []string) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-s.closing:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	for _, ref := range refs {
+		if ctx.Err() != nil {
+			return
+		}
+		v, err := s.Resume(ctx, ref, nil, "")
+		r, gerr := s.get(ref)
+		if gerr != nil {
+			continue
+		}
+		var why string
+		switch {
+		case err != nil:
+			why = err.Error()
+		case v.State == apitypes.StatePendingApproval:
+			why = "its profile holds each resume for a person's approval; approve it"
+		}
+		rec, _ := r.current()
+		ev := ledger.Event{Kind: ledger.KindResumedAfterLoss, Generation: rec.Generation}
+		log := s.o.Log.With(logging.KeyRunRef, ref)
+		if why != "" {
+			ev.Detail, _ = json.Marshal(map[string]string{"error": why})
+			log.Warn("a lost run was not resumed", "why", why)
+		} else {
+			log.Info("resumed a lost run on its conversation", "generation", v.Generation, "pid", v.PID)
+		}
+		if err := r.update(ev, func(*record) {}); err != nil {
+			log.Error("recording resumed_after_loss failed", logging.Err(err))
+		}
+	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/olivares-dev/olivares/agent/drivers/codex"
 	"github.com/olivares-dev/olivares/agent/holder"
 	"github.com/olivares-dev/olivares/agent/ledger"
+	"github.com/olivares-dev/olivares/agent/registry"
 	"github.com/olivares-dev/olivares/agent/ring"
 	"github.com/olivares-dev/olivares/agent/sessions"
 	"github.com/olivares-dev/olivares/agent/supervisor"
@@ -121,5 +122,67 @@ func killHolders(dir string) {
 		if b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline"); err == nil && strings.Contains(string(b), "\x00"+dir+"/") {
 			syscall.Kill(pid, syscall.SIGKILL)
 		}
+	}
+}
+
+// Issue 30, resume_after_loss: after a simulated reboot (the holder and its
+// child killed while no agent ran) the agent that starts resumes the lost
+// run of a profile that asks for it on its exact conversation (the tool
+// sees the earlier history), and the ledger says lost, resumed and
+// resumed_after_loss; a run of a profile that does not ask stays lost
+// (R-STATE-6, R-RC-4).
+func TestResumeAfterLoss(t *testing.T) {
+	holders := filepath.Join(t.TempDir(), "holders")
+	t.Cleanup(func() { killHolders(holders) })
+	e := newEnv(t, supervisor.Options{
+		Path:       fakecliDir(t),
+		Drivers:    map[string]cliruntime.Driver{"claude": claude.New()},
+		Runners:    map[cliruntime.LaunchTransport]sessions.Runner{cliruntime.TransportStdio: sessions.NewProcRunner()},
+		Holders:    &holder.Launcher{Exe: os.Args[0], Env: []string{holderMainEnv + "=1"}, Version: "v1"},
+		HoldersDir: holders,
+	})
+	if _, err := e.reg.CreateProfile(registry.ProfileParams{Ref: "prof_back1", Tenant: tenant, Tool: "claude", Name: "back",
+		Home: filepath.Join(e.dir, "home-back"), Policy: registry.ProfilePolicy{ResumeAfterLoss: true}}); err != nil {
+		t.Fatal(err)
+	}
+	e.profile("prof_gone1", "claude")
+	var pids []int
+	for _, run := range [][2]string{{"run_back1", "prof_back1"}, {"run_gone1", "prof_gone1"}} {
+		e.launch(run[0], run[1])
+		r := e.awaitState(run[0], apitypes.StateIdle)
+		out := e.tail(run[0], 0)
+		message(e, run[0], "before the reboot")
+		out.awaitText(ring.Stdout, "pong: before the reboot")
+		e.awaitState(run[0], apitypes.StateIdle)
+		pids = append(pids, r.PID)
+	}
+	conv := e.get("run_back1").ConversationID
+
+	// The reboot: the agent goes, then its holders and their children.
+	e.sup.Close()
+	e.sup = nil
+	e.shut()
+	killHolders(holders)
+	e.await("the children to die with their holders", func() bool {
+		return syscall.Kill(pids[0], 0) != nil && syscall.Kill(pids[1], 0) != nil
+	})
+	e.open()
+	got := e.awaitState("run_back1", apitypes.StateIdle)
+	if got.Generation != 2 || got.ConversationID != conv || got.PID == pids[0] {
+		t.Fatalf("after the reboot: gen %d conversation %s pid %d, want generation 2 on %s", got.Generation, got.ConversationID, got.PID, conv)
+	}
+	want := []string{ledger.KindLost, ledger.KindResumed, ledger.KindStarted, ledger.KindResumedAfterLoss}
+	e.await("lost, resumed, started, resumed_after_loss", func() bool {
+		k := kinds(e.events("run_back1"))
+		return len(k) >= len(want) && slices.Equal(k[len(k)-len(want):], want)
+	})
+	out := e.tail("run_back1", got.RingLast+1)
+	message(e, "run_back1", "history")
+	out.awaitText(ring.Stdout, "before the reboot")
+	if g := e.get("run_gone1"); g.State != apitypes.StateFailed || g.Reason != apitypes.ReasonProcessLost {
+		t.Fatalf("the run of a profile without resume_after_loss: %s %s, want failed process_lost", g.State, g.Reason)
+	}
+	if slices.Contains(kinds(e.events("run_gone1")), ledger.KindResumedAfterLoss) {
+		t.Fatal("a run of a profile without resume_after_loss was resumed")
 	}
 }

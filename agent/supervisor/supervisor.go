@@ -192,6 +192,7 @@ func Open(o Options) (*Supervisor, error) {
 	if err != nil {
 		return nil, err
 	}
+	var lost []string // runs to resume after their loss (issue 30)
 	for _, rec := range recs {
 		rg, err := o.Ring.Ring(rec.RunRef)
 		if err != nil {
@@ -221,6 +222,9 @@ func Open(o Options) (*Supervisor, error) {
 			if err := r.recordLost(); err != nil {
 				return nil, err
 			}
+			if rec.Generation > 0 && s.resumesAfterLoss(rec) {
+				lost = append(lost, rec.RunRef)
+			}
 		} else if rg.Live() {
 			// The end was recorded but the agent died before the ring's
 			// End committed.
@@ -239,6 +243,10 @@ func Open(o Options) (*Supervisor, error) {
 	}
 	s.wg.Add(1)
 	go func() { defer s.wg.Done(); s.saver.run() }()
+	if len(lost) > 0 {
+		s.wg.Add(1)
+		go func() { defer s.wg.Done(); s.resumeAfterLoss(lost) }()
+	}
 	return s, nil
 }
 

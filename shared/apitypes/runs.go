@@ -327,6 +327,10 @@ type Profile struct {
 	// StallAfter is how long a running turn may write nothing before the
 	// run gets attention stalled, as a duration ("10m0s") (R-ATTN-6).
 	StallAfter string `json:"stall_after,omitempty"`
+	// ResumeAfterLoss: a run of the profile whose process was lost (a
+	// host reboot) is resumed on its conversation when the agent starts
+	// (issue 30).
+	ResumeAfterLoss bool `json:"resume_after_loss,omitempty"`
 	// Isolation is what the profile's runs get unless a launch asks for
 	// stricter ("" is native); Network is an isolated run's network,
 	// "host" ("" too) or "none" (R-TR-7).
@@ -369,6 +373,8 @@ type ProfileCreate struct {
 	ApprovalRules []ApprovalRule `json:"approval_rules,omitempty"`
 	AskTimeout    string         `json:"ask_timeout,omitempty"`
 	StallAfter    string         `json:"stall_after,omitempty"`
+	// ResumeAfterLoss: as on Profile (off by default).
+	ResumeAfterLoss bool `json:"resume_after_loss,omitempty"`
 	// Isolation and Network: as on Profile (R-TR-7).
 	Isolation string `json:"isolation,omitempty"`
 	Network   string `json:"network,omitempty"`
@@ -382,10 +388,11 @@ type ProfileUpdate struct {
 	EngineHooks            *bool     `json:"engine_hooks,omitempty"`
 	DeniedTools            *[]string `json:"denied_tools,omitempty"`
 	// The approval policy of the tool's requests (R-REQ-10..12).
-	Approvals     *string         `json:"approvals,omitempty"`
-	ApprovalRules *[]ApprovalRule `json:"approval_rules,omitempty"`
-	AskTimeout    *string         `json:"ask_timeout,omitempty"`
-	StallAfter    *string         `json:"stall_after,omitempty"`
+	Approvals       *string         `json:"approvals,omitempty"`
+	ApprovalRules   *[]ApprovalRule `json:"approval_rules,omitempty"`
+	AskTimeout      *string         `json:"ask_timeout,omitempty"`
+	StallAfter      *string         `json:"stall_after,omitempty"`
+	ResumeAfterLoss *bool           `json:"resume_after_loss,omitempty"`
 	// Isolation and Network apply to the next launch (R-TR-7).
 	Isolation *string `json:"isolation,omitempty"`
 	Network   *string `json:"network,omitempty"`
@@ -417,6 +424,7 @@ func (u ProfileUpdate) Fields() []string {
 	add(u.ApprovalRules != nil, "approval_rules")
 	add(u.AskTimeout != nil, "ask_timeout")
 	add(u.StallAfter != nil, "stall_after")
+	add(u.ResumeAfterLoss != nil, "resume_after_loss")
 	add(u.Isolation != nil, "isolation")
 	add(u.Network != nil, "network")
 	add(len(u.Env) > 0, "env")

@@ -51,6 +51,7 @@ func profileCommands() []*command {
 // R-REQ-10..12).
 type policyOpts struct {
 	active, requiresApproval, engineHooks bool
+	resumeAfterLoss                       bool
 	allowWorkspaces, denyTools            listFlag
 	approvals, askTimeout, stallAfter     string
 	isolation, network                    string
@@ -76,6 +77,7 @@ func (o *policyOpts) define(fs *flag.FlagSet, update bool) {
 	fs.Var(&o.rules, "approval-rule", rules)
 	fs.StringVar(&o.askTimeout, "ask-timeout", "", "how long a request waits for a person before it is denied, 1s to 24h, like 10m (the default)")
 	fs.StringVar(&o.stallAfter, "stall-after", "", "how long a running turn may write nothing before the session is marked stalled (attention stalled; nothing is stopped), 1m to 24h, like 10m (the default)")
+	fs.BoolVar(&o.resumeAfterLoss, "resume-after-loss", false, "after a host reboot, the agent resumes each session of the profile whose process was lost on its conversation (default: off; such sessions stay failed, process_lost)")
 	fs.StringVar(&o.isolation, "isolation", "", "what the profile's sessions run in unless a launch asks for stricter: native (the default: the tool runs as the agent's user and can read the node's files) or sandbox (only its working directory and its home; see docs/isolation.md)")
 	fs.StringVar(&o.network, "network", "", "an isolated session's network: host (the default) or none")
 }
@@ -174,6 +176,8 @@ func profileAdd() *command {
     change files or use a tool (see profile update --help).
     [--stall-after D]: a turn that writes nothing this long is marked
     stalled (10m by default).
+    [--resume-after-loss]: after a host reboot the agent resumes the
+    profile's lost sessions on their conversations.
     [--isolation native|sandbox] [--network host|none]: what the profile's
     sessions can reach on the node (sandbox: only their working directory
     and the profile's home).
@@ -199,7 +203,7 @@ func profileAdd() *command {
 			req := apitypes.ProfileCreate{NodeID: node, Tool: o.tool, Name: o.name, Home: o.home, Env: o.env,
 				LaunchRequiresApproval: o.policy.requiresApproval, AllowedWorkspaces: ws, EngineHooks: o.policy.engineHooks,
 				DeniedTools: o.policy.denyTools, Approvals: o.policy.approvals, ApprovalRules: o.policy.rules, AskTimeout: o.policy.askTimeout,
-				StallAfter: o.policy.stallAfter, Isolation: o.policy.isolation, Network: o.policy.network}
+				StallAfter: o.policy.stallAfter, ResumeAfterLoss: o.policy.resumeAfterLoss, Isolation: o.policy.isolation, Network: o.policy.network}
 			if c.set["active"] {
 				req.Active = &o.policy.active
 			}
@@ -227,7 +231,8 @@ func profileUpdate() *command {
                         [--allow-workspace WS ...] [--deny-tool T ...] [--allow-tool T ...]
                         [--clear-denied-tools] [--env K=V ...] [--unset-env K ...] [--home DIR]
                         [--approvals ask|deny|allow] [--approval-rule ACTION:TOOL_OR_KIND:PATTERN ...]
-                        [--ask-timeout D] [--stall-after D] [--isolation native|sandbox]
+                        [--ask-timeout D] [--stall-after D] [--resume-after-loss=BOOL]
+                        [--isolation native|sandbox]
                         [--network host|none] [--json]
     Change the policy, the tool's environment (values stay on the node) or
     the home; it applies to the next launch or resume. The
@@ -309,6 +314,9 @@ func profileUpdate() *command {
 			}
 			if c.set["stall-after"] {
 				u.StallAfter = &o.policy.stallAfter
+			}
+			if c.set["resume-after-loss"] {
+				u.ResumeAfterLoss = &o.policy.resumeAfterLoss
 			}
 			o.envEdit.apply(&u, c.set)
 			if len(c.set) == 0 || (len(c.set) == 1 && c.json) {
@@ -401,6 +409,7 @@ func printProfile(out io.Writer, p apitypes.Profile) {
 	}
 	fmt.Fprintf(tw, "approvals\t%s, ask timeout %s\n", dash(p.Approvals), dash(p.AskTimeout))
 	fmt.Fprintf(tw, "stall after\t%s\n", dash(p.StallAfter))
+	fmt.Fprintf(tw, "resume after loss\t%v\n", p.ResumeAfterLoss)
 	fmt.Fprintf(tw, "isolation\t%s\n", boundary(p.Isolation, p.Network))
 	for i, r := range p.ApprovalRules {
 		// As --approval-rule takes it.
