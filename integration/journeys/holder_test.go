@@ -342,6 +342,55 @@ func TestRealCodexAdoptedMidTurn(t *testing.T) {
 	noneLeft(t, f, r.PID)
 }
 
+// Issue 30, resume_after_loss with the real Claude Code (the fake Messages
+// API): a simulated reboot (the agent, then the holder and its child,
+// killed) and the agent started again resumes the run on its exact
+// conversation: generation 2, the ledger says resumed_after_loss, and the
+// next turn's request to the model carries the earlier history
+// (R-STATE-6, decisions.md 35).
+func TestRealClaudeResumedAfterLoss(t *testing.T) {
+	t.Parallel()
+	bin := realBin(t, "claude")
+	fake := fakemodel.NewAnthropic()
+	defer fake.Close()
+	f := setup(t, "yamux", integration.ProcOptions{Path: bin + ":" + cliruntime.DefaultPath})
+	p := f.realClaudeProfileWith(fake, apitypes.ProfileCreate{Name: "claude-back", ResumeAfterLoss: true})
+	if !p.ResumeAfterLoss {
+		t.Fatalf("profile %+v: resume_after_loss not kept", p)
+	}
+	r := f.launch(p)
+	s := f.viewer.Attach(r.RunRef, "from=0")
+	f.post(f.operator, http.StatusAccepted, r.RunRef, "input", integration.Message("remember the reboot"), nil)
+	s.UntilOutput("pong: remember the reboot", wait)
+	r = f.operator.AwaitRun(r.RunRef, wait, "idle", func(r apitypes.Run) bool { return r.State == apitypes.StateIdle && r.ConversationID != "" })
+	h := f.agent.Holders()
+	if len(h) != 1 {
+		t.Fatalf("holders %v, want one", h)
+	}
+	f.agent.Kill()
+	syscall.Kill(h[0], syscall.SIGKILL)
+	integration.Await(t, wait, "the child to die with its holder", func() bool { return !integration.Alive(r.PID) })
+	f.agent.Start()
+	f.agent.AwaitConnected(wait)
+	back := f.viewer.AwaitRun(r.RunRef, wait, "resumed", func(r apitypes.Run) bool { return r.State == apitypes.StateIdle && r.Generation == 2 })
+	if back.ConversationID != r.ConversationID || back.PID == r.PID {
+		t.Fatalf("after the reboot: %+v, want conversation %s in a new process", back, r.ConversationID)
+	}
+	evs := integration.Kinds(f.viewer.Events(r.RunRef))
+	if countOf(evs, "lost") != 1 || countOf(evs, "resumed_after_loss") != 1 {
+		t.Fatalf("events %v: want lost, then resumed_after_loss", evs)
+	}
+	s = f.viewer.Attach(r.RunRef, "from="+strconv.FormatUint(back.RingLast+1, 10))
+	f.post(f.operator, http.StatusAccepted, r.RunRef, "input", integration.Message("after"), nil)
+	s.UntilOutput("pong: after", wait)
+	reqs := fake.ModelRequests()
+	if said := reqs[len(reqs)-1].Said(); !slices.Contains(said, "user: remember the reboot") {
+		t.Fatalf("the turn after the reboot did not carry the earlier history: %v", said)
+	}
+	f.post(f.operator, http.StatusOK, r.RunRef, "stop", nil, nil)
+	noneLeft(t, f, back.PID)
+}
+
 // joined is the data of outputs, in order.
 func joined(outs []apitypes.Output) []byte {
 	var b []byte
