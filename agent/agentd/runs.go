@@ -152,7 +152,7 @@ func (a *Agent) profileUpdateOp(ctx context.Context, h wire.Header, s tunnel.Str
 	prof, err := a.reg.UpdateProfile(p.Ref, p.Tenant, registry.ProfileUpdate{Active: p.Active,
 		LaunchRequiresApproval: p.LaunchRequiresApproval, AllowedWorkspaces: p.AllowedWorkspaces, EngineHooks: p.EngineHooks,
 		DeniedTools: p.DeniedTools, Env: p.Env, UnsetEnv: p.UnsetEnv, Home: p.Home,
-		Approvals: p.Approvals, ApprovalRules: p.ApprovalRules, AskTimeout: p.AskTimeout, Isolation: p.Isolation, Network: p.Network})
+		Approvals: p.Approvals, ApprovalRules: p.ApprovalRules, AskTimeout: p.AskTimeout, StallAfter: p.StallAfter, ResumeAfterLoss: p.ResumeAfterLoss, Isolation: p.Isolation, Network: p.Network})
 	if err == nil {
 		prof.NodeID = a.id.NodeID
 	}
@@ -765,7 +765,7 @@ func registryProfile(p proto.ProfileCreate) registry.ProfileParams {
 	return registry.ProfileParams{Ref: p.Ref, Tenant: p.Tenant, Tool: p.Tool, Name: p.Name, Home: p.Home, Env: p.Env,
 		Policy: registry.ProfilePolicy{Inactive: p.Inactive, LaunchRequiresApproval: p.LaunchRequiresApproval,
 			AllowedWorkspaces: p.AllowedWorkspaces, EngineHooks: p.EngineHooks, DeniedTools: p.DeniedTools,
-			Approvals: p.Approvals, ApprovalRules: p.ApprovalRules, AskTimeout: p.AskTimeout,
+			Approvals: p.Approvals, ApprovalRules: p.ApprovalRules, AskTimeout: p.AskTimeout, StallAfter: p.StallAfter, ResumeAfterLoss: p.ResumeAfterLoss,
 			Isolation: p.Isolation, Network: p.Network}}
 }
 

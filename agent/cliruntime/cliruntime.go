@@ -298,3 +298,18 @@ type Session interface {
 	// request is closed once answered.
 	Answer(id string, a Answer) (Step, error)
 }
+
+// Adopter is a Session that can take over a live process another agent
+// started and handshook (issue 30: the process outlived that agent under
+// its holder). Adopt is called in place of Start on a session made from
+// the spec of the process's conversation (ConversationID set); it returns
+// what to write to learn the protocol state the previous agent kept (Codex:
+// the thread's newest turn, to know the turn in flight). Until the tool has
+// answered, the session queues input and TurnActive is true; the answer
+// yields EventConversation (and EventTurnStarted for a turn in flight).
+//
+// A session that writes nothing at Start (Claude Code's stream-json form)
+// needs no Adopter: a fresh session takes its process over as it is.
+type Adopter interface {
+	Adopt() Step
+}

@@ -77,9 +77,20 @@ func BenchmarkEcho(b *testing.B) {
 	b.ResetTimer()
 	d := echoes(b, direct, n)
 	h := echoes(b, held, n)
-	b.ReportMetric(float64(pct(h, 0.5))/float64(pct(d, 0.5)), "x-direct-p50")
-	b.ReportMetric(float64(pct(h, 0.99))/float64(pct(d, 0.99)), "x-direct-p99")
+	p50, p99 := float64(pct(h, 0.5))/float64(pct(d, 0.5)), float64(pct(h, 0.99))/float64(pct(d, 0.99))
+	b.ReportMetric(p50, "x-direct-p50")
+	b.ReportMetric(p99, "x-direct-p99")
 	b.ReportMetric(float64(pct(h, 0.5).Microseconds()), "µs-p50")
+	fmt.Fprintf(os.Stderr, "holder: input echo p50 %.2fx (%v held, %v direct), p99 %.2fx the same child without a holder; target <= 1.15x: %s\n",
+		p50, pct(h, 0.5), pct(d, 0.5), p99, verdict(p50 <= 1.15 && p99 <= 1.15))
+}
+
+// verdict says whether a target was met, for scripts/bench's reader.
+func verdict(met bool) string {
+	if met {
+		return "met"
+	}
+	return "MISSED"
 }
 
 // BenchmarkThroughput: 256 MiB of output read through a holder
@@ -119,6 +130,8 @@ func BenchmarkThroughput(b *testing.B) {
 	}
 	b.SetBytes(size)
 	b.ReportMetric(float64(d)/float64(h), "x-direct")
+	fmt.Fprintf(os.Stderr, "holder: output throughput %.2fx the same child without a holder (%.0f MiB/s held); target >= 0.9x: %s\n",
+		float64(d)/float64(h), float64(size)*float64(b.N)/h.Seconds()/(1<<20), verdict(float64(d)/float64(h) >= 0.9))
 	b.ReportMetric(float64(size)*float64(b.N)/h.Seconds()/(1<<20), "MiB/s-held")
 }
 
@@ -180,5 +193,5 @@ func BenchmarkAdopt200(b *testing.B) {
 	b.ReportMetric(float64(took)/float64(2*time.Second), "x-target")
 	b.ReportMetric(float64(took.Milliseconds()), "ms-all-take-input")
 	b.ReportMetric(perRun/1024, "KiB-heap-per-run")
-	fmt.Fprintf(os.Stderr, "holder: %d runs adopted and echoing in %v\n", runs, took)
+	fmt.Fprintf(os.Stderr, "holder: %d runs adopted and echoing in %v, %.0f KiB of heap per run; target <= 2s: %s\n", runs, took, perRun/1024, verdict(took <= 2*time.Second))
 }

@@ -22,5 +22,7 @@
 // forgets a record only once acknowledged, and an agent that connects says
 // the last number it committed per stream, so a reconnect after a kill -9
 // gets every byte once: no gap, no duplicate. The holder ends once the
-// agent acknowledges the exit record.
+// agent acknowledges the exit record. When both hellos say stdin_fd, the
+// holder then passes the child's stdin descriptor (mStdinFD): the agent
+// writes input into the pipe itself.
 package holder

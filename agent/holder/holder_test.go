@@ -134,6 +134,37 @@ func TestPassThrough(t *testing.T) {
 	}
 }
 
+// Issue 30: the agent writes input into the child's pipe itself (the
+// holder passed its descriptor); a line over PIPE_BUF goes through the
+// holder and keeps its place between two short ones. The child's stdin
+// outlives the agent that had it: a second agent's input reaches the same
+// child, and closing it is an EOF for the child.
+func TestStdinPassedToTheAgent(t *testing.T) {
+	p, dir := startSh(t, launcher(0), `while read l; do echo "len ${#l}"; done; echo eof`, false)
+	if p.in == nil {
+		t.Fatal("the holder did not pass the child's stdin")
+	}
+	long := strings.Repeat("y", 3*pipeBuf)
+	for _, line := range []string{"a", long, "bb"} {
+		if _, err := p.Stdin().Write([]byte(line + "\n")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p.Detach()
+	p2, _, err := Adopt(dir, Marks{}, "test2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go io.Copy(io.Discard, p2.Stderr())
+	p2.Stdin().Write([]byte("ccc\n"))
+	p2.Stdin().Close()
+	out := readAll(t, p2.Stdout())
+	if want := fmt.Sprintf("len 1\nlen %d\nlen 2\nlen 3\neof\n", len(long)); string(out) != want {
+		t.Fatalf("stdout %q, want %q: input out of order or lost across agents", out, want)
+	}
+	p2.AckExit()
+}
+
 // Issue 30: the socket is 0600 in a 0700 directory, and the spec (the
 // child's environment) is gone once the holder read it.
 func TestSocketMode0600(t *testing.T) {

@@ -29,6 +29,10 @@ const (
 	inputMessages = 32
 )
 
+// pipeBuf is PIPE_BUF on Linux: a pipe write of at most this many bytes is
+// atomic.
+const pipeBuf = 4096
+
 // Launcher starts holders: Exe with Args, then --dir DIR (olivares-agent
 // hold --dir DIR in the agent).
 type Launcher struct {
@@ -132,18 +136,52 @@ func Adopt(dir string, after Marks, version string) (*Process, Info, error) {
 		c.Close()
 		return nil, Info{Pid: hh.Pid, Version: hh.Version}, err
 	}
-	if err := writeHello(c, hello{Protocol: Protocol, After: after, Version: version}); err != nil {
+	if err := writeHello(c, hello{Protocol: Protocol, After: after, Version: version, StdinFD: hh.StdinFD}); err != nil {
 		c.Close()
 		return nil, Info{}, err
 	}
+	var in *os.File
+	if hh.StdinFD {
+		if in, err = recvStdin(c.(*net.UnixConn)); err != nil {
+			c.Close()
+			return nil, Info{}, err
+		}
+	}
 	c.SetDeadline(time.Time{})
-	p := &Process{conn: c, pid: hh.Pid, done: make(chan struct{}), marks: after}
+	p := &Process{conn: c, pid: hh.Pid, done: make(chan struct{}), marks: after, in: in}
 	p.stdout = newReader(p, classStdout)
 	p.stderr = newReader(p, classStderr)
 	p.stdin = &stdin{p: p}
 	p.room = sync.NewCond(&p.mu)
 	go p.dispatch()
 	return p, Info{Pid: hh.Pid, PTY: hh.PTY, Version: hh.Version}, nil
+}
+
+// recvStdin reads mStdinFD: the child's stdin descriptor, or nil when the
+// holder had none to give (the input then goes through mInput).
+func recvStdin(c *net.UnixConn) (*os.File, error) {
+	var b [5]byte
+	oob := make([]byte, syscall.CmsgSpace(4))
+	n, oobn, _, _, err := c.ReadMsgUnix(b[:], oob)
+	if err != nil {
+		return nil, err
+	}
+	if n != len(b) || b[0] != mStdinFD {
+		return nil, fmt.Errorf("%w: no stdin message after the hello", ErrProtocol)
+	}
+	msgs, err := syscall.ParseSocketControlMessage(oob[:oobn])
+	if err != nil || len(msgs) == 0 {
+		return nil, nil
+	}
+	fds, err := syscall.ParseUnixRights(&msgs[0])
+	if err != nil || len(fds) != 1 {
+		for _, fd := range fds {
+			syscall.Close(fd)
+		}
+		return nil, nil
+	}
+	syscall.CloseOnExec(fds[0])
+	return os.NewFile(uintptr(fds[0]), "stdin"), nil
 }
 
 // NoHolder reports whether err says nothing listens in the holder's
@@ -160,6 +198,10 @@ type Process struct {
 	stdout *reader
 	stderr *reader
 	stdin  *stdin
+	// in is the child's stdin itself, passed by the holder (mStdinFD):
+	// input is written into the child's pipe with no hop through the
+	// holder. nil: input goes through mInput.
+	in *os.File
 
 	wmu sync.Mutex // conn writes
 
@@ -266,16 +308,19 @@ func (p *Process) Detach() {
 	p.detached = true
 	p.mu.Unlock()
 	p.conn.Close()
+	if p.in != nil {
+		p.in.Close()
+	}
 }
 
 // dispatch reads the holder's messages: records go to their stream's
 // reader in order, the exit ends the process.
 func (p *Process) dispatch() {
 	r := bufio.NewReaderSize(p.conn, readSize+64)
-	var buf []byte
 	for {
-		typ, pl, b, err := readMsg(r, buf)
-		buf = b
+		// A fresh buffer per message: a record's data is handed to its
+		// stream as it is, with no copy.
+		typ, pl, _, err := readMsg(r, nil)
 		if err != nil {
 			break
 		}
@@ -305,8 +350,7 @@ func (p *Process) dispatch() {
 				if class == classStderr {
 					rd = p.stderr
 				}
-				// A copy: buf is reused for the next message.
-				rd.put(chunk{n: n, b: append([]byte(nil), data...)})
+				rd.put(chunk{n: n, b: data})
 			case kindExit:
 				// The holder writes the exit once both streams ended.
 				p.stdout.eof()
@@ -335,6 +379,9 @@ func (p *Process) finish(e Exit) {
 	p.doneOnce.Do(func() {
 		p.exit = e
 		close(p.done)
+		if p.in != nil {
+			p.in.Close()
+		}
 	})
 }
 
@@ -400,8 +447,26 @@ func (r *reader) Close() error {
 // stdin writes to the child's stdin through the holder.
 type stdin struct{ p *Process }
 
+// Write writes b into the child's pipe itself when the holder passed it and
+// b is at most PIPE_BUF (one write the kernel makes whole or not at all, so
+// an agent killed mid-write leaves no half line); a larger b goes through
+// the holder, which writes a message only once it has all of it. A direct
+// write waits until the holder has written what went through it, so input
+// keeps its order.
 func (w *stdin) Write(b []byte) (int, error) {
 	p := w.p
+	if p.in != nil && len(b) <= pipeBuf {
+		p.mu.Lock()
+		for !p.inGone && len(p.inSizes) > 0 {
+			p.room.Wait()
+		}
+		gone := p.inGone
+		p.mu.Unlock()
+		if gone {
+			return 0, os.ErrClosed
+		}
+		return p.in.Write(b)
+	}
 	written := 0
 	for len(b) > 0 {
 		n := min(len(b), maxMessage-64)
@@ -426,6 +491,9 @@ func (w *stdin) Write(b []byte) (int, error) {
 }
 
 func (w *stdin) Close() error {
+	if w.p.in != nil {
+		w.p.in.Close()
+	}
 	if w.p.exited() {
 		return nil
 	}

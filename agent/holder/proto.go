@@ -23,6 +23,12 @@ const (
 	mCloseIn = 'C' // agent→holder: close the child's stdin after what was sent
 	mSignal  = 'S' // agent→holder: u8 signal for the child's group
 	mStop    = 'T' // agent→holder: i64 grace in ns (sessions.Process.Stop)
+	// holder→agent, right after the hellos when both offered it: empty,
+	// with the child's stdin descriptor as SCM_RIGHTS (none when the
+	// holder has none to give). The agent then writes the child's input
+	// itself, as without a holder; mInput stays for an agent that did
+	// not ask.
+	mStdinFD = 'F'
 )
 
 // maxMessage bounds one message's payload: a record's data is at most one
@@ -60,6 +66,9 @@ type hello struct {
 	After [classes]uint64 `json:"after,omitempty"`
 	// Version is the sender's build (the agent's version in both).
 	Version string `json:"version,omitempty"`
+	// StdinFD: the holder offers the child's stdin descriptor (holder →
+	// agent), the agent takes it (agent → holder): mStdinFD follows.
+	StdinFD bool `json:"stdin_fd,omitempty"`
 }
 
 // ErrProtocol is returned by Adopt for a holder that speaks a protocol this
@@ -146,6 +155,14 @@ func encodeRecord(n uint64, kind, class byte, data []byte) []byte {
 	b[13], b[14] = kind, class
 	copy(b[5+recordHeader:], data)
 	return b
+}
+
+// frameRecord fills the headers of a record message read in place (its
+// data after 5+recordHeader bytes), but for the record's number.
+func frameRecord(msg []byte, kind, class byte) {
+	msg[0] = mRecord
+	binary.BigEndian.PutUint32(msg[1:5], uint32(len(msg)-5))
+	msg[13], msg[14] = kind, class
 }
 
 // decodeRecord splits a record payload.

@@ -11,11 +11,13 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/olivares-dev/olivares/agent/sessions"
+	"golang.org/x/sys/unix"
 )
 
 // Files in a run's holder directory (0700, made by the agent).
@@ -33,6 +35,11 @@ const DefaultSpoolCap = 64 << 20
 
 // readSize is one read of the child's output, the ring's frame size.
 const readSize = 64 << 10
+
+// smallRead: a read of at most this many bytes is copied into a record of
+// its own size, rather than keeping a whole read buffer until it is
+// acknowledged.
+const smallRead = 16 << 10
 
 // drainTimeout bounds how long, after the child exited, the holder waits
 // for EOF on its streams (a grandchild may keep them open).
@@ -73,6 +80,9 @@ func Main(args []string) int {
 		fmt.Fprintln(os.Stderr, "olivares-agent hold: --dir DIR is required (the agent starts holders itself)")
 		return 2
 	}
+	// One OS thread: the holder's goroutines hand each other bytes on
+	// the thread that read them, with no wake-up of another thread.
+	runtime.GOMAXPROCS(1)
 	h, err := start(dir)
 	if err != nil {
 		fmt.Fprintf(os.Stdout, "error: %v\n", err)
@@ -107,7 +117,9 @@ type holder struct {
 	unacked    int64
 	exitN      uint64 // the exit record's number, once written
 
-	in chan []byte // input for the child's stdin; nil closes it
+	in       chan []byte     // input for the child's stdin; nil closes it
+	stdinRaw syscall.RawConn // the child's stdin descriptor, nil when it cannot be passed
+	inClosed bool            // the child's stdin was closed (guarded by mu)
 }
 
 func start(dir string) (*holder, error) {
@@ -156,6 +168,11 @@ func start(dir string) (*holder, error) {
 	}
 	h := &holder{dir: dir, sp: sp, proc: proc, ln: ln, next: 1, spool: spool, in: make(chan []byte, 64)}
 	h.room = sync.NewCond(&h.mu)
+	if sc, ok := proc.Stdin().(interface {
+		SyscallConn() (syscall.RawConn, error)
+	}); ok {
+		h.stdinRaw, _ = sc.SyscallConn()
+	}
 	return h, nil
 }
 
@@ -196,14 +213,44 @@ func (h *holder) serve() {
 	os.Remove(filepath.Join(h.dir, SpoolFile))
 }
 
+// pipeSize is what the holder asks of the child's output pipes (Linux's
+// default cap for an unprivileged process, /proc/sys/fs/pipe-max-size): a
+// child that writes fast fills the pipe in fewer, fuller reads, so fewer
+// records and wake-ups per byte on the way to the agent.
+const pipeSize = 1 << 20
+
+// sockBuf is the send buffer asked for the agent's socket.
+const sockBuf = 4 << 20
+
 // read copies one of the child's streams into records.
 func (h *holder) read(rd io.Reader, class byte) {
-	buf := make([]byte, readSize)
+	if sc, ok := rd.(interface {
+		SyscallConn() (syscall.RawConn, error)
+	}); ok && !h.sp.PTY {
+		if rc, err := sc.SyscallConn(); err == nil {
+			rc.Control(func(fd uintptr) { unix.FcntlInt(fd, unix.F_SETPIPE_SZ, pipeSize) })
+		}
+	}
+	// Each read lands in a record's own buffer, after its header: a
+	// read of more than smallRead bytes is sent and kept as it is (no
+	// copy); a smaller one is copied into a record of its size and the
+	// buffer read into again.
+	var msg []byte
 	for {
-		n, err := rd.Read(buf)
+		if msg == nil {
+			msg = make([]byte, 5+recordHeader+readSize)
+		}
+		n, err := rd.Read(msg[5+recordHeader:])
 		if n > 0 {
+			var rec []byte
+			if n > smallRead {
+				rec, msg = msg[:5+recordHeader+n], nil
+			} else {
+				rec = append([]byte(nil), msg[:5+recordHeader+n]...)
+			}
+			frameRecord(rec, kindData, class)
 			h.mu.Lock()
-			h.record(kindData, class, buf[:n])
+			h.recordMsg(kindData, rec)
 			h.mu.Unlock()
 		}
 		if err != nil {
@@ -218,12 +265,20 @@ func (h *holder) read(rd io.Reader, class byte) {
 // returns its number. At the cap it waits (the child's pipe fills: it is
 // slowed, never dropped). The caller holds mu.
 func (h *holder) record(kind, class byte, data []byte) uint64 {
+	msg := encodeRecord(0, kind, class, data)
+	return h.recordMsg(kind, msg)
+}
+
+// recordMsg is record of a message whose frame and record headers are
+// filled in but for the record's number, which it takes here. The caller
+// holds mu.
+func (h *holder) recordMsg(kind byte, msg []byte) uint64 {
 	for kind == kindData && h.unacked >= h.sp.SpoolCap {
 		h.room.Wait()
 	}
 	n := h.next
 	h.next++
-	msg := encodeRecord(n, kind, class, data)
+	binary.BigEndian.PutUint64(msg[5:13], n)
 	h.unacked += int64(len(msg))
 	if h.conn != nil {
 		h.mem = append(h.mem, msg)
@@ -314,7 +369,7 @@ func (h *holder) acceptLoop() {
 // (the spool's, then mem's), then the live records and its messages.
 func (h *holder) attach(c *net.UnixConn) {
 	c.SetDeadline(time.Now().Add(helloTimeout))
-	if err := writeHello(c, hello{Protocol: Protocol, Pid: h.proc.Pid(), PTY: h.sp.PTY, Version: h.sp.Version}); err != nil {
+	if err := writeHello(c, hello{Protocol: Protocol, Pid: h.proc.Pid(), PTY: h.sp.PTY, Version: h.sp.Version, StdinFD: h.stdinRaw != nil}); err != nil {
 		c.Close()
 		return
 	}
@@ -324,7 +379,20 @@ func (h *holder) attach(c *net.UnixConn) {
 		c.Close()
 		return
 	}
+	h.mu.Lock()
+	if ah.StdinFD && h.stdinRaw != nil {
+		err = h.passStdin(c)
+	}
+	h.mu.Unlock()
+	if err != nil {
+		c.Close()
+		return
+	}
 	c.SetDeadline(time.Time{})
+	// Room for several records in the socket, so that this holder goes
+	// on reading while the agent takes the previous ones (the kernel caps
+	// it at net.core.wmem_max).
+	c.SetWriteBuffer(sockBuf)
 	h.mu.Lock()
 	if h.conn != nil {
 		h.detachLocked(h.conn, errors.New("another agent attached"))
@@ -355,6 +423,30 @@ func (h *holder) attach(c *net.UnixConn) {
 	h.mu.Lock()
 	h.detachLocked(c, err)
 	h.mu.Unlock()
+}
+
+// passStdin sends the child's stdin descriptor to the agent (mStdinFD):
+// the agent writes input into the child's pipe itself, with no hop
+// through this process. This holder keeps its own copy open, so that the
+// child's stdin outlives the agent; it closes it at mCloseIn. The caller
+// holds mu.
+func (h *holder) passStdin(c *net.UnixConn) error {
+	msg := []byte{mStdinFD, 0, 0, 0, 0}
+	if h.inClosed {
+		_, _, err := c.WriteMsgUnix(msg, nil, nil)
+		return err
+	}
+	sent := false
+	var err error
+	h.stdinRaw.Control(func(fd uintptr) {
+		sent = true
+		_, _, err = c.WriteMsgUnix(msg, syscall.UnixRights(int(fd)), nil)
+	})
+	if !sent {
+		// The child is gone and its stdin closed with it.
+		_, _, err = c.WriteMsgUnix(msg, nil, nil)
+	}
+	return err
 }
 
 // replayLocked sends the spool's records the agent has not committed.
@@ -427,6 +519,9 @@ func (h *holder) writeStdin() {
 	gone := false
 	for b := range h.in {
 		if b == nil {
+			h.mu.Lock()
+			h.inClosed = true
+			h.mu.Unlock()
 			w.Close()
 			gone = true
 			continue

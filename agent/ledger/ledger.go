@@ -48,6 +48,10 @@ const (
 	// KindAdopted: an agent that started took over a live process from its
 	// holder (issue 30); detail from and to are the agent versions.
 	KindAdopted = "adopted"
+	// KindResumedAfterLoss: at start, the agent resumed a lost run's
+	// conversation because its profile says resume_after_loss (issue 30);
+	// detail error says why it could not.
+	KindResumedAfterLoss = "resumed_after_loss"
 )
 
 // ReasonProcessLost is the Reason recorded with KindLost (R-STATE-6).

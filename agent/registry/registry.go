@@ -74,6 +74,11 @@ type Profile struct {
 	Approvals         string                  `json:"approvals,omitempty"`
 	ApprovalRules     []apitypes.ApprovalRule `json:"approval_rules,omitempty"`
 	AskTimeoutSeconds int64                   `json:"ask_timeout_s,omitempty"`
+	// StallAfterSeconds: stall.go (R-ATTN-6); 0 is the default.
+	StallAfterSeconds int64 `json:"stall_after_s,omitempty"`
+	// ResumeAfterLoss: the agent resumes a lost run of the profile at
+	// start (issue 30; supervisor/hold.go).
+	ResumeAfterLoss bool `json:"resume_after_loss,omitempty"`
 	// Isolation is what the profile's runs get unless a launch asks for
 	// stricter ("" is native); Network is an isolated run's network
 	// ("" is the host's) (R-TR-7, docs/isolation.md).
@@ -149,6 +154,10 @@ type ProfilePolicy struct {
 	Approvals     string
 	ApprovalRules []apitypes.ApprovalRule
 	AskTimeout    string
+	// StallAfter ("" for DefaultStallAfter), R-ATTN-6.
+	StallAfter string
+	// ResumeAfterLoss: issue 30.
+	ResumeAfterLoss bool
 	// Isolation and Network: R-TR-7.
 	Isolation, Network string
 }
@@ -210,6 +219,10 @@ func (g *Registry) CreateProfile(p ProfileParams) (apitypes.Profile, error) {
 	if err != nil {
 		return apitypes.Profile{}, err
 	}
+	stallAfter, err := checkStallAfter(p.Policy.StallAfter)
+	if err != nil {
+		return apitypes.Profile{}, err
+	}
 	home := p.Home
 	if home == "" {
 		if g.o.ProfilesDir == "" {
@@ -243,7 +256,7 @@ func (g *Registry) CreateProfile(p ProfileParams) (apitypes.Profile, error) {
 		Inactive: p.Policy.Inactive, LaunchRequiresApproval: p.Policy.LaunchRequiresApproval,
 		AllowedWorkspaces: p.Policy.AllowedWorkspaces, EngineHooks: p.Policy.EngineHooks, DeniedTools: p.Policy.DeniedTools,
 		Approvals: p.Policy.Approvals, ApprovalRules: p.Policy.ApprovalRules, AskTimeoutSeconds: int64(askTimeout / time.Second),
-		Isolation: p.Policy.Isolation, Network: p.Policy.Network}
+		StallAfterSeconds: int64(stallAfter / time.Second), ResumeAfterLoss: p.Policy.ResumeAfterLoss, Isolation: p.Policy.Isolation, Network: p.Policy.Network}
 	err = g.o.DB.Update(func(tx *bbolt.Tx) error {
 		if tx.Bucket(bucketProfiles).Get([]byte(p.Ref)) != nil {
 			return refusal.New(ErrExists, "profile %q exists", p.Ref)
@@ -263,6 +276,7 @@ func (p Profile) View() apitypes.Profile {
 		EngineHooks: p.EngineHooks, DeniedTools: p.DeniedTools, Isolation: p.Isolation, Network: p.Network}
 	ap := p.ApprovalPolicy()
 	v.Approvals, v.ApprovalRules, v.AskTimeout = ap.Default, ap.Rules, ap.AskTimeout.String()
+	v.StallAfter, v.ResumeAfterLoss = p.StallAfter().String(), p.ResumeAfterLoss
 	for k := range p.Env {
 		v.EnvKeys = append(v.EnvKeys, k)
 	}
@@ -425,10 +439,12 @@ type ProfileUpdate struct {
 	UnsetEnv []string
 	// Home moves the profile to another absolute directory, created 0700
 	// with the tool's config home when missing.
-	Home          *string
-	Approvals     *string
-	ApprovalRules *[]apitypes.ApprovalRule
-	AskTimeout    *string
+	Home            *string
+	Approvals       *string
+	ApprovalRules   *[]apitypes.ApprovalRule
+	AskTimeout      *string
+	StallAfter      *string
+	ResumeAfterLoss *bool
 	// Isolation and Network apply to the next launch (R-TR-7).
 	Isolation, Network *string
 }
@@ -505,6 +521,16 @@ func (g *Registry) UpdateProfile(ref, tenant string, u ProfileUpdate) (apitypes.
 			return err
 		}
 		p.Approvals, p.ApprovalRules, p.AskTimeoutSeconds = def, rules, int64(d/time.Second)
+		if u.StallAfter != nil {
+			sa, err := checkStallAfter(*u.StallAfter)
+			if err != nil {
+				return err
+			}
+			p.StallAfterSeconds = int64(sa / time.Second)
+		}
+		if u.ResumeAfterLoss != nil {
+			p.ResumeAfterLoss = *u.ResumeAfterLoss
+		}
 		p.Inactive, p.LaunchRequiresApproval, p.AllowedWorkspaces, p.EngineHooks = pol.Inactive, pol.LaunchRequiresApproval, pol.AllowedWorkspaces, pol.EngineHooks
 		p.DeniedTools, p.Isolation, p.Network = pol.DeniedTools, pol.Isolation, pol.Network
 		if len(u.Env) > 0 || len(u.UnsetEnv) > 0 || u.Home != nil {

@@ -265,6 +265,10 @@ func (r *reader) Read(b []byte) (int, error) {
 	return n, err
 }
 
+// SyscallConn gives the descriptor itself (a holder sizes the pipe,
+// agent/holder).
+func (r *reader) SyscallConn() (syscall.RawConn, error) { return r.f.SyscallConn() }
+
 // Close releases the read end early, for a caller that abandons the stream.
 func (r *reader) Close() error {
 	r.closeOnce.Do(func() { r.closeErr = r.f.Close() })
@@ -280,6 +284,10 @@ type writer struct {
 }
 
 func (w *writer) Write(b []byte) (int, error) { return w.f.Write(b) }
+
+// SyscallConn gives the descriptor itself (a holder passes it to its
+// agent, agent/holder).
+func (w *writer) SyscallConn() (syscall.RawConn, error) { return w.f.SyscallConn() }
 
 func (w *writer) Close() error {
 	w.closeOnce.Do(func() { w.closeErr = w.f.Close() })

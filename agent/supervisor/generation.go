@@ -47,6 +47,8 @@ type generation struct {
 	// adoptedFrom is the version of the agent that started this process
 	// when this agent adopted it from its holder, "" otherwise.
 	adoptedFrom string
+	// stall is the stalled-turn check (stall.go, R-ATTN-6).
+	stall stall
 
 	mu          sync.Mutex // guards the fields below and the order of writes
 	queue       [][]byte   // lines for stdin, in call order
@@ -108,7 +110,7 @@ func (r *run) start(ctx context.Context, d cliruntime.Driver, spec cliruntime.La
 			sess = d.NewSession(spec)
 			first = sess.Start()
 			proc, err = s.spawn(ctx, rn, r.ref, n, sessions.Spec{Path: cmd.Path, Args: cmd.Args, Env: cmd.Env, Dir: cmd.Dir},
-				len(first.Write) == 0 && !withhold)
+				adoptable(sess, first) && !withhold)
 		}
 	}
 	now := time.Now().UTC()
@@ -392,6 +394,7 @@ func (g *generation) read(rd io.Reader, stream ring.Stream, observe bool) {
 	for {
 		n, err := rd.Read(buf)
 		if n > 0 {
+			g.wrote()
 			chunk := buf[:n]
 			if _, aerr := g.r.ring.AppendMark(g.n, stream, chunk, held.mark()); aerr != nil {
 				g.r.s.o.Log.Error("ring append failed", logging.KeyRunRef, g.r.ref, logging.Err(aerr))
@@ -548,9 +551,11 @@ func (g *generation) events(evs []cliruntime.Event) {
 			// Resume stops it and answers 409 (R-RES-2).
 		case cliruntime.EventTurnStarted:
 			g.sawTurn()
+			g.armStall()
 			r.touch()
 		case cliruntime.EventTurnEnded:
 			g.sawTurn()
+			g.unstall()
 			if !e.Usage.Empty() {
 				r.recordUsage(g.n, e.Usage, lim, time.Now())
 			}
@@ -636,6 +641,7 @@ func (g *generation) markUnavailable() {
 func (g *generation) wait(readers *sync.WaitGroup) {
 	r, s := g.r, g.r.s
 	exit := g.proc.Wait()
+	g.endStall()
 	drained := make(chan struct{})
 	go func() { readers.Wait(); close(drained) }()
 	select {
@@ -679,6 +685,7 @@ func (g *generation) wait(readers *sync.WaitGroup) {
 	err := r.update(ev, func(rec *record) {
 		r.gen = nil
 		rec.Ended, rec.ExitCode, rec.Signal, rec.EndedAt = true, exit.Code, exit.Signal, exit.At.UTC()
+		rec.StalledSince = nil
 		if rec.EndedAt.IsZero() {
 			rec.EndedAt = time.Now().UTC()
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/olivares-dev/olivares/agent/ledger"
 	"github.com/olivares-dev/olivares/agent/ring"
 	"github.com/olivares-dev/olivares/agent/sessions"
+	"github.com/olivares-dev/olivares/shared/apitypes"
 	"github.com/olivares-dev/olivares/shared/logging"
 )
 
@@ -26,8 +27,17 @@ import (
 //
 // A tool can be adopted when its session writes nothing at the start (so a
 // fresh driver session takes it over without a handshake: Claude Code's
-// stream-json form) and its replayed history is not withheld (R-HW-4
-// observes line by line, ahead of the marks).
+// stream-json form) or its session is a cliruntime.Adopter (it learns the
+// protocol state of the live process from the tool: Codex's app-server),
+// and its replayed history is not withheld (R-HW-4 observes line by line,
+// ahead of the marks).
+
+// adoptable reports whether a fresh session of sess's driver can take over
+// its process.
+func adoptable(sess cliruntime.Session, first cliruntime.Step) bool {
+	_, ok := sess.(cliruntime.Adopter)
+	return ok || len(first.Write) == 0
+}
 
 // holderDir is the directory of generation gen's holder.
 func (s *Supervisor) holderDir(ref string, gen uint32) string {
@@ -167,15 +177,7 @@ func (s *Supervisor) adopt(r *run, rec record, asked bool) bool {
 		return false
 	case d == nil || asked:
 		log.Warn("a held child cannot be adopted (no driver for its tool, or it waits for an answer to a request that expired with the previous agent): its holder stops it", "tool", rec.Driver)
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			go io.Copy(io.Discard, p.Stdout())
-			go io.Copy(io.Discard, p.Stderr())
-			p.Stop(-1)
-			p.AckExit()
-			os.RemoveAll(dir)
-		}()
+		s.stopHeld(p, dir)
 		return false
 	}
 	spec := cliruntime.LaunchSpec{Workdir: rec.WorkspacePath, ConversationID: rec.ConversationID, RunRef: r.ref}
@@ -183,7 +185,19 @@ func (s *Supervisor) adopt(r *run, rec record, asked bool) bool {
 		spec = s.spec(prof, rec.WorkspacePath, rec.ConversationID, r.ref)
 	}
 	sess := d.NewSession(spec)
-	sess.Start() // writes nothing: only such tools are held
+	var first cliruntime.Step
+	if a, ok := sess.(cliruntime.Adopter); ok {
+		if rec.ConversationID == "" {
+			// An Adopter's process named its conversation in its
+			// handshake; one that did not cannot be told apart.
+			log.Warn("a held child named no conversation before its agent went: its holder stops it", "tool", rec.Driver)
+			s.stopHeld(p, dir)
+			return false
+		}
+		first = a.Adopt()
+	} else {
+		sess.Start() // writes nothing: only such tools are held
+	}
 	g := newGeneration(r, rec.Generation, p, sess, d)
 	g.adoptedFrom = info.Version
 	if s.o.GrantsDir != "" {
@@ -194,9 +208,11 @@ func (s *Supervisor) adopt(r *run, rec record, asked bool) bool {
 	}
 	g.handshaken = true
 	close(g.handshake)
+	g.push(first.Write)
 	detail, _ := json.Marshal(map[string]string{"from": info.Version, "to": s.o.Holders.Version})
 	r.mu.Lock()
 	r.gen = g
+	r.rec.StalledSince = nil // this agent's check starts again (R-ATTN-6)
 	r.unsaved = append(r.unsaved, ledger.Event{Kind: ledger.KindAdopted, Generation: rec.Generation, PID: p.Pid(), Detail: detail})
 	r.dirty = true
 	r.mu.Unlock()
@@ -206,4 +222,75 @@ func (s *Supervisor) adopt(r *run, rec record, asked bool) bool {
 	g.serve(info.PTY)
 	log.Info("adopted a live child from its holder", "pid", p.Pid(), "from_version", info.Version, "holder_pid", p.HolderPid())
 	return true
+}
+
+// stopHeld has a holder that is not adopted stop its child and go.
+func (s *Supervisor) stopHeld(p *holder.Process, dir string) {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		go io.Copy(io.Discard, p.Stdout())
+		go io.Copy(io.Discard, p.Stderr())
+		p.Stop(-1)
+		p.AckExit()
+		os.RemoveAll(dir)
+	}()
+}
+
+// After a host reboot (issue 30, opt-in): a run whose process was lost
+// (its holder went with the host, or was killed) and whose profile says
+// resume_after_loss is resumed on its conversation when the agent starts,
+// as a person's resume would be (the start check, approval, isolation);
+// the ledger says resumed_after_loss, with error when the run could not be
+// resumed and why (no conversation yet, a tool that cannot continue it, a
+// profile that holds resumes for approval). The default, off, keeps the
+// seeds' "nothing is spawned again" (R-RC-4).
+
+// resumesAfterLoss reports whether rec's profile asks for it.
+func (s *Supervisor) resumesAfterLoss(rec record) bool {
+	p, ok, _ := s.o.Registry.Profile(rec.ProfileRef)
+	return ok && p.ResumeAfterLoss && !rec.Released
+}
+
+// resumeAfterLoss resumes refs one after the other, until the agent
+// closes.
+func (s *Supervisor) resumeAfterLoss(refs []string) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-s.closing:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	for _, ref := range refs {
+		if ctx.Err() != nil {
+			return
+		}
+		v, err := s.Resume(ctx, ref, nil, "")
+		r, gerr := s.get(ref)
+		if gerr != nil {
+			continue
+		}
+		var why string
+		switch {
+		case err != nil:
+			why = err.Error()
+		case v.State == apitypes.StatePendingApproval:
+			why = "its profile holds each resume for a person's approval; approve it"
+		}
+		rec, _ := r.current()
+		ev := ledger.Event{Kind: ledger.KindResumedAfterLoss, Generation: rec.Generation}
+		log := s.o.Log.With(logging.KeyRunRef, ref)
+		if why != "" {
+			ev.Detail, _ = json.Marshal(map[string]string{"error": why})
+			log.Warn("a lost run was not resumed", "why", why)
+		} else {
+			log.Info("resumed a lost run on its conversation", "generation", v.Generation, "pid", v.PID)
+		}
+		if err := r.update(ev, func(*record) {}); err != nil {
+			log.Error("recording resumed_after_loss failed", logging.Err(err))
+		}
+	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/olivares-dev/olivares/agent/drivers/codex"
 	"github.com/olivares-dev/olivares/agent/holder"
 	"github.com/olivares-dev/olivares/agent/ledger"
+	"github.com/olivares-dev/olivares/agent/registry"
 	"github.com/olivares-dev/olivares/agent/ring"
 	"github.com/olivares-dev/olivares/agent/sessions"
 	"github.com/olivares-dev/olivares/agent/supervisor"
@@ -38,8 +39,10 @@ func message(e *env, ref, text string) {
 // Issue 30, R-STATE-6: with holders, Close leaves a Claude Code child
 // running and the next Open adopts it (same pid and generation, the ledger
 // says adopted with the versions, status lists it), its output goes on at
-// the ring's last+1, and it takes input; a Codex child is not held and is
-// recorded lost as before. Stopping the adopted child ends its holder.
+// the ring's last+1, and it takes input. A Codex app-server is held too
+// and adopted by asking it for the turn in flight (decisions.md 27): it
+// takes input on its thread after the adoption. Stopping the adopted child
+// ends its holder.
 func TestHolderAdoptsOnOpen(t *testing.T) {
 	holders := filepath.Join(t.TempDir(), "holders")
 	t.Cleanup(func() { killHolders(holders) })
@@ -76,14 +79,18 @@ func TestHolderAdoptsOnOpen(t *testing.T) {
 	if i < 0 || evs[i].PID != r.PID || string(evs[i].Detail) != `{"from":"v1","to":"v1"}` || slices.ContainsFunc(evs, func(ev apitypes.Event) bool { return ev.Kind == ledger.KindLost }) {
 		t.Fatalf("events %v: want adopted (from v1 to v1), no lost", kinds(evs))
 	}
-	if live := e.sup.Live(); len(live) != 1 || live[0].RunRef != "run_held1" || live[0].AdoptedFrom != "v1" {
-		t.Fatalf("Live: %+v, want run_held1 adopted from v1", live)
+	if live := e.sup.Live(); len(live) != 2 || live[0].AdoptedFrom != "v1" || live[1].AdoptedFrom != "v1" {
+		t.Fatalf("Live: %+v, want run_codex1 and run_held1 adopted from v1", live)
 	}
-	if c := e.get("run_codex1"); c.State != apitypes.StateFailed || c.Reason != apitypes.ReasonProcessLost {
-		t.Fatalf("the codex run (not held): %s %s, want failed process_lost", c.State, c.Reason)
+	if c := e.awaitState("run_codex1", apitypes.StateIdle); c.PID != cx.PID || c.ConversationID != cx.ConversationID {
+		t.Fatalf("the codex run after Open: pid %d thread %s, want pid %d thread %s", c.PID, c.ConversationID, cx.PID, cx.ConversationID)
 	}
-	if syscall.Kill(cx.PID, 0) == nil {
-		t.Fatalf("the codex child %d outlived the agent", cx.PID)
+	cout := e.tail("run_codex1", e.get("run_codex1").RingLast+1)
+	e.input("run_codex1", "adopted")
+	cout.awaitText(ring.Stdout, "pong: adopted", `"turn/completed"`)
+	e.awaitState("run_codex1", apitypes.StateIdle)
+	if _, err := e.sup.Stop(context.Background(), "run_codex1", 0); err != nil {
+		t.Fatal(err)
 	}
 
 	out = e.tail("run_held1", last+1)
@@ -115,5 +122,67 @@ func killHolders(dir string) {
 		if b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline"); err == nil && strings.Contains(string(b), "\x00"+dir+"/") {
 			syscall.Kill(pid, syscall.SIGKILL)
 		}
+	}
+}
+
+// Issue 30, resume_after_loss: after a simulated reboot (the holder and its
+// child killed while no agent ran) the agent that starts resumes the lost
+// run of a profile that asks for it on its exact conversation (the tool
+// sees the earlier history), and the ledger says lost, resumed and
+// resumed_after_loss; a run of a profile that does not ask stays lost
+// (R-STATE-6, R-RC-4).
+func TestResumeAfterLoss(t *testing.T) {
+	holders := filepath.Join(t.TempDir(), "holders")
+	t.Cleanup(func() { killHolders(holders) })
+	e := newEnv(t, supervisor.Options{
+		Path:       fakecliDir(t),
+		Drivers:    map[string]cliruntime.Driver{"claude": claude.New()},
+		Runners:    map[cliruntime.LaunchTransport]sessions.Runner{cliruntime.TransportStdio: sessions.NewProcRunner()},
+		Holders:    &holder.Launcher{Exe: os.Args[0], Env: []string{holderMainEnv + "=1"}, Version: "v1"},
+		HoldersDir: holders,
+	})
+	if _, err := e.reg.CreateProfile(registry.ProfileParams{Ref: "prof_back1", Tenant: tenant, Tool: "claude", Name: "back",
+		Home: filepath.Join(e.dir, "home-back"), Policy: registry.ProfilePolicy{ResumeAfterLoss: true}}); err != nil {
+		t.Fatal(err)
+	}
+	e.profile("prof_gone1", "claude")
+	var pids []int
+	for _, run := range [][2]string{{"run_back1", "prof_back1"}, {"run_gone1", "prof_gone1"}} {
+		e.launch(run[0], run[1])
+		r := e.awaitState(run[0], apitypes.StateIdle)
+		out := e.tail(run[0], 0)
+		message(e, run[0], "before the reboot")
+		out.awaitText(ring.Stdout, "pong: before the reboot")
+		e.awaitState(run[0], apitypes.StateIdle)
+		pids = append(pids, r.PID)
+	}
+	conv := e.get("run_back1").ConversationID
+
+	// The reboot: the agent goes, then its holders and their children.
+	e.sup.Close()
+	e.sup = nil
+	e.shut()
+	killHolders(holders)
+	e.await("the children to die with their holders", func() bool {
+		return syscall.Kill(pids[0], 0) != nil && syscall.Kill(pids[1], 0) != nil
+	})
+	e.open()
+	got := e.awaitState("run_back1", apitypes.StateIdle)
+	if got.Generation != 2 || got.ConversationID != conv || got.PID == pids[0] {
+		t.Fatalf("after the reboot: gen %d conversation %s pid %d, want generation 2 on %s", got.Generation, got.ConversationID, got.PID, conv)
+	}
+	want := []string{ledger.KindLost, ledger.KindResumed, ledger.KindStarted, ledger.KindResumedAfterLoss}
+	e.await("lost, resumed, started, resumed_after_loss", func() bool {
+		k := kinds(e.events("run_back1"))
+		return len(k) >= len(want) && slices.Equal(k[len(k)-len(want):], want)
+	})
+	out := e.tail("run_back1", got.RingLast+1)
+	message(e, "run_back1", "history")
+	out.awaitText(ring.Stdout, "before the reboot")
+	if g := e.get("run_gone1"); g.State != apitypes.StateFailed || g.Reason != apitypes.ReasonProcessLost {
+		t.Fatalf("the run of a profile without resume_after_loss: %s %s, want failed process_lost", g.State, g.Reason)
+	}
+	if slices.Contains(kinds(e.events("run_gone1")), ledger.KindResumedAfterLoss) {
+		t.Fatal("a run of a profile without resume_after_loss was resumed")
 	}
 }

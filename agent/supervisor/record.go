@@ -57,6 +57,9 @@ type record struct {
 	// LastError is the tool's last failure the driver observed, cleared
 	// by the next turn that ends well (R-LERR-1).
 	LastError *apitypes.LastError `json:"last_error,omitempty"`
+	// StalledSince: the running turn wrote nothing for stall_after
+	// (stall.go, R-ATTN-6).
+	StalledSince *time.Time `json:"stalled_since,omitempty"`
 	// Window is Claude Code's last window report (its result frame's
 	// modelUsage), kept across a stop and cleared by a new launch
 	// (R-ACT-7).

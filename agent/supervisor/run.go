@@ -303,6 +303,9 @@ func (r *run) snapshot() apitypes.Run {
 		TemplateRef: rec.TemplateRef, ConversationID: rec.ConversationID, Limit: rec.Limit, Taint: rec.Taint, HandoffOf: rec.HandoffOf,
 		CreatedAt: rec.CreatedAt, Rev: rec.Rev, PendingRequests: pending, LastError: rec.LastError,
 	}
+	if state == apitypes.StateRunning {
+		v.StalledSince = rec.StalledSince // R-ATTN-6
+	}
 	if rec.Usage != nil {
 		u := *rec.Usage
 		v.Usage = &u

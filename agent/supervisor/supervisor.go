@@ -129,6 +129,10 @@ type Options struct {
 	// after, when set (tests), is the ask timeout's clock instead of
 	// time.AfterFunc: it calls fn after d and returns a stop function.
 	after func(d time.Duration, fn func()) (stop func() bool)
+	// stallAfter and now, when set (tests), are the stall check's timer
+	// (as after) and the clock of stalled_since (stall.go).
+	stallAfter func(d time.Duration, fn func()) (stop func() bool)
+	now        func() time.Time
 }
 
 // DefaultMaxStdinQueue is MaxStdinQueue's default: four inputs of the
@@ -190,6 +194,7 @@ func Open(o Options) (*Supervisor, error) {
 	if err != nil {
 		return nil, err
 	}
+	var lost []string // runs to resume after their loss (issue 30)
 	for _, rec := range recs {
 		rg, err := o.Ring.Ring(rec.RunRef)
 		if err != nil {
@@ -219,6 +224,9 @@ func Open(o Options) (*Supervisor, error) {
 			if err := r.recordLost(); err != nil {
 				return nil, err
 			}
+			if rec.Generation > 0 && s.resumesAfterLoss(rec) {
+				lost = append(lost, rec.RunRef)
+			}
 		} else if rg.Live() {
 			// The end was recorded but the agent died before the ring's
 			// End committed.
@@ -237,6 +245,10 @@ func Open(o Options) (*Supervisor, error) {
 	}
 	s.wg.Add(1)
 	go func() { defer s.wg.Done(); s.saver.run() }()
+	if len(lost) > 0 {
+		s.wg.Add(1)
+		go func() { defer s.wg.Done(); s.resumeAfterLoss(lost) }()
+	}
 	return s, nil
 }
 

@@ -247,6 +247,7 @@ var attentionText = map[string]string{
 	apitypes.AttentionNeedsApproval: "waits for approval",
 	apitypes.AttentionFailed:        "failed",
 	apitypes.AttentionLimited:       "stopped on a limit",
+	apitypes.AttentionStalled:       "has written nothing for a while (stalled)",
 }
 
 // pushMessage is a push's payload for a run's new attention (R-NOTIF-8).

@@ -133,7 +133,7 @@ func (s *Server) CreateProfileAs(ctx context.Context, tenant string, req apitype
 			Inactive: req.Active != nil && !*req.Active, LaunchRequiresApproval: req.LaunchRequiresApproval,
 			AllowedWorkspaces: req.AllowedWorkspaces, EngineHooks: req.EngineHooks, DeniedTools: req.DeniedTools,
 			Approvals: req.Approvals, ApprovalRules: req.ApprovalRules, AskTimeout: req.AskTimeout,
-			Isolation: req.Isolation, Network: req.Network}, &p)
+			StallAfter: req.StallAfter, ResumeAfterLoss: req.ResumeAfterLoss, Isolation: req.Isolation, Network: req.Network}, &p)
 	if err != nil {
 		s.undoRecord(err, req.NodeID, proto.OpProfileDelete, ref, tenant)
 		return apitypes.Profile{}, err

@@ -240,6 +240,166 @@ func TestRealClaudeAdoptedMidTurn(t *testing.T) {
 	noneLeft(t, f, r.PID)
 }
 
+// Issue 30 with the real Codex (0.169.0, app-server, the fake Responses
+// API): kill -9 of the agent mid-turn, the turn ends while no agent runs,
+// and the agent started again adopts the same app-server (R-STATE-6,
+// decisions.md 27): it asks app-server for the turn in flight, the attach
+// stream goes on at last+1 with the turn's end, input starts a turn on the
+// same thread, and stop shows the observed exit code (R-STOP-2).
+func TestRealCodexAdoptedMidTurn(t *testing.T) {
+	t.Parallel()
+	bin := realBin(t, "codex")
+	fake := fakemodel.NewOpenAI()
+	defer fake.Close()
+	f := setup(t, "yamux", integration.ProcOptions{Path: bin + ":" + cliruntime.DefaultPath})
+	r := f.launch(f.realCodexProfile(t, fake))
+	r = f.operator.AwaitRun(r.RunRef, wait, "the app-server handshake", func(r apitypes.Run) bool {
+		return r.State == apitypes.StateIdle && r.ConversationID != ""
+	})
+	if h := f.agent.Holders(); len(h) != 1 {
+		t.Fatalf("holders %v, want one for the Codex run", h)
+	}
+	s := f.viewer.Attach(r.RunRef, "from=0")
+	f.post(f.operator, http.StatusAccepted, r.RunRef, "input", integration.Text("hello"), nil)
+	s.UntilOutput("pong: hello", wait)
+	r = f.operator.AwaitRun(r.RunRef, wait, "idle", func(r apitypes.Run) bool { return r.State == apitypes.StateIdle })
+
+	g := fakemodel.NewGate()
+	defer g.Release()
+	fake.Push(fakemodel.Held(g))
+	f.post(f.operator, http.StatusAccepted, r.RunRef, "input", integration.Text("mid-turn"), nil)
+	select {
+	case <-g.Arrived():
+	case <-time.After(wait):
+		t.Fatal("the turn never reached the fake model")
+	}
+	f.operator.AwaitRun(r.RunRef, wait, "running", func(r apitypes.Run) bool { return r.State == apitypes.StateRunning })
+	var last uint64
+	f.agent.Kill()
+	for {
+		ev, ok := s.Next(wait)
+		if !ok {
+			break
+		}
+		if ev.Name == apitypes.SSEOutput {
+			last = ev.Output(t).Seq
+		}
+	}
+	// The turn ends while no agent runs: app-server writes its end into
+	// the holder.
+	g.Release()
+	spool := filepath.Join(f.agent.Dir, "holders", r.RunRef, "1", "spool")
+	integration.Await(t, wait, "the turn's end in the holder's spool", func() bool {
+		b, _ := os.ReadFile(spool)
+		return bytes.Contains(b, []byte(`"method":"turn/completed"`))
+	})
+	f.agent.Start()
+	f.agent.AwaitConnected(wait)
+	now := f.viewer.AwaitRun(r.RunRef, wait, "adopted", func(r apitypes.Run) bool { return apitypes.Live(r.State) })
+	if now.PID != r.PID || now.Generation != 1 || now.ConversationID != r.ConversationID {
+		t.Fatalf("after the restart: pid %d gen %d thread %s, want pid %d gen 1 thread %s", now.PID, now.Generation, now.ConversationID, r.PID, r.ConversationID)
+	}
+	s = f.viewer.Attach(r.RunRef, "from="+strconv.FormatUint(last+1, 10))
+	rest := s.UntilOutput(`"method":"turn/completed"`, wait)
+	contiguous(t, rest, last+1)
+	if !bytes.Contains(joined(rest), []byte("held pong: mid-turn")) {
+		t.Fatal("the turn's answer written while no agent ran is missing from the stream")
+	}
+	f.operator.AwaitRun(r.RunRef, wait, "idle", func(r apitypes.Run) bool { return r.State == apitypes.StateIdle })
+	f.post(f.operator, http.StatusAccepted, r.RunRef, "input", integration.Text("after"), nil)
+	s.UntilOutput("pong: after", wait)
+	f.operator.AwaitRun(r.RunRef, wait, "idle", func(r apitypes.Run) bool { return r.State == apitypes.StateIdle })
+	if reqs := fake.ModelRequests(); !slices.Contains(reqs[len(reqs)-1].Said(), "assistant: held pong: mid-turn") {
+		t.Fatalf("the turn after the adoption did not carry the thread's history: %v", reqs[len(reqs)-1].Said())
+	}
+
+	// Adopted while the turn still runs: app-server names the turn in
+	// flight, so an interrupt reaches it.
+	g2 := fakemodel.NewGate()
+	defer g2.Release()
+	fake.Push(fakemodel.Held(g2))
+	f.post(f.operator, http.StatusAccepted, r.RunRef, "input", integration.Text("long"), nil)
+	select {
+	case <-g2.Arrived():
+	case <-time.After(wait):
+		t.Fatal("the second turn never reached the fake model")
+	}
+	f.agent.Kill()
+	f.agent.Start()
+	f.agent.AwaitConnected(wait)
+	f.viewer.AwaitRun(r.RunRef, wait, "adopted running", func(r apitypes.Run) bool { return r.State == apitypes.StateRunning })
+	f.post(f.operator, http.StatusAccepted, r.RunRef, "interrupt", nil, nil)
+	f.operator.AwaitRun(r.RunRef, wait, "idle after the interrupt", func(r apitypes.Run) bool { return r.State == apitypes.StateIdle })
+
+	var stopped apitypes.Run
+	f.post(f.operator, http.StatusOK, r.RunRef, "stop", nil, &stopped)
+	if stopped.State != apitypes.StateStopped || stopped.ExitCode == nil || *stopped.ExitCode != 0 {
+		t.Fatalf("stop: %+v, want stopped with app-server's exit code 0", stopped)
+	}
+	if evs := integration.Kinds(f.viewer.Events(r.RunRef)); countOf(evs, "adopted") != 2 || slices.Contains(evs, "lost") {
+		t.Fatalf("events %v: want two adopted, no lost", evs)
+	}
+	noneLeft(t, f, r.PID)
+}
+
+// Issue 30, resume_after_loss with the real Claude Code (the fake Messages
+// API): a simulated reboot (the agent, then the holder and its child,
+// killed) and the agent started again resumes the run on its exact
+// conversation: generation 2, the ledger says resumed_after_loss, and the
+// next turn's request to the model carries the earlier history
+// (R-STATE-6, decisions.md 30).
+func TestRealClaudeResumedAfterLoss(t *testing.T) {
+	t.Parallel()
+	bin := realBin(t, "claude")
+	fake := fakemodel.NewAnthropic()
+	defer fake.Close()
+	f := setup(t, "yamux", integration.ProcOptions{Path: bin + ":" + cliruntime.DefaultPath})
+	p := f.realClaudeProfileWith(fake, apitypes.ProfileCreate{Name: "claude-back", ResumeAfterLoss: true})
+	if !p.ResumeAfterLoss {
+		t.Fatalf("profile %+v: resume_after_loss not kept", p)
+	}
+	r := f.launch(p)
+	s := f.viewer.Attach(r.RunRef, "from=0")
+	f.post(f.operator, http.StatusAccepted, r.RunRef, "input", integration.Message("remember the reboot"), nil)
+	s.UntilOutput("pong: remember the reboot", wait)
+	r = f.operator.AwaitRun(r.RunRef, wait, "idle", func(r apitypes.Run) bool { return r.State == apitypes.StateIdle && r.ConversationID != "" })
+	h := f.agent.Holders()
+	if len(h) != 1 {
+		t.Fatalf("holders %v, want one", h)
+	}
+	f.agent.Kill()
+	syscall.Kill(h[0], syscall.SIGKILL)
+	integration.Await(t, wait, "the child to die with its holder", func() bool { return !integration.Alive(r.PID) })
+	f.agent.Start()
+	f.agent.AwaitConnected(wait)
+	back := f.viewer.AwaitRun(r.RunRef, wait, "resumed", func(r apitypes.Run) bool { return r.State == apitypes.StateIdle && r.Generation == 2 })
+	if back.ConversationID != r.ConversationID || back.PID == r.PID {
+		t.Fatalf("after the reboot: %+v, want conversation %s in a new process", back, r.ConversationID)
+	}
+	evs := integration.Kinds(f.viewer.Events(r.RunRef))
+	if countOf(evs, "lost") != 1 || countOf(evs, "resumed_after_loss") != 1 {
+		t.Fatalf("events %v: want lost, then resumed_after_loss", evs)
+	}
+	s = f.viewer.Attach(r.RunRef, "from="+strconv.FormatUint(back.RingLast+1, 10))
+	f.post(f.operator, http.StatusAccepted, r.RunRef, "input", integration.Message("after"), nil)
+	s.UntilOutput("pong: after", wait)
+	reqs := fake.ModelRequests()
+	if said := reqs[len(reqs)-1].Said(); !slices.Contains(said, "user: remember the reboot") {
+		t.Fatalf("the turn after the reboot did not carry the earlier history: %v", said)
+	}
+	f.post(f.operator, http.StatusOK, r.RunRef, "stop", nil, nil)
+	noneLeft(t, f, back.PID)
+}
+
+// joined is the data of outputs, in order.
+func joined(outs []apitypes.Output) []byte {
+	var b []byte
+	for _, o := range outs {
+		b = append(b, o.Data...)
+	}
+	return b
+}
+
 func firstErr(errs ...error) error {
 	for _, err := range errs {
 		if err != nil {

@@ -10,11 +10,12 @@ const (
 	AttentionLimited       = "limited"
 	AttentionFailed        = "failed"
 	AttentionNeedsInput    = "needs_input"
+	AttentionStalled       = "stalled"
 )
 
 // AttentionReasons lists the reasons in precedence order (R-ATTN-2): the
 // first that applies is the run's.
-var AttentionReasons = []string{AttentionNeedsDecision, AttentionNeedsApproval, AttentionLimited, AttentionFailed, AttentionNeedsInput}
+var AttentionReasons = []string{AttentionNeedsDecision, AttentionNeedsApproval, AttentionLimited, AttentionFailed, AttentionStalled, AttentionNeedsInput}
 
 // AttentionAny is the filter value that matches every non-null reason
 // (R-ATTN-4).
@@ -23,7 +24,8 @@ const AttentionAny = "any"
 // AttentionOf derives a run's attention from what the agent observed
 // (R-ATTN-1, R-ATTN-2): its state, pending requests, limit and last error,
 // at the instant now (a limit whose reset has passed is no longer in
-// force). It is a pure function: the index never stores the result.
+// force), and whether its running turn stalled (R-ATTN-6). It is a pure
+// function: the index never stores the result.
 func AttentionOf(r Run, now time.Time) string {
 	switch {
 	case r.PendingRequests > 0 && r.State != StateReleased:
@@ -35,6 +37,8 @@ func AttentionOf(r Run, now time.Time) string {
 	case r.State == StateFailed,
 		r.LastError != nil && (r.State == StateIdle || r.State == StateStopped):
 		return AttentionFailed
+	case r.State == StateRunning && r.StalledSince != nil:
+		return AttentionStalled
 	case r.State == StateIdle:
 		return AttentionNeedsInput
 	}

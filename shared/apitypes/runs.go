@@ -101,6 +101,9 @@ type Run struct {
 	// LastError is the tool's last failure the driver observed, cleared
 	// by the next turn that ends well (R-LERR-1).
 	LastError *LastError `json:"last_error,omitempty"`
+	// StalledSince is set while the running turn has written nothing for
+	// its profile's stall_after: when the node found it so (R-ATTN-6).
+	StalledSince *time.Time `json:"stalled_since,omitempty"`
 	// Attention is why the run waits for a person, derived per answer from
 	// the fields above (R-ATTN-1); null when it needs nothing. The index
 	// never stores it.
@@ -325,6 +328,13 @@ type Profile struct {
 	// AskTimeout is how long a request waits for a person before it is
 	// denied, as a duration ("10m") (R-REQ-12).
 	AskTimeout string `json:"ask_timeout"`
+	// StallAfter is how long a running turn may write nothing before the
+	// run gets attention stalled, as a duration ("10m0s") (R-ATTN-6).
+	StallAfter string `json:"stall_after,omitempty"`
+	// ResumeAfterLoss: a run of the profile whose process was lost (a
+	// host reboot) is resumed on its conversation when the agent starts
+	// (issue 30).
+	ResumeAfterLoss bool `json:"resume_after_loss,omitempty"`
 	// Isolation is what the profile's runs get unless a launch asks for
 	// stricter ("" is native); Network is an isolated run's network,
 	// "host" ("" too) or "none" (R-TR-7).
@@ -371,6 +381,9 @@ type ProfileCreate struct {
 	Approvals     string         `json:"approvals,omitempty"`
 	ApprovalRules []ApprovalRule `json:"approval_rules,omitempty"`
 	AskTimeout    string         `json:"ask_timeout,omitempty"`
+	StallAfter    string         `json:"stall_after,omitempty"`
+	// ResumeAfterLoss: as on Profile (off by default).
+	ResumeAfterLoss bool `json:"resume_after_loss,omitempty"`
 	// Isolation and Network: as on Profile (R-TR-7).
 	Isolation string `json:"isolation,omitempty"`
 	Network   string `json:"network,omitempty"`
@@ -386,9 +399,11 @@ type ProfileUpdate struct {
 	EngineHooks            *bool     `json:"engine_hooks,omitempty"`
 	DeniedTools            *[]string `json:"denied_tools,omitempty"`
 	// The approval policy of the tool's requests (R-REQ-10..12).
-	Approvals     *string         `json:"approvals,omitempty"`
-	ApprovalRules *[]ApprovalRule `json:"approval_rules,omitempty"`
-	AskTimeout    *string         `json:"ask_timeout,omitempty"`
+	Approvals       *string         `json:"approvals,omitempty"`
+	ApprovalRules   *[]ApprovalRule `json:"approval_rules,omitempty"`
+	AskTimeout      *string         `json:"ask_timeout,omitempty"`
+	StallAfter      *string         `json:"stall_after,omitempty"`
+	ResumeAfterLoss *bool           `json:"resume_after_loss,omitempty"`
 	// Isolation and Network apply to the next launch (R-TR-7).
 	Isolation *string `json:"isolation,omitempty"`
 	Network   *string `json:"network,omitempty"`
@@ -421,6 +436,8 @@ func (u ProfileUpdate) Fields() []string {
 	add(u.Approvals != nil, "approvals")
 	add(u.ApprovalRules != nil, "approval_rules")
 	add(u.AskTimeout != nil, "ask_timeout")
+	add(u.StallAfter != nil, "stall_after")
+	add(u.ResumeAfterLoss != nil, "resume_after_loss")
 	add(u.Isolation != nil, "isolation")
 	add(u.Network != nil, "network")
 	add(len(u.Env) > 0, "env")

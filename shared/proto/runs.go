@@ -65,9 +65,11 @@ type ProfileCreate struct {
 	EngineHooks            bool     `json:"engine_hooks,omitempty"`
 	DeniedTools            []string `json:"denied_tools,omitempty"`
 	// The approval policy (R-REQ-10..12); the agent fills the defaults.
-	Approvals     string                  `json:"approvals,omitempty"`
-	ApprovalRules []apitypes.ApprovalRule `json:"approval_rules,omitempty"`
-	AskTimeout    string                  `json:"ask_timeout,omitempty"`
+	Approvals       string                  `json:"approvals,omitempty"`
+	ApprovalRules   []apitypes.ApprovalRule `json:"approval_rules,omitempty"`
+	AskTimeout      string                  `json:"ask_timeout,omitempty"`
+	StallAfter      string                  `json:"stall_after,omitempty"`
+	ResumeAfterLoss bool                    `json:"resume_after_loss,omitempty"`
 	// Isolation and Network (R-TR-7).
 	Isolation string `json:"isolation,omitempty"`
 	Network   string `json:"network,omitempty"`

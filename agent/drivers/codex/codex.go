@@ -87,6 +87,11 @@ type session struct {
 	pending map[int64]string // our request id → method
 	thread  string           // confirmed thread id; "" until thread/start|resume answered
 	dead    bool             // the handshake failed: no thread will come
+	// adopting: this session took over a live process (Adopt) and waits
+	// for the newest turn's status; adoptEnded is a turn that ended
+	// meanwhile (adopt.go).
+	adopting   bool
+	adoptEnded string
 
 	queue     []string // texts not yet sent as turn/start
 	starting  bool     // a turn/start is out and has no answer or turn id yet
@@ -183,7 +188,7 @@ func (s *session) flushLocked() cliruntime.Step {
 	if s.thread == "" && s.branch != nil {
 		return s.branchFlushLocked()
 	}
-	if s.thread == "" || s.starting || s.turn != "" || len(s.queue) == 0 {
+	if s.thread == "" || s.adopting || s.starting || s.turn != "" || len(s.queue) == 0 {
 		return cliruntime.Step{}
 	}
 	text := s.queue[0]
@@ -208,7 +213,7 @@ func (s *session) Interrupt() (cliruntime.Step, bool) {
 	switch {
 	case s.turn != "":
 		return cliruntime.Step{Write: [][]byte{s.interruptLocked()}}, true
-	case s.starting || (len(s.queue) > 0 && !s.dead):
+	case s.adopting || s.starting || (len(s.queue) > 0 && !s.dead):
 		// The turn id is not known yet: send it when it is.
 		s.interrupt = true
 		return cliruntime.Step{}, true
@@ -231,7 +236,7 @@ func (s *session) ConversationID() string {
 func (s *session) TurnActive() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.starting || s.turn != "" || (len(s.queue) > 0 && !s.dead)
+	return s.adopting || s.starting || s.turn != "" || (len(s.queue) > 0 && !s.dead)
 }
 
 // observed are the notifications the driver reads; every other
@@ -320,6 +325,8 @@ func (s *session) responseLocked(m jsonrpc.Message, raw json.RawMessage) clirunt
 		return out
 	case "thread/start", "thread/resume":
 		return s.threadLocked(method, m, raw)
+	case tagAdopt:
+		return s.adoptedLocked(m, raw)
 	case tagFork, tagStart, tagInject, tagArchive:
 		return s.branchResponseLocked(method, id, m, raw)
 	case "turn/start":
@@ -408,6 +415,9 @@ type turnNotification struct {
 }
 
 func (s *session) notificationLocked(m jsonrpc.Message, raw json.RawMessage) cliruntime.Step {
+	if s.adopting && (m.Method == "turn/started" || m.Method == "turn/completed") {
+		return s.adoptTurnLocked(m, raw)
+	}
 	switch m.Method {
 	case "turn/started":
 		var n turnNotification

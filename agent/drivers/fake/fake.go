@@ -11,7 +11,7 @@
 // The fake takes text input (like codex and grok) and honours the same
 // driving texts as integration/peers/fakecli: slow, exit N, stderr X,
 // history, ignore-term, flood N, and tokens IN OUT (the turn reports that
-// usage).
+// usage); and hang (the turn writes nothing until cancelled).
 //
 // It must never be wired by the composition root: its Kind is not one of the
 // contract's three.

@@ -396,6 +396,16 @@ func (pr *peer) turn(text string) bool {
 				break wait
 			}
 		}
+	case "hang":
+		// The turn writes nothing until it is cancelled (a stalled turn,
+		// R-ATTN-6).
+		for !pr.isCancelled(n) {
+			select {
+			case <-pr.cancel:
+			case <-pr.p.done:
+				return false
+			}
+		}
 	case "slow":
 		t := time.NewTicker(pr.tick)
 		defer t.Stop()

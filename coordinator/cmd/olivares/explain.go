@@ -169,6 +169,7 @@ var terms = []term{
 	t(profileCmds, "bad_policy", `^(\d+) approval rules`, "$1 --approval-rule flags"),
 	t(profileCmds, "bad_policy", `set approvals to allow instead`, "use --approvals allow instead"),
 	t(profileCmds, "bad_policy", `^ask_timeout "`, `--ask-timeout "`),
+	t(profileCmds, "bad_policy", `^stall_after "`, `--stall-after "`),
 	// Isolation (R-TR-7).
 	t(profileCmds, "bad_policy", `^network "none" needs isolation sandbox or container`, `--network none needs --isolation sandbox`),
 	t(profileCmds, "bad_policy", `^(isolation|network) "`, `--$1 "`),

@@ -56,8 +56,9 @@ func profileCommands() []*command {
 // R-REQ-10..12).
 type policyOpts struct {
 	active, requiresApproval, engineHooks bool
+	resumeAfterLoss                       bool
 	allowWorkspaces, denyTools            listFlag
-	approvals, askTimeout                 string
+	approvals, askTimeout, stallAfter     string
 	isolation, network                    string
 	rules                                 ruleFlag
 	onLimit                               listFlag
@@ -92,6 +93,8 @@ func (o *policyOpts) define(fs *flag.FlagSet, update bool) {
 	}
 	fs.Var(&o.rules, "approval-rule", rules)
 	fs.StringVar(&o.askTimeout, "ask-timeout", "", "how long a request waits for a person before it is denied, 1s to 24h, like 10m (the default)")
+	fs.StringVar(&o.stallAfter, "stall-after", "", "how long a running turn may write nothing before the session is marked stalled (attention stalled; nothing is stopped), 1m to 24h, like 10m (the default)")
+	fs.BoolVar(&o.resumeAfterLoss, "resume-after-loss", false, "after a host reboot, the agent resumes each session of the profile whose process was lost on its conversation (default: off; such sessions stay failed, process_lost)")
 	fs.StringVar(&o.isolation, "isolation", "", "what the profile's sessions run in unless a launch asks for stricter: native (the default: the tool runs as the agent's user and can read the node's files), sandbox (bubblewrap: only its working directory and its home; see docs/isolation.md) or container (podman, the same boundary)")
 	fs.StringVar(&o.network, "network", "", "an isolated session's network: host (the default) or none")
 	onLimit := "a step tried, in order, when a session stops on a usage limit: move:PROFILE (claude: the same conversation on another account), handoff:PROFILE (another profile, any tool, with the handoff summary) or continue_at_reset (last); repeatable. Rotating accounts must respect each vendor's terms"
@@ -193,6 +196,10 @@ func profileAdd() *command {
     [--approvals ask|deny|allow] [--approval-rule ACTION:TOOL_OR_KIND:PATTERN ...]
     [--ask-timeout D]: what answers the tool's requests to run a command,
     change files or use a tool (see profile update --help).
+    [--stall-after D]: a turn that writes nothing this long is marked
+    stalled (10m by default).
+    [--resume-after-loss]: after a host reboot the agent resumes the
+    profile's lost sessions on their conversations.
     [--isolation native|sandbox|container] [--network host|none]: what the
     profile's sessions can reach on the node (sandbox, container: only their
     working directory and the profile's home).
@@ -221,7 +228,8 @@ func profileAdd() *command {
 			req := apitypes.ProfileCreate{NodeID: node, Tool: o.tool, Name: o.name, Home: o.home, Env: o.env,
 				LaunchRequiresApproval: o.policy.requiresApproval, AllowedWorkspaces: ws, EngineHooks: o.policy.engineHooks,
 				DeniedTools: o.policy.denyTools, Approvals: o.policy.approvals, ApprovalRules: o.policy.rules, AskTimeout: o.policy.askTimeout,
-				Isolation: o.policy.isolation, Network: o.policy.network, OnLimit: o.policy.plan()}
+				Isolation: o.policy.isolation, Network: o.policy.network, OnLimit: o.policy.plan(),
+				StallAfter: o.policy.stallAfter, ResumeAfterLoss: o.policy.resumeAfterLoss}
 			if c.set["active"] {
 				req.Active = &o.policy.active
 			}
@@ -249,7 +257,8 @@ func profileUpdate() *command {
                         [--allow-workspace WS ...] [--deny-tool T ...] [--allow-tool T ...]
                         [--clear-denied-tools] [--env K=V ...] [--unset-env K ...] [--home DIR]
                         [--approvals ask|deny|allow] [--approval-rule ACTION:TOOL_OR_KIND:PATTERN ...]
-                        [--ask-timeout D] [--isolation native|sandbox|container] [--network host|none]
+                        [--ask-timeout D] [--stall-after D] [--resume-after-loss=BOOL]
+                        [--isolation native|sandbox|container] [--network host|none]
                         [--on-limit STEP ...] [--json]
     Change the policy, the tool's environment (values stay on the node) or
     the home; it applies to the next launch or resume. The
@@ -263,7 +272,8 @@ func profileUpdate() *command {
     --approval-rule 'allow:Bash:git status' --approval-rule 'deny:command:rm *';
     an allow never covers a command chained with ; & | or a redirection its
     pattern does not show. A request nobody answers is denied after
-    --ask-timeout (10m by default).
+    --ask-timeout (10m by default). A turn that writes nothing for
+    --stall-after (10m by default) is marked stalled; nothing is stopped.
     --on-limit is the plan tried when a session stops on a usage limit, in
     order: move:PROFILE moves a Claude Code session to another Claude Code
     account and continues the same conversation there; handoff:PROFILE hands
@@ -339,6 +349,12 @@ func profileUpdate() *command {
 			if c.set["on-limit"] {
 				plan := o.policy.plan()
 				u.OnLimit = &plan
+			}
+			if c.set["stall-after"] {
+				u.StallAfter = &o.policy.stallAfter
+			}
+			if c.set["resume-after-loss"] {
+				u.ResumeAfterLoss = &o.policy.resumeAfterLoss
 			}
 			o.envEdit.apply(&u, c.set)
 			if len(c.set) == 0 || (len(c.set) == 1 && c.json) {
@@ -430,6 +446,8 @@ func printProfile(out io.Writer, p apitypes.Profile) {
 		fmt.Fprintf(tw, "denied tools\t%s\n", dash(strings.Join(p.DeniedTools, ", ")))
 	}
 	fmt.Fprintf(tw, "approvals\t%s, ask timeout %s\n", dash(p.Approvals), dash(p.AskTimeout))
+	fmt.Fprintf(tw, "stall after\t%s\n", dash(p.StallAfter))
+	fmt.Fprintf(tw, "resume after loss\t%v\n", p.ResumeAfterLoss)
 	fmt.Fprintf(tw, "isolation\t%s\n", boundary(p.Isolation, p.Network))
 	for i, r := range p.ApprovalRules {
 		// As --approval-rule takes it.

@@ -318,7 +318,8 @@ func sessionList() *command {
     --archived is given. The filters take refs or names; --name matches
     a part of the session's name, in any case. --attention keeps the runs
     that wait for you (needs_input, needs_decision, needs_approval, failed,
-    limited; alone: any of them).
+    limited, stalled: a turn that wrote nothing for its profile's
+    --stall-after; alone: any of them).
 `,
 		flags: func(fs *flag.FlagSet) {
 			fs.StringVar(&o.state, "state", "", "only runs in this state")
@@ -328,7 +329,7 @@ func sessionList() *command {
 			fs.StringVar(&o.tool, "tool", "", "only runs of this tool: claude, codex, gemini, opencode or grok")
 			fs.StringVar(&o.name, "name", "", "only sessions whose name contains this text (any case)")
 			fs.Var(optionalFlag{v: &o.attention, def: apitypes.AttentionAny, takes: attentionWord}, "attention",
-				"only runs that wait for you: any (the default), needs_input, needs_decision, needs_approval, failed or limited")
+				"only runs that wait for you: any (the default), needs_input, needs_decision, needs_approval, failed, limited or stalled")
 			fs.IntVar(&o.limit, "limit", 0, "page size, 1..200 (default: the server's, 50)")
 			fs.IntVar(&o.offset, "offset", 0, "skip this many runs")
 			fs.BoolVar(&o.archived, "archived", false, "include archived runs")

@@ -17,6 +17,7 @@ export const REASONS = [
   ['needs_approval', 'waiting for approval'],
   ['failed', 'failed'],
   ['limited', 'stopped on a limit'],
+  ['stalled', 'stalled: its turn wrote nothing for a while'],
   ['needs_input', 'waiting for your input'],
 ];
 const LABEL = Object.fromEntries(REASONS);
@@ -40,6 +41,7 @@ export function attentionOf(r) {
   else if (r.state === 'pending_approval') reason = 'needs_approval';
   else if (r.state === 'failed') reason = 'failed';
   else if (r.limit) reason = 'limited';
+  else if (r.state === 'running' && r.stalled_since) reason = 'stalled';
   // An idle process has finished its turn (or its start) and waits for
   // the person's next message.
   else if (r.state === 'idle') reason = 'needs_input';

@@ -44,6 +44,8 @@ export function profilesView(main) {
       p.allowed_workspaces && p.allowed_workspaces.length ? `only in ${p.allowed_workspaces.map((r) => (workspaces.get(r) || {}).name || r).join(', ')}` : null,
       p.engine_hooks ? `engine hooks${p.denied_tools && p.denied_tools.length ? `, denies ${p.denied_tools.join(', ')}` : ''}` : null,
       p.on_limit && p.on_limit.length ? `at a limit: ${p.on_limit.join(', then ')}` : null,
+      p.stall_after ? `stalled after ${p.stall_after} without output` : null,
+      p.resume_after_loss ? 'lost sessions resumed after a reboot' : null,
     ].filter(Boolean);
     // R-TR-7: what its sessions reach on the node, said plainly.
     const isolated = p.isolation === 'sandbox' || p.isolation === 'container';
@@ -183,6 +185,8 @@ export function profilesView(main) {
       .map(([v, t]) => h('option', { value: v, selected: (p.isolation || 'native') === v }, t)));
     const network = h('select', { id: 'pol-network' }, [['host', 'The node\u2019s network'], ['none', 'No network (sandbox or container only)']]
       .map(([v, t]) => h('option', { value: v, selected: (p.network || 'host') === v }, t)));
+    const stall = h('input', { type: 'text', id: 'pol-stall', value: p.stall_after || '10m0s', placeholder: '10m' });
+    const resumeLoss = h('input', { type: 'checkbox', id: 'pol-resume-loss', checked: !!p.resume_after_loss });
     const allowed = h('select', { id: 'pol-workspaces', multiple: true, size: Math.min(6, Math.max(2, workspaces.size)) },
       [...workspaces.values()].filter((w) => w.node_id === p.node_id).map((w) => h('option', { value: w.ref, selected: (p.allowed_workspaces || []).includes(w.ref) }, w.name)));
     // R-ONL-1: the plan tried when a session stops on a usage limit.
@@ -196,6 +200,7 @@ export function profilesView(main) {
         active: active.checked, launch_requires_approval: approval.checked,
         allowed_workspaces: [...allowed.selectedOptions].map((o) => o.value),
         isolation: isolation.value, network: network.value,
+        stall_after: stall.value.trim() || undefined, resume_after_loss: resumeLoss.checked,
       };
       if (p.tool === 'claude') {
         body.engine_hooks = hooks.checked;
@@ -213,6 +218,8 @@ export function profilesView(main) {
     h('label', { for: 'pol-workspaces' }, 'Allowed workspaces (none selected: all)'), allowed,
     h('label', { for: 'pol-isolation' }, 'Isolation of its sessions (a launch may ask stricter, never looser)'), isolation,
     h('label', { for: 'pol-network' }, 'Network of an isolated session'), network,
+    h('label', { for: 'pol-stall' }, 'A turn that writes nothing this long is marked stalled (1m to 24h; nothing is stopped)'), stall,
+    h('label', { class: 'check' }, resumeLoss, 'After a host reboot, resume its lost sessions on their conversations'),
     h('label', { class: 'check' }, hooks, 'Engine hooks (Claude Code): tool uses are recorded and the denied tools refused'),
     h('label', { for: 'pol-denied' }, 'Denied tools'), denied,
     h('label', { for: 'pol-onlimit' }, 'At a usage limit, try in order: move:PROFILE (Claude Code: the same conversation on another account), handoff:PROFILE (any tool, with the handoff summary), continue_at_reset (last). Empty: wait for a person. Rotating accounts must respect each vendor’s terms.'), onLimit,

@@ -193,6 +193,7 @@ const attentionSQL = `CASE
 	WHEN json_typeof(doc->'limit') = 'object' AND state <> 'released'
 		AND (doc->'limit'->>'resets_at' IS NULL OR (doc->'limit'->>'resets_at')::timestamptz > $%[1]d::timestamptz) THEN 'limited'
 	WHEN state = 'failed' OR (json_typeof(doc->'last_error') = 'object' AND state IN ('idle', 'stopped')) THEN 'failed'
+	WHEN state = 'running' AND doc->>'stalled_since' IS NOT NULL THEN 'stalled'
 	WHEN state = 'idle' THEN 'needs_input'
 END`
 

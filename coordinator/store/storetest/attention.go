@@ -20,6 +20,7 @@ func testRunListAttention(t *testing.T, s store.Store) {
 		pending    int
 		limit      *apitypes.Limit
 		lastErr    bool
+		stalled    bool
 	}
 	rows := []row{
 		{ref: "a-decision", state: apitypes.StateRunning, pending: 2},
@@ -33,6 +34,10 @@ func testRunListAttention(t *testing.T, s store.Store) {
 		{ref: "a-running", state: apitypes.StateRunning},
 		{ref: "a-running-error", state: apitypes.StateRunning, lastErr: true},
 		{ref: "a-stopped", state: apitypes.StateStopped},
+		// R-ATTN-6: a running turn that wrote nothing for stall_after;
+		// stalled_since left on a run no longer running counts for nothing.
+		{ref: "a-stalled", state: apitypes.StateRunning, stalled: true},
+		{ref: "a-stalled-idle", state: apitypes.StateStopped, stalled: true},
 		{ref: "a-released", state: apitypes.StateReleased, pending: 1},
 	}
 	for i, f := range rows {
@@ -40,6 +45,9 @@ func testRunListAttention(t *testing.T, s store.Store) {
 		r.State, r.PendingRequests, r.Limit = f.state, f.pending, f.limit
 		if f.lastErr {
 			r.LastError = &apitypes.LastError{Kind: "provider", Message: "overloaded", At: t0}
+		}
+		if f.stalled {
+			r.StalledSince = ptr(now.Add(-time.Minute))
 		}
 		if f.ref == "a-idle" {
 			r.Driver = "codex"
@@ -55,7 +63,8 @@ func testRunListAttention(t *testing.T, s store.Store) {
 		q    store.RunQuery
 		want []string
 	}{
-		{"any", store.RunQuery{Attention: "any"}, []string{"a-idle", "a-idle-error", "a-failed", "a-limit-no-reset", "a-limited", "a-approval", "a-decision"}},
+		{"any", store.RunQuery{Attention: "any"}, []string{"a-stalled", "a-idle", "a-idle-error", "a-failed", "a-limit-no-reset", "a-limited", "a-approval", "a-decision"}},
+		{"stalled", store.RunQuery{Attention: apitypes.AttentionStalled}, []string{"a-stalled"}},
 		{"needs_decision", store.RunQuery{Attention: apitypes.AttentionNeedsDecision}, []string{"a-decision"}},
 		{"needs_approval", store.RunQuery{Attention: apitypes.AttentionNeedsApproval}, []string{"a-approval"}},
 		{"limited", store.RunQuery{Attention: apitypes.AttentionLimited}, []string{"a-limit-no-reset", "a-limited"}},

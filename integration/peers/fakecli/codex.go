@@ -98,7 +98,7 @@ type codexNotification struct {
 	EmittedAtMs int64  `json:"emittedAtMs"`
 }
 
-var codexMethods = []string{"initialize", "thread/start", "thread/resume", "turn/start", "turn/interrupt"}
+var codexMethods = []string{"initialize", "thread/start", "thread/resume", "thread/turns/list", "turn/start", "turn/interrupt"}
 
 func (c *codex) message(line []byte) {
 	var m struct {
@@ -166,6 +166,18 @@ func (c *codex) message(line []byte) {
 		c.reply(m.ID, c.threadResult(t))
 	case "account/read", "account/login/start":
 		c.account(m.ID, m.Method, m.Params)
+	case "thread/turns/list":
+		// The newest turn without its items (§2.2): the turn in flight,
+		// or none (this peer keeps no finished turns).
+		var p struct {
+			ThreadID string `json:"threadId"`
+		}
+		_ = json.Unmarshal(m.Params, &p)
+		data := []map[string]any{}
+		if c.active != nil && c.active.thread == p.ThreadID {
+			data = append(data, map[string]any{"id": c.active.id, "items": []any{}, "itemsView": "notLoaded", "status": "inProgress"})
+		}
+		c.reply(m.ID, map[string]any{"data": data, "nextCursor": nil, "backwardsCursor": nil})
 	case "turn/start":
 		c.turnStart(m.ID, m.Params)
 	case "turn/interrupt":
