@@ -97,14 +97,13 @@ func New(o Options) *Manager {
 }
 
 type attempt struct {
-	m       *Manager
-	tenant  string
-	mu      sync.Mutex
-	view    apitypes.SigninAttempt
-	proc    sessions.Process
-	code    func(string) error // sends the pasted code (Claude Code)
-	cancel  context.CancelFunc
-	stopped bool
+	m      *Manager
+	tenant string
+	mu     sync.Mutex
+	view   apitypes.SigninAttempt
+	proc   sessions.Process
+	code   func(string) error // sends the pasted code (Claude Code)
+	cancel context.CancelFunc
 }
 
 // Start begins an attempt named id for p (R-ACCT-1). A second while one
