@@ -575,6 +575,19 @@ type FileDiff struct {
 	Binary            bool   `json:"binary,omitempty"`
 }
 
+// UncommittedDiff is GET /runs/{ref}/diff/uncommitted (R-DIFF-10): what
+// the run's folder (its worktree, or the workspace it works in) holds that
+// its HEAD commit does not, as git diff prints it. Patch is empty and
+// TooLarge true when it is longer than PatchLimit bytes.
+type UncommittedDiff struct {
+	Head       string      `json:"head"`
+	Files      []DiffEntry `json:"files"`
+	Truncated  bool        `json:"truncated"`
+	Patch      string      `json:"patch"`
+	TooLarge   bool        `json:"too_large"`
+	PatchLimit int64       `json:"patch_limit"`
+}
+
 // HandoffPreview is GET /runs/{ref}/handoff (R-HOP-1, R-HOF-20).
 type HandoffPreview struct {
 	Summary         string `json:"summary"`
