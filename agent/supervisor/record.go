@@ -57,6 +57,9 @@ type record struct {
 	// LastError is the tool's last failure the driver observed, cleared
 	// by the next turn that ends well (R-LERR-1).
 	LastError *apitypes.LastError `json:"last_error,omitempty"`
+	// LastMessage is the preview of the last turn's assistant text
+	// (R-LIST-8), at most PreviewRunes runes on one line.
+	LastMessage string `json:"last_message,omitempty"`
 	// Window is Claude Code's last window report (its result frame's
 	// modelUsage), kept across a stop and cleared by a new launch
 	// (R-ACT-7).

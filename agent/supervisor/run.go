@@ -303,6 +303,11 @@ func (r *run) snapshot() apitypes.Run {
 		TemplateRef: rec.TemplateRef, ConversationID: rec.ConversationID, Limit: rec.Limit, Taint: rec.Taint, HandoffOf: rec.HandoffOf,
 		CreatedAt: rec.CreatedAt, Rev: rec.Rev, PendingRequests: pending, LastError: rec.LastError,
 	}
+	if len(v.Taint) == 0 {
+		// R-LIST-8: a run given a credential shows no text of its
+		// output in the list (R-CRED-*).
+		v.LastMessage = rec.LastMessage
+	}
 	if rec.Usage != nil {
 		u := *rec.Usage
 		v.Usage = &u

@@ -101,6 +101,10 @@ type Run struct {
 	// LastError is the tool's last failure the driver observed, cleared
 	// by the next turn that ends well (R-LERR-1).
 	LastError *LastError `json:"last_error,omitempty"`
+	// LastMessage previews the last turn's assistant text for the list
+	// (R-LIST-8): one line, at most 200 runes; absent before a turn that
+	// told it (Claude Code and Codex tell it).
+	LastMessage string `json:"last_message,omitempty"`
 	// Attention is why the run waits for a person, derived per answer from
 	// the fields above (R-ATTN-1); null when it needs nothing. The index
 	// never stores it.
