@@ -733,6 +733,9 @@ func printRun(out io.Writer, r apitypes.Run) {
 		// R-LERR-1
 		fmt.Fprintf(tw, "last error\t%s: %s (%s)\n", r.LastError.Kind, r.LastError.Message, stamp(r.LastError.At))
 	}
+	if r.LastMessage != "" {
+		fmt.Fprintf(tw, "last message\t%s\n", r.LastMessage) // R-LIST-8
+	}
 	if r.Limit != nil {
 		resets := ""
 		if r.Limit.ResetsAt != nil {
