@@ -259,6 +259,9 @@ func (rd *Reader) Uncommitted(ctx context.Context, ref string) (apitypes.Uncommi
 	if err != nil {
 		return apitypes.UncommittedDiff{}, err
 	}
+	if r.WorkspaceRef == "" {
+		return apitypes.UncommittedDiff{}, refusal.New(ErrNoWorktree, "run %s works in its profile's home, not in a workspace: there is no repository to compare", r.Ref)
+	}
 	w, ok, err := rd.o.Registry.Workspace(r.WorkspaceRef)
 	if err != nil {
 		return apitypes.UncommittedDiff{}, err

@@ -409,6 +409,7 @@ export function runView(main, ref, { tab = '' } = {}) {
       input.placeholder = live ? 'Message the session — Enter sends, Shift+Enter for a new line' : 'The session is not live; resume it to send input.';
     }
     showWorking();
+    t.buttons.get('diff').hidden = !r.workspace_ref; // R-DIFF-10: a workspace's or worktree's edits
     t.buttons.get('activity').hidden = t.buttons.get('messages').hidden = !READ_SIDE.includes(r.driver);
     banner('unreachable', 'warn', r.node_reachable === false ? `Node ${r.node_id} is unreachable: the state shown is the last one it reported.` : null);
     banner('pending', 'warn', r.state === 'pending_approval' ? (canApprove ? 'This launch waits for approval. Approve it to start the process.' : 'This launch waits for approval by someone with workspace administration.') : null);
