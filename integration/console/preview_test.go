@@ -15,7 +15,9 @@ import (
 // message replaces it without a reload (the change stream carries the row).
 func TestListPreviewsTheLastMessage(t *testing.T) {
 	f := setup(t, integration.ProcOptions{})
-	r := f.launch(f.admin, f.profile("claude", nil), "preview")
+	claude := f.profile("claude", nil)
+	quiet := f.launch(f.admin, claude, "quiet")
+	r := f.launch(f.admin, claude, "preview")
 	long := "hello " + strings.Repeat("a/long/unbroken/path/", 20)
 	f.input(r, long)
 	got := f.admin.AwaitRun(r.RunRef, wait, "the preview", func(r apitypes.Run) bool { return r.LastMessage != "" })
@@ -31,6 +33,11 @@ func TestListPreviewsTheLastMessage(t *testing.T) {
 		tab.Viewport(size.w, size.h)
 		f.open(tab, "/")
 		awaitText(tab, "the card's preview", card, "pong: hello a/long/unbroken/path/")
+		// A run with nothing said yet has no preview line, and no "null".
+		quietCard := fmt.Sprintf(`[data-ref=%s]`, js(quiet.RunRef))
+		if exists(tab, quietCard+" .preview") || strings.Contains(text(tab, quietCard), "null") {
+			t.Fatalf("%s: the quiet run's card: %q", size.name, text(tab, quietCard))
+		}
 		if w := browser.Eval[int](tab, `document.documentElement.scrollWidth`); w > int(size.w) {
 			t.Errorf("%s: the list is %d px wide, wider than the %d px viewport", size.name, w, size.w)
 		}

@@ -190,7 +190,8 @@ export function listView(main) {
     const att = attentionOf(r);
     li.append(h('div', { class: 'line1' }, title, h('span', { class: 'badges' },
       att ? h('span', { class: `attn at-${att.reason}`, title: 'This session needs you' }, att.text) : null, badge(r))),
-    r.last_message ? h('p', { class: 'preview', title: r.last_message }, r.last_message) : null, meta, actions); // R-LIST-8
+    meta, actions);
+    if (r.last_message) meta.before(h('p', { class: 'preview', title: r.last_message }, r.last_message)); // R-LIST-8
     if (st.snoozing === r.run_ref) li.append(snoozeForm(r));
     return li;
   }
