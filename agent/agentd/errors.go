@@ -159,6 +159,7 @@ var wireKinds = []wireKind{
 	{worktree.ErrDLPRefused, http.StatusForbidden, "dlp_refused"},
 	{worktree.ErrFileTooLarge, http.StatusRequestEntityTooLarge, "file_too_large"},
 	{worktree.ErrBranchGone, http.StatusConflict, "branch_gone"},
+	{worktree.ErrFolderGone, http.StatusConflict, "folder_gone"},
 	{worktree.ErrNoCommonHistory, http.StatusConflict, "no_common_history"},
 	{worktree.ErrUnmergedWork, http.StatusConflict, "unmerged_work"},
 	{worktree.ErrDetachedHead, http.StatusConflict, "detached_head"},

@@ -79,6 +79,7 @@ func (a *Agent) runHandlers() map[string]link.Handler {
 		proto.OpRunMessages:     a.messagesOp,
 		proto.OpHandoff:         a.handoffOp,
 		proto.OpRunDiffFile:     a.diffFileOp,
+		proto.OpRunUncommitted:  a.uncommittedOp,
 		proto.OpRunDelete:       a.deleteOp,
 		proto.OpRunRequests:     a.requestsOp,
 		proto.OpRunAnswer:       a.answerOp,
@@ -457,6 +458,11 @@ func (a *Agent) diffFileOp(ctx context.Context, h wire.Header, s tunnel.Stream) 
 	}
 	fd, err := a.reads.DiffFile(ctx, h.RunRef, p.Path)
 	respond(s, fd, err)
+}
+
+func (a *Agent) uncommittedOp(ctx context.Context, h wire.Header, s tunnel.Stream) {
+	d, err := a.reads.Uncommitted(ctx, h.RunRef)
+	respond(s, d, err)
 }
 
 func (a *Agent) deleteOp(ctx context.Context, h wire.Header, s tunnel.Stream) {

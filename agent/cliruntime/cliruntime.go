@@ -208,6 +208,10 @@ type Event struct {
 	Reason         string    `json:"reason,omitempty"`
 	Error          string    `json:"error,omitempty"`
 	Limit          *Limit    `json:"limit,omitempty"`
+	// Text is set on an EventTurnEnded that went well by the drivers that
+	// know the turn's last assistant message (Claude Code, Codex): the
+	// list's preview (R-LIST-8).
+	Text string `json:"text,omitempty"`
 	// Usage is set on EventTurnEnded when the tool reported the turn's
 	// tokens, cost or rate-limit windows (R-USE-1).
 	Usage *TurnUsage `json:"usage,omitempty"`

@@ -251,6 +251,41 @@ func (rd *Reader) DiffFile(ctx context.Context, ref, path string) (apitypes.File
 		OriginalTruncated: fd.OriginalTruncated, ModifiedTruncated: fd.ModifiedTruncated, Binary: fd.Binary}, nil
 }
 
+// Uncommitted is GET /runs/{ref}/diff/uncommitted (R-DIFF-10): the edits
+// in the run's worktree, or in its workspace folder when it has none, that
+// the folder's HEAD commit does not hold.
+func (rd *Reader) Uncommitted(ctx context.Context, ref string) (apitypes.UncommittedDiff, error) {
+	r, err := rd.o.Runs.ReadRun(ref)
+	if err != nil {
+		return apitypes.UncommittedDiff{}, err
+	}
+	if r.WorkspaceRef == "" {
+		return apitypes.UncommittedDiff{}, refusal.New(ErrNoWorktree, "run %s works in its profile's home, not in a workspace: there is no repository to compare", r.Ref)
+	}
+	w, ok, err := rd.o.Registry.Workspace(r.WorkspaceRef)
+	if err != nil {
+		return apitypes.UncommittedDiff{}, err
+	}
+	if !ok {
+		return apitypes.UncommittedDiff{}, refusal.New(ErrWorkspaceGone, "the workspace %s of run %s is no longer registered", r.WorkspaceRef, r.Ref)
+	}
+	dir := w.Path
+	if r.WorktreeBranch != "" {
+		dir = r.Workdir
+	}
+	ctx, cancel := context.WithTimeout(ctx, worktreeTimeout)
+	defer cancel()
+	d, err := worktree.Repo{Dir: w.Path}.Working(ctx, dir, readOptions(w))
+	if err != nil {
+		return apitypes.UncommittedDiff{}, err
+	}
+	out := apitypes.UncommittedDiff{Head: d.Head, Files: []apitypes.DiffEntry{}, Truncated: d.Truncated, Patch: d.Patch, TooLarge: d.TooLarge, PatchLimit: d.PatchLimit}
+	for _, f := range d.Files {
+		out.Files = append(out.Files, apitypes.DiffEntry{Path: f.Path, Status: f.Status})
+	}
+	return out, nil
+}
+
 // handoffTools are the tools whose stored conversation a handoff reads
 // (R-HOF-1, R-HOF-6).
 var handoffTools = []string{handoff.ToolClaude, handoff.ToolCodex, handoff.ToolGemini, handoff.ToolOpenCode}

@@ -565,12 +565,20 @@ func (g *generation) events(evs []cliruntime.Event) {
 				}
 			} else {
 				// R-LIM-8: the next successful turn clears limit;
-				// R-LERR-2: and last_error.
+				// R-LERR-2: and last_error; R-LIST-8: the preview is
+				// the turn's last assistant text.
+				last := Preview(e.Text)
 				r.mu.Lock()
 				had := r.rec.Limit != nil || r.rec.LastError != nil
+				changed := last != "" && last != r.rec.LastMessage
 				r.mu.Unlock()
-				if had {
-					r.updateAsync(ledger.Event{}, func(rec *record) { rec.Limit, rec.LastError = nil, nil })
+				if had || changed {
+					r.updateAsync(ledger.Event{}, func(rec *record) {
+						rec.Limit, rec.LastError = nil, nil
+						if last != "" {
+							rec.LastMessage = last
+						}
+					})
 					continue
 				}
 			}

@@ -2,7 +2,9 @@ package supervisor
 
 import (
 	"encoding/json"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/olivares-dev/olivares/agent/cliruntime"
 	"github.com/olivares-dev/olivares/agent/ledger"
@@ -51,4 +53,19 @@ func (g *generation) lastError(e cliruntime.Event) bool {
 	}
 	r.updateAsync(ev, func(rec *record) { rec.LastError = le })
 	return true
+}
+
+// PreviewRunes bounds a run's last_message (R-LIST-8): the index push
+// stays small whatever the tool said.
+const PreviewRunes = 200
+
+// Preview is text as the list's one-line preview: its whitespace runs made
+// one space, cut at PreviewRunes runes with an ellipsis.
+func Preview(text string) string {
+	s := strings.Join(strings.Fields(text), " ")
+	if utf8.RuneCountInString(s) <= PreviewRunes {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:PreviewRunes-1]) + "\u2026"
 }

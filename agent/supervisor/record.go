@@ -60,6 +60,9 @@ type record struct {
 	// StalledSince: the running turn wrote nothing for stall_after
 	// (stall.go, R-ATTN-6).
 	StalledSince *time.Time `json:"stalled_since,omitempty"`
+	// LastMessage is the preview of the last turn's assistant text
+	// (R-LIST-8), at most PreviewRunes runes on one line.
+	LastMessage string `json:"last_message,omitempty"`
 	// Window is Claude Code's last window report (its result frame's
 	// modelUsage), kept across a stop and cleared by a new launch
 	// (R-ACT-7).

@@ -306,6 +306,11 @@ func (r *run) snapshot() apitypes.Run {
 	if state == apitypes.StateRunning {
 		v.StalledSince = rec.StalledSince // R-ATTN-6
 	}
+	if len(v.Taint) == 0 {
+		// R-LIST-8: a run given a credential shows no text of its
+		// output in the list (R-CRED-*).
+		v.LastMessage = rec.LastMessage
+	}
 	if rec.Usage != nil {
 		u := *rec.Usage
 		v.Usage = &u

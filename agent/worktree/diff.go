@@ -56,12 +56,14 @@ type ReadOptions struct {
 	DenyReads bool
 }
 
-func (o ReadOptions) textCap() int64 {
-	n := o.MaxReadBytes
-	if n <= 0 {
-		n = DefaultMaxReadBytes
+func (o ReadOptions) textCap() int64 { return min(o.readCap(), MaxTextBytes) }
+
+// readCap is max_read_bytes, DefaultMaxReadBytes when not set.
+func (o ReadOptions) readCap() int64 {
+	if o.MaxReadBytes <= 0 {
+		return DefaultMaxReadBytes
 	}
-	return min(n, MaxTextBytes)
+	return o.MaxReadBytes
 }
 
 // allowed reports whether the clean relative path p is under an allowed

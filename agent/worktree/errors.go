@@ -88,6 +88,9 @@ var (
 	ErrDLPRefused = sentinel("dlp_refused", "the workspace's data-loss-prevention posture refuses reading its files")
 	// ErrFileTooLarge: a blob at base or head is over 16 MiB (413).
 	ErrFileTooLarge = sentinel("file_too_large", "the file is larger than 16 MiB")
+	// ErrFolderGone: the run's worktree or workspace folder no longer
+	// exists, so it has no uncommitted edits to show (409, R-DIFF-10).
+	ErrFolderGone = sentinel("folder_gone", "the run's folder is gone")
 	// ErrBranchGone: the run's branch no longer exists (409).
 	ErrBranchGone = sentinel("branch_gone", "the run's worktree branch no longer exists")
 	// ErrNoCommonHistory: the branch and the workspace's current commit

@@ -22,6 +22,7 @@ func (s *Server) diffRoutes() []Route {
 		// R-AUTH-4: the run's read permission.
 		{http.MethodGet, Base + "/runs/:ref/diff", auth.PermRunRead, s.diff},
 		{http.MethodGet, Base + "/runs/:ref/diff/file", auth.PermRunRead, s.diffFile},
+		{http.MethodGet, Base + "/runs/:ref/diff/uncommitted", auth.PermRunRead, s.uncommitted},
 	}
 }
 
@@ -76,6 +77,19 @@ func (s *Server) diffFile(c echo.Context) error {
 	r, err := s.runCall(c, proto.OpRunDiffFile, proto.RunDiffFile{Path: path}, &out, callTimeout)
 	if err != nil {
 		return s.dlpAudit(c, r, path, err)
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+// uncommitted is GET /runs/{ref}/diff/uncommitted (R-DIFF-10, R-DIFF-5).
+func (s *Server) uncommitted(c echo.Context) error {
+	for k := range c.QueryParams() {
+		return apierr.BadRequest("bad_query", "unknown query parameter %q", k)
+	}
+	var out apitypes.UncommittedDiff
+	r, err := s.runCall(c, proto.OpRunUncommitted, nil, &out, callTimeout)
+	if err != nil {
+		return s.dlpAudit(c, r, "", err)
 	}
 	return c.JSON(http.StatusOK, out)
 }

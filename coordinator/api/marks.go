@@ -476,10 +476,17 @@ func (s *Server) listAudit(c echo.Context) error {
 	qp := c.QueryParams()
 	for k := range qp {
 		switch k {
-		case "event", "run_ref", "actor", "since", "until", "limit", "cursor":
+		case "event", "run_ref", "actor", "since", "until", "limit", "cursor", "order":
 		default:
-			return apierr.BadRequest("bad_query", "unknown query parameter %q; use event, run_ref, actor, since, until, limit or cursor", k)
+			return apierr.BadRequest("bad_query", "unknown query parameter %q; use event, run_ref, actor, since, until, limit, cursor or order", k)
 		}
+	}
+	switch qp.Get("order") {
+	case "", "oldest":
+	case "newest":
+		q.Newest = true // R-AUD-7
+	default:
+		return apierr.BadRequest("bad_query", "order %q: use oldest or newest", qp.Get("order"))
 	}
 	q.Event, q.RunRef, q.Actor, q.Cursor = qp.Get("event"), qp.Get("run_ref"), qp.Get("actor"), qp.Get("cursor")
 	for _, b := range []struct {

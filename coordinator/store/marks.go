@@ -109,9 +109,12 @@ type RunMeta struct {
 // MaxOnLimitEntries bounds a run's on_limit history; older lines go.
 const MaxOnLimitEntries = 50
 
-// AuditQuery selects a page of a tenant's audit ledger, oldest first.
+// AuditQuery selects a page of a tenant's audit ledger, oldest first, or
+// newest first when Newest is set.
 type AuditQuery struct {
 	Tenant string // required
+	// Newest pages from the newest entry back (R-AUD-7).
+	Newest bool
 	// Filters; "" or zero matches everything.
 	Event  string
 	RunRef string

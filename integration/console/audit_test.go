@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -210,6 +211,24 @@ func TestFleetRevokeAndAuditVerify(t *testing.T) {
 	}
 	f.open(tab, "/audit")
 	tab.Await("the entries", fmt.Sprintf(`document.querySelectorAll('#audit-rows tr[data-seq]').length === %d`, len(all.Items)), wait)
+	// R-AUD-7: newest first, as the API's order=newest pages them, and
+	// each detail as named fields, not raw JSON.
+	var newest apitypes.AuditList
+	f.admin.Must(http.StatusOK, http.MethodGet, "/v1/audit?limit=2&order=newest", nil, &newest)
+	if len(newest.Items) != 2 || newest.Items[0].Seq != all.Items[len(all.Items)-1].Seq || newest.Items[1].Seq >= newest.Items[0].Seq || newest.Next == "" {
+		t.Fatalf("order=newest: %+v", newest)
+	}
+	if got := browser.Eval[string](tab, `[...document.querySelectorAll('#audit-rows tr[data-seq]')].map(e => e.dataset.seq).join(',')`); !strings.HasPrefix(got, fmt.Sprintf("%d,%d,", newest.Items[0].Seq, newest.Items[1].Seq)) {
+		t.Fatalf("the audit view's order %s, want newest first from %d", got, newest.Items[0].Seq)
+	}
+	withDetail := slices.IndexFunc(all.Items, func(e apitypes.AuditEntry) bool { return len(e.Detail) > 2 && e.Detail[0] == '{' })
+	if withDetail < 0 {
+		t.Fatal("no audit entry with a detail")
+	}
+	tab.Await("a detail as named fields", fmt.Sprintf(`!!document.querySelector('#audit-rows tr[data-seq="%d"] dl.detail dt')`, all.Items[withDetail].Seq), wait)
+	if exists(tab, "#audit-rows code.detail") {
+		t.Fatalf("a detail shown as raw JSON: %s", text(tab, "#audit-rows code.detail"))
+	}
 	selectValue(tab, "#audit-event", apitypes.AuditRunArchived)
 	tab.Click("#audit-filter")
 	tab.Await("the filtered entries", fmt.Sprintf(`document.querySelectorAll('#audit-rows tr[data-seq]').length === 1 && document.querySelector('#audit-rows tr[data-seq]').dataset.seq === '%d'`, archived[0].Seq), wait)

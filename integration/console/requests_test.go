@@ -48,7 +48,7 @@ func TestRequestCards(t *testing.T) {
 	tab.Await("no decision banner", `!document.querySelector('[data-kind=requests]')`, wait)
 	// The Events tab says what was asked and how it was settled.
 	tab.Click("#tab-events")
-	tab.Await("the request's events in words", `(() => { const t = document.querySelector('#events')?.textContent || ''; return t.includes('The tool asked to run a command (execute)') && t.includes('Allowed: to run a command (execute) by you'); })()`, wait)
+	tab.Await("the request's events in words", `(() => { const t = document.querySelector('#events')?.textContent || ''; return t.includes('execute: rm -rf build \u2014 asked') && t.includes('execute: rm -rf build \u2014 allowed by you'); })()`, wait)
 	tab.Click("#tab-conversation")
 
 	// Someone else answers the next one: the card settles here too, and
@@ -68,6 +68,9 @@ func TestRequestCards(t *testing.T) {
 		t.Fatalf("the settled request says %q (by_name %q), want who answered by name (olga)", got, settled.ByName)
 	}
 	tab.Await("the tool told", hasItem("assistant", "denied: make deploy"), wait)
+	// R-EVT-3: the Events tab says what was asked and who settled it, by name.
+	tab.Click("#tab-events")
+	awaitText(tab, "the other person's answer in the events", "#events", "execute: make deploy \u2014 denied by olga")
 }
 
 // R-CON-7 with the real Claude Code: while its Bash request waits, the

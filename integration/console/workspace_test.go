@@ -29,8 +29,8 @@ func launchFromDialog(tab *browser.Tab, p apitypes.Profile, worktree bool) {
 // admin: a launch refused by the repository configuration links to the
 // workspace, where a person approves exactly what is flagged and its hash
 // (R-PCS-10..12); the setup command is edited there, a worktree launch is
-// refused until it is approved (R-SETUP-5..9); the diff shows committed
-// work only (R-DIFF-1..8); cleanup answers 409 and "discard the worktree"
+// refused until it is approved (R-SETUP-5..9); the branch's diff shows
+// committed work only (R-DIFF-1..8), the uncommitted file apart (R-DIFF-10); cleanup answers 409 and "discard the worktree"
 // needs a confirmation (R-CLN-4..6); delete needs the release (R-DEL-1).
 func TestWorkspaceGatesDiffCleanupDelete(t *testing.T) {
 	f := setup(t, integration.ProcOptions{})
@@ -96,7 +96,7 @@ func TestWorkspaceGatesDiffCleanupDelete(t *testing.T) {
 	r := f.admin.AwaitRun(ref, wait, "live", func(r apitypes.Run) bool { return apitypes.Live(r.State) && r.WorktreeBranch != "" })
 
 	// The agent's work: one commit changing README.md and adding new.txt,
-	// and a file left uncommitted, which the diff does not show.
+	// and a file left uncommitted, which the committed diff does not show.
 	writeFile(t, filepath.Join(r.WorkspacePath, "README.md"), "one\n2\nthree\nfour\n")
 	writeFile(t, filepath.Join(r.WorkspacePath, "new.txt"), "fresh\n")
 	gitRun(t, r.WorkspacePath, "add", "README.md", "new.txt")
@@ -105,10 +105,13 @@ func TestWorkspaceGatesDiffCleanupDelete(t *testing.T) {
 
 	tab.Click("#tab-diff")
 	tab.Await("the changed files", `document.querySelectorAll('#diff-files li.file').length === 2`, wait)
-	awaitText(tab, "the committed-only statement", "#diff-committed", "committed work only")
+	awaitText(tab, "the committed work's heading", "#diff-committed", "Committed on the branch")
 	if exists(tab, `#diff-files [data-path="scratch.txt"]`) {
-		t.Fatal("the diff lists an uncommitted file")
+		t.Fatal("the committed diff lists an uncommitted file")
 	}
+	// R-DIFF-10: the uncommitted file is shown apart, from the worktree.
+	awaitText(tab, "the worktree named", "#diff-uncommitted-title", "in the worktree")
+	awaitText(tab, "the uncommitted file", `#diff-uncommitted .wfile[data-path="scratch.txt"] tr.add`, "not committed")
 	awaitText(tab, "new.txt added", `#diff-files [data-path="new.txt"]`, "added")
 	tab.Click(`#diff-files [data-path="README.md"] button`)
 	tab.Await("the unified diff", `[...document.querySelectorAll('table.diff.unified tr.del')].some(e => e.textContent.includes('two')) && [...document.querySelectorAll('table.diff.unified tr.add')].some(e => e.textContent.includes('four'))`, wait)

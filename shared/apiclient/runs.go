@@ -157,6 +157,13 @@ func (c *Client) DiffFile(ctx context.Context, ref, path string) (apitypes.FileD
 	return d, c.get(ctx, RunPath(ref, "diff", "file"), url.Values{"path": {path}}, &d)
 }
 
+// Uncommitted is GET /runs/{ref}/diff/uncommitted: the edits in the run's
+// folder its last commit does not hold (R-DIFF-10).
+func (c *Client) Uncommitted(ctx context.Context, ref string) (apitypes.UncommittedDiff, error) {
+	var d apitypes.UncommittedDiff
+	return d, c.get(ctx, RunPath(ref, "diff", "uncommitted"), nil, &d)
+}
+
 // HandoffPreview is GET /runs/{ref}/handoff: the summary a handoff would
 // send.
 func (c *Client) HandoffPreview(ctx context.Context, ref string) (apitypes.HandoffPreview, error) {

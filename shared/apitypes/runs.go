@@ -104,6 +104,10 @@ type Run struct {
 	// StalledSince is set while the running turn has written nothing for
 	// its profile's stall_after: when the node found it so (R-ATTN-6).
 	StalledSince *time.Time `json:"stalled_since,omitempty"`
+	// LastMessage previews the last turn's assistant text for the list
+	// (R-LIST-8): one line, at most 200 runes; absent before a turn that
+	// told it (Claude Code and Codex tell it).
+	LastMessage string `json:"last_message,omitempty"`
 	// Attention is why the run waits for a person, derived per answer from
 	// the fields above (R-ATTN-1); null when it needs nothing. The index
 	// never stores it.
@@ -604,6 +608,19 @@ type FileDiff struct {
 	OriginalTruncated bool   `json:"original_truncated"`
 	ModifiedTruncated bool   `json:"modified_truncated"`
 	Binary            bool   `json:"binary,omitempty"`
+}
+
+// UncommittedDiff is GET /runs/{ref}/diff/uncommitted (R-DIFF-10): what
+// the run's folder (its worktree, or the workspace it works in) holds that
+// its HEAD commit does not, as git diff prints it. Patch is empty and
+// TooLarge true when it is longer than PatchLimit bytes.
+type UncommittedDiff struct {
+	Head       string      `json:"head"`
+	Files      []DiffEntry `json:"files"`
+	Truncated  bool        `json:"truncated"`
+	Patch      string      `json:"patch"`
+	TooLarge   bool        `json:"too_large"`
+	PatchLimit int64       `json:"patch_limit"`
 }
 
 // HandoffPreview is GET /runs/{ref}/handoff (R-HOP-1, R-HOF-20).

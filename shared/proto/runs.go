@@ -37,6 +37,7 @@ const (
 	OpRunMessages     = "run.messages"        // RunMessages → apitypes.MessagesPage or MessageRead
 	OpHandoff         = "run.handoff"         // RunHandoff → apitypes.HandoffResponse
 	OpRunDiffFile     = "run.diff_file"       // RunDiffFile → apitypes.FileDiff
+	OpRunUncommitted  = "run.uncommitted"     // → apitypes.UncommittedDiff
 	OpRunRequests     = "run.requests"        // → apitypes.RequestList
 	OpRunAnswer       = "run.answer"          // RunAnswer → apitypes.RunRequest (settled)
 

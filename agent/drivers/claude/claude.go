@@ -378,6 +378,8 @@ func (s *session) resultLocked(f *frame, raw json.RawMessage) cliruntime.Step {
 			ev.Error = str(f.Result)
 		}
 		ev.ErrorKind = errorKind(f)
+	} else {
+		ev.Text = str(f.Result) // the turn's last assistant text (R-LIST-8)
 	}
 	evs = append(evs, ev)
 	clear(s.answered)

@@ -15,7 +15,8 @@ func TestCommands(t *testing.T) {
 }
 
 // TestSessions: frames recorded in real-clis.md §1 → events; Encode and
-// Interrupt byte-exact (R-IN-2, R-INT-1/2, R-RES-2, R-LIM-5/9).
+// Interrupt byte-exact (R-IN-2, R-INT-1/2, R-RES-2, R-LIM-5/9); a turn that
+// ends well carries its result text, the list's preview (R-LIST-8).
 func TestSessions(t *testing.T) {
 	cliruntimetest.RunScripts(t, claude.New(), "testdata/session/*.txt")
 }

@@ -73,6 +73,8 @@ func (Driver) NewSession(spec cliruntime.LaunchSpec) cliruntime.Session {
 }
 
 type session struct {
+	// lastText is the current turn's last agent message (R-LIST-8).
+	lastText string
 	cwd      string
 	resumeID string
 	opt      Options
@@ -243,7 +245,7 @@ func (s *session) TurnActive() bool {
 // notification (the deltas, most of a busy turn's lines) is passed over
 // after a Peek, without a decode or a copy.
 var observed = map[string]bool{"turn/started": true, "turn/completed": true, "account/rateLimits/updated": true, "error": true,
-	"item/started": true, "serverRequest/resolved": true, "thread/tokenUsage/updated": true}
+	"item/started": true, "item/completed": true, "serverRequest/resolved": true, "thread/tokenUsage/updated": true}
 
 func (s *session) Observe(line []byte) cliruntime.Step {
 	h, ok := jsonrpc.Peek(line)
@@ -443,6 +445,17 @@ func (s *session) notificationLocked(m jsonrpc.Message, raw json.RawMessage) cli
 		s.tokens.add(m.Params)
 	case "item/started":
 		s.rememberItemLocked(m.Params)
+	case "item/completed":
+		// The turn's last agent message is the list's preview (R-LIST-8).
+		var n struct {
+			Item struct {
+				Type string `json:"type"`
+				Text string `json:"text"`
+			} `json:"item"`
+		}
+		if json.Unmarshal(m.Params, &n) == nil && n.Item.Type == "agentMessage" && n.Item.Text != "" {
+			s.lastText = n.Item.Text
+		}
 	case "serverRequest/resolved":
 		return s.resolvedLocked(m.Params, raw)
 	case "error":
@@ -472,6 +485,10 @@ func (s *session) turnCompletedLocked(n *turnNotification, raw json.RawMessage) 
 	var evs []cliruntime.Event
 	ev := cliruntime.Event{Kind: cliruntime.EventTurnEnded, ConversationID: s.thread, TurnID: t.ID, Reason: t.Status, IsError: t.Status != "completed", Raw: raw,
 		Usage: s.tokens.turn(s.windows.list())}
+	if !ev.IsError {
+		ev.Text = s.lastText
+	}
+	s.lastText = ""
 	if t.Status == "interrupted" {
 		ev.ErrorKind = cliruntime.ErrorInterrupted
 	}

@@ -14,7 +14,8 @@ func TestCommands(t *testing.T) {
 }
 
 // TestSessions: messages recorded in real-clis.md §2 → events; the JSON-RPC
-// requests byte-exact (R-IN-2, R-INT-1/2, R-RES-1/2, R-LIM-6/9).
+// requests byte-exact (R-IN-2, R-INT-1/2, R-RES-1/2, R-LIM-6/9); a turn that
+// ends well carries its last agent message, the list's preview (R-LIST-8).
 func TestSessions(t *testing.T) {
 	cliruntimetest.RunScripts(t, codex.New(), "testdata/session/*.txt")
 }

@@ -210,6 +210,29 @@ func TestSessionDiff(t *testing.T) {
 	}
 }
 
+// R-DIFF-10: --uncommitted prints git's patch, or the paths alone when it
+// is too large; it does not combine with --file.
+func TestSessionDiffUncommitted(t *testing.T) {
+	u := apitypes.UncommittedDiff{Head: strings.Repeat("c", 40), Files: []apitypes.DiffEntry{{Path: "a.txt", Status: "modified"}},
+		Patch: "diff --git a/a.txt b/a.txt\n--- a/a.txt\n+++ b/a.txt\n@@ -1 +1 @@\n-x\n+y\n", PatchLimit: 262144}
+	fakeAPI(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/m/sessions/runs/run_1/diff/uncommitted" {
+			t.Errorf("unexpected %s", r.URL)
+		}
+		writeJSON(w, 200, u)
+	})
+	if out, _, code := cli(t, "session", "diff", "run_1", "--uncommitted"); code != 0 || out != u.Patch {
+		t.Errorf("--uncommitted: exit %d\n%s", code, out)
+	}
+	u.TooLarge, u.Patch = true, ""
+	if out, _, code := cli(t, "session", "diff", "run_1", "--uncommitted"); code != 0 || !strings.Contains(out, "too large to print (over 256 KiB") || !strings.Contains(out, "modified     a.txt\n") {
+		t.Errorf("--uncommitted, too large: exit %d\n%s", code, out)
+	}
+	if _, errOut, code := cli(t, "session", "diff", "run_1", "--uncommitted", "--file", "a.txt"); code == 0 || !strings.Contains(errOut, "not both") {
+		t.Errorf("--uncommitted with --file: exit %d %s", code, errOut)
+	}
+}
+
 func TestUnifiedDiff(t *testing.T) {
 	lines := func(n int, f func(i int) string) string {
 		var b strings.Builder

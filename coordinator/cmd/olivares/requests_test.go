@@ -161,12 +161,12 @@ func TestProfileApprovalFlags(t *testing.T) {
 	}
 }
 
-// R-REQ-3, R-LERR-1: session list marks a run that waits for an answer or
-// whose tool failed; session show says how many requests wait, where to
-// read them, and the last error.
+// R-REQ-3, R-LERR-1, R-LIST-8: session list marks a run that waits for an
+// answer or whose tool failed; session show says how many requests wait,
+// where to read them, the last error and the last message.
 func TestRequestsAndLastErrorOnTheRun(t *testing.T) {
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	waiting := apitypes.Run{RunRef: "run_w", State: "running", NodeID: "n1", PendingRequests: 2}
+	waiting := apitypes.Run{RunRef: "run_w", State: "running", NodeID: "n1", PendingRequests: 2, LastMessage: "Shall I run the tests?"}
 	failed := apitypes.Run{RunRef: "run_f", State: "idle", NodeID: "n1",
 		LastError: &apitypes.LastError{Kind: "auth", Message: "401 Unauthorized", At: at}}
 	fakeAPI(t, func(w http.ResponseWriter, r *http.Request) {
@@ -197,7 +197,7 @@ func TestRequestsAndLastErrorOnTheRun(t *testing.T) {
 		}
 	}
 	for ref, want := range map[string]string{
-		"run_w": "2 waiting for an answer (olivares session requests run_w)",
+		"run_w": "2 waiting for an answer (olivares session requests run_w)\nlast message   Shall I run the tests?",
 		"run_f": "auth: 401 Unauthorized (2026-01-02T03:04:05Z)",
 	} {
 		if out, _, code := cli(t, "session", "show", ref); code != 0 || !strings.Contains(out, want) {

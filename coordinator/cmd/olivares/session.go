@@ -419,22 +419,36 @@ func registryNames(ctx context.Context, c *call) map[string]string {
 }
 
 type sessionDiffOpts struct {
-	file string
+	file        string
+	uncommitted bool
 }
 
 func sessionDiff() *command {
 	var o sessionDiffOpts
 	return &command{
 		name: "session diff", arg: "run ref",
-		usage: `olivares session diff REF [--file PATH] [--json]
+		usage: `olivares session diff REF [--file PATH | --uncommitted] [--json]
     What the run's worktree branch committed since it left the workspace's
     commit: the changed paths, or one path's unified diff from base to head.
-    Edits the agent left uncommitted in the worktree are counted, not shown.
+    Edits the agent left uncommitted are counted there; --uncommitted prints
+    them as git's diff against the folder's last commit, for any run (the
+    worktree, or the workspace the run works in).
 `,
 		flags: func(fs *flag.FlagSet) {
 			fs.StringVar(&o.file, "file", "", "show this path's unified diff from base to head instead of the list")
+			fs.BoolVar(&o.uncommitted, "uncommitted", false, "show the edits not committed yet in the run's folder")
 		},
 		run: func(ctx context.Context, c *call) error {
+			if o.uncommitted {
+				if c.set["file"] {
+					return usageError{errors.New("session diff: give --file or --uncommitted, not both")}
+				}
+				u, err := c.cl.Uncommitted(ctx, c.arg)
+				if err != nil {
+					return err
+				}
+				return c.emit(u, func() { printUncommitted(c.out, u, c.tty) })
+			}
 			if c.set["file"] {
 				fd, err := c.cl.DiffFile(ctx, c.arg, o.file)
 				if err != nil {
@@ -474,7 +488,7 @@ func printDiff(out io.Writer, ref string, d apitypes.Diff) {
 		if n == 1 {
 			s, have = "", "has"
 		}
-		fmt.Fprintf(out, "%d path%s in the worktree %s uncommitted changes, not shown: the diff shows what branch %s committed (commit them in the worktree to see them here)\n", n, s, have, d.Branch)
+		fmt.Fprintf(out, "%d path%s in the worktree %s uncommitted changes, not shown: the diff shows what branch %s committed (olivares session diff %s --uncommitted prints them)\n", n, s, have, d.Branch, ref)
 	}
 }
 
@@ -739,6 +753,9 @@ func printRun(out io.Writer, r apitypes.Run) {
 	if r.LastError != nil {
 		// R-LERR-1
 		fmt.Fprintf(tw, "last error\t%s: %s (%s)\n", r.LastError.Kind, r.LastError.Message, stamp(r.LastError.At))
+	}
+	if r.LastMessage != "" {
+		fmt.Fprintf(tw, "last message\t%s\n", r.LastMessage) // R-LIST-8
 	}
 	if r.Limit != nil {
 		resets := ""

@@ -28,6 +28,31 @@ func printFileDiff(out io.Writer, fd apitypes.FileDiff, tty termOut) {
 		fmt.Fprintf(out, "%s: no change\n", fd.Path)
 		return
 	}
+	printPatch(out, text, tty)
+}
+
+// printUncommitted shows a run's uncommitted edits (R-DIFF-10): git's
+// patch, or the paths alone when it is too large.
+func printUncommitted(out io.Writer, u apitypes.UncommittedDiff, tty termOut) {
+	switch {
+	case len(u.Files) == 0:
+		fmt.Fprintf(out, "nothing uncommitted: the folder matches its commit %s\n", u.Head)
+		return
+	case u.TooLarge:
+		fmt.Fprintf(out, "the uncommitted edits are too large to print (over %d KiB of diff, or a new file over 16 MiB); the changed paths:\n", u.PatchLimit>>10)
+		for _, f := range u.Files {
+			fmt.Fprintf(out, "%-12s %s\n", f.Status, f.Path)
+		}
+	default:
+		printPatch(out, u.Patch, tty)
+	}
+	if u.Truncated {
+		fmt.Fprintf(out, "(more than %d paths: the list stops here)\n", len(u.Files))
+	}
+}
+
+// printPatch prints a unified diff, coloured on a terminal (R-CLI-4).
+func printPatch(out io.Writer, text string, tty termOut) {
 	for _, l := range strings.SplitAfter(text, "\n") {
 		if l == "" {
 			continue

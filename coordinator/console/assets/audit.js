@@ -30,6 +30,16 @@ const VERIFY_PAGE = 500;
 
 const getRaw = (path) => api('GET', path, undefined, { parse: parseRaw }).then((r) => r.data);
 
+// detailView shows a row's detail as its named fields, the exact JSON (the
+// bytes the chain hashes) in its title (R-AUD-7).
+function detailView(raw) {
+  let d;
+  try { d = JSON.parse(raw); } catch { return h('code', { class: 'detail' }, raw); }
+  if (!d || typeof d !== 'object' || Array.isArray(d)) return h('code', { class: 'detail' }, raw);
+  const val = (v) => (Array.isArray(v) ? v.map(val).join(', ') : v && typeof v === 'object' ? JSON.stringify(v) : String(v));
+  return h('dl', { class: 'detail', title: raw }, Object.entries(d).map(([k, v]) => [h('dt', null, k.replace(/_/g, ' ')), h('dd', null, val(v))]));
+}
+
 export function auditView(main) {
   const status = h('p', { class: 'banner', hidden: true, id: 'audit-status' });
   if (!session.can('sessions:run:admin')) {
@@ -56,7 +66,7 @@ export function auditView(main) {
   let broken = 0;
 
   function query(cursor) {
-    const p = new URLSearchParams({ limit: String(PAGE) });
+    const p = new URLSearchParams({ limit: String(PAGE), order: 'newest' }); // R-AUD-7
     if (event.value) p.set('event', event.value);
     if (actor.value.trim()) p.set('actor', actor.value.trim());
     if (run.value.trim()) p.set('run_ref', run.value.trim());
@@ -90,7 +100,7 @@ export function auditView(main) {
       h('td', null, e.actor.kind, ' ', h('code', { title: e.actor.credential_id }, e.actor.principal_id || e.actor.credential_id)),
       h('td', null, t.run_ref ? h('a', { href: `/runs/${encodeURIComponent(t.run_ref)}`, 'data-nav': true }, t.run_ref) : null,
         t.workspace_ref ? h('a', { href: `/workspaces/${encodeURIComponent(t.workspace_ref)}`, 'data-nav': true }, t.workspace_ref) : null),
-      h('td', null, raw ? h('code', { class: 'detail' }, raw) : null));
+      h('td', null, raw ? detailView(raw) : null));
   }
 
   // verifyChain reads the whole ledger from its first entry, unfiltered,

@@ -1,8 +1,9 @@
-// diff.js: the Diff tab of a worktree run (R-DIFF-*): the files its branch
-// changed since it left the workspace's commit, and one file's change
-// rendered from GET diff/file (the texts at base and head) as a unified or
-// side-by-side diff. Only committed objects are read: the view says so, so
-// that uncommitted work is never mistaken for no work.
+// diff.js: the Diff tab (R-DIFF-*). A worktree run's committed work: the
+// files its branch changed since it left the workspace's commit, and one
+// file's change rendered from GET diff/file (the texts at base and head) as
+// a unified or side-by-side diff. Beside it, for every run, the edits its
+// folder holds that are not committed yet, from git's own patch
+// (GET diff/uncommitted, R-DIFF-10).
 import { h, replace } from './dom.js';
 import { get, BASE } from './api.js';
 import { errorLine, shortHash } from './ui.js';
@@ -148,6 +149,62 @@ function sideBySide(ops) {
   return h('table', { class: 'diff split' }, h('colgroup', null, h('col', { class: 'ln' }), h('col'), h('col', { class: 'ln' }), h('col')), h('tbody', null, rows));
 }
 
+// patchFiles splits git's unified diff into one entry per file: its path,
+// whether git called it binary, and its lines as ops with line numbers.
+export function patchFiles(patch) {
+  const out = [];
+  let cur = null;
+  let a = 0;
+  let b = 0;
+  for (const l of patch.split('\n')) {
+    if (l.startsWith('diff --git ')) {
+      const hp = l.slice(11); // "a/P b/P": no rename is asked for
+      cur = { path: hp.slice((hp.length + 1) / 2 + 2), binary: false, ops: [] };
+      out.push(cur);
+      continue;
+    }
+    if (!cur) continue;
+    const m = /^@@ -(\d+)(?:,\d+)? \+(\d+)(?:,\d+)? @@/.exec(l);
+    if (m) {
+      a = +m[1]; b = +m[2];
+      cur.ops.push({ t: '@', text: l });
+    } else if (!cur.ops.length) {
+      if (l.startsWith('+++ b/')) cur.path = l.slice(6);
+      else if (l.startsWith('Binary files ')) cur.binary = true;
+    } else if (l.startsWith('+')) cur.ops.push({ t: '+', a: 0, b: b++, text: l.slice(1) });
+    else if (l.startsWith('-')) cur.ops.push({ t: '-', a: a++, b: 0, text: l.slice(1) });
+    else if (l.startsWith(' ')) cur.ops.push({ t: ' ', a: a++, b: b++, text: l.slice(1) });
+  }
+  return out;
+}
+
+function patchTable(ops) {
+  return h('table', { class: 'diff unified' }, h('colgroup', null, h('col', { class: 'ln' }), h('col', { class: 'ln' }), h('col')), h('tbody', null, ops.map((o) => (o.t === '@' ?
+    h('tr', { class: 'hunk' }, h('td', { colspan: 3 }, o.text)) :
+    h('tr', { class: o.t === '+' ? 'add' : o.t === '-' ? 'del' : 'ctx' },
+      h('td', { class: 'ln' }, o.a || ''), h('td', { class: 'ln' }, o.b || ''),
+      h('td', { class: 'code' }, h('span', { class: 'sign' }, o.t), o.text))))));
+}
+
+// uncommittedView renders GET diff/uncommitted: the changed paths and
+// git's patch of them, or the too-large state with the paths alone.
+function uncommittedView(u, where) {
+  const n = u.files.length;
+  const head = h('p', { class: 'meta' },
+    h('span', null, `${n} path${n === 1 ? '' : 's'} with edits not committed in ${where}, against `, h('code', { title: u.head }, shortHash(u.head))),
+    u.truncated ? h('span', { class: 'badge warn' }, 'more than 200 paths: the list is cut') : null);
+  if (!n) return [head, h('p', { class: 'muted', id: 'uncommitted-none' }, `Nothing uncommitted: every file in ${where} matches its last commit.`)];
+  if (u.too_large) {
+    return [head, h('p', { class: 'banner warn', id: 'uncommitted-too-large' },
+      `These edits are too large to show here (over ${Math.round(u.patch_limit / 1024)} KiB of diff, or a new file over 16 MiB); the changed paths are listed below.`),
+    h('ul', { class: 'files' }, u.files.map((f) => h('li', { class: `file st-${f.status}`, dataset: { path: f.path } }, h('span', { class: `fstatus s-${f.status}` }, STATUS[f.status] || f.status), ' ', f.path)))];
+  }
+  const status = new Map(u.files.map((f) => [f.path, f.status]));
+  return [head, patchFiles(u.patch).map((f) => h('section', { class: 'wfile', dataset: { path: f.path } },
+    h('h3', null, h('span', { class: `fstatus s-${status.get(f.path) || 'modified'}` }, STATUS[status.get(f.path)] || 'modified'), ' ', f.path),
+    f.binary ? h('p', { class: 'banner', dataset: { binary: f.path } }, 'Binary file: its content is not text, so no line diff is shown.') : patchTable(f.ops)))];
+}
+
 const STATUS = { added: 'added', modified: 'modified', deleted: 'deleted', renamed: 'renamed', type_changed: 'type changed' };
 
 export function diffPanel(el, run) {
@@ -160,11 +217,23 @@ export function diffPanel(el, run) {
   const view = h('div', { class: 'file-view', id: 'diff-view' });
   const modeSel = h('select', { id: 'diff-mode', 'aria-label': 'Diff layout', onchange: (e) => { mode = e.target.value; localStorage.setItem('olivares.diffmode', mode); if (last) renderFile(last); } },
     h('option', { value: 'unified', selected: mode === 'unified' }, 'Unified'), h('option', { value: 'split', selected: mode === 'split' }, 'Side by side'));
+  const where = run.worktree_branch ? 'the worktree' : 'the workspace';
+  const work = h('div', { class: 'diff-uncommitted', id: 'diff-uncommitted' }, h('p', { class: 'muted' }, 'Loading…'));
   replace(el,
-    h('p', { class: 'banner', id: 'diff-committed' }, 'This view reads the branch\u2019s committed work only: what the agent changed but has not committed yet is not shown here.'),
-    head, h('div', { class: 'diff-body' }, files, h('div', { class: 'diff-file' }, h('div', { class: 'view-bar' }, modeSel), view)));
+    h('h2', { id: 'diff-uncommitted-title' }, `Not committed yet, in ${where}`), work,
+    h('h2', { id: 'diff-committed' }, 'Committed on the branch'),
+    head, run.worktree_branch ? h('div', { class: 'diff-body' }, files, h('div', { class: 'diff-file' }, h('div', { class: 'view-bar' }, modeSel), view)) : null);
+
+  async function loadWork() {
+    try {
+      replace(work, uncommittedView(await get(path('diff/uncommitted')), where));
+    } catch (e) {
+      replace(work, errorLine(e));
+    }
+  }
 
   async function load() {
+    loadWork();
     if (!run.worktree_branch) {
       replace(head, h('p', { class: 'muted' }, 'This run has no worktree: it works in the workspace itself, so there is no branch to compare.'));
       return;

@@ -29,11 +29,26 @@ const runLink = (ref) => h('a', { href: `/runs/${encodeURIComponent(ref)}`, 'dat
 const ASKED = { command: 'to run a command', file_change: 'to change files', permission: 'for a permission', question: 'a question', elicitation: 'for input' };
 const DECIDED = { allow: 'Allowed', deny: 'Denied', answer: 'Answered' };
 const BY = { policy: 'a rule', timeout: 'the timeout', tool: 'the tool' };
-const byWho = (by) => BY[by] || (session.whoami && by === session.whoami.principal_id ? 'you' : by);
+const byWho = (by, name) => BY[by] || (session.whoami && by === session.whoami.principal_id ? 'you' : name || by);
+const SETTLED = { allow: 'allowed', deny: 'denied', answer: 'answered' };
 
-// sentence says one event in words; profiles maps refs to names.
-export function sentence(e, profiles = new Map()) {
+// asked says what a request of the run's list asked, as its card does:
+// "Bash: make deploy" (R-EVT-3).
+function asked(q) {
+  const d = q.detail || {};
+  const what = d.command || (d.files && d.files.join(', ')) || d.question || q.title || ASKED[q.kind] || 'a request';
+  return q.tool ? `${q.tool}: ${what}` : what;
+}
+
+// sentence says one event in words; profiles maps refs to names and
+// requests ids to the run's requests (GET requests), so that a request's
+// events say what it asked and who settled it.
+export function sentence(e, profiles = new Map(), requests = new Map()) {
   const d = parse(e.detail) || {};
+  const q = d.id && requests.get(d.id);
+  if (q && e.kind === 'request_asked') return [`${asked(q)} \u2014 asked`];
+  if (q && e.kind === 'request_settled') return [`${asked(q)} \u2014 ${SETTLED[d.decision] || 'settled'}${d.by ? ` by ${byWho(d.by, q.by_name)}` : ''}`];
+  if (q && e.kind === 'request_expired') return [`${asked(q)} \u2014 expired unanswered`];
   const prof = (ref) => (profiles.get(ref) ? `${profiles.get(ref).name} (${ref})` : ref);
   switch (e.kind) {
     case 'created': return ['Created'];
@@ -72,16 +87,23 @@ export async function loadEvents(ref) {
   return out;
 }
 
+// requestsOf reads the run's requests by id; a run whose requests cannot
+// be read (its node away) still shows its events, in general words.
+function requestsOf(ref) {
+  return get(`${BASE}/runs/${encodeURIComponent(ref)}/requests`).then((l) => new Map(l.items.map((q) => [q.id, q])), () => new Map());
+}
+
 export function eventsPanel(el, run, { profiles } = {}) {
   const list = h('ol', { class: 'events', id: 'events' });
   replace(el, list);
   async function refresh() {
     try {
-      const evs = await loadEvents(run.run_ref);
+      const [evs, reqs] = await Promise.all([loadEvents(run.run_ref),
+        requestsOf(run.run_ref)]);
       replace(list, evs.length ? evs.map((e) => h('li', { class: `ev k-${e.kind}`, dataset: { kind: e.kind } },
         h('time', { datetime: e.at, title: localTime(e.at) }, localTime(e.at), h('span', { class: 'muted' }, ` ${relTime(e.at)}`)),
         h('span', { class: 'ev-gen muted' }, `g${e.generation}`),
-        h('span', { class: 'ev-text' }, sentence(e, profiles))))
+        h('span', { class: 'ev-text' }, sentence(e, profiles, reqs))))
         : h('li', { class: 'muted' }, 'No event yet.'));
     } catch (e) {
       replace(list, h('li', null, errorLine(e)));

@@ -189,7 +189,9 @@ export function listView(main) {
           canWrite ? act(r.archived_at ? 'Unarchive' : 'Archive', 'archive', () => mark(r, 'archive', r.archived_at ? 'DELETE' : 'POST')) : null)));
     const att = attentionOf(r);
     li.append(h('div', { class: 'line1' }, title, h('span', { class: 'badges' },
-      att ? h('span', { class: `attn at-${att.reason}`, title: 'This session needs you' }, att.text) : null, badge(r))), meta, actions);
+      att ? h('span', { class: `attn at-${att.reason}`, title: 'This session needs you' }, att.text) : null, badge(r))),
+    meta, actions);
+    if (r.last_message) meta.before(h('p', { class: 'preview', title: r.last_message }, r.last_message)); // R-LIST-8
     if (st.snoozing === r.run_ref) li.append(snoozeForm(r));
     return li;
   }

@@ -318,7 +318,7 @@ export function runView(main, ref, { tab = '' } = {}) {
     if (kind !== 'tool_call') schedule(300);
     const fire = () => {
       lastAct = Date.now();
-      for (const name of ['activity', 'events']) {
+      for (const name of ['activity', 'events', 'diff']) {
         if (!panels.has(name)) continue;
         if (t.current === name) panels.get(name).refresh(); else stale.add(name);
       }
@@ -409,7 +409,7 @@ export function runView(main, ref, { tab = '' } = {}) {
       input.placeholder = live ? 'Message the session — Enter sends, Shift+Enter for a new line' : 'The session is not live; resume it to send input.';
     }
     showWorking();
-    t.buttons.get('diff').hidden = !r.worktree_branch;
+    t.buttons.get('diff').hidden = !r.workspace_ref; // R-DIFF-10: a workspace's or worktree's edits
     t.buttons.get('activity').hidden = t.buttons.get('messages').hidden = !READ_SIDE.includes(r.driver);
     banner('unreachable', 'warn', r.node_reachable === false ? `Node ${r.node_id} is unreachable: the state shown is the last one it reported.` : null);
     banner('pending', 'warn', r.state === 'pending_approval' ? (canApprove ? 'This launch waits for approval. Approve it to start the process.' : 'This launch waits for approval by someone with workspace administration.') : null);

@@ -145,6 +145,7 @@ export class VList {
         }
       }
       let changed = false;
+      const placed = [];
       for (let i = first; i < last; i++) {
         let el = this.nodes.get(i);
         if (!el || this.stale.has(i)) {
@@ -157,6 +158,11 @@ export class VList {
           this.stale.delete(i);
         }
         el.style.transform = `translateY(${this.offsets[i]}px)`;
+        placed.push([i, el]);
+      }
+      // Every write first, then every read: one layout per pass, not one
+      // per row (a read after a write forces the browser to lay out).
+      for (const [i, el] of placed) {
         const hgt = el.offsetHeight;
         if (hgt && hgt !== this.heights[i]) {
           this.heights[i] = hgt;
@@ -166,10 +172,8 @@ export class VList {
       }
       this.stale.clear();
       if (!changed) break;
-      for (const [i, el] of this.nodes) {
-        this.layoutOffsets();
-        el.style.transform = `translateY(${this.offsets[i]}px)`;
-      }
+      this.layoutOffsets();
+      for (const [i, el] of this.nodes) el.style.transform = `translateY(${this.offsets[i]}px)`;
     }
     if (this.onPainted) this.onPainted();
   }

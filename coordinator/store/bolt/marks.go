@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"sync"
 	"time"
@@ -448,7 +449,23 @@ func (s *Store) ListAudit(ctx context.Context, q store.AuditQuery) ([]apitypes.A
 	err := s.view(ctx, func(tx *bbolt.Tx) error {
 		c := tx.Bucket(bucketAudit).Cursor()
 		start := binary.BigEndian.AppendUint64(append([]byte(nil), prefix...), after+1)
-		for k, v := c.Seek(start); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		first, step := c.Seek, c.Next
+		if q.Newest {
+			// From the entry below the cursor (or the tenant's last) back.
+			first = func(start []byte) ([]byte, []byte) {
+				end := binary.BigEndian.AppendUint64(append([]byte(nil), prefix...), after)
+				if q.Cursor == "" {
+					end = binary.BigEndian.AppendUint64(append([]byte(nil), prefix...), math.MaxUint64)
+				}
+				k, _ := c.Seek(end)
+				if k == nil {
+					return c.Last()
+				}
+				return c.Prev()
+			}
+			step = c.Prev
+		}
+		for k, v := first(start); k != nil && bytes.HasPrefix(k, prefix); k, v = step() {
 			var e apitypes.AuditEntry
 			if err := json.Unmarshal(v, &e); err != nil {
 				return fmt.Errorf("decode audit entry %x: %w", k, err)

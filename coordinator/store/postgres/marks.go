@@ -430,6 +430,9 @@ func (s *Store) ListAudit(ctx context.Context, q store.AuditQuery) ([]apitypes.A
 		limit = defaultAuditLimit
 	}
 	var after uint64
+	if q.Newest {
+		after = math.MaxInt64 // the seq the newest-first page stays below
+	}
 	if q.Cursor != "" {
 		n, err := strconv.ParseUint(q.Cursor, 10, 64)
 		if err != nil {
@@ -442,12 +445,18 @@ func (s *Store) ListAudit(ctx context.Context, q store.AuditQuery) ([]apitypes.A
 		return nil, "", err
 	}
 	out := []apitypes.AuditEntry{}
-	if after >= math.MaxInt64 || !textOK(q.Tenant, q.Event, q.RunRef, q.Actor) {
+	if (!q.Newest && after >= math.MaxInt64) || !textOK(q.Tenant, q.Event, q.RunRef, q.Actor) {
 		return out, "", nil
 	}
 	var where strings.Builder
-	args := []any{q.Tenant, int64(after)}
-	where.WriteString("tenant = $1 AND seq > $2")
+	args := []any{q.Tenant, int64(min(after, math.MaxInt64))}
+	order := "seq"
+	if q.Newest {
+		where.WriteString("tenant = $1 AND seq < $2")
+		order = "seq DESC"
+	} else {
+		where.WriteString("tenant = $1 AND seq > $2")
+	}
 	add := func(cond string, v any) {
 		args = append(args, v)
 		fmt.Fprintf(&where, " AND "+cond, len(args))
@@ -469,7 +478,7 @@ func (s *Store) ListAudit(ctx context.Context, q store.AuditQuery) ([]apitypes.A
 		add("at < $%d", q.Until)
 	}
 	args = append(args, limit+1)
-	rows, err := db.Query(ctx, fmt.Sprintf("SELECT doc FROM audit WHERE %s ORDER BY seq LIMIT $%d", where.String(), len(args)), args...)
+	rows, err := db.Query(ctx, fmt.Sprintf("SELECT doc FROM audit WHERE %s ORDER BY %s LIMIT $%d", where.String(), order, len(args)), args...)
 	if err != nil {
 		return nil, "", fmt.Errorf("list audit: %w", closedErr(s, err))
 	}

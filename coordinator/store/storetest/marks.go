@@ -408,6 +408,10 @@ func testAuditFilters(t *testing.T, s store.Store) {
 		{store.AuditQuery{Tenant: "t1", Actor: "c1", Until: t0.Add(3 * time.Second)}, []uint64{1, 3}},
 		{store.AuditQuery{Tenant: "t1", Event: apitypes.AuditRunRenamed, Limit: 1}, []uint64{1, 3}},
 		{store.AuditQuery{Tenant: "t2"}, nil},
+		// R-AUD-7: newest first, paged and filtered.
+		{store.AuditQuery{Tenant: "t1", Newest: true, Limit: 1}, []uint64{4, 3, 2, 1}},
+		{store.AuditQuery{Tenant: "t1", Newest: true, Actor: "c1"}, []uint64{3, 1}},
+		{store.AuditQuery{Tenant: "t2", Newest: true}, nil},
 	}
 	for _, tc := range cases {
 		if got := seqs(tc.q); fmt.Sprint(got) != fmt.Sprint(tc.want) {
