@@ -195,14 +195,20 @@ func Open(o Options) (*Supervisor, error) {
 		return nil, err
 	}
 	var lost []string // runs to resume after their loss (issue 30)
+	// Every stored rev first: an adopted run below starts reading its
+	// child at once, and its changes take revs (rev) from then on.
+	for _, rec := range recs {
+		s.lastRev = max(s.lastRev, rec.Rev)
+	}
 	for _, rec := range recs {
 		rg, err := o.Ring.Ring(rec.RunRef)
 		if err != nil {
 			return nil, err
 		}
 		r := newRun(s, rg, rec)
+		s.mu.Lock()
 		s.runs[rec.RunRef] = r
-		s.lastRev = max(s.lastRev, rec.Rev)
+		s.mu.Unlock()
 		// R-REQ-8: a request whose process died with the agent expires;
 		// its settlement goes into the output before the ring's end.
 		expired := r.restoreRequests(reqs[rec.RunRef])
