@@ -23,13 +23,13 @@ func webhookCommands() []*command {
 		usage: `olivares webhook add URL [--reason R]... [--act-as PRINCIPAL] [--quiet|--json]   tell URL when a run needs a person (admin)
     Prints the signing secret once: keep it to check X-Olivares-Signature.
     --act-as gives each delivery for a decision one signed link per answer (allow, deny), which
-    settles the request once, as PRINCIPAL: yourself, or an operator of the tenant. Anyone who
-    reads the delivery can answer with it.
+    settles the request once, as PRINCIPAL: yourself (--act-as me), or an operator of the tenant.
+    Anyone who reads the delivery can answer with it.
     --quiet prints only the webhook's id (HOOK=$(olivares webhook add URL -q)), the secret on stderr.
 `,
 		flags: func(fs *flag.FlagSet) {
 			fs.Var(&reasons, "reason", "only this attention reason (repeat; default: every one): "+strings.Join(apitypes.AttentionReasons, ", "))
-			fs.StringVar(&actAs, "act-as", "", "the principal id the delivery's action links answer as (yourself, or an operator)")
+			fs.StringVar(&actAs, "act-as", "", "the principal id the delivery's action links answer as: me (yourself), or an operator's id")
 			fs.BoolVar(&quiet, "quiet", false, "print only the webhook's id (the secret goes to stderr)")
 			fs.BoolVar(&quiet, "q", false, "short for --quiet")
 		},
@@ -42,6 +42,13 @@ func webhookCommands() []*command {
 			return nil
 		},
 		run: func(ctx context.Context, c *call) error {
+			if actAs == "me" {
+				who, err := c.cl.Whoami(ctx)
+				if err != nil {
+					return err
+				}
+				actAs = who.PrincipalID
+			}
 			w, err := c.cl.CreateWebhook(ctx, apitypes.WebhookCreate{URL: c.arg, Reasons: reasons, ActAs: actAs})
 			if err != nil {
 				return err
