@@ -19,13 +19,19 @@ func (b *Tab) Worker(suffix string, d time.Duration) *Tab {
 	b.t.Helper()
 	ctx, cancel := context.WithTimeout(b.Ctx, d)
 	defer cancel()
+	// The tab's own origin's worker: the browser also runs the workers
+	// of the package's earlier tests, each on its own origin.
+	origin, err := chromedp.Run(ctx, chromedp.Evaluate[string](`location.origin`))
+	if err != nil {
+		b.t.Fatalf("browser: the tab's origin: %v", err)
+	}
 	for {
 		infos, err := chromedp.Targets(ctx)
 		if err != nil {
 			b.t.Fatalf("browser: the service worker %s: %v", suffix, err)
 		}
 		for _, ti := range infos {
-			if ti.Type == "service_worker" && strings.HasSuffix(ti.URL, suffix) {
+			if ti.Type == "service_worker" && strings.HasPrefix(ti.URL, origin+"/") && strings.HasSuffix(ti.URL, suffix) {
 				wctx, wcancel := chromedp.NewContext(b.Ctx, chromedp.WithTargetID(ti.TargetID))
 				b.t.Cleanup(wcancel)
 				// The first call attaches, for as long as the context it
@@ -65,11 +71,17 @@ func (b *Tab) DeliverPush(scopeSuffix, data string) {
 	b.t.Helper()
 	ctx, cancel := context.WithTimeout(b.Ctx, 30*time.Second)
 	defer cancel()
+	// The tab's own origin's registration: the browser also holds the
+	// registrations of other tests, each on its own origin.
+	origin, err := chromedp.Run(ctx, chromedp.Evaluate[string](`location.origin`))
+	if err != nil {
+		b.t.Fatalf("browser: the tab's origin: %v", err)
+	}
 	found := make(chan serviceworker.RegistrationID, 1)
 	if err := chromedp.Listen(b.Ctx, func(ev any) {
 		if e, ok := ev.(*serviceworker.EventWorkerRegistrationUpdated); ok {
 			for _, r := range e.Registrations {
-				if strings.HasSuffix(r.ScopeURL, scopeSuffix) && !r.IsDeleted {
+				if strings.HasPrefix(r.ScopeURL, origin+"/") && strings.HasSuffix(r.ScopeURL, scopeSuffix) && !r.IsDeleted {
 					select {
 					case found <- r.RegistrationID:
 					default:
@@ -89,11 +101,7 @@ func (b *Tab) DeliverPush(scopeSuffix, data string) {
 	case <-ctx.Done():
 		b.t.Fatalf("browser: no service worker registration of scope *%s", scopeSuffix)
 	}
-	origin, err := chromedp.Run(ctx, chromedp.Evaluate[string](`location.origin`))
-	if err == nil {
-		_, err = chromedp.Call(ctx, serviceworker.DeliverPushMessage, serviceworker.DeliverPushMessageParams{Origin: origin, RegistrationID: id, Data: data})
-	}
-	if err != nil {
+	if _, err := chromedp.Call(ctx, serviceworker.DeliverPushMessage, serviceworker.DeliverPushMessageParams{Origin: origin, RegistrationID: id, Data: data}); err != nil {
 		b.t.Fatalf("browser: deliver a push: %v", err)
 	}
 }

