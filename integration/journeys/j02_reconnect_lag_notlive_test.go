@@ -108,7 +108,10 @@ func TestJ02ReconnectLagNotLive(t *testing.T) {
 		v := f.viewer.Attach(r.RunRef, fmt.Sprintf("from=%d", f.viewer.Run(r.RunRef).RingLast+1))
 		f.post(f.operator, http.StatusAccepted, r.RunRef, "input", integration.Text("flood 600000"), nil)
 		received := outputsFrom(t, v, 3)
+		// The agent and the run's holder (issue 30: a held child outlives
+		// its agent; with its holder gone it is lost).
 		f.agent.Kill()
+		f.agent.KillHolders()
 		for {
 			ev, ok := v.Next(wait)
 			if !ok {

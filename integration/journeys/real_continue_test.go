@@ -174,7 +174,11 @@ func testContinueCodex(t *testing.T, storeKind string, replicas bool) {
 		return r.State == apitypes.StateIdle && r.Usage != nil
 	})
 	n := len(fake.ModelRequests())
-	reset := time.Now().Add(3 * time.Second).Truncate(time.Second)
+	// The reset leaves the coordinator's restart and the agent's
+	// reconnect time to finish before it: a continue due while the node
+	// is away backs off as a new attempt (R-CONT-5), which this test does
+	// not look at.
+	reset := time.Now().Add(8 * time.Second).Truncate(time.Second)
 	fake.Push(fakemodel.OpenAIUsageLimit(fakemodel.CodexWindows(&fakemodel.Window{UsedPercent: 100, Minutes: 300, ResetAt: reset}, nil)))
 	f.post(f.operator, http.StatusAccepted, r.RunRef, "input", integration.Text("keep working"), nil)
 	lim := f.operator.AwaitRun(r.RunRef, wait, "limited", func(r apitypes.Run) bool { return r.Limit != nil && r.State == apitypes.StateIdle })

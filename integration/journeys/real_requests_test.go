@@ -174,7 +174,7 @@ func TestRealClaudeRequests(t *testing.T) {
 	var winner apitypes.RunRequest
 	json.Unmarshal(won.Body, &winner)
 	if won.Status != http.StatusOK || lost.Status != http.StatusConflict || !strings.Contains(string(lost.Body), `"request_settled"`) ||
-		!strings.Contains(string(lost.Body), winner.By) {
+		!strings.Contains(string(lost.Body), winner.ByName) {
 		t.Fatalf("two answers: %d %s and %d %s, want one 200 and one 409 request_settled naming the winner", won.Status, won.Body, lost.Status, lost.Body)
 	}
 	s.UntilOutput(`"result":"done-race"`, wait)
