@@ -45,6 +45,27 @@ func awaitRunning(t *testing.T, dir string, d time.Duration) {
 	}
 }
 
+// awaitRunningNamed polls until a container whose name starts with
+// prefix is running, or fails after d.
+func awaitRunningNamed(t *testing.T, prefix string, d time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		out, err := exec.Command("podman", "--runtime", "runc", "ps", "--filter", "status=running", "--format", "{{.Names}}").Output()
+		for _, name := range strings.Fields(string(out)) {
+			if strings.HasPrefix(name, prefix) {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no running container %s* after %v (%v)", prefix, d, err)
+		}
+		<-tick.C
+	}
+}
+
 // awaitNoContainer polls (podman has no event to wait on here) until the
 // runner of dir has no container left, or fails after d.
 func awaitNoContainer(t *testing.T, dir string, d time.Duration) {
