@@ -269,8 +269,10 @@ func TestReadoptNoGapNoDuplicate(t *testing.T) {
 // on its full pipe): backpressure, and nothing is dropped.
 func TestSpoolCapBackpressure(t *testing.T) {
 	const capBytes = 64 << 10
-	const total = 1 << 20
-	p, dir := startSh(t, launcher(capBytes), `head -c 1048576 /dev/zero; exit 0`, false)
+	// More than the child's output pipe holds (the holder sizes it to
+	// 1 MiB), so the child must wait for the holder to read.
+	const total = 4 << 20
+	p, dir := startSh(t, launcher(capBytes), `head -c 4194304 /dev/zero; exit 0`, false)
 	child := p.Pid()
 	p.Detach()
 	spool := filepath.Join(dir, SpoolFile)
