@@ -177,7 +177,9 @@ func TestPhoneRequestCard(t *testing.T) {
 	tab := f.signIn()
 	tab.Viewport(390, 844)
 	f.open(tab, "/runs/"+r.RunRef)
-	tab.Await("the card's buttons", `document.querySelectorAll('#requests .req-card.st-pending .req-opt').length === 3`, wait)
+	// The card may be drawn before the run's row has loaded and its
+	// conversation panel is shown: wait until the buttons are on screen.
+	tab.Await("the card's buttons", `(() => { const b = [...document.querySelectorAll('#requests .req-card.st-pending .req-opt')]; return b.length === 3 && b.every((e) => e.getClientRects().length > 0); })()`, wait)
 	bad := browser.Eval[string](tab, `(() => {
   const out = [];
   if (document.documentElement.scrollWidth > 390) out.push('page ' + document.documentElement.scrollWidth + ' px wide');
