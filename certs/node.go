@@ -161,15 +161,22 @@ func checkNodeID(id string) error {
 }
 
 // RenewAt returns when cert should be renewed: at half its lifetime, moved by
-// jitter, that is NotBefore + lifetime/2 * (1 + jitter). jitter is clamped to
+// jitter, that is issued + lifetime/2 * (1 + jitter). jitter is clamped to
 // [-0.1, 0.1] (NaN counts as 0); callers pass (rand.Float64()*2-1)*0.1 so that
-// a fleet enrolled at once does not renew at once.
+// a fleet enrolled at once does not renew at once. The lifetime counts from
+// issuance: NotBefore is backdated by the clock skew allowance, which is
+// not lived (else a certificate shorter than the allowance would be due
+// for renewal the moment it was issued, and renewed in a loop).
 func RenewAt(cert *x509.Certificate, jitter float64) time.Time {
 	if math.IsNaN(jitter) {
 		jitter = 0
 	}
 	jitter = max(-maxRenewJitter, min(maxRenewJitter, jitter))
-	half := cert.NotAfter.Sub(cert.NotBefore) / 2
+	issued := cert.NotBefore
+	if cert.NotAfter.Sub(issued) > clockSkew {
+		issued = issued.Add(clockSkew)
+	}
+	half := cert.NotAfter.Sub(issued) / 2
 	// Integer half plus a rounded offset, so that jitter 0 is exact.
-	return cert.NotBefore.Add(half + time.Duration(math.Round(float64(half)*jitter)))
+	return issued.Add(half + time.Duration(math.Round(float64(half)*jitter)))
 }

@@ -197,7 +197,9 @@ func TestParsePin(t *testing.T) {
 
 func TestRenewAt(t *testing.T) {
 	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
-	cert := &x509.Certificate{NotBefore: t0, NotAfter: t0.Add(10 * time.Hour)}
+	// NotBefore is backdated by the skew allowance: the lifetime is the
+	// 10 hours after it.
+	cert := &x509.Certificate{NotBefore: t0.Add(-clockSkew), NotAfter: t0.Add(10 * time.Hour)}
 	tests := []struct {
 		jitter float64
 		want   time.Duration
@@ -219,9 +221,23 @@ func TestRenewAt(t *testing.T) {
 
 	a, _ := newTestAuthority(t)
 	node, _ := mustNodeCert(t, a, "n")
-	half := node.NotBefore.Add(node.NotAfter.Sub(node.NotBefore) / 2)
+	issued := node.NotBefore.Add(clockSkew)
+	half := issued.Add(node.NotAfter.Sub(issued) / 2)
 	if got := RenewAt(node, 0); !got.Equal(half) {
 		t.Errorf("RenewAt of a node certificate: got %v, want %v", got, half)
+	}
+	// A certificate shorter than the skew allowance is due at half its
+	// own life, not at once (an agent renewed such a one in a loop).
+	csr, err := NewCSR(mustKey(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	short, err := a.SignNode(csr, "short", time.Now(), 3*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if at := RenewAt(short, -0.1); time.Until(at) < time.Second {
+		t.Errorf("a 3 s certificate is due for renewal at %v, %v from now", at, time.Until(at))
 	}
 }
 
