@@ -6,8 +6,6 @@ import (
 	"time"
 
 	cdpbrowser "github.com/chromedp/cdproto/browser"
-	"github.com/chromedp/cdproto/cdp"
-	"github.com/chromedp/cdproto/serviceworker"
 	"github.com/chromedp/chromedp"
 )
 
@@ -61,47 +59,5 @@ func (b *Tab) GrantNotifications(origin string) {
 		Permission: &cdpbrowser.PermissionDescriptor{Name: "notifications"}, Setting: cdpbrowser.PermissionSettingGranted,
 		Origin: origin}); err != nil {
 		b.t.Fatalf("browser: grant notifications to %s: %v", origin, err)
-	}
-}
-
-// DeliverPush hands data to the tab's origin's service worker whose
-// scope ends with scopeSuffix as its push service would: a trusted push
-// event (the browser's own path from a push service to the worker).
-func (b *Tab) DeliverPush(scopeSuffix, data string) {
-	b.t.Helper()
-	ctx, cancel := context.WithTimeout(b.Ctx, 30*time.Second)
-	defer cancel()
-	// The tab's own origin's registration: the browser also holds the
-	// registrations of other tests, each on its own origin.
-	origin, err := chromedp.Run(ctx, chromedp.Evaluate[string](`location.origin`))
-	if err != nil {
-		b.t.Fatalf("browser: the tab's origin: %v", err)
-	}
-	found := make(chan serviceworker.RegistrationID, 1)
-	if err := chromedp.Listen(b.Ctx, func(ev any) {
-		if e, ok := ev.(*serviceworker.EventWorkerRegistrationUpdated); ok {
-			for _, r := range e.Registrations {
-				if strings.HasPrefix(r.ScopeURL, origin+"/") && strings.HasSuffix(r.ScopeURL, scopeSuffix) && !r.IsDeleted {
-					select {
-					case found <- r.RegistrationID:
-					default:
-					}
-				}
-			}
-		}
-	}); err != nil {
-		b.t.Fatalf("browser: listen: %v", err)
-	}
-	if _, err := chromedp.Call(ctx, serviceworker.Enable, cdp.Empty{}); err != nil {
-		b.t.Fatalf("browser: ServiceWorker.enable: %v", err)
-	}
-	var id serviceworker.RegistrationID
-	select {
-	case id = <-found:
-	case <-ctx.Done():
-		b.t.Fatalf("browser: no service worker registration of scope *%s", scopeSuffix)
-	}
-	if _, err := chromedp.Call(ctx, serviceworker.DeliverPushMessage, serviceworker.DeliverPushMessageParams{Origin: origin, RegistrationID: id, Data: data}); err != nil {
-		b.t.Fatalf("browser: deliver a push: %v", err)
 	}
 }

@@ -99,16 +99,6 @@ func (lp *localPush) decision() (string, apitypes.PushMessage, bool) {
 // second action on the settled request changes nothing and says it was
 // already answered, by whom.
 func TestPushAnswersFromTheNotification(t *testing.T) {
-	// Flaky in the shared Chromium (about one run in two, 2026-12-06): the
-	// DevTools push delivery or the worker target the harness attaches to
-	// is at times not the page's live worker, and the notification is not
-	// seen. Kept runnable, out of the test command until the harness picks
-	// the live worker (see the issue-33 note); the request's push and the
-	// answer route it calls are covered by TestPushCarriesTheRequest and
-	// the requests tests.
-	if os.Getenv("OLIVARES_PUSH_ACTIONS_BROWSER") != "1" {
-		t.Skip("set OLIVARES_PUSH_ACTIONS_BROWSER=1: flaky in the shared browser, see the comment")
-	}
 	bin := realcli.BinDir(t, "claude")
 	fake := fakemodel.NewAnthropic()
 	defer fake.Close()
@@ -122,6 +112,10 @@ func TestPushAnswersFromTheNotification(t *testing.T) {
 	tab.GrantNotifications(browser.Eval[string](tab, `location.origin`))
 	tab.Exec(`window.__sw = ''; void import('/assets/push.js').then(async (m) => { await m.registration(); window.__sw = 'active'; }).catch((e) => { window.__sw = 'error: ' + e.message; })`)
 	tab.Await("the service worker active", `window.__sw === 'active'`, wait)
+	// Attached now, while it runs: the browser stops an idle worker after
+	// 30 s (the run's launch and turn take about that), and one DevTools
+	// is attached to is kept running.
+	sw := tab.Worker("/assets/sw.js", wait)
 	if got := browser.Eval[string](tab, `Notification.permission`); got != "granted" {
 		t.Fatalf("notifications %s in the page", got)
 	}
@@ -141,34 +135,47 @@ func TestPushAnswersFromTheNotification(t *testing.T) {
 	}
 
 	// The push reaches the service worker as the browser's push service
-	// would hand it over, and it shows the notification with its buttons.
-	tab.DeliverPush("/assets/", raw)
-	sw := tab.Worker("/assets/sw.js", wait)
-	// shown is the notification under the push's tag once it says other
-	// than not (the worker's own promises settle between two looks).
-	shown := func(what, not string) notif {
-		var n notif
+	// hands it over: a push event with the decrypted data, dispatched in
+	// the worker (DevTools' own delivery, ServiceWorker.deliverPushMessage,
+	// was lost about one run in two in the shared browser). What the
+	// worker shows goes to a recorder standing in for the system's
+	// notification centre: headless Chromium's dropped a shown
+	// notification now and then (showNotification resolved, and
+	// getNotifications never listed it), while a person's phone or
+	// desktop shows it. Everything else is real: the worker's code, its
+	// fetch with the person's cookie, the route, the tool.
+	sw.Exec(`self.__shown = []; self.registration.showNotification = (title, o) => { self.__shown.push(Object.assign({ title }, o)); return Promise.resolve(); };`)
+	sw.Exec(fmt.Sprintf(`self.dispatchEvent(new PushEvent('push', { data: %s }))`, js(raw)))
+	// shown is the newest notification under the push's tag once there
+	// are n of them; click dispatches its click with action, as the
+	// notification centre would (the notification handed over as the
+	// worker reads it: title, tag, data and close).
+	shown := func(what string, n int) notif {
+		var got notif
 		f.admin.AwaitRun(r.RunRef, wait, what, func(apitypes.Run) bool {
-			sw.Exec(fmt.Sprintf(`self.registration.getNotifications({ tag: %s }).then((ns) => { self.__ns = ns; })`, js(m.Tag)))
-			s := browser.Eval[string](sw, `JSON.stringify((self.__ns || []).map((n) => ({ body: n.body, actions: n.actions.map((a) => a.action) })))`)
+			s := browser.Eval[string](sw, fmt.Sprintf(`JSON.stringify(self.__shown.filter((n) => n.tag === %s).map((n) => ({ body: n.body, actions: (n.actions || []).map((a) => a.action) })))`, js(m.Tag)))
 			var ns []notif
 			json.Unmarshal([]byte(s), &ns)
-			if len(ns) == 1 && ns[0].Body != not {
-				n = ns[0]
+			if len(ns) >= n {
+				got = ns[n-1]
 				return true
 			}
 			return false
 		})
-		return n
+		return got
 	}
-	asked := shown("the notification", "")
+	click := func(action string) {
+		sw.Exec(fmt.Sprintf(`(() => { const n = self.__shown[0]; const e = new Event('notificationclick');
+  Object.defineProperty(e, 'notification', { value: { title: n.title, tag: n.tag, body: n.body, data: n.data, close() {} } });
+  Object.defineProperty(e, 'action', { value: %s });
+  self.dispatchEvent(e); })()`, js(action)))
+	}
+	asked := shown("the notification", 1)
 	if !strings.Contains(asked.Body, "echo hi > probe.txt") || strings.Join(asked.Actions, ",") != "allow,deny" {
 		t.Fatalf("the notification: %+v", asked)
 	}
-	sw.Exec(`self.__asked = self.__ns[0]`)
-
-	sw.Exec(`self.dispatchEvent(new NotificationEvent('notificationclick', { notification: self.__asked, action: 'allow' }))`)
-	if got := shown("the outcome", asked.Body); got.Body != "Allowed by you." || len(got.Actions) != 0 {
+	click("allow")
+	if got := shown("the outcome", 2); got.Body != "Allowed by you." || len(got.Actions) != 0 {
 		t.Fatalf("the notification after Allow once: %+v", got)
 	}
 	var list apitypes.RequestList
@@ -185,8 +192,8 @@ func TestPushAnswersFromTheNotification(t *testing.T) {
 
 	// A second action on the settled request: nothing changes, and the
 	// notification says who answered first.
-	sw.Exec(`self.dispatchEvent(new NotificationEvent('notificationclick', { notification: self.__asked, action: 'deny' }))`)
-	if got := shown("the second outcome", "Allowed by you."); got.Body != "Already answered by admin (allow)." {
+	click("deny")
+	if got := shown("the second outcome", 3); got.Body != "Already answered by admin (allow)." {
 		t.Fatalf("the notification after a second action: %+v", got)
 	}
 	f.admin.Must(http.StatusOK, http.MethodGet, "/v1/m/sessions/runs/"+r.RunRef+"/requests", nil, &list)
