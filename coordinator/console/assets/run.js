@@ -693,14 +693,17 @@ export function runView(main, ref, { tab = '' } = {}) {
     const payload = run.driver === 'claude' ? { message: text } : { text };
     send.disabled = true;
     // What was sent comes back on the attach stream as an input frame
-    // (R-ATT-11), to this viewer and every other, in its place.
+    // (R-ATT-11), to this viewer and every other, in its place. The box
+    // empties at once, so what is typed while the call is under way is
+    // kept; a refused message comes back into an empty box.
+    input.value = '';
     tl.list.scrollToBottom();
     try {
       await api('POST', `${BASE}/runs/${encodeURIComponent(ref)}/input`, payload);
-      input.value = '';
       banner('act', '', null);
       pollDelay = POLL_MIN;
     } catch (e) {
+      if (!input.value) input.value = text;
       errBanner('act', e);
     } finally {
       send.disabled = false;
