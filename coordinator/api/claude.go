@@ -25,15 +25,18 @@ import (
 // conversations, their transcript pages, and continue. Every answer comes
 // from the node that holds the conversation.
 
-func (s *Server) claudeRoutes() []Route {
+// claudeAPI serves the Claude Code session catalog (R-CL).
+type claudeAPI struct{ *core }
+
+func (s *claudeAPI) routes() []Route {
 	const base = Base + "/catalog/claude/sessions"
 	return []Route{
 		// R-CL-PERM-2: listing and transcripts invoke nodes and show
 		// transcript text, so they need write; continue also needs a
 		// person.
-		{http.MethodGet, base, auth.PermRunWrite, s.claudeSessions},
-		{http.MethodGet, base + "/:host/:session/messages", auth.PermRunWrite, s.claudeMessages},
-		{http.MethodPost, base + "/:host/:session/continue", auth.PermRunWrite, s.claudeContinue},
+		{http.MethodGet, base, auth.PermRunWrite, s.claudeSessions, query("search", "host", "limit", "cursor")},
+		{http.MethodGet, base + "/:host/:session/messages", auth.PermRunWrite, s.claudeMessages, messagesQuery},
+		{http.MethodPost, base + "/:host/:session/continue", auth.PermRunWrite, s.claudeContinue, nil},
 	}
 }
 
@@ -48,7 +51,7 @@ func claudeHost(n store.Node) bool {
 
 // claudeNode loads a host of the caller's tenant that opted in (404
 // otherwise, R-CL-PERM-1).
-func (s *Server) claudeNode(ctx context.Context, tenant, id string) (store.Node, error) {
+func (s *claudeAPI) claudeNode(ctx context.Context, tenant, id string) (store.Node, error) {
 	n, err := s.nodeInTenant(ctx, tenant, id)
 	if err != nil {
 		return store.Node{}, err
@@ -67,18 +70,13 @@ func sessionParam(c echo.Context) (string, error) {
 	return id, nil
 }
 
-func (s *Server) claudeSessions(c echo.Context) error {
+func (s *claudeAPI) claudeSessions(c echo.Context) error {
 	ctx := c.Request().Context()
 	tenant := CallerOf(c).Tenant
 	qp := c.QueryParams()
 	for k, v := range qp {
-		switch k {
-		case "search", "host", "limit", "cursor":
-			if len(v) > 1 {
-				return apierr.BadRequest("bad_query", "query parameter %q given %d times", k, len(v))
-			}
-		default:
-			return apierr.BadRequest("bad_query", "unknown query parameter %q", k)
+		if len(v) > 1 {
+			return apierr.BadRequest("bad_query", "query parameter %q given %d times", k, len(v))
 		}
 	}
 	p := proto.ClaudeSessionsList{Search: qp.Get("search"), Limit: 50, Cursor: qp.Get("cursor")}
@@ -141,7 +139,7 @@ func (s *Server) claudeSessions(c echo.Context) error {
 // claudeHostPage is one host's result; a failure stays in it, with no rows
 // (R-CL-CAT-2). Only a request the host found malformed (400) fails the
 // page.
-func (s *Server) claudeHostPage(ctx context.Context, n store.Node, p proto.ClaudeSessionsList) (apitypes.ClaudeHost, error) {
+func (s *claudeAPI) claudeHostPage(ctx context.Context, n store.Node, p proto.ClaudeSessionsList) (apitypes.ClaudeHost, error) {
 	fail := func(code, msg string) apitypes.ClaudeHost {
 		return apitypes.ClaudeHost{Host: n.ID, Hostname: n.Hostname, Rows: []apitypes.ClaudeSession{},
 			Error: &apitypes.CodexHostError{Code: code, Message: msg}}
@@ -172,7 +170,7 @@ func (s *Server) claudeHostPage(ctx context.Context, n store.Node, p proto.Claud
 	return h, nil
 }
 
-func (s *Server) claudeMessages(c echo.Context) error {
+func (s *claudeAPI) claudeMessages(c echo.Context) error {
 	ctx := c.Request().Context()
 	n, err := s.claudeNode(ctx, CallerOf(c).Tenant, c.Param("host"))
 	if err != nil {
@@ -190,7 +188,7 @@ func (s *Server) claudeMessages(c echo.Context) error {
 	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, out)
 }
 
-func (s *Server) claudeContinue(c echo.Context) error {
+func (s *claudeAPI) claudeContinue(c echo.Context) error {
 	if err := refuseAgent(c); err != nil {
 		return err
 	}

@@ -39,18 +39,21 @@ const (
 	maxCursor = 64 << 10
 )
 
-func (s *Server) codexRoutes() []Route {
+// codexAPI serves the Codex thread catalog (R-CX).
+type codexAPI struct{ *core }
+
+func (s *codexAPI) routes() []Route {
 	const base = Base + "/catalog/codex/threads"
 	return []Route{
 		// R-CX-PERM-2, R-CX-PERM-6: listing and transcripts invoke nodes, so
 		// they need write; continue and archive also need a person.
-		{http.MethodGet, base, auth.PermRunWrite, s.codexThreads},
-		{http.MethodGet, base + "/:host/:thread/turns", auth.PermRunWrite, s.codexTurns},
-		{http.MethodPost, base + "/:host/:thread/continue", auth.PermRunWrite, s.codexContinue},
-		{http.MethodPost, base + "/:host/:thread/archive", auth.PermRunWrite, s.codexArchive},
+		{http.MethodGet, base, auth.PermRunWrite, s.codexThreads, query("search", "host", "limit", "cursor")},
+		{http.MethodGet, base + "/:host/:thread/turns", auth.PermRunWrite, s.codexTurns, query("cursor")},
+		{http.MethodPost, base + "/:host/:thread/continue", auth.PermRunWrite, s.codexContinue, nil},
+		{http.MethodPost, base + "/:host/:thread/archive", auth.PermRunWrite, s.codexArchive, nil},
 		// The pending branch's visible history (R-CX-FT-5) is transcript
 		// text: write, like the transcript pages.
-		{http.MethodGet, Base + "/runs/:ref/codex-branch", auth.PermRunWrite, s.codexBranch},
+		{http.MethodGet, Base + "/runs/:ref/codex-branch", auth.PermRunWrite, s.codexBranch, nil},
 	}
 }
 
@@ -65,7 +68,7 @@ func codexHost(n store.Node) bool {
 // codexNode loads a host of the caller's tenant that opted in (404
 // otherwise: another tenant's node, or one that never consented,
 // R-CX-PERM-1).
-func (s *Server) codexNode(ctx context.Context, tenant, id string) (store.Node, error) {
+func (s *codexAPI) codexNode(ctx context.Context, tenant, id string) (store.Node, error) {
 	n, err := s.nodeInTenant(ctx, tenant, id)
 	if err != nil {
 		return store.Node{}, err
@@ -84,19 +87,13 @@ func threadParam(c echo.Context) (string, error) {
 	return id, nil
 }
 
-func (s *Server) codexThreads(c echo.Context) error {
+func (s *codexAPI) codexThreads(c echo.Context) error {
 	ctx := c.Request().Context()
 	tenant := CallerOf(c).Tenant
 	qp := c.QueryParams()
 	for k, v := range qp {
-		switch k {
-		case "search", "host", "limit", "cursor":
-			if len(v) > 1 {
-				return apierr.BadRequest("bad_query", "query parameter %q given %d times", k, len(v))
-			}
-		default:
-			// No archived view exists (R-CX-ARC-10, R-CX-CLI-7).
-			return apierr.BadRequest("bad_query", "unknown query parameter %q", k)
+		if len(v) > 1 {
+			return apierr.BadRequest("bad_query", "query parameter %q given %d times", k, len(v))
 		}
 	}
 	var nodes []store.Node
@@ -163,7 +160,7 @@ func (s *Server) codexThreads(c echo.Context) error {
 // codexHostPage is one host's result; a failure stays in it, with no rows
 // and no invented thread state (R-CX-HOST-1/2). Only a request the host
 // found malformed (a forged cursor: 400) is the request's error.
-func (s *Server) codexHostPage(ctx context.Context, n store.Node, p proto.CodexThreadsList) (apitypes.CodexHost, error) {
+func (s *codexAPI) codexHostPage(ctx context.Context, n store.Node, p proto.CodexThreadsList) (apitypes.CodexHost, error) {
 	fail := func(code, msg string) apitypes.CodexHost {
 		return apitypes.CodexHost{Host: n.ID, Hostname: n.Hostname, Rows: []apitypes.CodexThread{},
 			Error: &apitypes.CodexHostError{Code: code, Message: msg}}
@@ -197,7 +194,7 @@ func (s *Server) codexHostPage(ctx context.Context, n store.Node, p proto.CodexT
 
 // codexPayload calls an op answered with a CodexPayload and chunk frames,
 // and decodes the payload into out. A refused page fills tooLarge.
-func (s *Server) codexPayload(ctx context.Context, node string, h wire.Header, params any, max int, out any, tooLarge **proto.CodexPageTooLargeInfo) error {
+func (s *codexAPI) codexPayload(ctx context.Context, node string, h wire.Header, params any, max int, out any, tooLarge **proto.CodexPageTooLargeInfo) error {
 	var hdr proto.CodexPayload
 	st, err := s.o.Fleet.Open(ctx, node, h, params, &hdr)
 	if err != nil {
@@ -227,7 +224,7 @@ func (s *Server) codexPayload(ctx context.Context, node string, h wire.Header, p
 	return nil
 }
 
-func (s *Server) codexTurns(c echo.Context) error {
+func (s *codexAPI) codexTurns(c echo.Context) error {
 	ctx := c.Request().Context()
 	n, err := s.codexNode(ctx, CallerOf(c).Tenant, c.Param("host"))
 	if err != nil {
@@ -236,11 +233,6 @@ func (s *Server) codexTurns(c echo.Context) error {
 	thread, err := threadParam(c)
 	if err != nil {
 		return err
-	}
-	for k := range c.QueryParams() {
-		if k != "cursor" {
-			return apierr.BadRequest("bad_query", "unknown query parameter %q", k)
-		}
 	}
 	cursor := c.QueryParam("cursor")
 	if len(cursor) > maxCursor {
@@ -266,7 +258,7 @@ func (s *Server) codexTurns(c echo.Context) error {
 	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, page)
 }
 
-func (s *Server) codexContinue(c echo.Context) error {
+func (s *codexAPI) codexContinue(c echo.Context) error {
 	if err := refuseAgent(c); err != nil {
 		return err
 	}
@@ -309,7 +301,7 @@ func (s *Server) codexContinue(c echo.Context) error {
 	return s.respondRun(c, status, r)
 }
 
-func (s *Server) codexArchive(c echo.Context) error {
+func (s *codexAPI) codexArchive(c echo.Context) error {
 	if err := refuseAgent(c); err != nil {
 		return err
 	}
@@ -340,7 +332,7 @@ func (s *Server) codexArchive(c echo.Context) error {
 	return c.JSON(http.StatusOK, out)
 }
 
-func (s *Server) codexBranch(c echo.Context) error {
+func (s *codexAPI) codexBranch(c echo.Context) error {
 	ctx := c.Request().Context()
 	r, err := s.refRun(c)
 	if err != nil {

@@ -98,7 +98,7 @@ func validIdempotencyKey(k string) bool {
 }
 
 // idempotent wraps a handler that starts a run.
-func (s *Server) idempotent(h echo.HandlerFunc) echo.HandlerFunc {
+func (s *core) idempotent(h echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		key := c.Request().Header.Get(HeaderIdempotencyKey)
 		if _, sent := c.Request().Header[http.CanonicalHeaderKey(HeaderIdempotencyKey)]; !sent {
@@ -175,12 +175,12 @@ func (s *Server) idempotent(h echo.HandlerFunc) echo.HandlerFunc {
 // runIdempotent runs h for a claimed key and stores its answer: a 2xx is
 // kept for the key's retries; a refusal frees the key (nothing was
 // started, so a retry may try again).
-func (s *Server) runIdempotent(c echo.Context, h echo.HandlerFunc, rec store.IdempotencyRecord, wk string) error {
+func (s *core) runIdempotent(c echo.Context, h echo.HandlerFunc, rec store.IdempotencyRecord, wk string) error {
 	c.Set(runRefKey, rec.RunRef)
 	return s.recordAnswer(c, rec, wk, func() error { return h(c) })
 }
 
-func (s *Server) recordAnswer(c echo.Context, rec store.IdempotencyRecord, wk string, answer func() error) error {
+func (s *core) recordAnswer(c echo.Context, rec store.IdempotencyRecord, wk string, answer func() error) error {
 	defer s.idem.wake(wk)
 	// The answer is stored even when the client has gone: that is what a
 	// retry after a timeout needs.

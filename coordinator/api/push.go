@@ -1,6 +1,7 @@
 package api
 
 import (
+	"crypto/ecdsa"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -17,15 +18,21 @@ import (
 	"github.com/olivares-dev/olivares/shared/webpush"
 )
 
+// pushAPI serves a person's Web Push subscriptions (R-NOTIF-8).
+type pushAPI struct {
+	*core
+	vapid *ecdsa.PrivateKey
+}
+
 // Web Push (R-NOTIF-8): each person subscribes their browsers, for the
 // reasons they choose; a push reaches a phone with the console closed.
-func (s *Server) pushRoutes() []Route {
+func (s *pushAPI) routes() []Route {
 	return []Route{
-		{http.MethodGet, Base + "/push/key", auth.PermRunRead, s.pushKey},
-		{http.MethodPost, Base + "/push/subscriptions", auth.PermRunRead, s.subscribePush},
-		{http.MethodGet, Base + "/push/subscriptions", auth.PermRunRead, s.listPush},
-		{http.MethodDelete, Base + "/push/subscriptions/:id", auth.PermRunRead, s.unsubscribePush},
-		{http.MethodPost, Base + "/push/subscriptions/:id/test", auth.PermRunRead, s.testPush},
+		{http.MethodGet, Base + "/push/key", auth.PermRunRead, s.pushKey, nil},
+		{http.MethodPost, Base + "/push/subscriptions", auth.PermRunRead, s.subscribePush, nil},
+		{http.MethodGet, Base + "/push/subscriptions", auth.PermRunRead, s.listPush, nil},
+		{http.MethodDelete, Base + "/push/subscriptions/:id", auth.PermRunRead, s.unsubscribePush, nil},
+		{http.MethodPost, Base + "/push/subscriptions/:id/test", auth.PermRunRead, s.testPush, nil},
 	}
 }
 
@@ -50,14 +57,11 @@ func pushView(w store.Webhook) apitypes.PushSubscription {
 	return apitypes.PushSubscription{ID: w.ID, Endpoint: w.URL, Reasons: r, CreatedAt: w.CreatedAt.UTC()}
 }
 
-func (s *Server) pushKey(c echo.Context) error {
-	if err := onlyParams(c); err != nil {
-		return err
-	}
+func (s *pushAPI) pushKey(c echo.Context) error {
 	return c.JSON(http.StatusOK, apitypes.PushKey{PublicKey: webpush.PublicKey(s.vapid)})
 }
 
-func (s *Server) pushAudit(c echo.Context, event string, w store.Webhook) apitypes.AuditEntry {
+func (s *pushAPI) pushAudit(c echo.Context, event string, w store.Webhook) apitypes.AuditEntry {
 	cl := CallerOf(c)
 	detail, _ := json.Marshal(map[string]any{"url_host": urlHost(w.URL), "reasons": pushView(w).Reasons})
 	return apitypes.AuditEntry{At: s.o.Now().UTC(), Tenant: cl.Tenant, Actor: cl.Actor(), Event: event,
@@ -67,7 +71,7 @@ func (s *Server) pushAudit(c echo.Context, event string, w store.Webhook) apityp
 // subscribePush is POST /push/subscriptions: the caller's browser, for the
 // reasons given (none: every one). The same endpoint again replaces the
 // caller's earlier subscription of it (a browser subscribes anew).
-func (s *Server) subscribePush(c echo.Context) error {
+func (s *pushAPI) subscribePush(c echo.Context) error {
 	if err := refuseAgent(c); err != nil {
 		return err
 	}
@@ -125,10 +129,7 @@ func (s *Server) subscribePush(c echo.Context) error {
 	return c.JSON(http.StatusCreated, pushView(w))
 }
 
-func (s *Server) listPush(c echo.Context) error {
-	if err := onlyParams(c); err != nil {
-		return err
-	}
+func (s *pushAPI) listPush(c echo.Context) error {
 	ctx := c.Request().Context()
 	cl := CallerOf(c)
 	hooks, err := s.o.Store.ListWebhooks(ctx, cl.Tenant)
@@ -151,7 +152,7 @@ func (s *Server) listPush(c echo.Context) error {
 
 // mySubscription is the caller's own subscription of a route; anyone
 // else's is 404.
-func (s *Server) mySubscription(c echo.Context) (store.Webhook, error) {
+func (s *pushAPI) mySubscription(c echo.Context) (store.Webhook, error) {
 	cl := CallerOf(c)
 	w, err := s.o.Store.GetWebhook(c.Request().Context(), c.Param("id"))
 	if errors.Is(err, store.ErrNotFound) || (err == nil && (w.Tenant != cl.Tenant || w.Kind != store.KindWebPush || w.Owner != cl.Owner())) {
@@ -160,7 +161,7 @@ func (s *Server) mySubscription(c echo.Context) (store.Webhook, error) {
 	return w, err
 }
 
-func (s *Server) unsubscribePush(c echo.Context) error {
+func (s *pushAPI) unsubscribePush(c echo.Context) error {
 	w, err := s.mySubscription(c)
 	if err != nil {
 		return err
@@ -178,7 +179,7 @@ func (s *Server) unsubscribePush(c echo.Context) error {
 }
 
 // testPush sends one push now, without retries, and answers how it went.
-func (s *Server) testPush(c echo.Context) error {
+func (s *pushAPI) testPush(c echo.Context) error {
 	w, err := s.mySubscription(c)
 	if err != nil {
 		return err

@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net/http"
 	"sync"
 	"time"
 
+	"github.com/labstack/echo/v4"
 	"github.com/olivares-dev/olivares/shared/apitypes"
 	"github.com/olivares-dev/olivares/shared/proto"
 	"github.com/olivares-dev/olivares/shared/wire"
@@ -481,3 +483,15 @@ func (a *streamSlots) acquire(principal string, max, total int) (release func(),
 		})
 	}, 0, true
 }
+
+// responseSink is an SSE response as the relay writes it.
+type responseSink struct {
+	w  *echo.Response
+	rc *http.ResponseController
+}
+
+func (s responseSink) Write(p []byte) (int, error) { return s.w.Write(p) }
+
+func (s responseSink) SetWriteDeadline(t time.Time) error { return s.rc.SetWriteDeadline(t) }
+
+func (s responseSink) Flush() error { return s.rc.Flush() }

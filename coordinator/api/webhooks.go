@@ -19,15 +19,18 @@ import (
 	"github.com/olivares-dev/olivares/shared/apitypes"
 )
 
+// webhookAPI serves the tenant's webhooks and their deliveries (R-NOTIF).
+type webhookAPI struct{ *core }
+
 // The webhook routes (R-NOTIF-1..7): a tenant's administrators configure
 // where attention changes are sent.
-func (s *Server) webhookRoutes() []Route {
+func (s *webhookAPI) routes() []Route {
 	return []Route{
-		{http.MethodPost, Base + "/webhooks", auth.PermRunAdmin, s.createWebhook},
-		{http.MethodGet, Base + "/webhooks", auth.PermRunAdmin, s.listWebhooks},
-		{http.MethodDelete, Base + "/webhooks/:id", auth.PermRunAdmin, s.deleteWebhook},
-		{http.MethodGet, Base + "/webhooks/:id/deliveries", auth.PermRunAdmin, s.listDeliveries},
-		{http.MethodPost, Base + "/webhooks/:id/test", auth.PermRunAdmin, s.testWebhook},
+		{http.MethodPost, Base + "/webhooks", auth.PermRunAdmin, s.createWebhook, nil},
+		{http.MethodGet, Base + "/webhooks", auth.PermRunAdmin, s.listWebhooks, nil},
+		{http.MethodDelete, Base + "/webhooks/:id", auth.PermRunAdmin, s.deleteWebhook, nil},
+		{http.MethodGet, Base + "/webhooks/:id/deliveries", auth.PermRunAdmin, s.listDeliveries, nil},
+		{http.MethodPost, Base + "/webhooks/:id/test", auth.PermRunAdmin, s.testWebhook, nil},
 	}
 }
 
@@ -70,7 +73,7 @@ func urlHost(raw string) string {
 	return u.Scheme + "://" + u.Host
 }
 
-func (s *Server) webhookAudit(c echo.Context, event string, w store.Webhook) apitypes.AuditEntry {
+func (s *webhookAPI) webhookAudit(c echo.Context, event string, w store.Webhook) apitypes.AuditEntry {
 	cl := CallerOf(c)
 	detail, _ := json.Marshal(map[string]any{"url_host": urlHost(w.URL), "reasons": webhookView(w).Reasons})
 	return apitypes.AuditEntry{At: s.o.Now().UTC(), Tenant: cl.Tenant, Actor: cl.Actor(), Event: event,
@@ -80,7 +83,7 @@ func (s *Server) webhookAudit(c echo.Context, event string, w store.Webhook) api
 // createWebhook is POST /webhooks (R-NOTIF-1): an http or https URL and
 // the reasons it takes (none: every one); the answer holds the signing
 // secret, shown this once.
-func (s *Server) createWebhook(c echo.Context) error {
+func (s *webhookAPI) createWebhook(c echo.Context) error {
 	if err := refuseAgent(c); err != nil {
 		return err
 	}
@@ -123,10 +126,7 @@ func (s *Server) createWebhook(c echo.Context) error {
 	return c.JSON(http.StatusCreated, v)
 }
 
-func (s *Server) listWebhooks(c echo.Context) error {
-	if err := onlyParams(c); err != nil {
-		return err
-	}
+func (s *webhookAPI) listWebhooks(c echo.Context) error {
 	ctx := c.Request().Context()
 	hooks, err := s.o.Store.ListWebhooks(ctx, CallerOf(c).Tenant)
 	if err != nil {
@@ -148,7 +148,7 @@ func (s *Server) listWebhooks(c echo.Context) error {
 
 // hookInTenant is the webhook of a /webhooks/:id route; another tenant's
 // is 404 (R-TEN-3).
-func (s *Server) hookInTenant(ctx context.Context, c echo.Context) (store.Webhook, error) {
+func (s *webhookAPI) hookInTenant(ctx context.Context, c echo.Context) (store.Webhook, error) {
 	w, err := s.o.Store.GetWebhook(ctx, c.Param("id"))
 	if errors.Is(err, store.ErrNotFound) || (err == nil && (w.Tenant != CallerOf(c).Tenant || w.Kind != "")) {
 		return store.Webhook{}, apierr.New(http.StatusNotFound, "webhook_not_found", "no webhook %q in this tenant", c.Param("id"))
@@ -157,7 +157,7 @@ func (s *Server) hookInTenant(ctx context.Context, c echo.Context) (store.Webhoo
 }
 
 // deleteWebhook and testWebhook are a person's acts, as creating one is.
-func (s *Server) deleteWebhook(c echo.Context) error {
+func (s *webhookAPI) deleteWebhook(c echo.Context) error {
 	ctx := c.Request().Context()
 	w, err := s.hookInTenant(ctx, c)
 	if err != nil {
@@ -178,13 +178,10 @@ func (s *Server) deleteWebhook(c echo.Context) error {
 	return c.NoContent(http.StatusNoContent)
 }
 
-func (s *Server) listDeliveries(c echo.Context) error {
+func (s *webhookAPI) listDeliveries(c echo.Context) error {
 	ctx := c.Request().Context()
 	w, err := s.hookInTenant(ctx, c)
 	if err != nil {
-		return err
-	}
-	if err := onlyParams(c); err != nil {
 		return err
 	}
 	ds, err := s.o.Store.ListDeliveries(ctx, w.ID)
@@ -201,7 +198,7 @@ func (s *Server) listDeliveries(c echo.Context) error {
 // delivery, sent now and not retried; the answer is how it went. It is
 // audited before it goes (R-NOTIF-7): a test is a request the coordinator
 // sends where a person said.
-func (s *Server) testWebhook(c echo.Context) error {
+func (s *webhookAPI) testWebhook(c echo.Context) error {
 	ctx := c.Request().Context()
 	w, err := s.hookInTenant(ctx, c)
 	if err != nil {
