@@ -67,7 +67,7 @@ func (s *fleetAPI) listNodes(c echo.Context) error {
 	for _, n := range ns {
 		out = append(out, s.view(n))
 	}
-	return c.JSON(http.StatusOK, apitypes.NodeList{Nodes: out})
+	return c.JSON(http.StatusOK, apitypes.NodeList{Items: out})
 }
 
 func (s *fleetAPI) getNode(c echo.Context) error {

@@ -139,7 +139,7 @@ func claudeHostOf(ctx context.Context, cl *apiclient.Client, host string) (strin
 		return "", err
 	}
 	var hosts []string
-	for _, n := range nodes.Nodes {
+	for _, n := range nodes.Items {
 		var caps struct {
 			ClaudeSupervision json.RawMessage `json:"claude_supervision"`
 		}

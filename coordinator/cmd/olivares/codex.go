@@ -229,7 +229,7 @@ func onlyCodexHost(ctx context.Context, cl *apiclient.Client) (string, error) {
 		return "", failure("codex", err)
 	}
 	var hosts []string
-	for _, n := range nodes.Nodes {
+	for _, n := range nodes.Items {
 		var caps struct {
 			CodexSupervision json.RawMessage `json:"codex_supervision"`
 		}
