@@ -170,7 +170,7 @@ func New(o Options) *Server {
 		s.people, &fleetAPI{c}, &auditAPI{c},
 		&runAPI{core: c}, &requestAPI{c}, &markAPI{c}, s.workspaces, &vaultAPI{c},
 		&diffAPI{c}, &handoffAPI{core: c, continues: s.continues}, &activityAPI{c},
-		&codexAPI{c}, &claudeAPI{c}, &changeAPI{core: c},
+		&codexAPI{catalog{c, "Codex", "thread", codexHost}}, &claudeAPI{catalog{c, "Claude Code", "session", claudeHost}}, &changeAPI{core: c},
 		&webhookAPI{c}, &pushAPI{core: c, vapid: vapid}, &usageAPI{c}, s.continues,
 	}
 	e.Logger = &echoLogger{l: s.log}
