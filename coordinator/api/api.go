@@ -1,6 +1,9 @@
-// Package api serves the coordinator's public HTTP API with echo v4: the
-// route authorizer (the only enforcement point, R-AUTH-3), tenants, error
-// bodies (R-API-4), health and metrics, and the node registry routes.
+// Package api serves the coordinator's public HTTP API with echo v4. This
+// file is the house: construction, the one route table, the route
+// authorizer (the only enforcement point, R-AUTH-3), the {ref} lookup
+// before validation (R-API-3), the query check (R-API-10), error bodies
+// (R-API-4), health and metrics. Each feature's handlers are one type in
+// the feature's file (see Server); core.go is what they share.
 //
 // api never reads node files and never registers anything under
 // /v1/m/session-cockpit/ (R-ED-2): that prefix answers the router's ordinary

@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
+
 	"github.com/olivares-dev/olivares/coordinator/store"
 	"github.com/olivares-dev/olivares/shared/apierr"
 	"github.com/olivares-dev/olivares/shared/apitypes"
@@ -36,6 +37,8 @@ type core struct {
 	notify  *notifier
 	idem    idemWaiters
 }
+
+// --- the {ref} of a route and the node of a run ---
 
 // refRun is the run of a /runs/:ref route, as lookupFirst found it.
 func (s *core) refRun(c echo.Context) (apitypes.Run, error) {
@@ -61,6 +64,33 @@ func (s *core) refProfile(c echo.Context) (apitypes.Profile, error) {
 	return s.profileInTenant(c.Request().Context(), CallerOf(c).Tenant, c.Param("ref"))
 }
 
+// runInTenant loads an index row; another tenant's run is a 404 (R-TEN-3).
+func (s *core) runInTenant(ctx context.Context, tenant, ref string) (apitypes.Run, error) {
+	r, err := s.o.Store.GetRun(ctx, ref)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && r.Tenant != tenant) {
+		return apitypes.Run{}, apierr.NotFound("run", ref)
+	}
+	return r, err
+}
+
+// workspaceInTenant loads a registered workspace; another tenant's is a
+// 404 (R-TEN-3).
+func (s *core) workspaceInTenant(c echo.Context, ref string) (apitypes.Workspace, error) {
+	w, err := s.o.Store.GetWorkspace(c.Request().Context(), ref)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && w.Tenant != CallerOf(c).Tenant) {
+		return apitypes.Workspace{}, apierr.NotFound("workspace", ref)
+	}
+	return w, err
+}
+
+func (s *core) profileInTenant(ctx context.Context, tenant, ref string) (apitypes.Profile, error) {
+	p, err := s.o.Store.GetProfile(ctx, ref)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && p.Tenant != tenant) {
+		return apitypes.Profile{}, apierr.NotFound("profile", ref)
+	}
+	return p, err
+}
+
 // nodeInTenant loads a node; another tenant's node is a 404 (R-TEN-3).
 func (s *core) nodeInTenant(ctx context.Context, tenant, id string) (store.Node, error) {
 	n, err := s.o.Store.GetNode(ctx, id)
@@ -70,22 +100,54 @@ func (s *core) nodeInTenant(ctx context.Context, tenant, id string) (store.Node,
 	return n, err
 }
 
-// publishRuns logs run rows the index took.
-func (s *core) publishRuns(rows ...apitypes.Run) {
-	for _, r := range rows {
-		s.changes.add(change{tenant: r.Tenant, event: apitypes.ChangeRun, run: r})
-	}
-	s.notify.observe(rows...) // R-NOTIF-2
+// call is a fleet call with the route's timeout.
+func (s *core) call(ctx context.Context, node string, h wire.Header, params, result any) error {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	return s.o.Fleet.Call(ctx, node, h, params, result)
 }
 
-// publishMarks logs a caller's marks on a run, for that caller alone.
-func (s *core) publishMarks(cl Caller, ref string, m store.Marks) {
-	mc := apitypes.MarkChange{RunRef: ref, Pinned: m.PinnedAt != nil, PinnedAt: utcPtr(m.PinnedAt), Done: m.Done}
-	if m.SnoozedUntil != nil && s.o.Now().Before(*m.SnoozedUntil) {
-		mc.SnoozedUntil = utcPtr(m.SnoozedUntil)
+// runCall forwards a run op to the run's node and, for ops answering a
+// row, indexes it.
+func (s *core) runCall(c echo.Context, op string, params, result any, timeout time.Duration) (apitypes.Run, error) {
+	ctx := c.Request().Context()
+	r, err := s.refRun(c)
+	if err != nil {
+		return apitypes.Run{}, err
 	}
-	s.changes.add(change{tenant: cl.Tenant, owner: cl.Owner(), event: apitypes.ChangeMark, data: mc})
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if err := s.o.Fleet.Call(cctx, r.NodeID, wire.Header{Op: op, RunRef: r.RunRef}, params, result); err != nil {
+		return r, err
+	}
+	return r, nil
 }
+
+// index returns the indexed row of r, which an agent answered a call
+// with: the agent pushes a row it answers with before the answer (issue
+// 24: the push is the index's one writer), so the index holds it, with
+// indexed_at. When the push did not get through (the agent logs it and
+// pushes again later), the answer's row is returned as it is.
+func (s *core) index(ctx context.Context, r apitypes.Run) apitypes.Run {
+	got, err := s.o.Store.GetRun(ctx, r.RunRef)
+	if err != nil || got.Rev < r.Rev || got.Tenant != r.Tenant {
+		return r
+	}
+	return got
+}
+
+// freshRun is the run's row as the index has it now: its agent pushed
+// every change (the index's one writer); runViews marks it unreachable
+// while its node has no tunnel (R-STATE-7: the state is never invented).
+func (s *core) freshRun(ctx context.Context, r apitypes.Run) apitypes.Run {
+	got, err := s.o.Store.GetRun(ctx, r.RunRef)
+	if err != nil || got.Tenant != r.Tenant {
+		return r
+	}
+	return got
+}
+
+// --- what a run looks like to its caller, and what the API publishes ---
 
 // runViews turns index rows into run objects for the caller (R-API-6): the
 // node's reachability (R-STATE-7), the session's name and archive mark
@@ -154,41 +216,6 @@ func (s *core) respondRun(c echo.Context, status int, r apitypes.Run) error {
 	return c.JSON(status, v[0])
 }
 
-// auditEntry is an audit row by the caller about a run (R-AUD-3).
-func (s *core) auditEntry(c echo.Context, event, runRef string) apitypes.AuditEntry {
-	cl := CallerOf(c)
-	return apitypes.AuditEntry{At: s.o.Now().UTC(), Tenant: cl.Tenant, Actor: cl.Actor(), Event: event,
-		Target: apitypes.AuditTarget{RunRef: runRef}}
-}
-
-// noBody is R-API-7 for a route that takes no body: an empty body or {} is
-// accepted, anything else is 400 bad_body before any effect. Every route
-// without a body calls it (TestBodylessRoutes walks the route table);
-// cleanup alone accepts any body (R-CLN-2).
-func noBody(c echo.Context) error {
-	var none struct{}
-	return decodeStrict(c, maxJSONBody, &none)
-}
-
-// checkName applies R-NAME-1, R-NAME-3 and R-NAME-7: trimmed first, at most
-// 200 code points, no control (Cc) or invisible (Cf, Zl, Zp) character.
-// The empty name clears it (R-NAME-2).
-func checkName(name string) (string, error) {
-	name = strings.TrimSpace(name)
-	if !utf8.ValidString(name) {
-		return "", apierr.BadRequest("bad_name", "the name is not valid UTF-8")
-	}
-	if n := utf8.RuneCountInString(name); n > maxNameRunes {
-		return "", apierr.BadRequest("bad_name", "the name has %d characters; at most %d are allowed", n, maxNameRunes)
-	}
-	for i, r := range name {
-		if unicode.In(r, unicode.Cc, unicode.Cf, unicode.Zl, unicode.Zp) {
-			return "", apierr.BadRequest("bad_name", "the name holds a control or invisible character (U+%04X at byte %d); remove it", r, i)
-		}
-	}
-	return name, nil
-}
-
 // updateMeta changes the run's session meta with its audit entry in one
 // transaction (R-AUD-1) and answers the run.
 func (s *core) updateMeta(c echo.Context, fn func(*store.RunMeta) *apitypes.AuditEntry) error {
@@ -214,6 +241,44 @@ func (s *core) updateMeta(c echo.Context, fn func(*store.RunMeta) *apitypes.Audi
 	return s.respondRun(c, http.StatusOK, r)
 }
 
+// checkName applies R-NAME-1, R-NAME-3 and R-NAME-7: trimmed first, at most
+// 200 code points, no control (Cc) or invisible (Cf, Zl, Zp) character.
+// The empty name clears it (R-NAME-2).
+func checkName(name string) (string, error) {
+	name = strings.TrimSpace(name)
+	if !utf8.ValidString(name) {
+		return "", apierr.BadRequest("bad_name", "the name is not valid UTF-8")
+	}
+	if n := utf8.RuneCountInString(name); n > maxNameRunes {
+		return "", apierr.BadRequest("bad_name", "the name has %d characters; at most %d are allowed", n, maxNameRunes)
+	}
+	for i, r := range name {
+		if unicode.In(r, unicode.Cc, unicode.Cf, unicode.Zl, unicode.Zp) {
+			return "", apierr.BadRequest("bad_name", "the name holds a control or invisible character (U+%04X at byte %d); remove it", r, i)
+		}
+	}
+	return name, nil
+}
+
+// publishRuns logs run rows the index took.
+func (s *core) publishRuns(rows ...apitypes.Run) {
+	for _, r := range rows {
+		s.changes.add(change{tenant: r.Tenant, event: apitypes.ChangeRun, run: r})
+	}
+	s.notify.observe(rows...) // R-NOTIF-2
+}
+
+// publishMarks logs a caller's marks on a run, for that caller alone.
+func (s *core) publishMarks(cl Caller, ref string, m store.Marks) {
+	mc := apitypes.MarkChange{RunRef: ref, Pinned: m.PinnedAt != nil, PinnedAt: utcPtr(m.PinnedAt), Done: m.Done}
+	if m.SnoozedUntil != nil && s.o.Now().Before(*m.SnoozedUntil) {
+		mc.SnoozedUntil = utcPtr(m.SnoozedUntil)
+	}
+	s.changes.add(change{tenant: cl.Tenant, owner: cl.Owner(), event: apitypes.ChangeMark, data: mc})
+}
+
+// --- audit rows ---
+
 // OperatorActor is the audit actor of what the local operator does through
 // the coordinator's admin socket or dev mode's set-up (R-AUD-6).
 var OperatorActor = apitypes.AuditActor{CredentialID: "admin-socket", Kind: apitypes.ActorOperator}
@@ -235,6 +300,38 @@ func (s *core) auditCaller(c echo.Context, event string, target apitypes.AuditTa
 	cl := CallerOf(c)
 	s.Audit(c.Request().Context(), cl.Tenant, cl.Actor(), event, target, detail)
 }
+
+// auditEntry is an audit row by the caller about a run (R-AUD-3).
+func (s *core) auditEntry(c echo.Context, event, runRef string) apitypes.AuditEntry {
+	cl := CallerOf(c)
+	return apitypes.AuditEntry{At: s.o.Now().UTC(), Tenant: cl.Tenant, Actor: cl.Actor(), Event: event,
+		Target: apitypes.AuditTarget{RunRef: runRef}}
+}
+
+// auditStart records a run's start or resume, and the grants it was handed
+// by kind and secret ref, never their values (R-AUD-6).
+func (s *core) auditStart(c echo.Context, event string, r apitypes.Run, grants []store.GrantRef, detail map[string]any) {
+	target := apitypes.AuditTarget{RunRef: r.RunRef, NodeID: r.NodeID}
+	s.auditCaller(c, event, target, detail)
+	if len(grants) == 0 {
+		return
+	}
+	gs := make([]map[string]any, 0, len(grants))
+	for _, g := range grants {
+		gs = append(gs, map[string]any{"kind": g.Kind, "secret_ref": g.SecretRef, "env": g.Env, "as_file": g.AsFile})
+	}
+	s.auditCaller(c, apitypes.AuditRunGranted, target, map[string]any{"on": event, "grants": gs})
+}
+
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err) // only called with maps of strings and numbers
+	}
+	return b
+}
+
+// --- request helpers ---
 
 // decodeStrict reads a JSON body, refusing unknown fields (R-API-7) and
 // trailing data. An empty body decodes as {}.
@@ -264,83 +361,43 @@ func decodeStrict(c echo.Context, limit int64, v any) error {
 	return nil
 }
 
-func (s *core) profileInTenant(ctx context.Context, tenant, ref string) (apitypes.Profile, error) {
-	p, err := s.o.Store.GetProfile(ctx, ref)
-	if errors.Is(err, store.ErrNotFound) || (err == nil && p.Tenant != tenant) {
-		return apitypes.Profile{}, apierr.NotFound("profile", ref)
+// noBody is R-API-7 for a route that takes no body: an empty body or {} is
+// accepted, anything else is 400 bad_body before any effect. Every route
+// without a body calls it (TestBodylessRoutes walks the route table);
+// cleanup alone accepts any body (R-CLN-2).
+func noBody(c echo.Context) error {
+	var none struct{}
+	return decodeStrict(c, maxJSONBody, &none)
+}
+
+// refuseAgent is R-AUTH-6: the approval routes refuse an agent identity,
+// whatever it holds.
+func refuseAgent(c echo.Context) error {
+	if CallerOf(c).Principal.Kind == store.KindAgent {
+		return apierr.New(http.StatusForbidden, "agent_identity_refused", "an approval needs a person: agent identities may not approve, even with workspace administration")
 	}
-	return p, err
+	return nil
 }
 
-// call is a fleet call with the route's timeout.
-func (s *core) call(ctx context.Context, node string, h wire.Header, params, result any) error {
-	ctx, cancel := context.WithTimeout(ctx, callTimeout)
-	defer cancel()
-	return s.o.Fleet.Call(ctx, node, h, params, result)
-}
+// --- what a run needs to start: its workspace's gate, its grants ---
 
-// index returns the indexed row of r, which an agent answered a call
-// with: the agent pushes a row it answers with before the answer (issue
-// 24: the push is the index's one writer), so the index holds it, with
-// indexed_at. When the push did not get through (the agent logs it and
-// pushes again later), the answer's row is returned as it is.
-func (s *core) index(ctx context.Context, r apitypes.Run) apitypes.Run {
-	got, err := s.o.Store.GetRun(ctx, r.RunRef)
-	if err != nil || got.Rev < r.Rev || got.Tenant != r.Tenant {
-		return r
+// gate is what a start of a run in workspace ref needs for its
+// project-config check (R-PCS-12): the hash of the last approval.
+func (s *core) gate(ctx context.Context, workspaceRef string) (proto.Gate, error) {
+	if workspaceRef == "" {
+		return proto.Gate{}, nil
 	}
-	return got
-}
-
-// runInTenant loads an index row; another tenant's run is a 404 (R-TEN-3).
-func (s *core) runInTenant(ctx context.Context, tenant, ref string) (apitypes.Run, error) {
-	r, err := s.o.Store.GetRun(ctx, ref)
-	if errors.Is(err, store.ErrNotFound) || (err == nil && r.Tenant != tenant) {
-		return apitypes.Run{}, apierr.NotFound("run", ref)
+	st, err := s.o.Store.GetWorkspaceSettings(ctx, workspaceRef)
+	if errors.Is(err, store.ErrNotFound) {
+		return proto.Gate{}, nil
 	}
-	return r, err
-}
-
-// freshRun is the run's row as the index has it now: its agent pushed
-// every change (the index's one writer); runViews marks it unreachable
-// while its node has no tunnel (R-STATE-7: the state is never invented).
-func (s *core) freshRun(ctx context.Context, r apitypes.Run) apitypes.Run {
-	got, err := s.o.Store.GetRun(ctx, r.RunRef)
-	if err != nil || got.Tenant != r.Tenant {
-		return r
-	}
-	return got
-}
-
-// runCall forwards a run op to the run's node and, for ops answering a
-// row, indexes it.
-func (s *core) runCall(c echo.Context, op string, params, result any, timeout time.Duration) (apitypes.Run, error) {
-	ctx := c.Request().Context()
-	r, err := s.refRun(c)
 	if err != nil {
-		return apitypes.Run{}, err
+		return proto.Gate{}, err
 	}
-	cctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	if err := s.o.Fleet.Call(cctx, r.NodeID, wire.Header{Op: op, RunRef: r.RunRef}, params, result); err != nil {
-		return r, err
+	if st.ProjectConfigApproval == nil {
+		return proto.Gate{}, nil
 	}
-	return r, nil
-}
-
-// auditStart records a run's start or resume, and the grants it was handed
-// by kind and secret ref, never their values (R-AUD-6).
-func (s *core) auditStart(c echo.Context, event string, r apitypes.Run, grants []store.GrantRef, detail map[string]any) {
-	target := apitypes.AuditTarget{RunRef: r.RunRef, NodeID: r.NodeID}
-	s.auditCaller(c, event, target, detail)
-	if len(grants) == 0 {
-		return
-	}
-	gs := make([]map[string]any, 0, len(grants))
-	for _, g := range grants {
-		gs = append(gs, map[string]any{"kind": g.Kind, "secret_ref": g.SecretRef, "env": g.Env, "as_file": g.AsFile})
-	}
-	s.auditCaller(c, apitypes.AuditRunGranted, target, map[string]any{"on": event, "grants": gs})
+	return proto.Gate{ProjectConfigApproved: st.ProjectConfigApproval.SHA256}, nil
 }
 
 // openGrants resolves grants to their values for the node. A secret
@@ -376,50 +433,4 @@ func (s *core) runGrants(ctx context.Context, r apitypes.Run) ([]proto.Grant, er
 		return nil, err
 	}
 	return s.openGrants(ctx, r.Tenant, metas[r.RunRef].Grants)
-}
-
-// workspaceInTenant loads a registered workspace; another tenant's is a
-// 404 (R-TEN-3).
-func (s *core) workspaceInTenant(c echo.Context, ref string) (apitypes.Workspace, error) {
-	w, err := s.o.Store.GetWorkspace(c.Request().Context(), ref)
-	if errors.Is(err, store.ErrNotFound) || (err == nil && w.Tenant != CallerOf(c).Tenant) {
-		return apitypes.Workspace{}, apierr.NotFound("workspace", ref)
-	}
-	return w, err
-}
-
-// refuseAgent is R-AUTH-6: the approval routes refuse an agent identity,
-// whatever it holds.
-func refuseAgent(c echo.Context) error {
-	if CallerOf(c).Principal.Kind == store.KindAgent {
-		return apierr.New(http.StatusForbidden, "agent_identity_refused", "an approval needs a person: agent identities may not approve, even with workspace administration")
-	}
-	return nil
-}
-
-func mustJSON(v any) []byte {
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic(err) // only called with maps of strings and numbers
-	}
-	return b
-}
-
-// gate is what a start of a run in workspace ref needs for its
-// project-config check (R-PCS-12): the hash of the last approval.
-func (s *core) gate(ctx context.Context, workspaceRef string) (proto.Gate, error) {
-	if workspaceRef == "" {
-		return proto.Gate{}, nil
-	}
-	st, err := s.o.Store.GetWorkspaceSettings(ctx, workspaceRef)
-	if errors.Is(err, store.ErrNotFound) {
-		return proto.Gate{}, nil
-	}
-	if err != nil {
-		return proto.Gate{}, err
-	}
-	if st.ProjectConfigApproval == nil {
-		return proto.Gate{}, nil
-	}
-	return proto.Gate{ProjectConfigApproved: st.ProjectConfigApproval.SHA256}, nil
 }

@@ -7,22 +7,12 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+
 	"github.com/olivares-dev/olivares/coordinator/auth"
 	"github.com/olivares-dev/olivares/coordinator/store"
 	"github.com/olivares-dev/olivares/shared/apierr"
 	"github.com/olivares-dev/olivares/shared/apitypes"
 )
-
-// Node is the registry's view of a node (issue 2).
-type Node = apitypes.Node
-
-func tp(t time.Time) *time.Time {
-	if t.IsZero() {
-		return nil
-	}
-	t = t.UTC()
-	return &t
-}
 
 // fleetAPI serves the node registry (issue 2): list, read, revoke, forget.
 type fleetAPI struct{ *core }
@@ -127,4 +117,15 @@ func (s *fleetAPI) forgetNode(c echo.Context) error {
 		return err
 	}
 	return c.JSON(http.StatusOK, apitypes.NodeForgotten{ID: id, ProfilesRemoved: got.Profiles, WorkspacesRemoved: got.Workspaces})
+}
+
+// Node is the registry's view of a node (issue 2).
+type Node = apitypes.Node
+
+func tp(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	t = t.UTC()
+	return &t
 }
