@@ -331,14 +331,14 @@ func (s *Server) NewCredential(ctx context.Context, p store.Principal, spec stor
 	return s.people.NewCredential(ctx, p, spec, actor)
 }
 
-// CreateProfile is workspaceAPI.CreateProfile.
+// CreateProfile registers a profile as the local operator (dev mode).
 func (s *Server) CreateProfile(ctx context.Context, tenant string, req apitypes.ProfileCreate) (apitypes.Profile, error) {
-	return s.workspaces.CreateProfile(ctx, tenant, req)
+	return s.workspaces.createProfile(ctx, tenant, req, OperatorActor)
 }
 
-// CreateWorkspace is workspaceAPI.CreateWorkspace.
+// CreateWorkspace registers a directory of a node as the local operator.
 func (s *Server) CreateWorkspace(ctx context.Context, tenant string, req apitypes.WorkspaceCreate) (apitypes.Workspace, error) {
-	return s.workspaces.CreateWorkspace(ctx, tenant, req)
+	return s.workspaces.createWorkspace(ctx, tenant, req, OperatorActor)
 }
 
 // RunContinuer fires the continues when they are due, until ctx ends

@@ -180,13 +180,7 @@ func (s *changeAPI) changeStream(c echo.Context) error {
 			"you have %d change streams open, the most one principal may hold at once; close a console tab or another client that follows the changes, then connect again", n)
 	}
 	defer release()
-	w := c.Response()
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	sink := responseSink{w: w, rc: http.NewResponseController(w)}
+	sink := openSSE(c)
 	var buf []byte
 	flush := func() bool {
 		if len(buf) == 0 {

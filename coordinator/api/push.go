@@ -6,7 +6,6 @@ import (
 	"errors"
 	"net/http"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -61,13 +60,6 @@ func (s *pushAPI) pushKey(c echo.Context) error {
 	return c.JSON(http.StatusOK, apitypes.PushKey{PublicKey: webpush.PublicKey(s.vapid)})
 }
 
-func (s *pushAPI) pushAudit(c echo.Context, event string, w store.Webhook) apitypes.AuditEntry {
-	cl := CallerOf(c)
-	detail, _ := json.Marshal(map[string]any{"url_host": urlHost(w.URL), "reasons": pushView(w).Reasons})
-	return apitypes.AuditEntry{At: s.o.Now().UTC(), Tenant: cl.Tenant, Actor: cl.Actor(), Event: event,
-		Target: apitypes.AuditTarget{WebhookID: w.ID}, Detail: detail}
-}
-
 // subscribePush is POST /push/subscriptions: the caller's browser, for the
 // reasons given (none: every one). The same endpoint again replaces the
 // caller's earlier subscription of it (a browser subscribes anew).
@@ -87,10 +79,8 @@ func (s *pushAPI) subscribePush(c echo.Context) error {
 		}
 		return apierr.BadRequest("bad_subscription", "this is not a push subscription a browser gave: %s", msg)
 	}
-	for _, r := range req.Reasons {
-		if !slices.Contains(apitypes.AttentionReasons, r) {
-			return apierr.BadRequest("bad_reason", "reason %q: use %s", r, strings.Join(apitypes.AttentionReasons, ", "))
-		}
+	if err := checkReasons(req.Reasons); err != nil {
+		return err
 	}
 	ctx := c.Request().Context()
 	// R-NOTIF-9: a push service is a public https address, as every
@@ -110,7 +100,7 @@ func (s *pushAPI) subscribePush(c echo.Context) error {
 			continue
 		}
 		if h.URL == req.Endpoint {
-			if err := s.o.Store.DeleteWebhook(ctx, h.ID, s.pushAudit(c, apitypes.AuditPushUnsubscribed, h)); err != nil && !errors.Is(err, store.ErrNotFound) {
+			if err := s.o.Store.DeleteWebhook(ctx, h.ID, s.hookAudit(c, apitypes.AuditPushUnsubscribed, h)); err != nil && !errors.Is(err, store.ErrNotFound) {
 				return err
 			}
 			continue
@@ -123,7 +113,7 @@ func (s *pushAPI) subscribePush(c echo.Context) error {
 	w := store.Webhook{ID: auth.NewID("push_"), Tenant: cl.Tenant, Kind: store.KindWebPush, Owner: cl.Owner(), URL: req.Endpoint,
 		P256dh: req.Keys.P256dh, Auth: req.Keys.Auth, Reasons: slices.Compact(slices.Sorted(slices.Values(req.Reasons))),
 		CreatedAt: s.o.Now().UTC().Truncate(time.Microsecond)}
-	if err := s.o.Store.CreateWebhook(ctx, w, s.pushAudit(c, apitypes.AuditPushSubscribed, w)); err != nil {
+	if err := s.o.Store.CreateWebhook(ctx, w, s.hookAudit(c, apitypes.AuditPushSubscribed, w)); err != nil {
 		return err
 	}
 	return c.JSON(http.StatusCreated, pushView(w))
@@ -169,7 +159,7 @@ func (s *pushAPI) unsubscribePush(c echo.Context) error {
 	if err := noBody(c); err != nil {
 		return err
 	}
-	if err := s.o.Store.DeleteWebhook(c.Request().Context(), w.ID, s.pushAudit(c, apitypes.AuditPushUnsubscribed, w)); err != nil {
+	if err := s.o.Store.DeleteWebhook(c.Request().Context(), w.ID, s.hookAudit(c, apitypes.AuditPushUnsubscribed, w)); err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return apierr.New(http.StatusNotFound, "subscription_not_found", "you have no push subscription %q in this tenant", w.ID)
 		}

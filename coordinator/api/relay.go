@@ -485,6 +485,18 @@ func (a *streamSlots) acquire(principal string, max, total int) (release func(),
 	}, 0, true
 }
 
+// openSSE answers 200 with an event stream, unbuffered by proxies, and is
+// the sink its frames go to.
+func openSSE(c echo.Context) responseSink {
+	w := c.Response()
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	return responseSink{w: w, rc: http.NewResponseController(w)}
+}
+
 // responseSink is an SSE response as the relay writes it.
 type responseSink struct {
 	w  *echo.Response

@@ -419,13 +419,7 @@ func (s *runAPI) attach(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	w := c.Response()
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	sink := responseSink{w: w, rc: http.NewResponseController(w)}
+	sink := openSSE(c)
 	sink.SetWriteDeadline(time.Now().Add(s.o.Attach.WriteTimeout))
 	if err := sink.Flush(); err != nil {
 		st.Close()

@@ -73,11 +73,23 @@ func urlHost(raw string) string {
 	return u.Scheme + "://" + u.Host
 }
 
-func (s *webhookAPI) webhookAudit(c echo.Context, event string, w store.Webhook) apitypes.AuditEntry {
+// hookAudit is the audit row of a person's act on a webhook or push
+// subscription: its URL's host and its reasons.
+func (s *core) hookAudit(c echo.Context, event string, w store.Webhook) apitypes.AuditEntry {
 	cl := CallerOf(c)
 	detail, _ := json.Marshal(map[string]any{"url_host": urlHost(w.URL), "reasons": webhookView(w).Reasons})
 	return apitypes.AuditEntry{At: s.o.Now().UTC(), Tenant: cl.Tenant, Actor: cl.Actor(), Event: event,
 		Target: apitypes.AuditTarget{WebhookID: w.ID}, Detail: detail}
+}
+
+// checkReasons refuses an attention reason that does not exist.
+func checkReasons(rs []string) error {
+	for _, r := range rs {
+		if !slices.Contains(apitypes.AttentionReasons, r) {
+			return apierr.BadRequest("bad_reason", "reason %q: use %s", r, strings.Join(apitypes.AttentionReasons, ", "))
+		}
+	}
+	return nil
 }
 
 // createWebhook is POST /webhooks (R-NOTIF-1): an http or https URL and
@@ -91,10 +103,8 @@ func (s *webhookAPI) createWebhook(c echo.Context) error {
 	if err := decodeStrict(c, maxJSONBody, &req); err != nil {
 		return err
 	}
-	for _, r := range req.Reasons {
-		if !slices.Contains(apitypes.AttentionReasons, r) {
-			return apierr.BadRequest("bad_reason", "reason %q: use %s", r, strings.Join(apitypes.AttentionReasons, ", "))
-		}
+	if err := checkReasons(req.Reasons); err != nil {
+		return err
 	}
 	ctx := c.Request().Context()
 	if len(req.URL) > 2048 {
@@ -118,7 +128,7 @@ func (s *webhookAPI) createWebhook(c echo.Context) error {
 	reasons := slices.Compact(slices.Sorted(slices.Values(req.Reasons)))
 	w := store.Webhook{ID: auth.NewID("wh_"), Tenant: cl.Tenant, URL: req.URL, Secret: secret, Reasons: reasons,
 		CreatedAt: s.o.Now().UTC().Truncate(time.Microsecond)}
-	if err := s.o.Store.CreateWebhook(ctx, w, s.webhookAudit(c, apitypes.AuditWebhookCreated, w)); err != nil {
+	if err := s.o.Store.CreateWebhook(ctx, w, s.hookAudit(c, apitypes.AuditWebhookCreated, w)); err != nil {
 		return err
 	}
 	v := webhookView(w)
@@ -156,20 +166,26 @@ func (s *webhookAPI) hookInTenant(ctx context.Context, c echo.Context) (store.We
 	return w, err
 }
 
-// deleteWebhook and testWebhook are a person's acts, as creating one is.
+// hookAct is the webhook a person acts on, with no body: deleting and
+// testing one are a person's acts, as creating one is.
+func (s *webhookAPI) hookAct(c echo.Context) (store.Webhook, error) {
+	w, err := s.hookInTenant(c.Request().Context(), c)
+	if err == nil {
+		err = refuseAgent(c)
+	}
+	if err == nil {
+		err = noBody(c)
+	}
+	return w, err
+}
+
 func (s *webhookAPI) deleteWebhook(c echo.Context) error {
 	ctx := c.Request().Context()
-	w, err := s.hookInTenant(ctx, c)
+	w, err := s.hookAct(c)
 	if err != nil {
 		return err
 	}
-	if err := refuseAgent(c); err != nil {
-		return err
-	}
-	if err := noBody(c); err != nil {
-		return err
-	}
-	if err := s.o.Store.DeleteWebhook(ctx, w.ID, s.webhookAudit(c, apitypes.AuditWebhookDeleted, w)); err != nil {
+	if err := s.o.Store.DeleteWebhook(ctx, w.ID, s.hookAudit(c, apitypes.AuditWebhookDeleted, w)); err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return apierr.New(http.StatusNotFound, "webhook_not_found", "no webhook %q in this tenant", w.ID)
 		}
@@ -200,17 +216,11 @@ func (s *webhookAPI) listDeliveries(c echo.Context) error {
 // sends where a person said.
 func (s *webhookAPI) testWebhook(c echo.Context) error {
 	ctx := c.Request().Context()
-	w, err := s.hookInTenant(ctx, c)
+	w, err := s.hookAct(c)
 	if err != nil {
 		return err
 	}
-	if err := refuseAgent(c); err != nil {
-		return err
-	}
-	if err := noBody(c); err != nil {
-		return err
-	}
-	if _, err := s.o.Store.AppendAudit(ctx, s.webhookAudit(c, apitypes.AuditWebhookTested, w)); err != nil {
+	if _, err := s.o.Store.AppendAudit(ctx, s.hookAudit(c, apitypes.AuditWebhookTested, w)); err != nil {
 		return err
 	}
 	d := s.notify.newDelivery(w, apitypes.WebhookEventTest)

@@ -38,11 +38,11 @@ func (s *workspaceAPI) routes() []Route {
 		// Profiles and workspaces: reading is run:read; registering one is
 		// workspace administration (R-AUTH-5 models it as its own
 		// permission; the seeds name no profile permission).
-		{http.MethodPost, Base + "/profiles", auth.PermWorkspaceAdmin, s.createProfile, nil},
+		{http.MethodPost, Base + "/profiles", auth.PermWorkspaceAdmin, created(s.createProfile), nil},
 		{http.MethodGet, Base + "/profiles", auth.PermRunRead, s.listProfiles, nil},
 		{http.MethodGet, Base + "/profiles/:ref", auth.PermRunRead, s.getProfile, nil},
 		{http.MethodPatch, Base + "/profiles/:ref", auth.PermWorkspaceAdmin, s.updateProfile, nil},
-		{http.MethodPost, Base + "/workspaces", auth.PermWorkspaceAdmin, s.createWorkspace, nil},
+		{http.MethodPost, Base + "/workspaces", auth.PermWorkspaceAdmin, created(s.createWorkspace), nil},
 		{http.MethodGet, Base + "/workspaces", auth.PermRunRead, s.listWorkspaces, nil},
 		// R-AUTH-5: reading is run:read; the setup command and its approval
 		// are workspace administration, and approvals refuse an agent
@@ -380,14 +380,9 @@ func (s *workspaceAPI) deleteWorkspace(c echo.Context) error {
 // drivers.
 var tools = []string{"claude", "codex", "grok", "gemini", "opencode"}
 
-// CreateProfile registers a profile on its node and in the index as the
-// local operator. Dev mode calls it directly.
-func (s *workspaceAPI) CreateProfile(ctx context.Context, tenant string, req apitypes.ProfileCreate) (apitypes.Profile, error) {
-	return s.CreateProfileAs(ctx, tenant, req, OperatorActor)
-}
-
-// CreateProfileAs registers a profile and audits it as actor (R-AUD-6).
-func (s *workspaceAPI) CreateProfileAs(ctx context.Context, tenant string, req apitypes.ProfileCreate, actor apitypes.AuditActor) (apitypes.Profile, error) {
+// createProfile registers a profile on its node and in the index, and
+// audits it as actor (R-AUD-6).
+func (s *workspaceAPI) createProfile(ctx context.Context, tenant string, req apitypes.ProfileCreate, actor apitypes.AuditActor) (apitypes.Profile, error) {
 	if _, err := s.nodeInTenant(ctx, tenant, req.NodeID); err != nil {
 		return apitypes.Profile{}, err
 	}
@@ -461,16 +456,20 @@ func (s *workspaceAPI) nameFree(ctx context.Context, tenant, kind, name string) 
 	return nil
 }
 
-func (s *workspaceAPI) createProfile(c echo.Context) error {
-	var req apitypes.ProfileCreate
-	if err := decodeStrict(c, maxJSONBody, &req); err != nil {
-		return err
+// created is POST /profiles and POST /workspaces: make what the body asks
+// for as the caller, and answer it.
+func created[Req, Out any](make func(ctx context.Context, tenant string, req Req, actor apitypes.AuditActor) (Out, error)) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		var req Req
+		if err := decodeStrict(c, maxJSONBody, &req); err != nil {
+			return err
+		}
+		out, err := make(c.Request().Context(), CallerOf(c).Tenant, req, CallerOf(c).Actor())
+		if err != nil {
+			return err
+		}
+		return c.JSON(http.StatusCreated, out)
 	}
-	p, err := s.CreateProfileAs(c.Request().Context(), CallerOf(c).Tenant, req, CallerOf(c).Actor())
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusCreated, p)
 }
 
 func (s *workspaceAPI) listProfiles(c echo.Context) error {
@@ -543,13 +542,8 @@ func (s *workspaceAPI) updateProfile(c echo.Context) error {
 	return c.JSON(http.StatusOK, out)
 }
 
-// CreateWorkspace registers a directory of a node as the local operator.
-func (s *workspaceAPI) CreateWorkspace(ctx context.Context, tenant string, req apitypes.WorkspaceCreate) (apitypes.Workspace, error) {
-	return s.CreateWorkspaceAs(ctx, tenant, req, OperatorActor)
-}
-
-// CreateWorkspaceAs registers a directory and audits it as actor.
-func (s *workspaceAPI) CreateWorkspaceAs(ctx context.Context, tenant string, req apitypes.WorkspaceCreate, actor apitypes.AuditActor) (apitypes.Workspace, error) {
+// createWorkspace registers a directory of a node and audits it as actor.
+func (s *workspaceAPI) createWorkspace(ctx context.Context, tenant string, req apitypes.WorkspaceCreate, actor apitypes.AuditActor) (apitypes.Workspace, error) {
 	if _, err := s.nodeInTenant(ctx, tenant, req.NodeID); err != nil {
 		return apitypes.Workspace{}, err
 	}
@@ -579,18 +573,6 @@ func (s *workspaceAPI) CreateWorkspaceAs(ctx context.Context, tenant string, req
 	s.Audit(ctx, tenant, actor, apitypes.AuditWorkspaceCreated, apitypes.AuditTarget{WorkspaceRef: w.Ref, NodeID: w.NodeID},
 		map[string]any{"read_only": w.ReadOnly, "dlp": w.DLP})
 	return w, nil
-}
-
-func (s *workspaceAPI) createWorkspace(c echo.Context) error {
-	var req apitypes.WorkspaceCreate
-	if err := decodeStrict(c, maxJSONBody, &req); err != nil {
-		return err
-	}
-	w, err := s.CreateWorkspaceAs(c.Request().Context(), CallerOf(c).Tenant, req, CallerOf(c).Actor())
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusCreated, w)
 }
 
 func (s *workspaceAPI) listWorkspaces(c echo.Context) error {
