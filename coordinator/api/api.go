@@ -106,32 +106,28 @@ const DefaultVAPIDSubject = "mailto:olivares@localhost"
 
 // Server is the API's handler: construction, the route table, the
 // middleware (authorize, lookupFirst, the query check) and error bodies.
-// The handlers live in one type per feature (runs.go's runAPI,
-// marks.go's markAPI, …), each holding the shared core and only what else
-// it uses.
+// The handlers are one type per feature (runs.go's runAPI, marks.go's
+// markAPI, …), each holding the shared core and only what else it uses.
 //
 // To add a feature: write its handler type in its own file,
 //
 //	type fooAPI struct{ *core }
 //	func (s *fooAPI) routes() []Route { return []Route{{http.MethodGet, Base + "/foo", auth.PermRunRead, s.list, query("limit")}} }
 //
-// and add it to features in New. Its routes pass through the same
-// authorizer and lookups as every other; a GET declares the query
-// parameters it takes on its route, and any other is refused before the
-// handler runs.
+// and add it to features in New. Its routes pass the same authorizer and
+// lookups as every other; any query parameter a GET does not declare is
+// refused before its handler runs.
 type Server struct {
 	*core
-	echo  *echo.Echo
-	fails *auth.Failures
-	// features are the handler types; routes() is the table they make.
-	features   []feature
+	echo       *echo.Echo
+	fails      *auth.Failures
+	features   []feature // the handler types; routes() is their table
 	continues  *continueAPI
 	people     *peopleAPI
 	workspaces *workspaceAPI
 }
 
-// A feature is one room of the API: a handler type that contributes its
-// routes to the one route table.
+// A feature is a handler type that contributes its routes to the table.
 type feature interface{ routes() []Route }
 
 // New builds the router.

@@ -399,18 +399,14 @@ func continueRefusal(meta store.RunMeta, c store.ContinueSchedule, r apitypes.Ru
 // resumeFor is POST /runs/{ref}/resume on the continuer's behalf: the
 // run's grants again and the workspace's gate (R-GRANT-2, R-PCS-12).
 func (s *continueAPI) resumeFor(ctx context.Context, r apitypes.Run) (apitypes.Run, error) {
-	grants, err := s.runGrants(ctx, r)
-	if err != nil {
-		return apitypes.Run{}, err
-	}
-	gate, err := s.gate(ctx, r.WorkspaceRef)
+	params, err := s.resumeParams(ctx, r)
 	if err != nil {
 		return apitypes.Run{}, err
 	}
 	var out apitypes.Run
 	cctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
-	if err := s.o.Fleet.Call(cctx, r.NodeID, wire.Header{Op: proto.OpRunResume, RunRef: r.RunRef}, proto.RunResume{Grants: grants, Gate: gate}, &out); err != nil {
+	if err := s.o.Fleet.Call(cctx, r.NodeID, wire.Header{Op: proto.OpRunResume, RunRef: r.RunRef}, params, &out); err != nil {
 		return apitypes.Run{}, err
 	}
 	out.NodeID, out.Tenant = r.NodeID, r.Tenant

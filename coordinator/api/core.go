@@ -333,6 +333,20 @@ func mustJSON(v any) []byte {
 
 // --- request helpers ---
 
+// items answers rows as a list: an object whose items holds them, never
+// null (R-API-14).
+func items[T any](c echo.Context, rows []T, err error) error {
+	if err != nil {
+		return err
+	}
+	if rows == nil {
+		rows = []T{}
+	}
+	return c.JSON(http.StatusOK, struct {
+		Items []T `json:"items"`
+	}{rows})
+}
+
 // decodeStrict reads a JSON body, refusing unknown fields (R-API-7) and
 // trailing data. An empty body decodes as {}.
 func decodeStrict(c echo.Context, limit int64, v any) error {
@@ -425,12 +439,16 @@ func (s *core) openGrants(ctx context.Context, tenant string, gs []store.GrantRe
 	return out, nil
 }
 
-// runGrants resolves the grants recorded for a run (for resume and
-// approve).
-func (s *core) runGrants(ctx context.Context, r apitypes.Run) ([]proto.Grant, error) {
+// resumeParams are what a new generation of run r needs (resume, approve,
+// a continue): the grants recorded for it, opened again, and its
+// workspace's gate (R-GRANT-2, R-PCS-12).
+func (s *core) resumeParams(ctx context.Context, r apitypes.Run) (p proto.RunResume, err error) {
 	metas, err := s.o.Store.GetRunMeta(ctx, []string{r.RunRef})
-	if err != nil {
-		return nil, err
+	if err == nil {
+		p.Grants, err = s.openGrants(ctx, r.Tenant, metas[r.RunRef].Grants)
 	}
-	return s.openGrants(ctx, r.Tenant, metas[r.RunRef].Grants)
+	if err == nil {
+		p.Gate, err = s.gate(ctx, r.WorkspaceRef)
+	}
+	return p, err
 }

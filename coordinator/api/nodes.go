@@ -29,9 +29,9 @@ func (s *fleetAPI) routes() []Route {
 	}
 }
 
-func (s *fleetAPI) view(n store.Node) Node {
+func (s *fleetAPI) view(n store.Node) apitypes.Node {
 	l := s.o.Fleet.Link(n.ID)
-	v := Node{
+	v := apitypes.Node{
 		ID: n.ID, Tenant: n.Tenant, Hostname: n.Hostname, Labels: n.Labels,
 		Connected: l.Connected, Online: l.Online && n.RevokedAt.IsZero(), Transport: l.Transport,
 		ConnectedSince: tp(l.ConnectedSince), LastHeartbeat: tp(l.LastHeartbeat),
@@ -50,14 +50,11 @@ func (s *fleetAPI) view(n store.Node) Node {
 
 func (s *fleetAPI) listNodes(c echo.Context) error {
 	ns, err := s.o.Store.ListNodes(c.Request().Context(), CallerOf(c).Tenant)
-	if err != nil {
-		return err
-	}
-	out := make([]Node, 0, len(ns))
+	out := make([]apitypes.Node, 0, len(ns))
 	for _, n := range ns {
 		out = append(out, s.view(n))
 	}
-	return c.JSON(http.StatusOK, apitypes.NodeList{Items: out})
+	return items(c, out, err)
 }
 
 func (s *fleetAPI) getNode(c echo.Context) error {
@@ -118,9 +115,6 @@ func (s *fleetAPI) forgetNode(c echo.Context) error {
 	}
 	return c.JSON(http.StatusOK, apitypes.NodeForgotten{ID: id, ProfilesRemoved: got.Profiles, WorkspacesRemoved: got.Workspaces})
 }
-
-// Node is the registry's view of a node (issue 2).
-type Node = apitypes.Node
 
 func tp(t time.Time) *time.Time {
 	if t.IsZero() {

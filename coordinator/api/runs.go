@@ -336,16 +336,12 @@ func (s *runAPI) startGeneration(c echo.Context, op string) (apitypes.Run, error
 	if err != nil {
 		return apitypes.Run{}, err
 	}
-	grants, err := s.runGrants(ctx, r)
-	if err != nil {
-		return apitypes.Run{}, err
-	}
-	gate, err := s.gate(ctx, r.WorkspaceRef)
+	params, err := s.resumeParams(ctx, r)
 	if err != nil {
 		return apitypes.Run{}, err
 	}
 	var out apitypes.Run
-	r, err = s.runCall(c, op, proto.RunResume{Grants: grants, Gate: gate}, &out, callTimeout)
+	r, err = s.runCall(c, op, params, &out, callTimeout)
 	if err != nil {
 		return apitypes.Run{}, err
 	}

@@ -68,14 +68,11 @@ func (s *vaultAPI) createSecret(c echo.Context) error {
 
 func (s *vaultAPI) listSecrets(c echo.Context) error {
 	secs, err := s.o.Store.ListSecrets(c.Request().Context(), CallerOf(c).Tenant)
-	if err != nil {
-		return err
-	}
-	out := apitypes.SecretList{Items: []apitypes.Secret{}}
+	out := make([]apitypes.Secret, 0, len(secs))
 	for _, sec := range secs {
-		out.Items = append(out.Items, secretView(sec))
+		out = append(out, secretView(sec))
 	}
-	return c.JSON(http.StatusOK, out)
+	return items(c, out, err)
 }
 
 func (s *vaultAPI) deleteSecret(c echo.Context) error {

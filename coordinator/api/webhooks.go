@@ -201,13 +201,7 @@ func (s *webhookAPI) listDeliveries(c echo.Context) error {
 		return err
 	}
 	ds, err := s.o.Store.ListDeliveries(ctx, w.ID)
-	if err != nil {
-		return err
-	}
-	if ds == nil {
-		ds = []apitypes.WebhookDelivery{}
-	}
-	return c.JSON(http.StatusOK, apitypes.WebhookDeliveryList{Items: ds})
+	return items(c, ds, err)
 }
 
 // testWebhook is POST /webhooks/{id}/test (R-NOTIF-6): one signed `test`

@@ -167,17 +167,25 @@ func (s *workspaceAPI) workspaceAudit(c echo.Context, event, ref string, detail 
 	return e
 }
 
-// readApproval decodes an approval body: a 64-hex sha256 (400 otherwise,
+// approval is what a person approves (R-AUTH-6): the route's workspace and
+// the body's 64-hex sha256 of what they reviewed (400 otherwise,
 // R-SETUP-12).
-func readApproval(c echo.Context) (string, error) {
+func (s *workspaceAPI) approval(c echo.Context) (apitypes.Workspace, string, error) {
+	if err := refuseAgent(c); err != nil {
+		return apitypes.Workspace{}, "", err
+	}
+	w, err := s.refWorkspace(c)
+	if err != nil {
+		return apitypes.Workspace{}, "", err
+	}
 	var req apitypes.ApproveRequest
 	if err := decodeStrict(c, maxJSONBody, &req); err != nil {
-		return "", err
+		return apitypes.Workspace{}, "", err
 	}
 	if req.SHA256 == nil || !sha256RE.MatchString(*req.SHA256) {
-		return "", apierr.BadRequest("bad_sha256", "sha256 must be the 64 lower-case hex digits of the hash you reviewed")
+		return apitypes.Workspace{}, "", apierr.BadRequest("bad_sha256", "sha256 must be the 64 lower-case hex digits of the hash you reviewed")
 	}
-	return *req.SHA256, nil
+	return w, *req.SHA256, nil
 }
 
 // approveSetup is R-SETUP-7: the reviewed hash must be the current text's
@@ -185,14 +193,7 @@ func readApproval(c echo.Context) (string, error) {
 // its audit entry commit together. Approving again writes a new record
 // (each is a separate review).
 func (s *workspaceAPI) approveSetup(c echo.Context) error {
-	if err := refuseAgent(c); err != nil {
-		return err
-	}
-	w, err := s.refWorkspace(c)
-	if err != nil {
-		return err
-	}
-	sha, err := readApproval(c)
+	w, sha, err := s.approval(c)
 	if err != nil {
 		return err
 	}
@@ -214,9 +215,6 @@ func (s *workspaceAPI) approveSetup(c echo.Context) error {
 	return c.JSON(http.StatusOK, workspaceView(w, st))
 }
 
-// setupRefusal is the R-SETUP-8 refusal of a worktree launch, or "" when it
-// may go on: no command, an approval of the current text, or no_setup
-// (R-CRT-3, R-SETUP-11).
 // setupToRun is the setup command a worktree launch's agent runs before
 // the tool under sandbox (R-SETUP-2): the stored text, when it is approved
 // for exactly that text and the launch does not skip it (R-SETUP-11).
@@ -227,6 +225,9 @@ func setupToRun(st store.WorkspaceSettings, noSetup bool) string {
 	return st.SetupCommand
 }
 
+// setupRefusal is the R-SETUP-8 refusal of a worktree launch, or "" when it
+// may go on: no command, an approval of the current text, or no_setup
+// (R-CRT-3, R-SETUP-11).
 func setupRefusal(w apitypes.Workspace, st store.WorkspaceSettings, noSetup bool) string {
 	if noSetup || st.SetupCommand == "" || setupApproved(st) {
 		return ""
@@ -285,14 +286,7 @@ func (s *workspaceAPI) getProjectConfig(c echo.Context) error {
 // flagged part's (409 otherwise, Q-05); who, when and the hash are stored
 // with the audit entry in one transaction.
 func (s *workspaceAPI) approveProjectConfig(c echo.Context) error {
-	if err := refuseAgent(c); err != nil {
-		return err
-	}
-	w, err := s.refWorkspace(c)
-	if err != nil {
-		return err
-	}
-	sha, err := readApproval(c)
+	w, sha, err := s.approval(c)
 	if err != nil {
 		return err
 	}
@@ -474,13 +468,7 @@ func created[Req, Out any](make func(ctx context.Context, tenant string, req Req
 
 func (s *workspaceAPI) listProfiles(c echo.Context) error {
 	ps, err := s.o.Store.ListProfiles(c.Request().Context(), CallerOf(c).Tenant)
-	if err != nil {
-		return err
-	}
-	if ps == nil {
-		ps = []apitypes.Profile{}
-	}
-	return c.JSON(http.StatusOK, apitypes.ProfileList{Items: ps})
+	return items(c, ps, err)
 }
 
 func (s *workspaceAPI) getProfile(c echo.Context) error {
@@ -577,13 +565,7 @@ func (s *workspaceAPI) createWorkspace(ctx context.Context, tenant string, req a
 
 func (s *workspaceAPI) listWorkspaces(c echo.Context) error {
 	ws, err := s.o.Store.ListWorkspaces(c.Request().Context(), CallerOf(c).Tenant)
-	if err != nil {
-		return err
-	}
-	if ws == nil {
-		ws = []apitypes.Workspace{}
-	}
-	return c.JSON(http.StatusOK, apitypes.WorkspaceList{Items: ws})
+	return items(c, ws, err)
 }
 
 // undoTimeout bounds the removal of a record the index did not take.
