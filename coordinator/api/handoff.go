@@ -19,16 +19,22 @@ import (
 // launch and up to 30 s for the first turn's acknowledgement.
 const handoffTimeout = 5 * time.Minute
 
-func (s *Server) handoffRoutes() []Route {
+// handoffAPI hands a run over to another tool (R-HO); a handoff cancels the run's continue.
+type handoffAPI struct {
+	*core
+	continues *continueAPI
+}
+
+func (s *handoffAPI) routes() []Route {
 	return []Route{
-		{http.MethodGet, Base + "/runs/:ref/handoff", auth.PermRunRead, s.handoffPreview},
-		{http.MethodPost, Base + "/runs/:ref/handoff", auth.PermRunWrite, s.idempotent(s.handoff)},
+		{http.MethodGet, Base + "/runs/:ref/handoff", auth.PermRunRead, s.handoffPreview, nil},
+		{http.MethodPost, Base + "/runs/:ref/handoff", auth.PermRunWrite, s.idempotent(s.handoff), nil},
 	}
 }
 
 // handoffPreview is GET /runs/{ref}/handoff (R-HOP-1): read on the node,
 // every read audited (R-HOF-7).
-func (s *Server) handoffPreview(c echo.Context) error {
+func (s *handoffAPI) handoffPreview(c echo.Context) error {
 	var out apitypes.HandoffPreview
 	r, err := s.runCall(c, proto.OpHandoffPreview, nil, &out, handoffTimeout)
 	if err != nil {
@@ -45,7 +51,7 @@ func (s *Server) handoffPreview(c echo.Context) error {
 // handoff is POST /runs/{ref}/handoff (R-HOF-*): the target profile is
 // checked here first (R-HOF-18), then the node stops, reads, writes the
 // transcript, launches and sends the first turn.
-func (s *Server) handoff(c echo.Context) error {
+func (s *handoffAPI) handoff(c echo.Context) error {
 	src, err := s.refRun(c)
 	if err != nil {
 		return err
@@ -73,7 +79,7 @@ func (s *Server) handoff(c echo.Context) error {
 
 // handoffRun hands run src of tenant off as new run newRef, audited as
 // actor: the route's and an on_limit handoff's one path (R-ONL-3).
-func (s *Server) handoffRun(ctx context.Context, tenant string, actor apitypes.AuditActor, src apitypes.Run, req apitypes.HandoffRequest, newRef string) (apitypes.HandoffResponse, error) {
+func (s *handoffAPI) handoffRun(ctx context.Context, tenant string, actor apitypes.AuditActor, src apitypes.Run, req apitypes.HandoffRequest, newRef string) (apitypes.HandoffResponse, error) {
 	var out apitypes.HandoffResponse
 	if req.ProviderProfileRef == "" {
 		return out, apierr.BadRequest("profile_required", "provider_profile_ref is required: the profile to continue in")
@@ -117,7 +123,7 @@ func (s *Server) handoffRun(ctx context.Context, tenant string, actor apitypes.A
 		map[string]any{"profile_ref": p.Ref, "workspace_ref": src.WorkspaceRef, "handoff_of": src.RunRef})
 	// R-CONT-4: the work went on in another run; the source does not
 	// continue by itself any more.
-	s.CancelContinueFor(ctx, src.RunRef, cancelHandedOff, actor)
+	s.continues.CancelContinueFor(ctx, src.RunRef, cancelHandedOff, actor)
 	if name != "" {
 		if _, err := s.o.Store.UpdateRunMeta(ctx, out.Run.RunRef, func(m *store.RunMeta) (*apitypes.AuditEntry, error) {
 			m.Name = name
