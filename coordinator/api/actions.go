@@ -348,11 +348,9 @@ func (s *actionAPI) settleAction(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	cctx, cancel := context.WithTimeout(ctx, callTimeout)
-	defer cancel()
 	var out apitypes.RunRequest
 	ans := proto.RunAnswer{ID: cl.Request, By: p.ID, Name: p.Name, RequestAnswer: apitypes.RequestAnswer{Decision: cl.Decision, OptionID: cl.Option}}
-	if err := s.o.Fleet.Call(cctx, run.NodeID, wire.Header{Op: proto.OpRunAnswer, RunRef: run.RunRef}, ans, &out); err != nil {
+	if err := s.runOp(ctx, run, proto.OpRunAnswer, ans, &out, callTimeout); err != nil {
 		return err
 	}
 	// R-REQ-13, R-NOTIF-11: audited as the person, by way of the webhook.

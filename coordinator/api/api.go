@@ -239,7 +239,9 @@ func (s *Server) lookupFirst(path string) echo.MiddlewareFunc {
 			return s.runInTenant(c.Request().Context(), CallerOf(c).Tenant, c.Param("ref"))
 		}
 	case strings.Contains(path, "/workspaces/:ref"):
-		lookup = func(c echo.Context) (any, error) { return s.workspaceInTenant(c, c.Param("ref")) }
+		lookup = func(c echo.Context) (any, error) {
+			return s.workspaceInTenant(c.Request().Context(), CallerOf(c).Tenant, c.Param("ref"))
+		}
 	case strings.Contains(path, "/profiles/:ref"):
 		lookup = func(c echo.Context) (any, error) {
 			return s.profileInTenant(c.Request().Context(), CallerOf(c).Tenant, c.Param("ref"))

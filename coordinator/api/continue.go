@@ -362,10 +362,7 @@ func (s *continueAPI) fireContinue(ctx context.Context, ref string) {
 	// The outcome is what the run reports after this instant, taken before
 	// the send: a refusal can come back before the call does (R-CONT-5).
 	fired := s.o.Now().UTC()
-	cctx, cancel := context.WithTimeout(ctx, callTimeout)
-	err = s.o.Fleet.Call(cctx, r.NodeID, wire.Header{Op: proto.OpRunInput, RunRef: r.RunRef}, in, &apitypes.Accepted{})
-	cancel()
-	if err != nil {
+	if err := s.runOp(ctx, r, proto.OpRunInput, in, &apitypes.Accepted{}, callTimeout); err != nil {
 		s.log.WarnContext(ctx, "continue: input failed", logging.KeyRunRef, ref, logging.Err(err))
 		s.rescheduleContinue(ctx, r, c, c.Attempts+1, nil)
 		return
@@ -414,9 +411,7 @@ func (s *continueAPI) resumeFor(ctx context.Context, r apitypes.Run) (apitypes.R
 		return apitypes.Run{}, err
 	}
 	var out apitypes.Run
-	cctx, cancel := context.WithTimeout(ctx, callTimeout)
-	defer cancel()
-	if err := s.o.Fleet.Call(cctx, r.NodeID, wire.Header{Op: proto.OpRunResume, RunRef: r.RunRef}, params, &out); err != nil {
+	if err := s.runOp(ctx, r, proto.OpRunResume, params, &out, callTimeout); err != nil {
 		return apitypes.Run{}, err
 	}
 	out.NodeID, out.Tenant = r.NodeID, r.Tenant

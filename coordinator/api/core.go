@@ -56,7 +56,7 @@ func (s *core) refWorkspace(c echo.Context) (apitypes.Workspace, error) {
 	if w, ok := c.Get(refKey).(apitypes.Workspace); ok {
 		return w, nil
 	}
-	return s.workspaceInTenant(c, c.Param("ref"))
+	return s.workspaceInTenant(c.Request().Context(), CallerOf(c).Tenant, c.Param("ref"))
 }
 
 // refProfile is the profile of a /profiles/:ref route.
@@ -67,40 +67,31 @@ func (s *core) refProfile(c echo.Context) (apitypes.Profile, error) {
 	return s.profileInTenant(c.Request().Context(), CallerOf(c).Tenant, c.Param("ref"))
 }
 
-// runInTenant loads an index row; another tenant's run is a 404 (R-TEN-3).
-func (s *core) runInTenant(ctx context.Context, tenant, ref string) (apitypes.Run, error) {
-	r, err := s.o.Store.GetRun(ctx, ref)
-	if errors.Is(err, store.ErrNotFound) || (err == nil && r.Tenant != tenant) {
-		return apitypes.Run{}, apierr.NotFound("run", ref)
+// inTenant reads the kind named ref with get: an unknown one, or another
+// tenant's, is a 404 (R-TEN-3).
+func inTenant[T any](ctx context.Context, get func(context.Context, string) (T, error), tenantOf func(T) string, tenant, kind, ref string) (T, error) {
+	v, err := get(ctx, ref)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && tenantOf(v) != tenant) {
+		var none T
+		return none, apierr.NotFound(kind, ref)
 	}
-	return r, err
+	return v, err
 }
 
-// workspaceInTenant loads a registered workspace; another tenant's is a
-// 404 (R-TEN-3).
-func (s *core) workspaceInTenant(c echo.Context, ref string) (apitypes.Workspace, error) {
-	w, err := s.o.Store.GetWorkspace(c.Request().Context(), ref)
-	if errors.Is(err, store.ErrNotFound) || (err == nil && w.Tenant != CallerOf(c).Tenant) {
-		return apitypes.Workspace{}, apierr.NotFound("workspace", ref)
-	}
-	return w, err
+func (s *core) runInTenant(ctx context.Context, tenant, ref string) (apitypes.Run, error) {
+	return inTenant(ctx, s.o.Store.GetRun, func(r apitypes.Run) string { return r.Tenant }, tenant, "run", ref)
+}
+
+func (s *core) workspaceInTenant(ctx context.Context, tenant, ref string) (apitypes.Workspace, error) {
+	return inTenant(ctx, s.o.Store.GetWorkspace, func(w apitypes.Workspace) string { return w.Tenant }, tenant, "workspace", ref)
 }
 
 func (s *core) profileInTenant(ctx context.Context, tenant, ref string) (apitypes.Profile, error) {
-	p, err := s.o.Store.GetProfile(ctx, ref)
-	if errors.Is(err, store.ErrNotFound) || (err == nil && p.Tenant != tenant) {
-		return apitypes.Profile{}, apierr.NotFound("profile", ref)
-	}
-	return p, err
+	return inTenant(ctx, s.o.Store.GetProfile, func(p apitypes.Profile) string { return p.Tenant }, tenant, "profile", ref)
 }
 
-// nodeInTenant loads a node; another tenant's node is a 404 (R-TEN-3).
 func (s *core) nodeInTenant(ctx context.Context, tenant, id string) (store.Node, error) {
-	n, err := s.o.Store.GetNode(ctx, id)
-	if errors.Is(err, store.ErrNotFound) || (err == nil && n.Tenant != tenant) {
-		return store.Node{}, apierr.NotFound("node", id)
-	}
-	return n, err
+	return inTenant(ctx, s.o.Store.GetNode, func(n store.Node) string { return n.Tenant }, tenant, "node", id)
 }
 
 // call is a fleet call with the route's timeout.
@@ -110,20 +101,20 @@ func (s *core) call(ctx context.Context, node string, h wire.Header, params, res
 	return s.o.Fleet.Call(ctx, node, h, params, result)
 }
 
-// runCall forwards a run op to the run's node and, for ops answering a
-// row, indexes it.
+// runCall forwards a run op to the route's run's node.
 func (s *core) runCall(c echo.Context, op string, params, result any, timeout time.Duration) (apitypes.Run, error) {
-	ctx := c.Request().Context()
 	r, err := s.refRun(c)
 	if err != nil {
 		return apitypes.Run{}, err
 	}
-	cctx, cancel := context.WithTimeout(ctx, timeout)
+	return r, s.runOp(c.Request().Context(), r, op, params, result, timeout)
+}
+
+// runOp forwards op on run r to its node, within timeout.
+func (s *core) runOp(ctx context.Context, r apitypes.Run, op string, params, result any, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	if err := s.o.Fleet.Call(cctx, r.NodeID, wire.Header{Op: op, RunRef: r.RunRef}, params, result); err != nil {
-		return r, err
-	}
-	return r, nil
+	return s.o.Fleet.Call(ctx, r.NodeID, wire.Header{Op: op, RunRef: r.RunRef}, params, result)
 }
 
 // index returns the indexed row of r, which an agent answered a call

@@ -12,7 +12,6 @@ import (
 	"github.com/olivares-dev/olivares/shared/apierr"
 	"github.com/olivares-dev/olivares/shared/apitypes"
 	"github.com/olivares-dev/olivares/shared/proto"
-	"github.com/olivares-dev/olivares/shared/wire"
 )
 
 // handoffTimeout bounds a handoff: a stop with its grace, the read, the
@@ -113,9 +112,7 @@ func (s *handoffAPI) handoffRun(ctx context.Context, tenant string, actor apityp
 			params.SetupRefusal = setupRefusal(w, st, false)
 		}
 	}
-	cctx, cancel := context.WithTimeout(ctx, handoffTimeout)
-	defer cancel()
-	if err := s.o.Fleet.Call(cctx, src.NodeID, wire.Header{Op: proto.OpHandoff, RunRef: src.RunRef}, params, &out); err != nil {
+	if err := s.runOp(ctx, src, proto.OpHandoff, params, &out, handoffTimeout); err != nil {
 		return out, err
 	}
 	out.Run.NodeID, out.Run.Tenant = src.NodeID, tenant
@@ -132,6 +129,5 @@ func (s *handoffAPI) handoffRun(ctx context.Context, tenant string, actor apityp
 			return out, err
 		}
 	}
-	s.freshRun(ctx, src) // the source stopped and gained handed_off
 	return out, nil
 }

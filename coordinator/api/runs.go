@@ -313,9 +313,7 @@ func (s *runAPI) stopRun(ctx context.Context, tenant string, actor apitypes.Audi
 	var out apitypes.Run
 	// The agent answers once the exit is observed: up to the grace and
 	// the SIGKILL after it.
-	cctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
-	defer cancel()
-	if err := s.o.Fleet.Call(cctx, r.NodeID, wire.Header{Op: proto.OpRunStop, RunRef: r.RunRef}, nil, &out); err != nil {
+	if err := s.runOp(ctx, r, proto.OpRunStop, nil, &out, 5*time.Minute); err != nil {
 		return apitypes.Run{}, err
 	}
 	out.NodeID, out.Tenant = r.NodeID, r.Tenant
@@ -482,9 +480,7 @@ func (s *runAPI) moveRun(ctx context.Context, tenant string, r apitypes.Run, pro
 		return apitypes.Run{}, apierr.New(http.StatusConflict, "profile_other_node", "profile %s is on node %s and run %s on node %s; a run moves only to a profile of its own node (hand it off instead)", p.Ref, p.NodeID, r.RunRef, r.NodeID)
 	}
 	var out apitypes.Run
-	cctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
-	defer cancel()
-	if err := s.o.Fleet.Call(cctx, r.NodeID, wire.Header{Op: proto.OpRunMove, RunRef: r.RunRef}, proto.RunMove{ProfileRef: p.Ref}, &out); err != nil {
+	if err := s.runOp(ctx, r, proto.OpRunMove, proto.RunMove{ProfileRef: p.Ref}, &out, 5*time.Minute); err != nil {
 		return apitypes.Run{}, err
 	}
 	out.NodeID, out.Tenant = r.NodeID, r.Tenant

@@ -390,7 +390,7 @@ func (s *workspaceAPI) createProfile(ctx context.Context, tenant string, req api
 		return apitypes.Profile{}, err
 	}
 	for _, w := range req.AllowedWorkspaces {
-		if _, err := s.workspaceRefInTenant(ctx, tenant, w); err != nil {
+		if _, err := s.workspaceInTenant(ctx, tenant, w); err != nil {
 			return apitypes.Profile{}, err
 		}
 	}
@@ -489,16 +489,6 @@ func (s *workspaceAPI) getProfile(c echo.Context) error {
 	return c.JSON(http.StatusOK, p)
 }
 
-// workspaceRefInTenant checks that ref names a workspace of tenant (404
-// otherwise, R-TEN-3).
-func (s *workspaceAPI) workspaceRefInTenant(ctx context.Context, tenant, ref string) (apitypes.Workspace, error) {
-	w, err := s.o.Store.GetWorkspace(ctx, ref)
-	if errors.Is(err, store.ErrNotFound) || (err == nil && w.Tenant != tenant) {
-		return apitypes.Workspace{}, apierr.NotFound("workspace", ref)
-	}
-	return w, err
-}
-
 // updateProfile is PATCH /profiles/{ref}: the policy applies from the next
 // launch or resume on (R-MOVE-10).
 func (s *workspaceAPI) updateProfile(c echo.Context) error {
@@ -514,7 +504,7 @@ func (s *workspaceAPI) updateProfile(c echo.Context) error {
 	}
 	if req.AllowedWorkspaces != nil {
 		for _, w := range *req.AllowedWorkspaces {
-			if _, err := s.workspaceRefInTenant(ctx, tenant, w); err != nil {
+			if _, err := s.workspaceInTenant(ctx, tenant, w); err != nil {
 				return err
 			}
 		}
