@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/olivares-dev/olivares/coordinator/store"
+	"github.com/olivares-dev/olivares/integration/contract"
 	"github.com/olivares-dev/olivares/shared/apitypes"
 )
 
@@ -68,6 +70,35 @@ func TestEveryGETRefusesAnUnknownQuery(t *testing.T) {
 	}
 	if gets < 30 {
 		t.Errorf("walked %d GET routes; the table has more", gets)
+	}
+}
+
+// R-API-10: the query parameters a GET route declares are the ones
+// openapi.yaml documents for it, so that the check refuses none the
+// document offers and lets through none it does not.
+func TestDeclaredQueryIsDocumented(t *testing.T) {
+	s, _ := newTestServer(t)
+	doc := contract.Must(t).Doc()
+	for _, r := range s.Routes() {
+		if r.Method != http.MethodGet {
+			continue
+		}
+		path := echoParam.ReplaceAllString(r.Path, "{$1}")
+		item := doc.Paths.Value(path)
+		if item == nil || item.Get == nil {
+			t.Errorf("GET %s: not documented", path)
+			continue
+		}
+		var documented []string
+		for _, p := range slices.Concat(item.Parameters, item.Get.Parameters) {
+			if p.Value.In == "query" {
+				documented = append(documented, p.Value.Name)
+			}
+		}
+		slices.Sort(documented)
+		if declared := slices.Sorted(slices.Values(r.Query)); !slices.Equal(declared, documented) {
+			t.Errorf("GET %s: the route declares query %v, the document %v", path, declared, documented)
+		}
 	}
 }
 
