@@ -330,7 +330,7 @@ func mustJSON(v any) []byte {
 // --- request helpers ---
 
 // items answers rows as a list: an object whose items holds them, never
-// null (R-API-14).
+// null (R-API-15).
 func items[T any](c echo.Context, rows []T, err error) error {
 	if err != nil {
 		return err

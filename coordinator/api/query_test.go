@@ -102,7 +102,7 @@ func TestDeclaredQueryIsDocumented(t *testing.T) {
 	}
 }
 
-// R-API-14: GET /v1/nodes answers its rows in items, like every list.
+// R-API-15: GET /v1/nodes answers its rows in items, like every list.
 func TestNodeListAnswersItems(t *testing.T) {
 	s, st := newTestServer(t)
 	enrollNode(t, st, "node-1", "t1", "")
