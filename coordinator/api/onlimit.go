@@ -111,7 +111,7 @@ func badOnLimit(code, format string, args ...any) error {
 
 // checkOnLimit validates the on_limit plan of profile self (R-ONL-1) and
 // returns it with each profile named by its name.
-func (s *core) checkOnLimit(ctx context.Context, tenant string, self apitypes.Profile, plan []string) ([]string, error) {
+func (s *workspaceAPI) checkOnLimit(ctx context.Context, tenant string, self apitypes.Profile, plan []string) ([]string, error) {
 	if len(plan) > apitypes.MaxOnLimitSteps {
 		return nil, badOnLimit("bad_on_limit", "on_limit has %d steps; give at most %d", len(plan), apitypes.MaxOnLimitSteps)
 	}
