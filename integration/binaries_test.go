@@ -155,11 +155,11 @@ func TestDevModeBinaries(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("node list: %d %s", code, out)
 		}
-		var res struct{ Nodes []map[string]any }
+		var res struct{ Items []map[string]any }
 		if err := json.Unmarshal([]byte(out), &res); err != nil {
 			t.Fatalf("node list --json: %v\n%s", err, out)
 		}
-		return res.Nodes
+		return res.Items
 	}
 	ns := nodeList()
 	if len(ns) != 1 || ns[0]["id"] != info.NodeID || ns[0]["connected"] != true {

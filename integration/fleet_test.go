@@ -491,10 +491,10 @@ func TestNodeRoutesAuthz(t *testing.T) {
 		}
 	}
 	// Another tenant's list does not show the node.
-	var list struct{ Nodes []map[string]any }
+	var list struct{ Items []map[string]any }
 	env.Do("GET", "/v1/nodes", otherAdmin, "other").JSON(t, &list)
-	if len(list.Nodes) != 0 {
-		t.Fatalf("other tenant sees %d nodes", len(list.Nodes))
+	if len(list.Items) != 0 {
+		t.Fatalf("other tenant sees %d nodes", len(list.Items))
 	}
 	// The overlay prefix answers exactly the router's ordinary 404.
 	want := env.Do("GET", "/v1/m/does-not-exist", admin, Tenant)

@@ -71,8 +71,8 @@ func TestRevokedAgentAndForget(t *testing.T) {
 	}
 	var nodes apitypes.NodeList
 	admin.Must(http.StatusOK, http.MethodGet, "/v1/nodes", nil, &nodes)
-	if len(nodes.Nodes) != 1 || nodes.Nodes[0].ID != b.ID {
-		t.Fatalf("node list after forget: %+v, want only %s", nodes.Nodes, b.ID)
+	if len(nodes.Items) != 1 || nodes.Items[0].ID != b.ID {
+		t.Fatalf("node list after forget: %+v, want only %s", nodes.Items, b.ID)
 	}
 	if got := admin.Call(http.MethodGet, "/v1/m/sessions/profiles/"+p.Ref, nil); got.Status != http.StatusNotFound {
 		t.Fatalf("profile of a forgotten node: %d", got.Status)

@@ -206,8 +206,8 @@ func TestReplicasJourney(t *testing.T) {
 	}
 	var nodes apitypes.NodeList
 	admin.Via(b).Must(http.StatusOK, http.MethodGet, "/v1/nodes", nil, &nodes)
-	if len(nodes.Nodes) != 3 {
-		t.Fatalf("nodes after restarting both: %d, want 3", len(nodes.Nodes))
+	if len(nodes.Items) != 3 {
+		t.Fatalf("nodes after restarting both: %d, want 3", len(nodes.Items))
 	}
 }
 

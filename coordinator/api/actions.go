@@ -236,7 +236,7 @@ func refusedAction() error {
 
 // openAction checks an action URL's token: its MAC under its webhook's
 // key, then its expiry.
-func (s *Server) openAction(ctx context.Context, tok string) (actionClaims, store.Webhook, error) {
+func (s *actionAPI) openAction(ctx context.Context, tok string) (actionClaims, store.Webhook, error) {
 	var c actionClaims
 	p, mac, ok := strings.Cut(tok, ".")
 	raw, err := actionB64.DecodeString(p)
@@ -259,9 +259,12 @@ func (s *Server) openAction(ctx context.Context, tok string) (actionClaims, stor
 	return c, h, nil
 }
 
-// actionRoutes serve the action URLs, outside the route table: the
-// token is their credential, no session or API token is asked for.
-func (s *Server) actionRoutes(e *echo.Echo) {
+// actionAPI serves the action URLs of a webhook's push (R-NOTIF-11),
+// outside the route table: the token is their credential, no session or
+// API token is asked for.
+type actionAPI struct{ *core }
+
+func (s *actionAPI) register(e *echo.Echo) {
 	e.GET(ActionPath+":token", s.actionPage)
 	e.POST(ActionPath+":token", s.act)
 }
@@ -285,7 +288,7 @@ func actionHTML(c echo.Context, status int, title, body string) error {
 // actionPage is GET on an action URL: a link a person opens never
 // settles anything by itself (a preview bot or a prefetch would); it
 // shows one button that POSTs.
-func (s *Server) actionPage(c echo.Context) error {
+func (s *actionAPI) actionPage(c echo.Context) error {
 	cl, _, err := s.openAction(c.Request().Context(), c.Param("token"))
 	if err != nil {
 		return actionHTMLError(c, err)
@@ -315,7 +318,7 @@ func actionHTMLError(c echo.Context, err error) error {
 // webhook's act_as, and audited as them; a second use is the node's
 // 409 request_settled, naming who answered. A chat bot posts an empty
 // body or {}; the action page posts its form, and gets a page back.
-func (s *Server) act(c echo.Context) error {
+func (s *actionAPI) act(c echo.Context) error {
 	form := strings.HasPrefix(c.Request().Header.Get(echo.HeaderContentType), echo.MIMEApplicationForm)
 	err := s.settleAction(c)
 	if form && err != nil {
@@ -324,7 +327,7 @@ func (s *Server) act(c echo.Context) error {
 	return err
 }
 
-func (s *Server) settleAction(c echo.Context) error {
+func (s *actionAPI) settleAction(c echo.Context) error {
 	ctx := c.Request().Context()
 	cl, h, err := s.openAction(ctx, c.Param("token"))
 	if err != nil {
@@ -345,11 +348,9 @@ func (s *Server) settleAction(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	cctx, cancel := context.WithTimeout(ctx, callTimeout)
-	defer cancel()
 	var out apitypes.RunRequest
 	ans := proto.RunAnswer{ID: cl.Request, By: p.ID, Name: p.Name, RequestAnswer: apitypes.RequestAnswer{Decision: cl.Decision, OptionID: cl.Option}}
-	if err := s.o.Fleet.Call(cctx, run.NodeID, wire.Header{Op: proto.OpRunAnswer, RunRef: run.RunRef}, ans, &out); err != nil {
+	if err := s.runOp(ctx, run, proto.OpRunAnswer, ans, &out, callTimeout); err != nil {
 		return err
 	}
 	// R-REQ-13, R-NOTIF-11: audited as the person, by way of the webhook.
@@ -378,26 +379,6 @@ func settledSentence(r apitypes.RunRequest) string {
 		who = r.By
 	}
 	return how + " by " + who + "."
-}
-
-// checkActAs is R-NOTIF-11's rule for a webhook's act_as: the
-// administrator adding it, or a person of the tenant who may answer
-// requests and is no administrator (an administrator answers only as
-// themselves).
-func (s *Server) checkActAs(c echo.Context, id string) error {
-	cl := CallerOf(c)
-	if id == cl.Principal.ID {
-		return nil
-	}
-	p, err := s.o.Store.GetPrincipal(c.Request().Context(), id)
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		return err
-	}
-	role := p.Roles[cl.Tenant]
-	if err != nil || p.Kind != store.KindHuman || !auth.Grants(role, auth.PermRunWrite) || auth.Grants(role, auth.PermRunAdmin) {
-		return apierr.BadRequest("bad_act_as", "act_as %q: name yourself, or a person of this tenant with the operator role", id)
-	}
-	return nil
 }
 
 // requestOrigin is the coordinator's address as the caller reached it,

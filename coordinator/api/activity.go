@@ -3,14 +3,11 @@ package api
 import (
 	"encoding/json"
 	"net/http"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/olivares-dev/olivares/coordinator/auth"
-	"github.com/olivares-dev/olivares/shared/apierr"
 	"github.com/olivares-dev/olivares/shared/apitypes"
 	"github.com/olivares-dev/olivares/shared/proto"
 )
@@ -19,17 +16,20 @@ import (
 // are audited once per window and event.
 const auditWindow = 15 * time.Minute
 
-func (s *Server) activityRoutes() []Route {
+// activityAPI serves a run's activity, its sub-agents and its messages (R-ACT, R-AGT, R-MSG), audited at each read.
+type activityAPI struct{ *core }
+
+func (s *activityAPI) routes() []Route {
 	return []Route{
-		{http.MethodGet, Base + "/runs/:ref/activity", auth.PermRunRead, s.activity},
-		{http.MethodGet, Base + "/runs/:ref/activity/agents/:agent", auth.PermRunRead, s.subAgent},
-		{http.MethodGet, Base + "/runs/:ref/messages", auth.PermRunRead, s.messages},
+		{http.MethodGet, Base + "/runs/:ref/activity", auth.PermRunRead, s.activity, nil},
+		{http.MethodGet, Base + "/runs/:ref/activity/agents/:agent", auth.PermRunRead, s.subAgent, nil},
+		{http.MethodGet, Base + "/runs/:ref/messages", auth.PermRunRead, s.messages, messagesQuery},
 	}
 }
 
 // auditRead writes a read's audit entry: once per reader, run and window
 // (windowed), or at every read.
-func (s *Server) auditRead(c echo.Context, event, runRef string, windowed bool) error {
+func (s *activityAPI) auditRead(c echo.Context, event, runRef string, windowed bool) error {
 	e := s.auditEntry(c, event, runRef)
 	if windowed {
 		_, err := s.o.Store.AppendAuditWindowed(c.Request().Context(), e, auditWindow)
@@ -42,10 +42,7 @@ func (s *Server) auditRead(c echo.Context, event, runRef string, windowed bool) 
 // activity is GET /runs/{ref}/activity (R-ACT-1): read on the node from the
 // tool's own record (R-ACT-2), audited once per reader and run every 15
 // minutes (R-ACT-8).
-func (s *Server) activity(c echo.Context) error {
-	for k := range c.QueryParams() {
-		return badQuery(k)
-	}
+func (s *activityAPI) activity(c echo.Context) error {
 	var out json.RawMessage
 	r, err := s.runCall(c, proto.OpRunActivity, nil, &out, callTimeout)
 	if err != nil {
@@ -59,10 +56,7 @@ func (s *Server) activity(c echo.Context) error {
 
 // subAgent is GET /runs/{ref}/activity/agents/{agent} (R-AGT-1), audited at
 // every read (R-AGT-2).
-func (s *Server) subAgent(c echo.Context) error {
-	for k := range c.QueryParams() {
-		return badQuery(k)
-	}
+func (s *activityAPI) subAgent(c echo.Context) error {
 	var out json.RawMessage
 	r, err := s.runCall(c, proto.OpRunSubAgent, proto.RunSubAgent{Agent: c.Param("agent")}, &out, callTimeout)
 	if err != nil {
@@ -79,12 +73,8 @@ func (s *Server) subAgent(c echo.Context) error {
 // read) is audited as sessions.run.messages.text, any other as
 // sessions.run.messages, each once per reader, run and window (R-MSG-10,
 // R-MSG-17).
-func (s *Server) messages(c echo.Context) error {
-	// Unknown parameters are refused here (R-API-10); the node checks the
-	// values (R-MSG-16).
-	if err := onlyParams(c, messagesParams...); err != nil {
-		return err
-	}
+func (s *activityAPI) messages(c echo.Context) error {
+	// The node checks the values (R-MSG-16).
 	var out json.RawMessage
 	r, err := s.runCall(c, proto.OpRunMessages, proto.RunMessages{Query: c.Request().URL.RawQuery}, &out, callTimeout)
 	if err != nil {
@@ -101,20 +91,6 @@ func (s *Server) messages(c echo.Context) error {
 	return c.JSONBlob(http.StatusOK, out)
 }
 
-// messagesParams are the query parameters of GET /runs/{ref}/messages
+// messagesQuery are the query parameters of GET /runs/{ref}/messages
 // (R-MSG-16).
-var messagesParams = []string{"role", "q", "at", "order", "limit", "cursor", "id", "text"}
-
-// onlyParams refuses a query parameter not in known (R-API-10).
-func onlyParams(c echo.Context, known ...string) error {
-	for k := range c.QueryParams() {
-		if !slices.Contains(known, k) {
-			return apierr.BadRequest("bad_query", "unknown query parameter %q; this route takes %s", k, strings.Join(known, ", "))
-		}
-	}
-	return nil
-}
-
-func badQuery(k string) error {
-	return apierr.BadRequest("bad_query", "unknown query parameter %q", k)
-}
+var messagesQuery = []string{"role", "q", "at", "order", "limit", "cursor", "id", "text"}

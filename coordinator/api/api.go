@@ -1,6 +1,9 @@
-// Package api serves the coordinator's public HTTP API with echo v4: the
-// route authorizer (the only enforcement point, R-AUTH-3), tenants, error
-// bodies (R-API-4), health and metrics, and the node registry routes.
+// Package api serves the coordinator's public HTTP API with echo v4. This
+// file is the house: construction, the one route table, the route
+// authorizer (the only enforcement point, R-AUTH-3), the {ref} lookup
+// before validation (R-API-3), the query check (R-API-10), error bodies
+// (R-API-4), health and metrics. Each feature's handlers are one type in
+// the feature's file (see Server); core.go is what they share.
 //
 // api never reads node files and never registers anything under
 // /v1/m/session-cockpit/ (R-ED-2): that prefix answers the router's ordinary
@@ -13,7 +16,6 @@ import (
 	"crypto/subtle"
 	"errors"
 	"log/slog"
-	"math"
 	"net/http"
 	"regexp"
 	"slices"
@@ -102,24 +104,31 @@ type Options struct {
 // configuration names none.
 const DefaultVAPIDSubject = "mailto:olivares@localhost"
 
-// Server is the API's handler.
+// Server is the API's handler: construction, the route table, the
+// middleware (authorize, lookupFirst, the query check) and error bodies.
+// The handlers are one type per feature (runs.go's runAPI, marks.go's
+// markAPI, …), each holding the shared core and only what else it uses.
+//
+// To add a feature: write its handler type in its own file,
+//
+//	type fooAPI struct{ *core }
+//	func (s *fooAPI) routes() []Route { return []Route{{http.MethodGet, Base + "/foo", auth.PermRunRead, s.list, query("limit")}} }
+//
+// and add it to features in New. Its routes pass the same authorizer and
+// lookups as every other; any query parameter a GET does not declare is
+// refused before its handler runs.
 type Server struct {
-	o        Options
-	echo     *echo.Echo
-	attaches streamSlots
-	streams  streamSlots // the change streams (R-CHG-6)
-	idem     idemWaiters
-	// continueWake wakes RunContinuer when a schedule is set (continue.go).
-	continueWake chan struct{}
-	// onLimit holds the runs seen limited, for the continuer (onlimit.go).
-	onLimit onLimitQueue
-	log     *slog.Logger
-	metrics *metrics
-	changes *changeLog
-	notify  *notifier
-	vapid   *ecdsa.PrivateKey
-	fails   *auth.Failures
+	*core
+	echo       *echo.Echo
+	fails      *auth.Failures
+	features   []feature // the handler types; routes() is their table
+	continues  *continueAPI
+	people     *peopleAPI
+	workspaces *workspaceAPI
 }
+
+// A feature is a handler type that contributes its routes to the table.
+type feature interface{ routes() []Route }
 
 // New builds the router.
 func New(o Options) *Server {
@@ -131,26 +140,41 @@ func New(o Options) *Server {
 	o.Attach.setDefaults()
 	o.ChangeStreams.setDefaults()
 	o.Continue.setDefaults()
-	s := &Server{o: o, echo: e, continueWake: make(chan struct{}, 1), log: logging.OrDiscard(o.Log).With(logging.KeyComponent, "api"), changes: newChangeLog(o.ChangeLog)}
+	if o.VAPIDSubject == "" {
+		o.VAPIDSubject = DefaultVAPIDSubject
+	}
+	c := &core{o: o, log: logging.OrDiscard(o.Log).With(logging.KeyComponent, "api"), changes: newChangeLog(o.ChangeLog)}
+	s := &Server{core: c, echo: e}
 	if s.fails = o.Failures; s.fails == nil {
 		s.fails = &auth.Failures{}
 	}
-	if s.vapid = o.VAPIDKey; s.vapid == nil {
-		s.vapid, _ = webpush.NewVAPIDKey()
+	vapid := o.VAPIDKey
+	if vapid == nil {
+		vapid, _ = webpush.NewVAPIDKey()
 	}
-	if s.o.VAPIDSubject == "" {
-		s.o.VAPIDSubject = DefaultVAPIDSubject
-	}
-	s.notify = newNotifier(s)
+	c.notify = newNotifier(c, vapid)
 	if o.Store != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		s.notify.prime(ctx)
+		c.notify.prime(ctx)
 		cancel()
 	}
-	if o.Fleet != nil {
-		o.Fleet.Observe(fleetObserver{s}) // R-CHG-1
+	c.metrics = newMetrics(o.Store, o.Metrics)
+	s.continues = &continueAPI{core: c, wake: make(chan struct{}, 1)}
+	s.people = &peopleAPI{c}
+	s.workspaces = &workspaceAPI{c}
+	runs, handoffs := &runAPI{core: c}, &handoffAPI{core: c, continues: s.continues}
+	s.continues.onLimit = &onLimitAPI{core: c, continues: s.continues, runs: runs, handoffs: handoffs}
+	c.limitSeen = s.continues.onLimit.onLimitSeen
+	s.features = []feature{
+		s.people, &fleetAPI{c}, &auditAPI{c},
+		runs, &requestAPI{c}, &markAPI{c}, s.workspaces, &signinAPI{c}, &vaultAPI{c},
+		&diffAPI{c}, handoffs, &activityAPI{c},
+		&codexAPI{catalog{c, "Codex", "thread", codexHost}}, &claudeAPI{catalog{c, "Claude Code", "session", claudeHost}}, &changeAPI{core: c},
+		&webhookAPI{c}, &pushAPI{core: c, vapid: vapid}, &usageAPI{c}, s.continues, s.continues.onLimit,
 	}
-	s.metrics = newMetrics(s, o.Metrics)
+	if o.Fleet != nil {
+		o.Fleet.Observe(fleetObserver{c}) // R-CHG-1
+	}
 	e.Logger = &echoLogger{l: s.log}
 	e.HTTPErrorHandler = s.errorHandler
 	// R-OBS-4: the request id accesslog chose (or one made here when the
@@ -195,9 +219,9 @@ func New(o Options) *Server {
 	e.GET("/v1/openapi.yaml", func(c echo.Context) error { return c.Blob(http.StatusOK, "application/yaml", olivares.OpenAPIYAML) })
 	e.GET("/v1/openapi.json", func(c echo.Context) error { return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, docJSON) })
 
-	s.actionRoutes(e) // R-NOTIF-11: the token is the credential
+	(&actionAPI{c}).register(e) // R-NOTIF-11: the token is the credential
 	for _, r := range s.routes() {
-		e.Add(r.Method, r.Path, r.handler, s.authorize(r.Perm, noTenant[r.Path]), s.lookupFirst(r.Path))
+		e.Add(r.Method, r.Path, r.handler, s.authorize(r.Perm, noTenant[r.Path]), s.lookupFirst(r.Path), onlyQuery(r))
 	}
 	return s
 }
@@ -215,7 +239,9 @@ func (s *Server) lookupFirst(path string) echo.MiddlewareFunc {
 			return s.runInTenant(c.Request().Context(), CallerOf(c).Tenant, c.Param("ref"))
 		}
 	case strings.Contains(path, "/workspaces/:ref"):
-		lookup = func(c echo.Context) (any, error) { return s.workspaceInTenant(c, c.Param("ref")) }
+		lookup = func(c echo.Context) (any, error) {
+			return s.workspaceInTenant(c.Request().Context(), CallerOf(c).Tenant, c.Param("ref"))
+		}
 	case strings.Contains(path, "/profiles/:ref"):
 		lookup = func(c echo.Context) (any, error) {
 			return s.profileInTenant(c.Request().Context(), CallerOf(c).Tenant, c.Param("ref"))
@@ -239,56 +265,52 @@ func (s *Server) lookupFirst(path string) echo.MiddlewareFunc {
 // refKey holds the {ref} lookupFirst resolved.
 const refKey = "olivares.ref"
 
-// refRun is the run of a /runs/:ref route, as lookupFirst found it.
-func (s *Server) refRun(c echo.Context) (apitypes.Run, error) {
-	if r, ok := c.Get(refKey).(apitypes.Run); ok {
-		return r, nil
-	}
-	return s.runInTenant(c.Request().Context(), CallerOf(c).Tenant, c.Param("ref"))
-}
-
-// refWorkspace is the workspace of a /workspaces/:ref route.
-func (s *Server) refWorkspace(c echo.Context) (apitypes.Workspace, error) {
-	if w, ok := c.Get(refKey).(apitypes.Workspace); ok {
-		return w, nil
-	}
-	return s.workspaceInTenant(c, c.Param("ref"))
-}
-
-// refProfile is the profile of a /profiles/:ref route.
-func (s *Server) refProfile(c echo.Context) (apitypes.Profile, error) {
-	if p, ok := c.Get(refKey).(apitypes.Profile); ok {
-		return p, nil
-	}
-	return s.profileInTenant(c.Request().Context(), CallerOf(c).Tenant, c.Param("ref"))
-}
-
 // Route is one authorized route: the authorizer checks Perm before the
 // handler runs (R-AUTH-3). Perm "" needs only authentication and tenant;
-// a path in noTenant needs only authentication.
+// a path in noTenant needs only authentication. Query is the query
+// parameters a GET takes: any other is 400 bad_query before the handler
+// runs (R-API-10).
 type Route struct {
 	Method, Path, Perm string
 	handler            echo.HandlerFunc
+	Query              []string
 }
+
+// query names a GET route's query parameters.
+func query(names ...string) []string { return names }
 
 // noTenant are the routes a caller reaches before it has picked a tenant.
 var noTenant = map[string]bool{"/v1/tenants": true}
 
 // routes is the route table: every authorized route is here, nowhere else.
 func (s *Server) routes() []Route {
-	return append([]Route{
-		{http.MethodGet, "/v1/whoami", "", s.whoami},
-		// The tenants the caller belongs to, before it picks one (the
-		// console's tenant switch).
-		{http.MethodGet, "/v1/tenants", "", s.tenants},
-		// Node routes: reading the registry is run:read; revoking is
-		// run:admin (issue 2; the seeds name no fleet permission).
-		{http.MethodGet, "/v1/nodes", auth.PermRunRead, s.listNodes},
-		{http.MethodGet, "/v1/nodes/:id", auth.PermRunRead, s.getNode},
-		{http.MethodPost, "/v1/nodes/:id/revoke", auth.PermRunAdmin, s.revokeNode},
-		// The audit ledger is read by administrators (issue 5).
-		{http.MethodGet, "/v1/audit", auth.PermRunAdmin, s.listAudit},
-	}, slices.Concat(s.runRoutes(), s.markRoutes(), s.workspaceRoutes(), s.projectConfigRoutes(), s.vaultRoutes(), s.diffRoutes(), s.handoffRoutes(), s.activityRoutes(), s.codexRoutes(), s.claudeRoutes(), s.lifecycleRoutes(), s.changeRoutes(), s.webhookRoutes(), s.pushRoutes(), s.usageRoutes(), s.continueRoutes(), s.onLimitRoutes(), s.signinRoutes())...)
+	var out []Route
+	for _, f := range s.features {
+		out = append(out, f.routes()...)
+	}
+	return out
+}
+
+// onlyQuery refuses a GET's query parameter its route does not declare
+// (R-API-10), after lookupFirst (R-API-3).
+func onlyQuery(r Route) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		if r.Method != http.MethodGet {
+			return next
+		}
+		return func(c echo.Context) error {
+			for k := range c.QueryParams() {
+				if slices.Contains(r.Query, k) {
+					continue
+				}
+				if len(r.Query) == 0 {
+					return apierr.BadRequest("bad_query", "unknown query parameter %q; this route takes none", k)
+				}
+				return apierr.BadRequest("bad_query", "unknown query parameter %q; this route takes %s", k, strings.Join(r.Query, ", "))
+			}
+			return next(c)
+		}
+	}
 }
 
 // Close stops what the API runs in the background: the webhooks'
@@ -297,6 +319,33 @@ func (s *Server) Close() { s.notify.close() }
 
 // Routes lists the authorized routes (for the R-AUTH-8 walk).
 func (s *Server) Routes() []Route { return s.routes() }
+
+// The ways in past the HTTP routes, for the operator's admin socket and
+// dev mode: the same code the routes run.
+
+// NewPrincipal is peopleAPI.NewPrincipal.
+func (s *Server) NewPrincipal(ctx context.Context, tenant, name, role, kind string, actor apitypes.AuditActor) (string, store.Principal, store.Credential, error) {
+	return s.people.NewPrincipal(ctx, tenant, name, role, kind, actor)
+}
+
+// NewCredential is peopleAPI.NewCredential.
+func (s *Server) NewCredential(ctx context.Context, p store.Principal, spec store.Credential, actor apitypes.AuditActor) (string, store.Credential, error) {
+	return s.people.NewCredential(ctx, p, spec, actor)
+}
+
+// CreateProfile registers a profile as the local operator (dev mode).
+func (s *Server) CreateProfile(ctx context.Context, tenant string, req apitypes.ProfileCreate) (apitypes.Profile, error) {
+	return s.workspaces.createProfile(ctx, tenant, req, OperatorActor)
+}
+
+// CreateWorkspace registers a directory of a node as the local operator.
+func (s *Server) CreateWorkspace(ctx context.Context, tenant string, req apitypes.WorkspaceCreate) (apitypes.Workspace, error) {
+	return s.workspaces.createWorkspace(ctx, tenant, req, OperatorActor)
+}
+
+// RunContinuer fires the continues when they are due, until ctx ends
+// (continueAPI.RunContinuer).
+func (s *Server) RunContinuer(ctx context.Context) { s.continues.RunContinuer(ctx) }
 
 // Handler returns the http.Handler.
 func (s *Server) Handler() http.Handler { return s.echo }
@@ -523,33 +572,6 @@ func CrossSiteRefused() *apierr.Error {
 	return apierr.New(http.StatusForbidden, "cross_site_refused", "this request came from a page of another site; the console's session only acts for the console's own pages (scripts use an Authorization: Bearer token)")
 }
 
-func (s *Server) tenants(c echo.Context) error {
-	cl := CallerOf(c)
-	return c.JSON(http.StatusOK, TenantsOf(cl.Principal, cl.Credential))
-}
-
-// TenantsOf lists the tenants of p that credential c serves, by id with
-// their roles and permissions.
-func TenantsOf(p store.Principal, c store.Credential) apitypes.Tenants {
-	out := apitypes.Tenants{PrincipalID: p.ID, Name: p.Name, Kind: p.Kind, Items: []apitypes.TenantRole{}}
-	for id, role := range p.Roles {
-		if !c.Serves(p, id) {
-			continue
-		}
-		out.Items = append(out.Items, apitypes.TenantRole{ID: id, Role: role, Permissions: append([]string{}, auth.RolePermissions(role)...)})
-	}
-	slices.SortFunc(out.Items, func(a, b apitypes.TenantRole) int { return strings.Compare(a.ID, b.ID) })
-	return out
-}
-
-func (s *Server) whoami(c echo.Context) error {
-	cl := CallerOf(c)
-	return c.JSON(http.StatusOK, apitypes.Whoami{
-		PrincipalID: cl.Principal.ID, Name: cl.Principal.Name, Kind: cl.Principal.Kind,
-		Tenant: cl.Tenant, Role: cl.Role, Permissions: append([]string{}, auth.RolePermissions(cl.Role)...),
-	})
-}
-
 func (s *Server) readyz(c echo.Context) error {
 	if s.o.Ready != nil {
 		if err := s.o.Ready(); err != nil {
@@ -585,82 +607,3 @@ func MetricsHandler(g prometheus.Gatherer, token string) http.Handler {
 }
 
 func writeError(w http.ResponseWriter, e *apierr.Error) { apierr.Write(w, e) }
-
-// Node is the registry's view of a node (issue 2).
-type Node = apitypes.Node
-
-func tp(t time.Time) *time.Time {
-	if t.IsZero() {
-		return nil
-	}
-	t = t.UTC()
-	return &t
-}
-
-func (s *Server) view(n store.Node) Node {
-	l := s.o.Fleet.Link(n.ID)
-	v := Node{
-		ID: n.ID, Tenant: n.Tenant, Hostname: n.Hostname, Labels: n.Labels,
-		Connected: l.Connected, Online: l.Online && n.RevokedAt.IsZero(), Transport: l.Transport,
-		ConnectedSince: tp(l.ConnectedSince), LastHeartbeat: tp(l.LastHeartbeat),
-		AgentVersion: n.AgentVersion, EnrolledAt: n.EnrolledAt.UTC(), CertSerial: n.CertSerial,
-		CertNotAfter: n.CertNotAfter.UTC(), RevokedAt: tp(n.RevokedAt),
-	}
-	if len(n.Capabilities) > 0 {
-		v.Capabilities = n.Capabilities
-	}
-	if l.Connected && l.RTT > 0 {
-		ms := math.Round(float64(l.RTT)/float64(time.Millisecond)*100) / 100
-		v.RTTMillis = &ms
-	}
-	return v
-}
-
-func (s *Server) listNodes(c echo.Context) error {
-	ns, err := s.o.Store.ListNodes(c.Request().Context(), CallerOf(c).Tenant)
-	if err != nil {
-		return err
-	}
-	out := make([]Node, 0, len(ns))
-	for _, n := range ns {
-		out = append(out, s.view(n))
-	}
-	return c.JSON(http.StatusOK, apitypes.NodeList{Nodes: out})
-}
-
-// nodeInTenant loads a node; another tenant's node is a 404 (R-TEN-3).
-func (s *Server) nodeInTenant(ctx context.Context, tenant, id string) (store.Node, error) {
-	n, err := s.o.Store.GetNode(ctx, id)
-	if errors.Is(err, store.ErrNotFound) || (err == nil && n.Tenant != tenant) {
-		return store.Node{}, apierr.NotFound("node", id)
-	}
-	return n, err
-}
-
-func (s *Server) getNode(c echo.Context) error {
-	n, err := s.nodeInTenant(c.Request().Context(), CallerOf(c).Tenant, c.Param("id"))
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, s.view(n))
-}
-
-func (s *Server) revokeNode(c echo.Context) error {
-	ctx := c.Request().Context()
-	id := c.Param("id")
-	if _, err := s.nodeInTenant(ctx, CallerOf(c).Tenant, id); err != nil {
-		return err
-	}
-	if err := noBody(c); err != nil {
-		return err
-	}
-	before, _ := s.o.Store.GetNode(ctx, id)
-	n, err := s.o.Fleet.Revoke(ctx, id)
-	if err != nil {
-		return err
-	}
-	if before.RevokedAt.IsZero() {
-		s.auditCaller(c, apitypes.AuditNodeRevoked, apitypes.AuditTarget{NodeID: id}, nil) // R-AUD-2: once
-	}
-	return c.JSON(http.StatusOK, s.view(n))
-}

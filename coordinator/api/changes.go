@@ -14,7 +14,6 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/olivares-dev/olivares/coordinator/auth"
-	"github.com/olivares-dev/olivares/coordinator/store"
 	"github.com/olivares-dev/olivares/shared/apierr"
 	"github.com/olivares-dev/olivares/shared/apitypes"
 	"github.com/olivares-dev/olivares/shared/logging"
@@ -134,26 +133,8 @@ func (l *changeLog) parse(id string) (uint64, bool) {
 
 // --- what the API and the fleet publish ---
 
-// publishRuns logs run rows the index took.
-func (s *Server) publishRuns(rows ...apitypes.Run) {
-	for _, r := range rows {
-		s.changes.add(change{tenant: r.Tenant, event: apitypes.ChangeRun, run: r})
-	}
-	s.notify.observe(rows...) // R-NOTIF-2
-	s.onLimitSeen(rows...)    // R-ONL-2
-}
-
-// publishMarks logs a caller's marks on a run, for that caller alone.
-func (s *Server) publishMarks(cl Caller, ref string, m store.Marks) {
-	mc := apitypes.MarkChange{RunRef: ref, Pinned: m.PinnedAt != nil, PinnedAt: utcPtr(m.PinnedAt), Done: m.Done}
-	if m.SnoozedUntil != nil && s.o.Now().Before(*m.SnoozedUntil) {
-		mc.SnoozedUntil = utcPtr(m.SnoozedUntil)
-	}
-	s.changes.add(change{tenant: cl.Tenant, owner: cl.Owner(), event: apitypes.ChangeMark, data: mc})
-}
-
 // fleetObserver is the fleet's side of the log.
-type fleetObserver struct{ s *Server }
+type fleetObserver struct{ s *core }
 
 func (o fleetObserver) RunsIndexed(_ context.Context, runs []apitypes.Run) { o.s.publishRuns(runs...) }
 
@@ -171,18 +152,21 @@ func (o fleetObserver) LinkChanged(nodeID string, connected bool) {
 
 // --- the stream ---
 
-func (s *Server) changeRoutes() []Route {
+// changeAPI serves the change stream (R-CHG).
+type changeAPI struct {
+	*core
+	streams streamSlots // the open change streams (R-CHG-6)
+}
+
+func (s *changeAPI) routes() []Route {
 	return []Route{
 		// R-CHG-1: what GET /runs shows, as it changes; run:read.
-		{http.MethodGet, Base + "/events", auth.PermRunRead, s.changeStream},
+		{http.MethodGet, Base + "/events", auth.PermRunRead, s.changeStream, nil},
 	}
 }
 
 // changeStream is GET /v1/m/sessions/events (R-CHG-1..5).
-func (s *Server) changeStream(c echo.Context) error {
-	if err := onlyParams(c); err != nil {
-		return err
-	}
+func (s *changeAPI) changeStream(c echo.Context) error {
 	ctx := c.Request().Context()
 	cl := CallerOf(c)
 	// R-CHG-6: capped per principal and in all.
@@ -196,13 +180,7 @@ func (s *Server) changeStream(c echo.Context) error {
 			"you have %d change streams open, the most one principal may hold at once; close a console tab or another client that follows the changes, then connect again", n)
 	}
 	defer release()
-	w := c.Response()
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	sink := responseSink{w: w, rc: http.NewResponseController(w)}
+	sink := openSSE(c)
 	var buf []byte
 	flush := func() bool {
 		if len(buf) == 0 {

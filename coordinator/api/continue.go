@@ -95,17 +95,26 @@ const (
 	cancelContinued    = "" // settled: the continue went through
 )
 
-func (s *Server) continueRoutes() []Route {
+// continueAPI schedules and fires the continues at a limit's reset (R-CONT).
+type continueAPI struct {
+	*core
+	// wake wakes RunContinuer when a schedule is set.
+	wake chan struct{}
+	// onLimit starts and runs the on_limit plans the continuer fires.
+	onLimit *onLimitAPI
+}
+
+func (s *continueAPI) routes() []Route {
 	return []Route{
-		{http.MethodPost, Base + "/runs/:ref/continue-at-reset", auth.PermRunWrite, s.scheduleContinue},
-		{http.MethodDelete, Base + "/runs/:ref/continue-at-reset", auth.PermRunWrite, s.cancelContinue},
+		{http.MethodPost, Base + "/runs/:ref/continue-at-reset", auth.PermRunWrite, s.scheduleContinue, nil},
+		{http.MethodDelete, Base + "/runs/:ref/continue-at-reset", auth.PermRunWrite, s.cancelContinue, nil},
 	}
 }
 
 // continueAt is when to continue: the limit's reset when it is ahead,
 // else now plus the backoff of the attempt (none for a first schedule),
 // plus jitter (R-CONT-2).
-func (s *Server) continueAt(l *apitypes.Limit, attempt int) time.Time {
+func (s *continueAPI) continueAt(l *apitypes.Limit, attempt int) time.Time {
 	now := s.o.Now().UTC()
 	at := now
 	if attempt > 0 {
@@ -124,7 +133,7 @@ func (s *Server) continueAt(l *apitypes.Limit, attempt int) time.Time {
 	return at.Truncate(time.Millisecond)
 }
 
-func (s *Server) scheduleContinue(c echo.Context) error {
+func (s *continueAPI) scheduleContinue(c echo.Context) error {
 	ctx := c.Request().Context()
 	var req apitypes.ContinueRequest
 	if err := decodeStrict(c, maxJSONBody+maxContinueMessage, &req); err != nil {
@@ -172,7 +181,7 @@ func (s *Server) scheduleContinue(c echo.Context) error {
 	return s.respondRun(c, http.StatusOK, r)
 }
 
-func (s *Server) cancelContinue(c echo.Context) error {
+func (s *continueAPI) cancelContinue(c echo.Context) error {
 	if err := noBody(c); err != nil {
 		return err
 	}
@@ -194,7 +203,7 @@ func (s *Server) cancelContinue(c echo.Context) error {
 
 // CancelContinueFor drops run ref's schedule because of what happened to
 // the run (a handoff from it, R-CONT-4), audited as actor's.
-func (s *Server) CancelContinueFor(ctx context.Context, ref, reason string, actor apitypes.AuditActor) {
+func (s *continueAPI) CancelContinueFor(ctx context.Context, ref, reason string, actor apitypes.AuditActor) {
 	_, err := s.o.Store.UpdateRunMeta(ctx, ref, func(m *store.RunMeta) (*apitypes.AuditEntry, error) {
 		if m.Continue == nil {
 			return nil, nil
@@ -210,9 +219,9 @@ func (s *Server) CancelContinueFor(ctx context.Context, ref, reason string, acto
 }
 
 // wakeContinuer makes the continuer look at the schedules now.
-func (s *Server) wakeContinuer() {
+func (s *continueAPI) wakeContinuer() {
 	select {
-	case s.continueWake <- struct{}{}:
+	case s.wake <- struct{}{}:
 	default:
 	}
 }
@@ -220,7 +229,7 @@ func (s *Server) wakeContinuer() {
 // RunContinuer fires the scheduled continues until ctx ends (R-CONT-*).
 // Every replica runs one; the claim in the store makes each continue fire
 // once.
-func (s *Server) RunContinuer(ctx context.Context) {
+func (s *continueAPI) RunContinuer(ctx context.Context) {
 	for {
 		wait := s.o.Continue.Poll
 		if next := s.continueTick(ctx); !next.IsZero() {
@@ -232,7 +241,7 @@ func (s *Server) RunContinuer(ctx context.Context) {
 			t.Stop()
 			return
 		case <-t.C:
-		case <-s.continueWake:
+		case <-s.wake:
 			t.Stop()
 		}
 	}
@@ -240,8 +249,8 @@ func (s *Server) RunContinuer(ctx context.Context) {
 
 // continueTick fires what is due and settles what was sent; it returns the
 // earliest schedule still ahead (zero if none).
-func (s *Server) continueTick(ctx context.Context) time.Time {
-	s.startOnLimits(ctx) // R-ONL-2
+func (s *continueAPI) continueTick(ctx context.Context) time.Time {
+	s.onLimit.startOnLimits(ctx) // R-ONL-2
 	metas, err := s.o.Store.ListContinues(ctx)
 	if err != nil {
 		if ctx.Err() == nil {
@@ -278,7 +287,7 @@ var errNotDue = errors.New("continue not due")
 // fireContinue claims a due schedule, checks the run is still the one it
 // was scheduled for (R-CONT-4), resumes the exact conversation when the
 // process is gone, and sends the message (R-CONT-3).
-func (s *Server) fireContinue(ctx context.Context, ref string) {
+func (s *continueAPI) fireContinue(ctx context.Context, ref string) {
 	now := s.o.Now().UTC()
 	var c store.ContinueSchedule
 	meta, err := s.o.Store.UpdateRunMeta(ctx, ref, func(m *store.RunMeta) (*apitypes.AuditEntry, error) {
@@ -312,7 +321,7 @@ func (s *Server) fireContinue(ctx context.Context, ref string) {
 		return
 	}
 	if len(c.Plan) > 0 {
-		s.runOnLimitPlan(ctx, c, r) // R-ONL-3
+		s.onLimit.runOnLimitPlan(ctx, c, r) // R-ONL-3
 		return
 	}
 	if r.Limit != nil && r.Limit.ResetsAt != nil && r.Limit.ResetsAt.After(now) {
@@ -353,10 +362,7 @@ func (s *Server) fireContinue(ctx context.Context, ref string) {
 	// The outcome is what the run reports after this instant, taken before
 	// the send: a refusal can come back before the call does (R-CONT-5).
 	fired := s.o.Now().UTC()
-	cctx, cancel := context.WithTimeout(ctx, callTimeout)
-	err = s.o.Fleet.Call(cctx, r.NodeID, wire.Header{Op: proto.OpRunInput, RunRef: r.RunRef}, in, &apitypes.Accepted{})
-	cancel()
-	if err != nil {
+	if err := s.runOp(ctx, r, proto.OpRunInput, in, &apitypes.Accepted{}, callTimeout); err != nil {
 		s.log.WarnContext(ctx, "continue: input failed", logging.KeyRunRef, ref, logging.Err(err))
 		s.rescheduleContinue(ctx, r, c, c.Attempts+1, nil)
 		return
@@ -399,19 +405,13 @@ func continueRefusal(meta store.RunMeta, c store.ContinueSchedule, r apitypes.Ru
 
 // resumeFor is POST /runs/{ref}/resume on the continuer's behalf: the
 // run's grants again and the workspace's gate (R-GRANT-2, R-PCS-12).
-func (s *Server) resumeFor(ctx context.Context, r apitypes.Run) (apitypes.Run, error) {
-	grants, err := s.runGrants(ctx, r)
-	if err != nil {
-		return apitypes.Run{}, err
-	}
-	gate, err := s.gate(ctx, r.WorkspaceRef)
+func (s *continueAPI) resumeFor(ctx context.Context, r apitypes.Run) (apitypes.Run, error) {
+	params, err := s.resumeParams(ctx, r)
 	if err != nil {
 		return apitypes.Run{}, err
 	}
 	var out apitypes.Run
-	cctx, cancel := context.WithTimeout(ctx, callTimeout)
-	defer cancel()
-	if err := s.o.Fleet.Call(cctx, r.NodeID, wire.Header{Op: proto.OpRunResume, RunRef: r.RunRef}, proto.RunResume{Grants: grants, Gate: gate}, &out); err != nil {
+	if err := s.runOp(ctx, r, proto.OpRunResume, params, &out, callTimeout); err != nil {
 		return apitypes.Run{}, err
 	}
 	out.NodeID, out.Tenant = r.NodeID, r.Tenant
@@ -422,7 +422,7 @@ func (s *Server) resumeFor(ctx context.Context, r apitypes.Run) (apitypes.Run, e
 // the limit met again reschedules with backoff; a turn that went well (the
 // limit cleared, R-LIM-8) or failed otherwise, a process gone, or no
 // outcome for too long ends the schedule.
-func (s *Server) settleContinue(ctx context.Context, m store.RunMeta) {
+func (s *continueAPI) settleContinue(ctx context.Context, m store.RunMeta) {
 	c := *m.Continue
 	r, err := s.o.Store.GetRun(ctx, m.RunRef)
 	if err != nil {
@@ -449,7 +449,7 @@ func (s *Server) settleContinue(ctx context.Context, m store.RunMeta) {
 // attempt's backoff (R-CONT-5), audited as scheduled again. fired, when
 // set, is the continue whose outcome this is: a schedule changed since is
 // left alone.
-func (s *Server) rescheduleContinue(ctx context.Context, r apitypes.Run, c store.ContinueSchedule, attempt int, fired *time.Time) {
+func (s *continueAPI) rescheduleContinue(ctx context.Context, r apitypes.Run, c store.ContinueSchedule, attempt int, fired *time.Time) {
 	at := s.continueAt(r.Limit, attempt)
 	_, err := s.o.Store.UpdateRunMeta(ctx, r.RunRef, func(m *store.RunMeta) (*apitypes.AuditEntry, error) {
 		if m.Continue == nil || (fired != nil && (m.Continue.FiredAt == nil || !m.Continue.FiredAt.Equal(*fired))) {
@@ -471,7 +471,7 @@ func (s *Server) rescheduleContinue(ctx context.Context, r apitypes.Run, c store
 
 // dropContinue ends the schedule; reason "" is a continue that went
 // through (nothing more to audit), any other is audited as a cancel.
-func (s *Server) dropContinue(ctx context.Context, ref, tenant string, c store.ContinueSchedule, reason string) {
+func (s *continueAPI) dropContinue(ctx context.Context, ref, tenant string, c store.ContinueSchedule, reason string) {
 	_, err := s.o.Store.UpdateRunMeta(ctx, ref, func(m *store.RunMeta) (*apitypes.AuditEntry, error) {
 		if m.Continue == nil {
 			return nil, nil

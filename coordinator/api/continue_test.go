@@ -173,7 +173,7 @@ func TestContinueDueDecisions(t *testing.T) {
 				t.Fatal(err)
 			}
 			sched(st, ref, c)
-			next := s.continueTick(t.Context())
+			next := s.continues.continueTick(t.Context())
 			metas, _ := st.GetRunMeta(t.Context(), []string{ref})
 			got := "waiting"
 			switch m := metas[ref].Continue; {
@@ -209,8 +209,8 @@ func TestContinueCancelledByHandoff(t *testing.T) {
 		t.Fatalf("POST: %d %s", rec.Code, rec.Body)
 	}
 	actor := apitypes.AuditActor{CredentialID: "c1", Kind: apitypes.ActorHuman}
-	s.CancelContinueFor(t.Context(), "run_h", cancelHandedOff, actor)
-	s.CancelContinueFor(t.Context(), "run_h", cancelHandedOff, actor)
+	s.continues.CancelContinueFor(t.Context(), "run_h", cancelHandedOff, actor)
+	s.continues.CancelContinueFor(t.Context(), "run_h", cancelHandedOff, actor)
 	metas, _ := st.GetRunMeta(t.Context(), []string{"run_h"})
 	if metas["run_h"].Continue != nil {
 		t.Fatalf("schedule %+v after the handoff", metas["run_h"].Continue)

@@ -17,18 +17,21 @@ import (
 // refuses file reads (R-DIFF-5).
 const codeDLPRefused = "dlp_refused"
 
-func (s *Server) diffRoutes() []Route {
+// diffAPI serves a run's diff against its base (R-DIFF).
+type diffAPI struct{ *core }
+
+func (s *diffAPI) routes() []Route {
 	return []Route{
 		// R-AUTH-4: the run's read permission.
-		{http.MethodGet, Base + "/runs/:ref/diff", auth.PermRunRead, s.diff},
-		{http.MethodGet, Base + "/runs/:ref/diff/file", auth.PermRunRead, s.diffFile},
-		{http.MethodGet, Base + "/runs/:ref/diff/uncommitted", auth.PermRunRead, s.uncommitted},
+		{http.MethodGet, Base + "/runs/:ref/diff", auth.PermRunRead, s.diff, nil},
+		{http.MethodGet, Base + "/runs/:ref/diff/file", auth.PermRunRead, s.diffFile, query("path")},
+		{http.MethodGet, Base + "/runs/:ref/diff/uncommitted", auth.PermRunRead, s.uncommitted, nil},
 	}
 }
 
 // dlpAudit audits a DLP refusal like a workspace file read (R-DIFF-5,
 // Q-22) and returns the refusal.
-func (s *Server) dlpAudit(c echo.Context, r apitypes.Run, path string, err error) error {
+func (s *diffAPI) dlpAudit(c echo.Context, r apitypes.Run, path string, err error) error {
 	var we *wire.Error
 	if !errors.As(err, &we) || we.Code != codeDLPRefused {
 		return err
@@ -48,10 +51,7 @@ func (s *Server) dlpAudit(c echo.Context, r apitypes.Run, path string, err error
 }
 
 // diff is GET /runs/{ref}/diff (R-DIFF-1, R-DIFF-2, R-DIFF-5, R-DIFF-6).
-func (s *Server) diff(c echo.Context) error {
-	for k := range c.QueryParams() {
-		return apierr.BadRequest("bad_query", "unknown query parameter %q", k)
-	}
+func (s *diffAPI) diff(c echo.Context) error {
 	var out apitypes.Diff
 	r, err := s.runCall(c, proto.OpRunDiff, nil, &out, callTimeout)
 	if err != nil {
@@ -62,13 +62,8 @@ func (s *Server) diff(c echo.Context) error {
 
 // diffFile is GET /runs/{ref}/diff/file?path= (R-DIFF-3, R-DIFF-5,
 // R-DIFF-7, R-DIFF-8).
-func (s *Server) diffFile(c echo.Context) error {
+func (s *diffAPI) diffFile(c echo.Context) error {
 	qp := c.QueryParams()
-	for k := range qp {
-		if k != "path" {
-			return apierr.BadRequest("bad_query", "unknown query parameter %q; give path", k)
-		}
-	}
 	path := qp.Get("path")
 	if path == "" {
 		return apierr.BadRequest("path_required", "the path query parameter is required: the file to compare")
@@ -82,10 +77,7 @@ func (s *Server) diffFile(c echo.Context) error {
 }
 
 // uncommitted is GET /runs/{ref}/diff/uncommitted (R-DIFF-10, R-DIFF-5).
-func (s *Server) uncommitted(c echo.Context) error {
-	for k := range c.QueryParams() {
-		return apierr.BadRequest("bad_query", "unknown query parameter %q", k)
-	}
+func (s *diffAPI) uncommitted(c echo.Context) error {
 	var out apitypes.UncommittedDiff
 	r, err := s.runCall(c, proto.OpRunUncommitted, nil, &out, callTimeout)
 	if err != nil {

@@ -12,23 +12,28 @@ import (
 	"github.com/olivares-dev/olivares/shared/apierr"
 	"github.com/olivares-dev/olivares/shared/apitypes"
 	"github.com/olivares-dev/olivares/shared/proto"
-	"github.com/olivares-dev/olivares/shared/wire"
 )
 
 // handoffTimeout bounds a handoff: a stop with its grace, the read, the
 // launch and up to 30 s for the first turn's acknowledgement.
 const handoffTimeout = 5 * time.Minute
 
-func (s *Server) handoffRoutes() []Route {
+// handoffAPI hands a run over to another tool (R-HO); a handoff cancels the run's continue.
+type handoffAPI struct {
+	*core
+	continues *continueAPI
+}
+
+func (s *handoffAPI) routes() []Route {
 	return []Route{
-		{http.MethodGet, Base + "/runs/:ref/handoff", auth.PermRunRead, s.handoffPreview},
-		{http.MethodPost, Base + "/runs/:ref/handoff", auth.PermRunWrite, s.idempotent(s.handoff)},
+		{http.MethodGet, Base + "/runs/:ref/handoff", auth.PermRunRead, s.handoffPreview, nil},
+		{http.MethodPost, Base + "/runs/:ref/handoff", auth.PermRunWrite, s.idempotent(s.handoff), nil},
 	}
 }
 
 // handoffPreview is GET /runs/{ref}/handoff (R-HOP-1): read on the node,
 // every read audited (R-HOF-7).
-func (s *Server) handoffPreview(c echo.Context) error {
+func (s *handoffAPI) handoffPreview(c echo.Context) error {
 	var out apitypes.HandoffPreview
 	r, err := s.runCall(c, proto.OpHandoffPreview, nil, &out, handoffTimeout)
 	if err != nil {
@@ -45,7 +50,7 @@ func (s *Server) handoffPreview(c echo.Context) error {
 // handoff is POST /runs/{ref}/handoff (R-HOF-*): the target profile is
 // checked here first (R-HOF-18), then the node stops, reads, writes the
 // transcript, launches and sends the first turn.
-func (s *Server) handoff(c echo.Context) error {
+func (s *handoffAPI) handoff(c echo.Context) error {
 	src, err := s.refRun(c)
 	if err != nil {
 		return err
@@ -73,7 +78,7 @@ func (s *Server) handoff(c echo.Context) error {
 
 // handoffRun hands run src of tenant off as new run newRef, audited as
 // actor: the route's and an on_limit handoff's one path (R-ONL-3).
-func (s *Server) handoffRun(ctx context.Context, tenant string, actor apitypes.AuditActor, src apitypes.Run, req apitypes.HandoffRequest, newRef string) (apitypes.HandoffResponse, error) {
+func (s *handoffAPI) handoffRun(ctx context.Context, tenant string, actor apitypes.AuditActor, src apitypes.Run, req apitypes.HandoffRequest, newRef string) (apitypes.HandoffResponse, error) {
 	var out apitypes.HandoffResponse
 	if req.ProviderProfileRef == "" {
 		return out, apierr.BadRequest("profile_required", "provider_profile_ref is required: the profile to continue in")
@@ -107,9 +112,7 @@ func (s *Server) handoffRun(ctx context.Context, tenant string, actor apitypes.A
 			params.SetupRefusal = setupRefusal(w, st, false)
 		}
 	}
-	cctx, cancel := context.WithTimeout(ctx, handoffTimeout)
-	defer cancel()
-	if err := s.o.Fleet.Call(cctx, src.NodeID, wire.Header{Op: proto.OpHandoff, RunRef: src.RunRef}, params, &out); err != nil {
+	if err := s.runOp(ctx, src, proto.OpHandoff, params, &out, handoffTimeout); err != nil {
 		return out, err
 	}
 	out.Run.NodeID, out.Run.Tenant = src.NodeID, tenant
@@ -117,7 +120,7 @@ func (s *Server) handoffRun(ctx context.Context, tenant string, actor apitypes.A
 		map[string]any{"profile_ref": p.Ref, "workspace_ref": src.WorkspaceRef, "handoff_of": src.RunRef})
 	// R-CONT-4: the work went on in another run; the source does not
 	// continue by itself any more.
-	s.CancelContinueFor(ctx, src.RunRef, cancelHandedOff, actor)
+	s.continues.CancelContinueFor(ctx, src.RunRef, cancelHandedOff, actor)
 	if name != "" {
 		if _, err := s.o.Store.UpdateRunMeta(ctx, out.Run.RunRef, func(m *store.RunMeta) (*apitypes.AuditEntry, error) {
 			m.Name = name
@@ -126,6 +129,5 @@ func (s *Server) handoffRun(ctx context.Context, tenant string, actor apitypes.A
 			return out, err
 		}
 	}
-	s.freshRun(ctx, src) // the source stopped and gained handed_off
 	return out, nil
 }

@@ -98,7 +98,7 @@ func validIdempotencyKey(k string) bool {
 }
 
 // idempotent wraps a handler that starts a run.
-func (s *Server) idempotent(h echo.HandlerFunc) echo.HandlerFunc {
+func (s *core) idempotent(h echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		key := c.Request().Header.Get(HeaderIdempotencyKey)
 		if _, sent := c.Request().Header[http.CanonicalHeaderKey(HeaderIdempotencyKey)]; !sent {
@@ -129,7 +129,8 @@ func (s *Server) idempotent(h echo.HandlerFunc) echo.HandlerFunc {
 			}
 			switch {
 			case claimed:
-				return s.runIdempotent(c, h, rec, wk)
+				c.Set(runRefKey, rec.RunRef)
+				return s.recordAnswer(c, rec, wk, func() error { return h(c) })
 			case stored.BodyHash != rec.BodyHash:
 				return apierr.New(http.StatusUnprocessableEntity, "idempotency_key_reused",
 					"Idempotency-Key %q was used at %s for another request body; use a new key for a new request", key, stored.CreatedAt.Format(time.RFC3339))
@@ -154,7 +155,8 @@ func (s *Server) idempotent(h echo.HandlerFunc) echo.HandlerFunc {
 				if err := s.o.Store.PutIdempotencyRecord(ctx, taken); err != nil {
 					return err
 				}
-				return s.runIdempotent(c, h, taken, wk)
+				c.Set(runRefKey, taken.RunRef)
+				return s.recordAnswer(c, taken, wk, func() error { return h(c) })
 			}
 			// In flight: wait for its answer (woken by this process, or
 			// polling for another replica's).
@@ -172,15 +174,10 @@ func (s *Server) idempotent(h echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// runIdempotent runs h for a claimed key and stores its answer: a 2xx is
-// kept for the key's retries; a refusal frees the key (nothing was
-// started, so a retry may try again).
-func (s *Server) runIdempotent(c echo.Context, h echo.HandlerFunc, rec store.IdempotencyRecord, wk string) error {
-	c.Set(runRefKey, rec.RunRef)
-	return s.recordAnswer(c, rec, wk, func() error { return h(c) })
-}
-
-func (s *Server) recordAnswer(c echo.Context, rec store.IdempotencyRecord, wk string, answer func() error) error {
+// recordAnswer stores the answer of a claimed key: a 2xx is kept for the
+// key's retries; a refusal frees the key (nothing was started, so a retry
+// may try again).
+func (s *core) recordAnswer(c echo.Context, rec store.IdempotencyRecord, wk string, answer func() error) error {
 	defer s.idem.wake(wk)
 	// The answer is stored even when the client has gone: that is what a
 	// retry after a timeout needs.

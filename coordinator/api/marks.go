@@ -2,17 +2,11 @@ package api
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
-	"slices"
-	"strconv"
-	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
 
@@ -35,147 +29,31 @@ const (
 	maxCleanupBody = 64 << 10
 )
 
-func (s *Server) markRoutes() []Route {
+// markAPI serves the per-caller marks (pin, snooze, done), the session marks (name, archive), release and delete.
+type markAPI struct{ *core }
+
+func (s *markAPI) routes() []Route {
 	return []Route{
 		// Per-caller marks: a viewer marks for themselves (R-AUTH-1, R-AUTH-5).
-		{http.MethodPost, Base + "/runs/:ref/pin", auth.PermRunRead, s.pin},
-		{http.MethodDelete, Base + "/runs/:ref/pin", auth.PermRunRead, s.unpin},
-		{http.MethodPost, Base + "/runs/:ref/snooze", auth.PermRunRead, s.snooze},
-		{http.MethodDelete, Base + "/runs/:ref/snooze", auth.PermRunRead, s.unsnooze},
-		{http.MethodPost, Base + "/runs/:ref/done", auth.PermRunRead, s.done},
-		{http.MethodDelete, Base + "/runs/:ref/done", auth.PermRunRead, s.undone},
+		{http.MethodPost, Base + "/runs/:ref/pin", auth.PermRunRead, s.pin, nil},
+		{http.MethodDelete, Base + "/runs/:ref/pin", auth.PermRunRead, s.unpin, nil},
+		{http.MethodPost, Base + "/runs/:ref/snooze", auth.PermRunRead, s.snooze, nil},
+		{http.MethodDelete, Base + "/runs/:ref/snooze", auth.PermRunRead, s.unsnooze, nil},
+		{http.MethodPost, Base + "/runs/:ref/done", auth.PermRunRead, s.done, nil},
+		{http.MethodDelete, Base + "/runs/:ref/done", auth.PermRunRead, s.undone, nil},
 		// Session marks (R-AUTH-1).
-		{http.MethodPut, Base + "/runs/:ref/name", auth.PermRunWrite, s.rename},
-		{http.MethodPost, Base + "/runs/:ref/archive", auth.PermRunWrite, s.archive},
-		{http.MethodDelete, Base + "/runs/:ref/archive", auth.PermRunWrite, s.unarchive},
+		{http.MethodPut, Base + "/runs/:ref/name", auth.PermRunWrite, s.rename, nil},
+		{http.MethodPost, Base + "/runs/:ref/archive", auth.PermRunWrite, s.archive, nil},
+		{http.MethodDelete, Base + "/runs/:ref/archive", auth.PermRunWrite, s.unarchive, nil},
 		// Release and delete (R-AUTH-1).
-		{http.MethodPost, Base + "/runs/:ref/cleanup", auth.PermRunAdmin, s.cleanup},
-		{http.MethodDelete, Base + "/runs/:ref", auth.PermRunAdmin, s.deleteRun},
+		{http.MethodPost, Base + "/runs/:ref/cleanup", auth.PermRunAdmin, s.cleanup, nil},
+		{http.MethodDelete, Base + "/runs/:ref", auth.PermRunAdmin, s.deleteRun, nil},
 	}
-}
-
-// runViews turns index rows into run objects for the caller (R-API-6): the
-// node's reachability (R-STATE-7), the session's name and archive mark
-// (R-NAME-4, R-ARC-3) and the caller's own marks (R-GET-3, R-PIN-5,
-// R-SNZ-5, R-DONE-3).
-func (s *Server) runViews(c echo.Context, rows ...apitypes.Run) ([]apitypes.Run, error) {
-	return s.runViewsFor(c.Request().Context(), CallerOf(c), rows...)
-}
-
-// runViewsFor is runViews for a caller outside a request's handler (the
-// change stream, R-CHG-2).
-func (s *Server) runViewsFor(ctx context.Context, cl Caller, rows ...apitypes.Run) ([]apitypes.Run, error) {
-	refs := make([]string, len(rows))
-	for i, r := range rows {
-		refs[i] = r.RunRef
-	}
-	metas, err := s.o.Store.GetRunMeta(ctx, refs)
-	if err != nil {
-		return nil, err
-	}
-	marks, err := s.o.Store.GetMarks(ctx, cl.Tenant, cl.Owner(), refs)
-	if err != nil {
-		return nil, err
-	}
-	now := s.o.Now()
-	out := make([]apitypes.Run, len(rows))
-	for i, r := range rows {
-		if !s.o.Fleet.Link(r.NodeID).Connected {
-			f := false
-			r.NodeReachable = &f
-		} else {
-			r.NodeReachable = nil
-		}
-		meta := metas[r.RunRef]
-		r.Name, r.ArchivedAt = meta.Name, utcPtr(meta.ArchivedAt)
-		r.ScheduledContinueAt = nil
-		if c := meta.Continue; c != nil && c.FiredAt == nil {
-			r.ScheduledContinueAt = utcPtr(&c.At) // R-CONT-1
-		}
-		r.OnLimit = meta.OnLimit // R-ONL-6
-		m := marks[r.RunRef]
-		r.Pinned, r.PinnedAt, r.Done = m.PinnedAt != nil, utcPtr(m.PinnedAt), m.Done
-		r.SnoozedUntil = nil
-		if m.SnoozedUntil != nil && now.Before(*m.SnoozedUntil) {
-			r.SnoozedUntil = utcPtr(m.SnoozedUntil)
-		}
-		out[i] = apitypes.WithAttention(r, now) // R-ATTN-1
-
-	}
-	return out, nil
-}
-
-func utcPtr(t *time.Time) *time.Time {
-	if t == nil {
-		return nil
-	}
-	u := t.UTC()
-	return &u
-}
-
-// respondRun answers one run object.
-func (s *Server) respondRun(c echo.Context, status int, r apitypes.Run) error {
-	v, err := s.runViews(c, r)
-	if err != nil {
-		return err
-	}
-	return c.JSON(status, v[0])
-}
-
-// pinnedExtras are the caller's pinned runs that match q but are not on the
-// page (R-LIST-3), newest pin first, at most maxPinnedExtras.
-func (s *Server) pinnedExtras(c echo.Context, q store.RunQuery, page []apitypes.Run) ([]apitypes.Run, error) {
-	ctx := c.Request().Context()
-	cl := CallerOf(c)
-	pins, err := s.o.Store.PinnedMarks(ctx, cl.Tenant, cl.Owner())
-	if err != nil {
-		return nil, err
-	}
-	var refs []string
-	for _, m := range pins {
-		if !slices.ContainsFunc(page, func(r apitypes.Run) bool { return r.RunRef == m.RunRef }) {
-			refs = append(refs, m.RunRef)
-		}
-	}
-	// One read for every candidate: on a database store each read is a
-	// round trip.
-	rows, err := s.o.Store.GetRuns(ctx, refs)
-	if err != nil {
-		return nil, err
-	}
-	var out []apitypes.Run
-	for _, ref := range slices.Backward(refs) {
-		if len(out) == maxPinnedExtras {
-			break
-		}
-		r, ok := rows[ref]
-		if !ok || r.Tenant != cl.Tenant || !q.Matches(r) {
-			continue
-		}
-		out = append(out, r)
-	}
-	return out, nil
-}
-
-// auditEntry is an audit row by the caller about a run (R-AUD-3).
-func (s *Server) auditEntry(c echo.Context, event, runRef string) apitypes.AuditEntry {
-	cl := CallerOf(c)
-	return apitypes.AuditEntry{At: s.o.Now().UTC(), Tenant: cl.Tenant, Actor: cl.Actor(), Event: event,
-		Target: apitypes.AuditTarget{RunRef: runRef}}
-}
-
-// noBody is R-API-7 for a route that takes no body: an empty body or {} is
-// accepted, anything else is 400 bad_body before any effect. Every route
-// without a body calls it (TestBodylessRoutes walks the route table);
-// cleanup alone accepts any body (R-CLN-2).
-func noBody(c echo.Context) error {
-	var none struct{}
-	return decodeStrict(c, maxJSONBody, &none)
 }
 
 // markRun applies fn to the caller's marks on the run (404 for an unknown
 // or other tenant's run, 409 once released).
-func (s *Server) markRun(c echo.Context, fn func(*store.Marks)) (store.Marks, error) {
+func (s *markAPI) markRun(c echo.Context, fn func(*store.Marks)) (store.Marks, error) {
 	ctx := c.Request().Context()
 	cl := CallerOf(c)
 	r, err := s.refRun(c)
@@ -206,7 +84,7 @@ func pinState(ref string, m store.Marks) apitypes.PinState {
 	return apitypes.PinState{RunRef: ref, Pinned: m.PinnedAt != nil, PinnedAt: utcPtr(m.PinnedAt)}
 }
 
-func (s *Server) markState(ref string, m store.Marks) apitypes.MarkState {
+func (s *markAPI) markState(ref string, m store.Marks) apitypes.MarkState {
 	st := apitypes.MarkState{RunRef: ref, Done: m.Done}
 	if m.SnoozedUntil != nil && s.o.Now().Before(*m.SnoozedUntil) {
 		st.SnoozedUntil = utcPtr(m.SnoozedUntil)
@@ -216,7 +94,7 @@ func (s *Server) markState(ref string, m store.Marks) apitypes.MarkState {
 
 // pin and unpin are R-PIN-1..8: idempotent, a repeated pin keeps its
 // pinned_at, and the store drops the oldest pin past 20.
-func (s *Server) pin(c echo.Context) error {
+func (s *markAPI) pin(c echo.Context) error {
 	if err := noBody(c); err != nil {
 		return err
 	}
@@ -232,7 +110,7 @@ func (s *Server) pin(c echo.Context) error {
 	return c.JSON(http.StatusOK, pinState(c.Param("ref"), m))
 }
 
-func (s *Server) unpin(c echo.Context) error {
+func (s *markAPI) unpin(c echo.Context) error {
 	if err := noBody(c); err != nil {
 		return err
 	}
@@ -245,7 +123,7 @@ func (s *Server) unpin(c echo.Context) error {
 
 // snooze is R-SNZ-1..3: until must be an RFC 3339 instant in the future; a
 // second POST moves it.
-func (s *Server) snooze(c echo.Context) error {
+func (s *markAPI) snooze(c echo.Context) error {
 	var req apitypes.SnoozeRequest
 	if err := decodeStrict(c, maxJSONBody, &req); err != nil {
 		return err
@@ -269,7 +147,7 @@ func (s *Server) snooze(c echo.Context) error {
 }
 
 // unsnooze is idempotent (R-SNZ-7).
-func (s *Server) unsnooze(c echo.Context) error {
+func (s *markAPI) unsnooze(c echo.Context) error {
 	if err := noBody(c); err != nil {
 		return err
 	}
@@ -281,10 +159,10 @@ func (s *Server) unsnooze(c echo.Context) error {
 }
 
 // done and undone are R-DONE-1..5: idempotent, independent of a snooze.
-func (s *Server) done(c echo.Context) error   { return s.setDone(c, true) }
-func (s *Server) undone(c echo.Context) error { return s.setDone(c, false) }
+func (s *markAPI) done(c echo.Context) error   { return s.setDone(c, true) }
+func (s *markAPI) undone(c echo.Context) error { return s.setDone(c, false) }
 
-func (s *Server) setDone(c echo.Context, done bool) error {
+func (s *markAPI) setDone(c echo.Context, done bool) error {
 	if err := noBody(c); err != nil {
 		return err
 	}
@@ -295,28 +173,9 @@ func (s *Server) setDone(c echo.Context, done bool) error {
 	return c.JSON(http.StatusOK, s.markState(c.Param("ref"), m))
 }
 
-// checkName applies R-NAME-1, R-NAME-3 and R-NAME-7: trimmed first, at most
-// 200 code points, no control (Cc) or invisible (Cf, Zl, Zp) character.
-// The empty name clears it (R-NAME-2).
-func checkName(name string) (string, error) {
-	name = strings.TrimSpace(name)
-	if !utf8.ValidString(name) {
-		return "", apierr.BadRequest("bad_name", "the name is not valid UTF-8")
-	}
-	if n := utf8.RuneCountInString(name); n > maxNameRunes {
-		return "", apierr.BadRequest("bad_name", "the name has %d characters; at most %d are allowed", n, maxNameRunes)
-	}
-	for i, r := range name {
-		if unicode.In(r, unicode.Cc, unicode.Cf, unicode.Zl, unicode.Zp) {
-			return "", apierr.BadRequest("bad_name", "the name holds a control or invisible character (U+%04X at byte %d); remove it", r, i)
-		}
-	}
-	return name, nil
-}
-
 // rename is R-NAME-1..7: the same name changes nothing and logs nothing;
 // a change is audited with the run ref and never the name.
-func (s *Server) rename(c echo.Context) error {
+func (s *markAPI) rename(c echo.Context) error {
 	var req apitypes.NameRequest
 	if err := decodeStrict(c, maxJSONBody, &req); err != nil {
 		return err
@@ -341,7 +200,7 @@ func (s *Server) rename(c echo.Context) error {
 // archive and unarchive are R-ARC-1..6: for everybody, idempotent, the
 // first archived_at kept, audited only when the mark changes. Neither
 // stops nor removes the run.
-func (s *Server) archive(c echo.Context) error {
+func (s *markAPI) archive(c echo.Context) error {
 	if err := noBody(c); err != nil {
 		return err
 	}
@@ -356,7 +215,7 @@ func (s *Server) archive(c echo.Context) error {
 	})
 }
 
-func (s *Server) unarchive(c echo.Context) error {
+func (s *markAPI) unarchive(c echo.Context) error {
 	if err := noBody(c); err != nil {
 		return err
 	}
@@ -368,31 +227,6 @@ func (s *Server) unarchive(c echo.Context) error {
 		e := s.auditEntry(c, apitypes.AuditRunUnarchived, m.RunRef)
 		return &e
 	})
-}
-
-// updateMeta changes the run's session meta with its audit entry in one
-// transaction (R-AUD-1) and answers the run.
-func (s *Server) updateMeta(c echo.Context, fn func(*store.RunMeta) *apitypes.AuditEntry) error {
-	ctx := c.Request().Context()
-	r, err := s.refRun(c)
-	if err != nil {
-		return err
-	}
-	changed := false
-	if _, err := s.o.Store.UpdateRunMeta(ctx, r.RunRef, func(m *store.RunMeta) (*apitypes.AuditEntry, error) {
-		e := fn(m)
-		changed = e != nil
-		return e, nil
-	}); err != nil {
-		if errors.Is(err, store.ErrNotFound) {
-			return apierr.NotFound("run", r.RunRef)
-		}
-		return err
-	}
-	if changed {
-		s.publishRuns(r) // R-CHG-2: its name or archive mark
-	}
-	return s.respondRun(c, http.StatusOK, r)
 }
 
 // discardConfirmed reads a cleanup body: any body is accepted, and only an
@@ -412,7 +246,7 @@ func discardConfirmed(c echo.Context) bool {
 // cleanup releases a run (R-CLN-*): the node releases it (a live run is
 // 409), then every mark on it goes (R-CLN-7). Releasing a released run is
 // 200 with no new event (R-CLN-8).
-func (s *Server) cleanup(c echo.Context) error {
+func (s *markAPI) cleanup(c echo.Context) error {
 	discard := discardConfirmed(c)
 	var out apitypes.Run
 	r, err := s.runCall(c, proto.OpRunRelease, proto.RunRelease{DiscardWorktree: discard}, &out, 5*time.Minute)
@@ -432,7 +266,7 @@ func (s *Server) cleanup(c echo.Context) error {
 // deleteRun is R-DEL-1..5: only a released run; the node drops its record,
 // ring and ledger, then the index row goes with its audit entry in one
 // transaction. A second delete is 404.
-func (s *Server) deleteRun(c echo.Context) error {
+func (s *markAPI) deleteRun(c echo.Context) error {
 	if err := noBody(c); err != nil {
 		return err
 	}
@@ -467,53 +301,4 @@ func (s *Server) deleteRun(c echo.Context) error {
 	s.changes.add(change{tenant: r.Tenant, event: apitypes.ChangeRunRemoved, data: apitypes.RunRemoved{RunRef: r.RunRef}})
 	s.notify.forget(r.RunRef)
 	return c.NoContent(http.StatusNoContent)
-}
-
-// listAudit is GET /v1/audit: the tenant's ledger, oldest first, with
-// filters and cursor paging (issue 5).
-func (s *Server) listAudit(c echo.Context) error {
-	q := store.AuditQuery{Tenant: CallerOf(c).Tenant, Limit: 100}
-	qp := c.QueryParams()
-	for k := range qp {
-		switch k {
-		case "event", "run_ref", "actor", "since", "until", "limit", "cursor", "order":
-		default:
-			return apierr.BadRequest("bad_query", "unknown query parameter %q; use event, run_ref, actor, since, until, limit, cursor or order", k)
-		}
-	}
-	switch qp.Get("order") {
-	case "", "oldest":
-	case "newest":
-		q.Newest = true // R-AUD-7
-	default:
-		return apierr.BadRequest("bad_query", "order %q: use oldest or newest", qp.Get("order"))
-	}
-	q.Event, q.RunRef, q.Actor, q.Cursor = qp.Get("event"), qp.Get("run_ref"), qp.Get("actor"), qp.Get("cursor")
-	for _, b := range []struct {
-		name string
-		t    *time.Time
-	}{{"since", &q.Since}, {"until", &q.Until}} {
-		if v := qp.Get(b.name); v != "" {
-			t, err := time.Parse(time.RFC3339, v)
-			if err != nil {
-				return apierr.BadRequest("bad_query", "%s %q is not an RFC 3339 instant", b.name, v)
-			}
-			*b.t = t
-		}
-	}
-	if v := qp.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 500 {
-			return apierr.BadRequest("bad_query", "limit must be an integer from 1 to 500")
-		}
-		q.Limit = n
-	}
-	items, next, err := s.o.Store.ListAudit(c.Request().Context(), q)
-	if errors.Is(err, store.ErrBadCursor) {
-		return apierr.BadRequest("bad_cursor", "the cursor is not one this coordinator issued; start again without it")
-	}
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, apitypes.AuditList{Items: items, Next: next})
 }

@@ -27,7 +27,7 @@ type metrics struct {
 	events        boundedLabel
 }
 
-func newMetrics(s *Server, reg prometheus.Registerer) *metrics {
+func newMetrics(st store.Store, reg prometheus.Registerer) *metrics {
 	if reg == nil {
 		reg = prometheus.NewRegistry()
 	}
@@ -52,8 +52,8 @@ func newMetrics(s *Server, reg prometheus.Registerer) *metrics {
 		events: boundedLabel{max: maxCodes},
 	}
 	m.launches.WithLabelValues(launchStarted)
-	reg.MustRegister(m.attachViewers, m.slowDrops, m.launches, m.audits, &runsCollector{st: s.o.Store})
-	if ao, ok := s.o.Store.(store.AuditObserver); ok {
+	reg.MustRegister(m.attachViewers, m.slowDrops, m.launches, m.audits, &runsCollector{st: st})
+	if ao, ok := st.(store.AuditObserver); ok {
 		ao.ObserveAudit(func(event string) { m.audits.WithLabelValues(m.events.of(event)).Inc() })
 	}
 	return m

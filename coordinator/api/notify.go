@@ -3,6 +3,7 @@ package api
 import (
 	"bytes"
 	"context"
+	"crypto/ecdsa"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
@@ -58,7 +59,9 @@ func WebhookSignature(secret, timestamp string, body []byte) string {
 }
 
 type notifier struct {
-	s *Server
+	s *core
+	// vapid signs Web Push deliveries (R-NOTIF-8).
+	vapid *ecdsa.PrivateKey
 	// out is the only way a delivery leaves (R-NOTIF-9).
 	out     *outbound.Guard
 	backoff []time.Duration
@@ -93,8 +96,8 @@ func changeKey(r apitypes.Run, a string) string {
 	return a + "#" + strconv.FormatUint(uint64(r.Generation), 10) + "#" + strconv.FormatUint(r.RingLast, 10)
 }
 
-func newNotifier(s *Server) *notifier {
-	n := &notifier{s: s, out: s.o.Outbound, backoff: s.o.WebhookBackoff, last: map[string]string{}, sent: map[string]time.Time{}, turned: map[string]bool{},
+func newNotifier(s *core, vapid *ecdsa.PrivateKey) *notifier {
+	n := &notifier{s: s, vapid: vapid, out: s.o.Outbound, backoff: s.o.WebhookBackoff, last: map[string]string{}, sent: map[string]time.Time{}, turned: map[string]bool{},
 		workers: make(chan struct{}, webhookWorkers)}
 	if n.out == nil {
 		n.out, _ = outbound.New(outbound.Options{}) // no allowlist: nothing to refuse
@@ -342,7 +345,7 @@ func (n *notifier) post(h store.Webhook, d apitypes.WebhookDelivery, body []byte
 		if d.Attention == apitypes.AttentionNeedsDecision || d.Attention == apitypes.AttentionNeedsApproval {
 			urgency = "high"
 		}
-		req, err = webpush.Request(n.s.vapid, webpush.Subscription{Endpoint: h.URL, P256dh: h.P256dh, Auth: h.Auth},
+		req, err = webpush.Request(n.vapid, webpush.Subscription{Endpoint: h.URL, P256dh: h.P256dh, Auth: h.Auth},
 			n.s.o.VAPIDSubject, body, pushTTL, urgency, n.s.o.Now())
 		if err != nil {
 			return 0, err

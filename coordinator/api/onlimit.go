@@ -68,16 +68,27 @@ const (
 	onLimitByPerson = "person"
 )
 
-func (s *Server) onLimitRoutes() []Route {
+// onLimitAPI runs the plans and serves POST /runs/{ref}/on-limit: a step
+// now, by a person. Its steps are the manual actions' own code, so it
+// holds the features that own them.
+type onLimitAPI struct {
+	*core
+	continues *continueAPI
+	runs      *runAPI
+	handoffs  *handoffAPI
+	queue     onLimitQueue // the runs seen limited, for the continuer
+}
+
+func (s *onLimitAPI) routes() []Route {
 	return []Route{
-		{http.MethodPost, Base + "/runs/:ref/on-limit", auth.PermRunWrite, s.onLimitNow},
+		{http.MethodPost, Base + "/runs/:ref/on-limit", auth.PermRunWrite, s.onLimitNow, nil},
 	}
 }
 
 // --- the profile's plan ---
 
 // profileNamed finds tenant's profile by ref or by name.
-func (s *Server) profileNamed(ctx context.Context, tenant, id string) (apitypes.Profile, bool, error) {
+func (s *core) profileNamed(ctx context.Context, tenant, id string) (apitypes.Profile, bool, error) {
 	if p, err := s.o.Store.GetProfile(ctx, id); err == nil && p.Tenant == tenant {
 		return p, true, nil
 	} else if err != nil && !errors.Is(err, store.ErrNotFound) {
@@ -100,7 +111,7 @@ func badOnLimit(code, format string, args ...any) error {
 
 // checkOnLimit validates the on_limit plan of profile self (R-ONL-1) and
 // returns it with each profile named by its name.
-func (s *Server) checkOnLimit(ctx context.Context, tenant string, self apitypes.Profile, plan []string) ([]string, error) {
+func (s *workspaceAPI) checkOnLimit(ctx context.Context, tenant string, self apitypes.Profile, plan []string) ([]string, error) {
 	if len(plan) > apitypes.MaxOnLimitSteps {
 		return nil, badOnLimit("bad_on_limit", "on_limit has %d steps; give at most %d", len(plan), apitypes.MaxOnLimitSteps)
 	}
@@ -140,24 +151,24 @@ func (s *Server) checkOnLimit(ctx context.Context, tenant string, self apitypes.
 
 // onLimitSeen queues the limited runs of an index write (R-ONL-2); the
 // continuer starts their plans.
-func (s *Server) onLimitSeen(rows ...apitypes.Run) {
+func (s *onLimitAPI) onLimitSeen(rows ...apitypes.Run) {
 	n := 0
 	for _, r := range rows {
 		if r.Limit != nil && r.Limit.SeenAt != nil {
-			s.onLimit.add(r.RunRef)
+			s.queue.add(r.RunRef)
 			n++
 		}
 	}
 	if n > 0 {
-		s.wakeContinuer()
+		s.continues.wakeContinuer()
 	}
 }
 
 // startOnLimits starts the plan of each queued run whose profile has one,
 // once per limit (R-ONL-2): the meta's OnLimitSeen is the limit it last
 // started for, in the transaction that sets the schedule.
-func (s *Server) startOnLimits(ctx context.Context) {
-	for _, ref := range s.onLimit.take() {
+func (s *onLimitAPI) startOnLimits(ctx context.Context) {
+	for _, ref := range s.queue.take() {
 		r, err := s.o.Store.GetRun(ctx, ref)
 		if err != nil || r.Limit == nil || r.Limit.SeenAt == nil {
 			continue
@@ -207,7 +218,7 @@ func onLimitAudit(r apitypes.Run, actor apitypes.AuditActor, ent apitypes.OnLimi
 
 // recordOnLimit appends an entry to the run's history, audited
 // sessions.run.on_limit as actor.
-func (s *Server) recordOnLimit(ctx context.Context, r apitypes.Run, actor apitypes.AuditActor, ent apitypes.OnLimitEntry) {
+func (s *onLimitAPI) recordOnLimit(ctx context.Context, r apitypes.Run, actor apitypes.AuditActor, ent apitypes.OnLimitEntry) {
 	_, err := s.o.Store.UpdateRunMeta(ctx, r.RunRef, func(m *store.RunMeta) (*apitypes.AuditEntry, error) {
 		addOnLimit(m, ent)
 		e := onLimitAudit(r, actor, ent)
@@ -224,7 +235,7 @@ func (s *Server) recordOnLimit(ctx context.Context, r apitypes.Run, actor apityp
 // claimed (R-ONL-3): the first that applies ends it; a step that cannot is
 // skipped with its reason (R-ONL-5); when none applies the run continues at
 // the reset, the last resort.
-func (s *Server) runOnLimitPlan(ctx context.Context, c store.ContinueSchedule, r apitypes.Run) {
+func (s *onLimitAPI) runOnLimitPlan(ctx context.Context, c store.ContinueSchedule, r apitypes.Run) {
 	for _, step := range c.Plan {
 		kind, _, _ := apitypes.ParseOnLimitStep(step)
 		if kind == apitypes.OnLimitContinue {
@@ -263,7 +274,7 @@ func skipped(ent apitypes.OnLimitEntry, err error) apitypes.OnLimitEntry {
 
 // onLimitStep takes one move or handoff step for run r as actor. It
 // returns the entry to record and, for a move, the run as moved.
-func (s *Server) onLimitStep(ctx context.Context, actor apitypes.AuditActor, r apitypes.Run, step, by string) (apitypes.Run, apitypes.OnLimitEntry, error) {
+func (s *onLimitAPI) onLimitStep(ctx context.Context, actor apitypes.AuditActor, r apitypes.Run, step, by string) (apitypes.Run, apitypes.OnLimitEntry, error) {
 	ent := apitypes.OnLimitEntry{At: s.o.Now().UTC(), Step: step, ProfileRef: r.ProviderProfileRef, By: by}
 	kind, id, ok := apitypes.ParseOnLimitStep(step)
 	if !ok || kind == apitypes.OnLimitContinue {
@@ -283,7 +294,7 @@ func (s *Server) onLimitStep(ctx context.Context, actor apitypes.AuditActor, r a
 		return apitypes.Run{}, ent, apierr.New(http.StatusConflict, "profile_limited", "profile %s is at its own usage limit until %s", p.Name, until.UTC().Format(time.RFC3339))
 	}
 	if kind == apitypes.OnLimitHandoff {
-		out, err := s.handoffRun(ctx, r.Tenant, actor, r, apitypes.HandoffRequest{ProviderProfileRef: p.Ref}, auth.NewID("run_"))
+		out, err := s.handoffs.handoffRun(ctx, r.Tenant, actor, r, apitypes.HandoffRequest{ProviderProfileRef: p.Ref}, auth.NewID("run_"))
 		if err != nil {
 			return apitypes.Run{}, ent, err
 		}
@@ -299,15 +310,15 @@ func (s *Server) onLimitStep(ctx context.Context, actor apitypes.AuditActor, r a
 		return apitypes.Run{}, ent, apierr.New(http.StatusConflict, "profile_other_tool", "profile %s is a %s profile; a Claude Code run moves only to a Claude Code profile", p.Name, p.Tool)
 	}
 	if p.NodeID != r.NodeID {
-		_, err := s.moveRun(ctx, r.Tenant, r, p.Ref) // its profile_other_node
+		_, err := s.runs.moveRun(ctx, r.Tenant, r, p.Ref) // its profile_other_node
 		return apitypes.Run{}, ent, err
 	}
 	if apitypes.Live(r.State) {
-		if r, err = s.stopRun(ctx, r.Tenant, actor, r); err != nil {
+		if r, err = s.runs.stopRun(ctx, r.Tenant, actor, r); err != nil {
 			return apitypes.Run{}, ent, err
 		}
 	}
-	moved, err := s.moveRun(ctx, r.Tenant, r, p.Ref)
+	moved, err := s.runs.moveRun(ctx, r.Tenant, r, p.Ref)
 	if err != nil {
 		return apitypes.Run{}, ent, err
 	}
@@ -317,7 +328,7 @@ func (s *Server) onLimitStep(ctx context.Context, actor apitypes.AuditActor, r a
 
 // accountLimited is when the profile's account's limit resets, when its
 // latest usage row ended on a limit still ahead (R-USE-5); nil otherwise.
-func (s *Server) accountLimited(ctx context.Context, tenant, profileRef string) *time.Time {
+func (s *onLimitAPI) accountLimited(ctx context.Context, tenant, profileRef string) *time.Time {
 	rows, err := s.o.Store.LatestAccountUsage(ctx, tenant)
 	if err != nil {
 		return nil
@@ -333,7 +344,7 @@ func (s *Server) accountLimited(ctx context.Context, tenant, profileRef string) 
 // continueMoved continues a run the plan moved: now, on the new account,
 // resuming its exact conversation and sending the message (R-ONL-4),
 // through the continuer's own firing.
-func (s *Server) continueMoved(ctx context.Context, c store.ContinueSchedule, moved apitypes.Run) {
+func (s *onLimitAPI) continueMoved(ctx context.Context, c store.ContinueSchedule, moved apitypes.Run) {
 	now := s.o.Now().UTC()
 	_, err := s.o.Store.UpdateRunMeta(ctx, moved.RunRef, func(m *store.RunMeta) (*apitypes.AuditEntry, error) {
 		if m.Continue == nil {
@@ -348,13 +359,13 @@ func (s *Server) continueMoved(ctx context.Context, c store.ContinueSchedule, mo
 		s.log.ErrorContext(ctx, "on_limit: continue after the move failed", logging.KeyRunRef, moved.RunRef, logging.Err(err))
 		return
 	}
-	s.fireContinue(ctx, moved.RunRef)
+	s.continues.fireContinue(ctx, moved.RunRef)
 }
 
 // waitForReset makes the schedule an ordinary continue at the limit's
 // reset (R-CONT-2), audited as scheduled, and records it.
-func (s *Server) waitForReset(ctx context.Context, c store.ContinueSchedule, r apitypes.Run, by string) {
-	at := s.continueAt(r.Limit, 0)
+func (s *onLimitAPI) waitForReset(ctx context.Context, c store.ContinueSchedule, r apitypes.Run, by string) {
+	at := s.continues.continueAt(r.Limit, 0)
 	ent := apitypes.OnLimitEntry{At: s.o.Now().UTC(), Outcome: apitypes.OnLimitWaiting, Step: apitypes.OnLimitContinue,
 		ProfileRef: r.ProviderProfileRef, ResetsAt: &at, By: by}
 	_, err := s.o.Store.UpdateRunMeta(ctx, r.RunRef, func(m *store.RunMeta) (*apitypes.AuditEntry, error) {
@@ -375,7 +386,7 @@ func (s *Server) waitForReset(ctx context.Context, c store.ContinueSchedule, r a
 	if err != nil && !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrReleased) {
 		s.log.ErrorContext(ctx, "on_limit: schedule at the reset failed", logging.KeyRunRef, r.RunRef, logging.Err(err))
 	}
-	s.wakeContinuer()
+	s.continues.wakeContinuer()
 }
 
 // --- a person runs a step now ---
@@ -383,7 +394,7 @@ func (s *Server) waitForReset(ctx context.Context, c store.ContinueSchedule, r a
 // onLimitNow is POST /runs/{ref}/on-limit {step} (R-ONL-7): one step of a
 // plan, run now by the caller from the limit banner, checked and audited
 // as the manual action is; a refusal is the action's own answer.
-func (s *Server) onLimitNow(c echo.Context) error {
+func (s *onLimitAPI) onLimitNow(c echo.Context) error {
 	ctx := c.Request().Context()
 	r, err := s.refRun(c)
 	if err != nil {
@@ -410,7 +421,7 @@ func (s *Server) onLimitNow(c echo.Context) error {
 		return s.respondRun(c, http.StatusOK, s.freshRun(ctx, r))
 	}
 	// A step a person runs replaces whatever the plan had scheduled.
-	s.CancelContinueFor(ctx, r.RunRef, cancelByPerson, actor)
+	s.continues.CancelContinueFor(ctx, r.RunRef, cancelByPerson, actor)
 	moved, ent, err := s.onLimitStep(ctx, actor, r, req.Step, onLimitByPerson)
 	if err != nil {
 		return err

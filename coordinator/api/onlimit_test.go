@@ -48,11 +48,11 @@ func TestOnLimitPlanSkipsToTheReset(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	s.onLimitSeen(r)
-	s.onLimitSeen(r) // a second push of the same limit
-	s.continueTick(ctx)
-	s.onLimitSeen(r)
-	s.continueTick(ctx)
+	s.limitSeen(r)
+	s.limitSeen(r) // a second push of the same limit
+	s.continues.continueTick(ctx)
+	s.limitSeen(r)
+	s.continues.continueTick(ctx)
 
 	metas, _ := st.GetRunMeta(ctx, []string{"run_l"})
 	m := metas["run_l"]
@@ -85,8 +85,8 @@ func TestOnLimitPlanSkipsToTheReset(t *testing.T) {
 	if _, err := st.PutRun(ctx, r); err != nil {
 		t.Fatal(err)
 	}
-	s.onLimitSeen(r)
-	s.continueTick(ctx)
+	s.limitSeen(r)
+	s.continues.continueTick(ctx)
 	metas, _ = st.GetRunMeta(ctx, []string{"run_l"})
 	if n := len(metas["run_l"].OnLimit); n != 4 {
 		t.Fatalf("%d on_limit lines after a newer limit with a continue scheduled, want 4", n)

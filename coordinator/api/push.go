@@ -1,11 +1,11 @@
 package api
 
 import (
+	"crypto/ecdsa"
 	"encoding/json"
 	"errors"
 	"net/http"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -17,15 +17,21 @@ import (
 	"github.com/olivares-dev/olivares/shared/webpush"
 )
 
+// pushAPI serves a person's Web Push subscriptions (R-NOTIF-8).
+type pushAPI struct {
+	*core
+	vapid *ecdsa.PrivateKey
+}
+
 // Web Push (R-NOTIF-8): each person subscribes their browsers, for the
 // reasons they choose; a push reaches a phone with the console closed.
-func (s *Server) pushRoutes() []Route {
+func (s *pushAPI) routes() []Route {
 	return []Route{
-		{http.MethodGet, Base + "/push/key", auth.PermRunRead, s.pushKey},
-		{http.MethodPost, Base + "/push/subscriptions", auth.PermRunRead, s.subscribePush},
-		{http.MethodGet, Base + "/push/subscriptions", auth.PermRunRead, s.listPush},
-		{http.MethodDelete, Base + "/push/subscriptions/:id", auth.PermRunRead, s.unsubscribePush},
-		{http.MethodPost, Base + "/push/subscriptions/:id/test", auth.PermRunRead, s.testPush},
+		{http.MethodGet, Base + "/push/key", auth.PermRunRead, s.pushKey, nil},
+		{http.MethodPost, Base + "/push/subscriptions", auth.PermRunRead, s.subscribePush, nil},
+		{http.MethodGet, Base + "/push/subscriptions", auth.PermRunRead, s.listPush, nil},
+		{http.MethodDelete, Base + "/push/subscriptions/:id", auth.PermRunRead, s.unsubscribePush, nil},
+		{http.MethodPost, Base + "/push/subscriptions/:id/test", auth.PermRunRead, s.testPush, nil},
 	}
 }
 
@@ -50,24 +56,14 @@ func pushView(w store.Webhook) apitypes.PushSubscription {
 	return apitypes.PushSubscription{ID: w.ID, Endpoint: w.URL, Reasons: r, CreatedAt: w.CreatedAt.UTC()}
 }
 
-func (s *Server) pushKey(c echo.Context) error {
-	if err := onlyParams(c); err != nil {
-		return err
-	}
+func (s *pushAPI) pushKey(c echo.Context) error {
 	return c.JSON(http.StatusOK, apitypes.PushKey{PublicKey: webpush.PublicKey(s.vapid)})
-}
-
-func (s *Server) pushAudit(c echo.Context, event string, w store.Webhook) apitypes.AuditEntry {
-	cl := CallerOf(c)
-	detail, _ := json.Marshal(map[string]any{"url_host": urlHost(w.URL), "reasons": pushView(w).Reasons})
-	return apitypes.AuditEntry{At: s.o.Now().UTC(), Tenant: cl.Tenant, Actor: cl.Actor(), Event: event,
-		Target: apitypes.AuditTarget{WebhookID: w.ID}, Detail: detail}
 }
 
 // subscribePush is POST /push/subscriptions: the caller's browser, for the
 // reasons given (none: every one). The same endpoint again replaces the
 // caller's earlier subscription of it (a browser subscribes anew).
-func (s *Server) subscribePush(c echo.Context) error {
+func (s *pushAPI) subscribePush(c echo.Context) error {
 	if err := refuseAgent(c); err != nil {
 		return err
 	}
@@ -83,10 +79,8 @@ func (s *Server) subscribePush(c echo.Context) error {
 		}
 		return apierr.BadRequest("bad_subscription", "this is not a push subscription a browser gave: %s", msg)
 	}
-	for _, r := range req.Reasons {
-		if !slices.Contains(apitypes.AttentionReasons, r) {
-			return apierr.BadRequest("bad_reason", "reason %q: use %s", r, strings.Join(apitypes.AttentionReasons, ", "))
-		}
+	if err := checkReasons(req.Reasons); err != nil {
+		return err
 	}
 	ctx := c.Request().Context()
 	// R-NOTIF-9: a push service is a public https address, as every
@@ -106,7 +100,7 @@ func (s *Server) subscribePush(c echo.Context) error {
 			continue
 		}
 		if h.URL == req.Endpoint {
-			if err := s.o.Store.DeleteWebhook(ctx, h.ID, s.pushAudit(c, apitypes.AuditPushUnsubscribed, h)); err != nil && !errors.Is(err, store.ErrNotFound) {
+			if err := s.o.Store.DeleteWebhook(ctx, h.ID, s.hookAudit(c, apitypes.AuditPushUnsubscribed, h)); err != nil && !errors.Is(err, store.ErrNotFound) {
 				return err
 			}
 			continue
@@ -119,16 +113,13 @@ func (s *Server) subscribePush(c echo.Context) error {
 	w := store.Webhook{ID: auth.NewID("push_"), Tenant: cl.Tenant, Kind: store.KindWebPush, Owner: cl.Owner(), URL: req.Endpoint,
 		P256dh: req.Keys.P256dh, Auth: req.Keys.Auth, Reasons: slices.Compact(slices.Sorted(slices.Values(req.Reasons))),
 		CreatedAt: s.o.Now().UTC().Truncate(time.Microsecond)}
-	if err := s.o.Store.CreateWebhook(ctx, w, s.pushAudit(c, apitypes.AuditPushSubscribed, w)); err != nil {
+	if err := s.o.Store.CreateWebhook(ctx, w, s.hookAudit(c, apitypes.AuditPushSubscribed, w)); err != nil {
 		return err
 	}
 	return c.JSON(http.StatusCreated, pushView(w))
 }
 
-func (s *Server) listPush(c echo.Context) error {
-	if err := onlyParams(c); err != nil {
-		return err
-	}
+func (s *pushAPI) listPush(c echo.Context) error {
 	ctx := c.Request().Context()
 	cl := CallerOf(c)
 	hooks, err := s.o.Store.ListWebhooks(ctx, cl.Tenant)
@@ -151,7 +142,7 @@ func (s *Server) listPush(c echo.Context) error {
 
 // mySubscription is the caller's own subscription of a route; anyone
 // else's is 404.
-func (s *Server) mySubscription(c echo.Context) (store.Webhook, error) {
+func (s *pushAPI) mySubscription(c echo.Context) (store.Webhook, error) {
 	cl := CallerOf(c)
 	w, err := s.o.Store.GetWebhook(c.Request().Context(), c.Param("id"))
 	if errors.Is(err, store.ErrNotFound) || (err == nil && (w.Tenant != cl.Tenant || w.Kind != store.KindWebPush || w.Owner != cl.Owner())) {
@@ -160,7 +151,7 @@ func (s *Server) mySubscription(c echo.Context) (store.Webhook, error) {
 	return w, err
 }
 
-func (s *Server) unsubscribePush(c echo.Context) error {
+func (s *pushAPI) unsubscribePush(c echo.Context) error {
 	w, err := s.mySubscription(c)
 	if err != nil {
 		return err
@@ -168,7 +159,7 @@ func (s *Server) unsubscribePush(c echo.Context) error {
 	if err := noBody(c); err != nil {
 		return err
 	}
-	if err := s.o.Store.DeleteWebhook(c.Request().Context(), w.ID, s.pushAudit(c, apitypes.AuditPushUnsubscribed, w)); err != nil {
+	if err := s.o.Store.DeleteWebhook(c.Request().Context(), w.ID, s.hookAudit(c, apitypes.AuditPushUnsubscribed, w)); err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return apierr.New(http.StatusNotFound, "subscription_not_found", "you have no push subscription %q in this tenant", w.ID)
 		}
@@ -178,7 +169,7 @@ func (s *Server) unsubscribePush(c echo.Context) error {
 }
 
 // testPush sends one push now, without retries, and answers how it went.
-func (s *Server) testPush(c echo.Context) error {
+func (s *pushAPI) testPush(c echo.Context) error {
 	w, err := s.mySubscription(c)
 	if err != nil {
 		return err

@@ -87,7 +87,7 @@ func TestWebPush(t *testing.T) {
 
 	rec := doJSON(t, s, http.MethodGet, Base+"/push/key", alice, "")
 	var key apitypes.PushKey
-	if json.Unmarshal(rec.Body.Bytes(), &key); rec.Code != 200 || key.PublicKey != webpush.PublicKey(s.vapid) {
+	if json.Unmarshal(rec.Body.Bytes(), &key); rec.Code != 200 || key.PublicKey != webpush.PublicKey(s.notify.vapid) {
 		t.Fatalf("GET /push/key: %d %s", rec.Code, rec.Body)
 	}
 	ps.key = key.PublicKey

@@ -6,8 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net/http"
 	"sync"
 	"time"
+
+	"github.com/labstack/echo/v4"
 
 	"github.com/olivares-dev/olivares/shared/apitypes"
 	"github.com/olivares-dev/olivares/shared/proto"
@@ -481,3 +484,27 @@ func (a *streamSlots) acquire(principal string, max, total int) (release func(),
 		})
 	}, 0, true
 }
+
+// openSSE answers 200 with an event stream, unbuffered by proxies, and is
+// the sink its frames go to.
+func openSSE(c echo.Context) responseSink {
+	w := c.Response()
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	return responseSink{w: w, rc: http.NewResponseController(w)}
+}
+
+// responseSink is an SSE response as the relay writes it.
+type responseSink struct {
+	w  *echo.Response
+	rc *http.ResponseController
+}
+
+func (s responseSink) Write(p []byte) (int, error) { return s.w.Write(p) }
+
+func (s responseSink) SetWriteDeadline(t time.Time) error { return s.rc.SetWriteDeadline(t) }
+
+func (s responseSink) Flush() error { return s.rc.Flush() }

@@ -2,13 +2,12 @@ package api
 
 import (
 	"encoding/json"
-	"maps"
 	"net/http"
 	"regexp"
-	"slices"
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/olivares-dev/olivares/coordinator/auth"
 	"github.com/olivares-dev/olivares/shared/apierr"
 	"github.com/olivares-dev/olivares/shared/apitypes"
 	"github.com/olivares-dev/olivares/shared/proto"
@@ -17,13 +16,21 @@ import (
 // requestIDRE is the shape of a request id (req_ and 16 hex digits).
 var requestIDRE = regexp.MustCompile(`^req_[0-9a-f]{16}$`)
 
+// requestAPI serves the tool's requests of a run and their answers (R-REQ-2).
+type requestAPI struct{ *core }
+
 // listRequests is GET /runs/{ref}/requests (R-REQ-2): the pending requests
 // and the last settled ones, from the run's node.
-func (s *Server) listRequests(c echo.Context) error {
-	// R-API-10: no query parameter, before the node is asked.
-	if qp := c.QueryParams(); len(qp) > 0 {
-		return apierr.BadRequest("bad_query", "unknown query parameter %q; this route takes none", slices.Sorted(maps.Keys(qp))[0])
+func (s *requestAPI) routes() []Route {
+	return []Route{
+		// People in the loop (R-REQ-2): the tool's requests and their
+		// answers.
+		{http.MethodGet, Base + "/runs/:ref/requests", auth.PermRunRead, s.listRequests, nil},
+		{http.MethodPost, Base + "/runs/:ref/requests/:id", auth.PermRunWrite, s.answerRequest, nil},
 	}
+}
+
+func (s *requestAPI) listRequests(c echo.Context) error {
 	var out apitypes.RequestList
 	if _, err := s.runCall(c, proto.OpRunRequests, nil, &out, callTimeout); err != nil {
 		return err
@@ -38,7 +45,7 @@ func (s *Server) listRequests(c echo.Context) error {
 // valid answer settles the request on the node, which writes it to the
 // tool; the answer is audited with the actor, the request's kind and the
 // decision, never the text (R-REQ-13).
-func (s *Server) answerRequest(c echo.Context) error {
+func (s *requestAPI) answerRequest(c echo.Context) error {
 	if err := refuseAgent(c); err != nil {
 		return err
 	}

@@ -1,12 +1,8 @@
 package api
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
-	"io"
-	"maps"
 	"net/http"
 	"slices"
 	"strconv"
@@ -31,390 +27,34 @@ const (
 	callTimeout  = 60 * time.Second
 )
 
-// Tools a profile may name: the contract's (R-DRV-1) and the optional ACP
-// drivers.
-var tools = []string{"claude", "codex", "grok", "gemini", "opencode"}
+// runAPI serves the runs: launch, list, read, input, stop, resume, attach, move.
+type runAPI struct {
+	*core
+	attaches streamSlots // the open attach streams
+}
 
-func (s *Server) runRoutes() []Route {
+func (s *runAPI) routes() []Route {
 	return []Route{
-		// Profiles and workspaces: reading is run:read; registering one is
-		// workspace administration (R-AUTH-5 models it as its own
-		// permission; the seeds name no profile permission).
-		{http.MethodPost, Base + "/profiles", auth.PermWorkspaceAdmin, s.createProfile},
-		{http.MethodGet, Base + "/profiles", auth.PermRunRead, s.listProfiles},
-		{http.MethodGet, Base + "/profiles/:ref", auth.PermRunRead, s.getProfile},
-		{http.MethodPatch, Base + "/profiles/:ref", auth.PermWorkspaceAdmin, s.updateProfile},
-		{http.MethodPost, Base + "/workspaces", auth.PermWorkspaceAdmin, s.createWorkspace},
-		{http.MethodGet, Base + "/workspaces", auth.PermRunRead, s.listWorkspaces},
 		// Runs (R-AUTH-1).
-		{http.MethodGet, Base + "/runs", auth.PermRunRead, s.listRuns},
-		{http.MethodPost, Base + "/runs", auth.PermRunWrite, s.idempotent(s.countLaunch(s.launch))},
-		{http.MethodGet, Base + "/runs/:ref", auth.PermRunRead, s.getRun},
-		{http.MethodGet, Base + "/runs/:ref/events", auth.PermRunRead, s.runEvents},
-		{http.MethodGet, Base + "/runs/:ref/attach", auth.PermRunRead, s.attach},
-		{http.MethodPost, Base + "/runs/:ref/input", auth.PermRunWrite, s.input},
-		{http.MethodPost, Base + "/runs/:ref/interrupt", auth.PermRunWrite, s.interrupt},
-		{http.MethodPost, Base + "/runs/:ref/stop", auth.PermRunWrite, s.stop},
-		{http.MethodPost, Base + "/runs/:ref/resume", auth.PermRunWrite, s.resume},
+		{http.MethodGet, Base + "/runs", auth.PermRunRead, s.listRuns, query("state", "live_ref", "claude_session_id", "node_id", "provider_profile_ref", "workspace_ref", "driver", "attention",
+			"limit", "offset", "pagination", "cursor")},
+		{http.MethodPost, Base + "/runs", auth.PermRunWrite, s.idempotent(s.countLaunch(s.launch)), nil},
+		{http.MethodGet, Base + "/runs/:ref", auth.PermRunRead, s.getRun, nil},
+		{http.MethodGet, Base + "/runs/:ref/events", auth.PermRunRead, s.runEvents, query("after", "limit")},
+		{http.MethodGet, Base + "/runs/:ref/attach", auth.PermRunRead, s.attach, query("from")},
+		{http.MethodPost, Base + "/runs/:ref/input", auth.PermRunWrite, s.input, nil},
+		{http.MethodPost, Base + "/runs/:ref/interrupt", auth.PermRunWrite, s.interrupt, nil},
+		{http.MethodPost, Base + "/runs/:ref/stop", auth.PermRunWrite, s.stop, nil},
+		{http.MethodPost, Base + "/runs/:ref/resume", auth.PermRunWrite, s.resume, nil},
 		// the approval a profile's policy asks for, by a person with
 		// workspace administration.
-		{http.MethodPost, Base + "/runs/:ref/approve", auth.PermWorkspaceAdmin, s.approveRun},
-		{http.MethodPost, Base + "/runs/:ref/move", auth.PermRunWrite, s.move},
-		// People in the loop (R-REQ-2): the tool's requests and their
-		// answers.
-		{http.MethodGet, Base + "/runs/:ref/requests", auth.PermRunRead, s.listRequests},
-		{http.MethodPost, Base + "/runs/:ref/requests/:id", auth.PermRunWrite, s.answerRequest},
+		{http.MethodPost, Base + "/runs/:ref/approve", auth.PermWorkspaceAdmin, s.approveRun, nil},
+		{http.MethodPost, Base + "/runs/:ref/move", auth.PermRunWrite, s.move, nil},
 	}
-}
-
-// decodeStrict reads a JSON body, refusing unknown fields (R-API-7) and
-// trailing data. An empty body decodes as {}.
-func decodeStrict(c echo.Context, limit int64, v any) error {
-	body, err := io.ReadAll(http.MaxBytesReader(c.Response(), c.Request().Body, limit))
-	if err != nil {
-		var mb *http.MaxBytesError
-		if errors.As(err, &mb) {
-			return apierr.New(http.StatusRequestEntityTooLarge, "body_too_large", "the request body is over %d bytes", limit)
-		}
-		return apierr.BadRequest("bad_body", "cannot read the request body: %v", err)
-	}
-	if len(bytes.TrimSpace(body)) == 0 {
-		body = []byte("{}")
-	}
-	if err := checkUTF8(body); err != nil {
-		return err
-	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return apierr.BadRequest("bad_body", "invalid JSON body: %v", err)
-	}
-	if dec.More() {
-		return apierr.BadRequest("bad_body", "invalid JSON body: data after the object")
-	}
-	return nil
-}
-
-// --- profiles and workspaces ---
-
-// CreateProfile registers a profile on its node and in the index as the
-// local operator. Dev mode calls it directly.
-func (s *Server) CreateProfile(ctx context.Context, tenant string, req apitypes.ProfileCreate) (apitypes.Profile, error) {
-	return s.CreateProfileAs(ctx, tenant, req, OperatorActor)
-}
-
-// CreateProfileAs registers a profile and audits it as actor (R-AUD-6).
-func (s *Server) CreateProfileAs(ctx context.Context, tenant string, req apitypes.ProfileCreate, actor apitypes.AuditActor) (apitypes.Profile, error) {
-	if _, err := s.nodeInTenant(ctx, tenant, req.NodeID); err != nil {
-		return apitypes.Profile{}, err
-	}
-	if !slices.Contains(tools, req.Tool) {
-		return apitypes.Profile{}, apierr.BadRequest("unknown_tool", "tool %q: use claude, codex, grok, gemini or opencode", req.Tool)
-	}
-	if req.Name == "" {
-		return apitypes.Profile{}, apierr.BadRequest("bad_name", "a profile needs a name")
-	}
-	if err := s.nameFree(ctx, tenant, "profile", req.Name); err != nil {
-		return apitypes.Profile{}, err
-	}
-	for _, w := range req.AllowedWorkspaces {
-		if _, err := s.workspaceRefInTenant(ctx, tenant, w); err != nil {
-			return apitypes.Profile{}, err
-		}
-	}
-	plan, err := s.checkOnLimit(ctx, tenant, apitypes.Profile{Tool: req.Tool, Name: req.Name}, req.OnLimit)
-	if err != nil {
-		return apitypes.Profile{}, err
-	}
-	ref := auth.NewID("prof_")
-	var p apitypes.Profile
-	err = s.call(ctx, req.NodeID, wire.Header{Op: proto.OpProfileCreate},
-		proto.ProfileCreate{Ref: ref, Tenant: tenant, Tool: req.Tool, Name: req.Name, Home: req.Home, Env: req.Env,
-			Inactive: req.Active != nil && !*req.Active, LaunchRequiresApproval: req.LaunchRequiresApproval,
-			AllowedWorkspaces: req.AllowedWorkspaces, EngineHooks: req.EngineHooks, DeniedTools: req.DeniedTools,
-			Approvals: req.Approvals, ApprovalRules: req.ApprovalRules, AskTimeout: req.AskTimeout,
-			StallAfter: req.StallAfter, ResumeAfterLoss: req.ResumeAfterLoss, Isolation: req.Isolation, Network: req.Network}, &p)
-	if err != nil {
-		s.undoRecord(err, req.NodeID, proto.OpProfileDelete, ref, tenant)
-		return apitypes.Profile{}, err
-	}
-	p.Tenant, p.NodeID = tenant, req.NodeID
-	if len(plan) > 0 { // R-ONL-1: the coordinator keeps the plan
-		p.OnLimit, p.OnLimitSetBy = plan, &actor
-	}
-	if err := s.o.Store.CreateProfile(ctx, p); err != nil {
-		// The node has it, the index refused it (a name another request,
-		// maybe on another replica, took meanwhile): remove it from the
-		// node, so that both keep the same records (issue 24).
-		s.undoRecord(nil, req.NodeID, proto.OpProfileDelete, ref, tenant)
-		if errors.Is(err, store.ErrExists) {
-			return apitypes.Profile{}, apierr.New(http.StatusConflict, "name_taken", "a profile named %q exists in this tenant", req.Name)
-		}
-		return apitypes.Profile{}, err
-	}
-	details := map[string]any{"tool": p.Tool, "env_keys": p.EnvKeys, "active": p.Active, "launch_requires_approval": p.LaunchRequiresApproval,
-		"allowed_workspaces": p.AllowedWorkspaces, "engine_hooks": p.EngineHooks, "denied_tools": p.DeniedTools}
-	if len(plan) > 0 {
-		details["on_limit"] = plan
-	}
-	for k, v := range map[string]string{"isolation": p.Isolation, "network": p.Network} {
-		if v != "" {
-			details[k] = v
-		}
-	}
-	s.Audit(ctx, tenant, actor, apitypes.AuditProfileCreated, apitypes.AuditTarget{ProfileRef: p.Ref, NodeID: p.NodeID}, details)
-	return p, nil
-}
-
-func (s *Server) nameFree(ctx context.Context, tenant, kind, name string) error {
-	var taken bool
-	switch kind {
-	case "profile":
-		ps, err := s.o.Store.ListProfiles(ctx, tenant)
-		if err != nil {
-			return err
-		}
-		taken = slices.ContainsFunc(ps, func(p apitypes.Profile) bool { return p.Name == name })
-	default:
-		ws, err := s.o.Store.ListWorkspaces(ctx, tenant)
-		if err != nil {
-			return err
-		}
-		taken = slices.ContainsFunc(ws, func(w apitypes.Workspace) bool { return w.Name == name })
-	}
-	if taken {
-		return apierr.New(http.StatusConflict, "name_taken", "a %s named %q exists in this tenant; pick another name", kind, name)
-	}
-	return nil
-}
-
-func (s *Server) createProfile(c echo.Context) error {
-	var req apitypes.ProfileCreate
-	if err := decodeStrict(c, maxJSONBody, &req); err != nil {
-		return err
-	}
-	p, err := s.CreateProfileAs(c.Request().Context(), CallerOf(c).Tenant, req, CallerOf(c).Actor())
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusCreated, p)
-}
-
-func (s *Server) listProfiles(c echo.Context) error {
-	ps, err := s.o.Store.ListProfiles(c.Request().Context(), CallerOf(c).Tenant)
-	if err != nil {
-		return err
-	}
-	if ps == nil {
-		ps = []apitypes.Profile{}
-	}
-	return c.JSON(http.StatusOK, apitypes.ProfileList{Items: ps})
-}
-
-func (s *Server) profileInTenant(ctx context.Context, tenant, ref string) (apitypes.Profile, error) {
-	p, err := s.o.Store.GetProfile(ctx, ref)
-	if errors.Is(err, store.ErrNotFound) || (err == nil && p.Tenant != tenant) {
-		return apitypes.Profile{}, apierr.NotFound("profile", ref)
-	}
-	return p, err
-}
-
-func (s *Server) getProfile(c echo.Context) error {
-	p, err := s.refProfile(c)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, p)
-}
-
-// workspaceRefInTenant checks that ref names a workspace of tenant (404
-// otherwise, R-TEN-3).
-func (s *Server) workspaceRefInTenant(ctx context.Context, tenant, ref string) (apitypes.Workspace, error) {
-	w, err := s.o.Store.GetWorkspace(ctx, ref)
-	if errors.Is(err, store.ErrNotFound) || (err == nil && w.Tenant != tenant) {
-		return apitypes.Workspace{}, apierr.NotFound("workspace", ref)
-	}
-	return w, err
-}
-
-// updateProfile is PATCH /profiles/{ref}: the policy applies from the next
-// launch or resume on (R-MOVE-10).
-func (s *Server) updateProfile(c echo.Context) error {
-	ctx := c.Request().Context()
-	tenant := CallerOf(c).Tenant
-	p, err := s.refProfile(c)
-	if err != nil {
-		return err
-	}
-	var req apitypes.ProfileUpdate
-	if err := decodeStrict(c, maxJSONBody, &req); err != nil {
-		return err
-	}
-	if req.AllowedWorkspaces != nil {
-		for _, w := range *req.AllowedWorkspaces {
-			if _, err := s.workspaceRefInTenant(ctx, tenant, w); err != nil {
-				return err
-			}
-		}
-	}
-	var plan []string
-	if req.OnLimit != nil {
-		if plan, err = s.checkOnLimit(ctx, tenant, p, *req.OnLimit); err != nil {
-			return err
-		}
-	}
-	// The node keeps the rest of the policy; the coordinator the plan
-	// (R-ONL-1).
-	out, nodeReq := p, req
-	nodeReq.OnLimit = nil
-	if req.OnLimit == nil || len(nodeReq.Fields()) > 0 {
-		out = apitypes.Profile{}
-		if err := s.call(ctx, p.NodeID, wire.Header{Op: proto.OpProfileUpdate}, proto.ProfileUpdate{Ref: p.Ref, Tenant: tenant, ProfileUpdate: nodeReq}, &out); err != nil {
-			return err
-		}
-	}
-	out.OnLimit, out.OnLimitSetBy = p.OnLimit, p.OnLimitSetBy
-	if req.OnLimit != nil {
-		out.OnLimit, out.OnLimitSetBy = nil, nil
-		if len(plan) > 0 {
-			actor := CallerOf(c).Actor()
-			out.OnLimit, out.OnLimitSetBy = plan, &actor
-		}
-	}
-	out.Tenant, out.NodeID = tenant, p.NodeID
-	if err := s.o.Store.UpdateProfile(ctx, out); err != nil {
-		return err
-	}
-	// Field names only: env values never leave the node (R-AUD-3).
-	detail := map[string]any{"fields": req.Fields()}
-	if len(req.Env) > 0 {
-		keys := slices.Sorted(maps.Keys(req.Env))
-		detail["env_set"] = keys
-	}
-	if len(req.UnsetEnv) > 0 {
-		detail["env_unset"] = req.UnsetEnv
-	}
-	s.auditCaller(c, apitypes.AuditProfileUpdated, apitypes.AuditTarget{ProfileRef: p.Ref, NodeID: p.NodeID}, detail)
-	return c.JSON(http.StatusOK, out)
-}
-
-// CreateWorkspace registers a directory of a node as the local operator.
-func (s *Server) CreateWorkspace(ctx context.Context, tenant string, req apitypes.WorkspaceCreate) (apitypes.Workspace, error) {
-	return s.CreateWorkspaceAs(ctx, tenant, req, OperatorActor)
-}
-
-// CreateWorkspaceAs registers a directory and audits it as actor.
-func (s *Server) CreateWorkspaceAs(ctx context.Context, tenant string, req apitypes.WorkspaceCreate, actor apitypes.AuditActor) (apitypes.Workspace, error) {
-	if _, err := s.nodeInTenant(ctx, tenant, req.NodeID); err != nil {
-		return apitypes.Workspace{}, err
-	}
-	if req.Name == "" || req.Path == "" {
-		return apitypes.Workspace{}, apierr.BadRequest("bad_request", "a workspace needs a name and a path")
-	}
-	if err := s.nameFree(ctx, tenant, "workspace", req.Name); err != nil {
-		return apitypes.Workspace{}, err
-	}
-	ref := auth.NewID("ws_")
-	var w apitypes.Workspace
-	err := s.call(ctx, req.NodeID, wire.Header{Op: proto.OpWorkspaceCreate},
-		proto.WorkspaceCreate{Ref: ref, Tenant: tenant, Name: req.Name, Path: req.Path, ReadOnly: req.ReadOnly,
-			AllowedSubpaths: req.AllowedSubpaths, MaxReadBytes: req.MaxReadBytes, DLP: req.DLP}, &w)
-	if err != nil {
-		s.undoRecord(err, req.NodeID, proto.OpWorkspaceDelete, ref, tenant)
-		return apitypes.Workspace{}, err
-	}
-	w.Tenant, w.NodeID = tenant, req.NodeID
-	if err := s.o.Store.CreateWorkspace(ctx, w); err != nil {
-		s.undoRecord(nil, req.NodeID, proto.OpWorkspaceDelete, ref, tenant)
-		if errors.Is(err, store.ErrExists) {
-			return apitypes.Workspace{}, apierr.New(http.StatusConflict, "name_taken", "a workspace named %q exists in this tenant", req.Name)
-		}
-		return apitypes.Workspace{}, err
-	}
-	s.Audit(ctx, tenant, actor, apitypes.AuditWorkspaceCreated, apitypes.AuditTarget{WorkspaceRef: w.Ref, NodeID: w.NodeID},
-		map[string]any{"read_only": w.ReadOnly, "dlp": w.DLP})
-	return w, nil
-}
-
-func (s *Server) createWorkspace(c echo.Context) error {
-	var req apitypes.WorkspaceCreate
-	if err := decodeStrict(c, maxJSONBody, &req); err != nil {
-		return err
-	}
-	w, err := s.CreateWorkspaceAs(c.Request().Context(), CallerOf(c).Tenant, req, CallerOf(c).Actor())
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusCreated, w)
-}
-
-func (s *Server) listWorkspaces(c echo.Context) error {
-	ws, err := s.o.Store.ListWorkspaces(c.Request().Context(), CallerOf(c).Tenant)
-	if err != nil {
-		return err
-	}
-	if ws == nil {
-		ws = []apitypes.Workspace{}
-	}
-	return c.JSON(http.StatusOK, apitypes.WorkspaceList{Items: ws})
-}
-
-// undoTimeout bounds the removal of a record the index did not take.
-const undoTimeout = 30 * time.Second
-
-// undoRecord removes record ref from node when its creation did not
-// complete in the index: callErr is the create call's error (nil when the
-// node created it and the index write failed). A refusal from the node
-// created nothing; a call that failed on the way (node_call_failed, a
-// cancelled context) may have, so the node is told to delete the ref, which it
-// answers 404 when it has none. It runs on its own context: the request's
-// may be what ended.
-func (s *Server) undoRecord(callErr error, node, op, ref, tenant string) {
-	var we *wire.Error
-	if callErr != nil && errors.As(callErr, &we) && we.Code != "node_call_failed" {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), undoTimeout)
-	defer cancel()
-	err := s.o.Fleet.Call(ctx, node, wire.Header{Op: op}, proto.RecordDelete{Ref: ref, Tenant: tenant}, nil)
-	if err != nil && !(errors.As(err, &we) && we.Status == http.StatusNotFound) {
-		s.echo.Logger.Errorf("api: %s %s on node %s after its index write failed: %v; the node keeps a record the coordinator does not list", op, ref, node, err)
-	}
-}
-
-// --- runs ---
-
-// call is a fleet call with the route's timeout.
-func (s *Server) call(ctx context.Context, node string, h wire.Header, params, result any) error {
-	ctx, cancel := context.WithTimeout(ctx, callTimeout)
-	defer cancel()
-	return s.o.Fleet.Call(ctx, node, h, params, result)
-}
-
-// index returns the indexed row of r, which an agent answered a call
-// with: the agent pushes a row it answers with before the answer (issue
-// 24: the push is the index's one writer), so the index holds it, with
-// indexed_at. When the push did not get through (the agent logs it and
-// pushes again later), the answer's row is returned as it is.
-func (s *Server) index(ctx context.Context, r apitypes.Run) apitypes.Run {
-	got, err := s.o.Store.GetRun(ctx, r.RunRef)
-	if err != nil || got.Rev < r.Rev || got.Tenant != r.Tenant {
-		return r
-	}
-	return got
-}
-
-// runInTenant loads an index row; another tenant's run is a 404 (R-TEN-3).
-func (s *Server) runInTenant(ctx context.Context, tenant, ref string) (apitypes.Run, error) {
-	r, err := s.o.Store.GetRun(ctx, ref)
-	if errors.Is(err, store.ErrNotFound) || (err == nil && r.Tenant != tenant) {
-		return apitypes.Run{}, apierr.NotFound("run", ref)
-	}
-	return r, err
 }
 
 // countLaunch counts each launch by its result (R-OBS-7).
-func (s *Server) countLaunch(h echo.HandlerFunc) echo.HandlerFunc {
+func (s *runAPI) countLaunch(h echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		err := h(c)
 		s.metrics.launched(err)
@@ -422,7 +62,7 @@ func (s *Server) countLaunch(h echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-func (s *Server) launch(c echo.Context) error {
+func (s *runAPI) launch(c echo.Context) error {
 	ctx := c.Request().Context()
 	tenant := CallerOf(c).Tenant
 	var req apitypes.LaunchRequest
@@ -511,17 +151,9 @@ func (s *Server) launch(c echo.Context) error {
 	return s.respondRun(c, launchStatus(r), r)
 }
 
-func (s *Server) listRuns(c echo.Context) error {
+func (s *runAPI) listRuns(c echo.Context) error {
 	q := store.RunQuery{Tenant: CallerOf(c).Tenant, Limit: 50}
 	qp := c.QueryParams()
-	for k := range qp {
-		switch k {
-		case "state", "live_ref", "claude_session_id", "node_id", "provider_profile_ref", "workspace_ref", "driver", "attention",
-			"limit", "offset", "pagination", "cursor":
-		default:
-			return apierr.BadRequest("bad_query", "unknown query parameter %q", k)
-		}
-	}
 	q.State, q.LiveRef, q.ClaudeSessionID = qp.Get("state"), qp.Get("live_ref"), qp.Get("claude_session_id")
 	// R-LIST-7: the run's node, profile, workspace and tool, exact match.
 	q.NodeID, q.ProfileRef, q.WorkspaceRef, q.Driver = qp.Get("node_id"), qp.Get("provider_profile_ref"), qp.Get("workspace_ref"), qp.Get("driver")
@@ -580,18 +212,7 @@ func (s *Server) listRuns(c echo.Context) error {
 	return c.JSON(http.StatusOK, apitypes.RunList{Items: items, Next: next})
 }
 
-// freshRun is the run's row as the index has it now: its agent pushed
-// every change (the index's one writer); runViews marks it unreachable
-// while its node has no tunnel (R-STATE-7: the state is never invented).
-func (s *Server) freshRun(ctx context.Context, r apitypes.Run) apitypes.Run {
-	got, err := s.o.Store.GetRun(ctx, r.RunRef)
-	if err != nil || got.Tenant != r.Tenant {
-		return r
-	}
-	return got
-}
-
-func (s *Server) getRun(c echo.Context) error {
+func (s *runAPI) getRun(c echo.Context) error {
 	r, err := s.refRun(c)
 	if err != nil {
 		return err
@@ -601,13 +222,10 @@ func (s *Server) getRun(c echo.Context) error {
 	return s.respondRun(c, http.StatusOK, r)
 }
 
-func (s *Server) runEvents(c echo.Context) error {
+func (s *runAPI) runEvents(c echo.Context) error {
 	ctx := c.Request().Context()
 	r, err := s.refRun(c)
 	if err != nil {
-		return err
-	}
-	if err := onlyParams(c, "after", "limit"); err != nil {
 		return err
 	}
 	p := proto.RunEvents{Limit: 100}
@@ -632,23 +250,7 @@ func (s *Server) runEvents(c echo.Context) error {
 	return c.JSON(http.StatusOK, out)
 }
 
-// runCall forwards a run op to the run's node and, for ops answering a
-// row, indexes it.
-func (s *Server) runCall(c echo.Context, op string, params, result any, timeout time.Duration) (apitypes.Run, error) {
-	ctx := c.Request().Context()
-	r, err := s.refRun(c)
-	if err != nil {
-		return apitypes.Run{}, err
-	}
-	cctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	if err := s.o.Fleet.Call(cctx, r.NodeID, wire.Header{Op: op, RunRef: r.RunRef}, params, result); err != nil {
-		return r, err
-	}
-	return r, nil
-}
-
-func (s *Server) input(c echo.Context) error {
+func (s *runAPI) input(c echo.Context) error {
 	var in apitypes.InputRequest
 	if err := decodeStrict(c, maxInputBody, &in); err != nil {
 		return err
@@ -678,7 +280,7 @@ func (s *Server) input(c echo.Context) error {
 	return c.JSON(http.StatusAccepted, out)
 }
 
-func (s *Server) interrupt(c echo.Context) error {
+func (s *runAPI) interrupt(c echo.Context) error {
 	if err := noBody(c); err != nil {
 		return err
 	}
@@ -689,7 +291,7 @@ func (s *Server) interrupt(c echo.Context) error {
 	return c.JSON(http.StatusAccepted, out)
 }
 
-func (s *Server) stop(c echo.Context) error {
+func (s *runAPI) stop(c echo.Context) error {
 	if err := noBody(c); err != nil {
 		return err
 	}
@@ -707,13 +309,11 @@ func (s *Server) stop(c echo.Context) error {
 
 // stopRun is POST /runs/{ref}/stop for run r, audited as actor: the
 // route's and an on_limit move's one path (R-ONL-3).
-func (s *Server) stopRun(ctx context.Context, tenant string, actor apitypes.AuditActor, r apitypes.Run) (apitypes.Run, error) {
+func (s *runAPI) stopRun(ctx context.Context, tenant string, actor apitypes.AuditActor, r apitypes.Run) (apitypes.Run, error) {
 	var out apitypes.Run
 	// The agent answers once the exit is observed: up to the grace and
 	// the SIGKILL after it.
-	cctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
-	defer cancel()
-	if err := s.o.Fleet.Call(cctx, r.NodeID, wire.Header{Op: proto.OpRunStop, RunRef: r.RunRef}, nil, &out); err != nil {
+	if err := s.runOp(ctx, r, proto.OpRunStop, nil, &out, 5*time.Minute); err != nil {
 		return apitypes.Run{}, err
 	}
 	out.NodeID, out.Tenant = r.NodeID, r.Tenant
@@ -723,7 +323,7 @@ func (s *Server) stopRun(ctx context.Context, tenant string, actor apitypes.Audi
 	return s.index(ctx, out), nil
 }
 
-func (s *Server) resume(c echo.Context) error {
+func (s *runAPI) resume(c echo.Context) error {
 	if err := noBody(c); err != nil {
 		return err
 	}
@@ -744,42 +344,23 @@ func (s *Server) resume(c echo.Context) error {
 // (resume, or approve of a held launch or resume): the run's grants are
 // handed out again and the workspace's approved project config is the
 // gate (R-GRANT-2, R-PCS-12).
-func (s *Server) startGeneration(c echo.Context, op string) (apitypes.Run, error) {
+func (s *runAPI) startGeneration(c echo.Context, op string) (apitypes.Run, error) {
 	ctx := c.Request().Context()
 	r, err := s.refRun(c)
 	if err != nil {
 		return apitypes.Run{}, err
 	}
-	grants, err := s.runGrants(ctx, r)
-	if err != nil {
-		return apitypes.Run{}, err
-	}
-	gate, err := s.gate(ctx, r.WorkspaceRef)
+	params, err := s.resumeParams(ctx, r)
 	if err != nil {
 		return apitypes.Run{}, err
 	}
 	var out apitypes.Run
-	r, err = s.runCall(c, op, proto.RunResume{Grants: grants, Gate: gate}, &out, callTimeout)
+	r, err = s.runCall(c, op, params, &out, callTimeout)
 	if err != nil {
 		return apitypes.Run{}, err
 	}
 	out.NodeID, out.Tenant = r.NodeID, r.Tenant
 	return out, nil
-}
-
-// auditStart records a run's start or resume, and the grants it was handed
-// by kind and secret ref, never their values (R-AUD-6).
-func (s *Server) auditStart(c echo.Context, event string, r apitypes.Run, grants []store.GrantRef, detail map[string]any) {
-	target := apitypes.AuditTarget{RunRef: r.RunRef, NodeID: r.NodeID}
-	s.auditCaller(c, event, target, detail)
-	if len(grants) == 0 {
-		return
-	}
-	gs := make([]map[string]any, 0, len(grants))
-	for _, g := range grants {
-		gs = append(gs, map[string]any{"kind": g.Kind, "secret_ref": g.SecretRef, "env": g.Env, "as_file": g.AsFile})
-	}
-	s.auditCaller(c, apitypes.AuditRunGranted, target, map[string]any{"on": event, "grants": gs})
 }
 
 // launchStatus is 201 for a launched run and 202 for one its profile's
@@ -793,7 +374,7 @@ func launchStatus(r apitypes.Run) int {
 
 // approveRun lets a held launch or resume go on; agent identities
 // may not approve (R-AUTH-6).
-func (s *Server) approveRun(c echo.Context) error {
+func (s *runAPI) approveRun(c echo.Context) error {
 	if err := refuseAgent(c); err != nil {
 		return err
 	}
@@ -814,13 +395,10 @@ func (s *Server) approveRun(c echo.Context) error {
 // without end (R-RC-8); the client reconnects with from=last+1 (R-RC-1).
 // A principal has at most Options.Attach.PerPrincipal attaches open (429
 // too_many_attaches).
-func (s *Server) attach(c echo.Context) error {
+func (s *runAPI) attach(c echo.Context) error {
 	ctx := c.Request().Context()
 	r, err := s.refRun(c)
 	if err != nil {
-		return err
-	}
-	if err := onlyParams(c, "from"); err != nil {
 		return err
 	}
 	var from uint64
@@ -851,13 +429,7 @@ func (s *Server) attach(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	w := c.Response()
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	sink := responseSink{w: w, rc: http.NewResponseController(w)}
+	sink := openSSE(c)
 	sink.SetWriteDeadline(time.Now().Add(s.o.Attach.WriteTimeout))
 	if err := sink.Flush(); err != nil {
 		st.Close()
@@ -875,19 +447,9 @@ func (s *Server) attach(c echo.Context) error {
 	return nil
 }
 
-// responseSink is an SSE response as the relay writes it.
-type responseSink struct {
-	w  *echo.Response
-	rc *http.ResponseController
-}
-
-func (s responseSink) Write(p []byte) (int, error)        { return s.w.Write(p) }
-func (s responseSink) SetWriteDeadline(t time.Time) error { return s.rc.SetWriteDeadline(t) }
-func (s responseSink) Flush() error                       { return s.rc.Flush() }
-
 // move re-attaches a stopped or failed Claude Code run to another profile
 // of the same tool on its node (R-MOVE-*). Nothing starts.
-func (s *Server) move(c echo.Context) error {
+func (s *runAPI) move(c echo.Context) error {
 	r, err := s.refRun(c)
 	if err != nil {
 		return err
@@ -905,7 +467,7 @@ func (s *Server) move(c echo.Context) error {
 
 // moveRun is POST /runs/{ref}/move for run r of tenant: the route's and an
 // on_limit move's one path (R-ONL-3).
-func (s *Server) moveRun(ctx context.Context, tenant string, r apitypes.Run, profileRef string) (apitypes.Run, error) {
+func (s *runAPI) moveRun(ctx context.Context, tenant string, r apitypes.Run, profileRef string) (apitypes.Run, error) {
 	if profileRef == "" {
 		return apitypes.Run{}, apierr.BadRequest("profile_required", "provider_profile_ref is required: the profile to move the run to")
 	}
@@ -918,11 +480,67 @@ func (s *Server) moveRun(ctx context.Context, tenant string, r apitypes.Run, pro
 		return apitypes.Run{}, apierr.New(http.StatusConflict, "profile_other_node", "profile %s is on node %s and run %s on node %s; a run moves only to a profile of its own node (hand it off instead)", p.Ref, p.NodeID, r.RunRef, r.NodeID)
 	}
 	var out apitypes.Run
-	cctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
-	defer cancel()
-	if err := s.o.Fleet.Call(cctx, r.NodeID, wire.Header{Op: proto.OpRunMove, RunRef: r.RunRef}, proto.RunMove{ProfileRef: p.Ref}, &out); err != nil {
+	if err := s.runOp(ctx, r, proto.OpRunMove, proto.RunMove{ProfileRef: p.Ref}, &out, 5*time.Minute); err != nil {
 		return apitypes.Run{}, err
 	}
 	out.NodeID, out.Tenant = r.NodeID, r.Tenant
 	return s.index(ctx, out), nil
+}
+
+// pinnedExtras are the caller's pinned runs that match q but are not on the
+// page (R-LIST-3), newest pin first, at most maxPinnedExtras.
+func (s *runAPI) pinnedExtras(c echo.Context, q store.RunQuery, page []apitypes.Run) ([]apitypes.Run, error) {
+	ctx := c.Request().Context()
+	cl := CallerOf(c)
+	pins, err := s.o.Store.PinnedMarks(ctx, cl.Tenant, cl.Owner())
+	if err != nil {
+		return nil, err
+	}
+	var refs []string
+	for _, m := range pins {
+		if !slices.ContainsFunc(page, func(r apitypes.Run) bool { return r.RunRef == m.RunRef }) {
+			refs = append(refs, m.RunRef)
+		}
+	}
+	// One read for every candidate: on a database store each read is a
+	// round trip.
+	rows, err := s.o.Store.GetRuns(ctx, refs)
+	if err != nil {
+		return nil, err
+	}
+	var out []apitypes.Run
+	for _, ref := range slices.Backward(refs) {
+		if len(out) == maxPinnedExtras {
+			break
+		}
+		r, ok := rows[ref]
+		if !ok || r.Tenant != cl.Tenant || !q.Matches(r) {
+			continue
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// checkGrants validates a launch's grants (400, R-GRANT-1) and that each names
+// a secret of the tenant (404, R-TEN-3).
+func (s *runAPI) checkGrants(ctx context.Context, tenant string, gs []apitypes.Grant) ([]store.GrantRef, error) {
+	var out []store.GrantRef
+	for _, g := range gs {
+		if !slices.Contains(apitypes.GrantKinds, g.Kind) {
+			return nil, apierr.BadRequest("bad_grant", "grant kind %q: use %s", g.Kind, strings.Join(apitypes.GrantKinds, ", "))
+		}
+		if g.Env == "" {
+			return nil, apierr.BadRequest("bad_grant", "a grant needs env: the variable the tool reads it from")
+		}
+		sec, err := s.o.Store.GetSecret(ctx, g.SecretRef)
+		if errors.Is(err, store.ErrNotFound) || (err == nil && sec.Tenant != tenant) {
+			return nil, apierr.NotFound("secret", g.SecretRef)
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, store.GrantRef{Kind: g.Kind, SecretRef: g.SecretRef, Env: g.Env, AsFile: g.AsFile})
+	}
+	return out, nil
 }

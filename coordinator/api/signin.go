@@ -10,25 +10,28 @@ import (
 	"github.com/olivares-dev/olivares/coordinator/auth"
 	"github.com/olivares-dev/olivares/shared/apierr"
 	"github.com/olivares-dev/olivares/shared/apitypes"
+	"github.com/olivares-dev/olivares/shared/logging"
 	"github.com/olivares-dev/olivares/shared/proto"
 	"github.com/olivares-dev/olivares/shared/wire"
 )
 
-// signinRoutes are a profile's account sign-in (R-ACCT-1..5): the attempt
-// runs on the profile's node; the coordinator relays and audits. A sign-in
-// changes what the profile's runs act as, so it is profile administration
-// (R-PROF-4's permission).
-func (s *Server) signinRoutes() []Route {
+// signinAPI serves a profile's account (R-ACCT-9) and its sign-in
+// (R-ACCT-1..5): the attempt runs on the profile's node; the coordinator
+// relays and audits. A sign-in changes what the profile's runs act as, so
+// it is profile administration (R-PROF-4's permission).
+type signinAPI struct{ *core }
+
+func (s *signinAPI) routes() []Route {
 	return []Route{
-		{http.MethodGet, Base + "/profiles/:ref/account", auth.PermRunRead, s.profileAccount},
-		{http.MethodPost, Base + "/profiles/:ref/signin", auth.PermWorkspaceAdmin, s.startSignin},
-		{http.MethodGet, Base + "/profiles/:ref/signin/:id", auth.PermWorkspaceAdmin, s.getSignin},
-		{http.MethodPost, Base + "/profiles/:ref/signin/:id/code", auth.PermWorkspaceAdmin, s.signinCode},
-		{http.MethodDelete, Base + "/profiles/:ref/signin/:id", auth.PermWorkspaceAdmin, s.cancelSignin},
+		{http.MethodGet, Base + "/profiles/:ref/account", auth.PermRunRead, s.profileAccount, nil},
+		{http.MethodPost, Base + "/profiles/:ref/signin", auth.PermWorkspaceAdmin, s.startSignin, nil},
+		{http.MethodGet, Base + "/profiles/:ref/signin/:id", auth.PermWorkspaceAdmin, s.getSignin, nil},
+		{http.MethodPost, Base + "/profiles/:ref/signin/:id/code", auth.PermWorkspaceAdmin, s.signinCode, nil},
+		{http.MethodDelete, Base + "/profiles/:ref/signin/:id", auth.PermWorkspaceAdmin, s.cancelSignin, nil},
 	}
 }
 
-func (s *Server) startSignin(c echo.Context) error {
+func (s *signinAPI) startSignin(c echo.Context) error {
 	p, err := s.refProfile(c)
 	if err != nil {
 		return err
@@ -49,7 +52,7 @@ func (s *Server) startSignin(c echo.Context) error {
 
 // signinCall relays op on the attempt named in the path; an attempt of
 // another profile is 404 like an unknown one.
-func (s *Server) signinCall(c echo.Context, op, code string) (apitypes.Profile, apitypes.SigninAttempt, error) {
+func (s *signinAPI) signinCall(c echo.Context, op, code string) (apitypes.Profile, apitypes.SigninAttempt, error) {
 	p, err := s.refProfile(c)
 	if err != nil {
 		return p, apitypes.SigninAttempt{}, err
@@ -66,7 +69,7 @@ func (s *Server) signinCall(c echo.Context, op, code string) (apitypes.Profile, 
 // env_keys name the token kept on the node, R-ACCT-6), audited as a
 // profile update naming the variable, never its value (R-AUD-6), by the
 // caller who first saw it.
-func (s *Server) signinSeen(c echo.Context, a apitypes.SigninAttempt) apitypes.SigninAttempt {
+func (s *signinAPI) signinSeen(c echo.Context, a apitypes.SigninAttempt) apitypes.SigninAttempt {
 	if a.Profile == nil {
 		return a
 	}
@@ -76,7 +79,7 @@ func (s *Server) signinSeen(c echo.Context, a apitypes.SigninAttempt) apitypes.S
 	}
 	a.Profile.Tenant, a.Profile.NodeID = p.Tenant, p.NodeID
 	if err := s.o.Store.UpdateProfile(c.Request().Context(), *a.Profile); err != nil {
-		s.echo.Logger.Errorf("api: index profile %s after its sign-in: %v", p.Ref, err)
+		s.log.ErrorContext(c.Request().Context(), "a sign-in changed a profile the index did not take", "profile_ref", p.Ref, logging.Err(err))
 		return a
 	}
 	var set []string
@@ -90,7 +93,7 @@ func (s *Server) signinSeen(c echo.Context, a apitypes.SigninAttempt) apitypes.S
 	return a
 }
 
-func (s *Server) getSignin(c echo.Context) error {
+func (s *signinAPI) getSignin(c echo.Context) error {
 	_, a, err := s.signinCall(c, proto.OpSigninGet, "")
 	if err != nil {
 		return err
@@ -100,7 +103,7 @@ func (s *Server) getSignin(c echo.Context) error {
 
 // signinCode sends the pasted code (R-ACCT-3). The code is a secret of
 // the person's: it is audited as sent, never with its text.
-func (s *Server) signinCode(c echo.Context) error {
+func (s *signinAPI) signinCode(c echo.Context) error {
 	var req apitypes.SigninCode
 	if err := decodeStrict(c, maxJSONBody, &req); err != nil {
 		return err
@@ -118,7 +121,7 @@ func (s *Server) signinCode(c echo.Context) error {
 }
 
 // cancelSignin ends the attempt; the node kills its process (R-ACCT-4).
-func (s *Server) cancelSignin(c echo.Context) error {
+func (s *signinAPI) cancelSignin(c echo.Context) error {
 	if err := noBody(c); err != nil {
 		return err
 	}
@@ -134,7 +137,7 @@ func (s *Server) cancelSignin(c echo.Context) error {
 // profileAccount is R-ACCT-9: the node says whether the account is signed
 // in; the rate-limit windows are the usage report's for the profile
 // (R-USE-5).
-func (s *Server) profileAccount(c echo.Context) error {
+func (s *signinAPI) profileAccount(c echo.Context) error {
 	p, err := s.refProfile(c)
 	if err != nil {
 		return err

@@ -14,11 +14,14 @@ import (
 	"github.com/olivares-dev/olivares/shared/apitypes"
 )
 
+// usageAPI serves the usage report (R-USE).
+type usageAPI struct{ *core }
+
 // usageRoutes: what the fleet spent (docs/rules/usage.md). Reading it is
 // run:read, like the runs it sums.
-func (s *Server) usageRoutes() []Route {
+func (s *usageAPI) routes() []Route {
 	return []Route{
-		{http.MethodGet, Base + "/usage", auth.PermRunRead, s.usage},
+		{http.MethodGet, Base + "/usage", auth.PermRunRead, s.usage, query("group_by", "from", "to")},
 	}
 }
 
@@ -43,18 +46,13 @@ func usageTime(name, v string) (time.Time, error) {
 	return time.Time{}, apierr.BadRequest("bad_query", "%s %q: give an RFC 3339 time (2026-12-01T00:00:00Z) or a day (2026-12-01)", name, v)
 }
 
-func (s *Server) usage(c echo.Context) error {
+func (s *usageAPI) usage(c echo.Context) error {
 	ctx := c.Request().Context()
 	tenant := CallerOf(c).Tenant
 	qp := c.QueryParams()
 	for k, v := range qp {
-		switch k {
-		case "group_by", "from", "to":
-			if len(v) > 1 {
-				return apierr.BadRequest("bad_query", "give %s once", k)
-			}
-		default:
-			return apierr.BadRequest("bad_query", "unknown query parameter %q", k)
+		if len(v) > 1 {
+			return apierr.BadRequest("bad_query", "give %s once", k)
 		}
 	}
 	rep := apitypes.UsageReport{GroupBy: qp.Get("group_by"), Groups: []apitypes.UsageGroup{}}

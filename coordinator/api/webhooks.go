@@ -19,15 +19,18 @@ import (
 	"github.com/olivares-dev/olivares/shared/apitypes"
 )
 
+// webhookAPI serves the tenant's webhooks and their deliveries (R-NOTIF).
+type webhookAPI struct{ *core }
+
 // The webhook routes (R-NOTIF-1..7): a tenant's administrators configure
 // where attention changes are sent.
-func (s *Server) webhookRoutes() []Route {
+func (s *webhookAPI) routes() []Route {
 	return []Route{
-		{http.MethodPost, Base + "/webhooks", auth.PermRunAdmin, s.createWebhook},
-		{http.MethodGet, Base + "/webhooks", auth.PermRunAdmin, s.listWebhooks},
-		{http.MethodDelete, Base + "/webhooks/:id", auth.PermRunAdmin, s.deleteWebhook},
-		{http.MethodGet, Base + "/webhooks/:id/deliveries", auth.PermRunAdmin, s.listDeliveries},
-		{http.MethodPost, Base + "/webhooks/:id/test", auth.PermRunAdmin, s.testWebhook},
+		{http.MethodPost, Base + "/webhooks", auth.PermRunAdmin, s.createWebhook, nil},
+		{http.MethodGet, Base + "/webhooks", auth.PermRunAdmin, s.listWebhooks, nil},
+		{http.MethodDelete, Base + "/webhooks/:id", auth.PermRunAdmin, s.deleteWebhook, nil},
+		{http.MethodGet, Base + "/webhooks/:id/deliveries", auth.PermRunAdmin, s.listDeliveries, nil},
+		{http.MethodPost, Base + "/webhooks/:id/test", auth.PermRunAdmin, s.testWebhook, nil},
 	}
 }
 
@@ -70,17 +73,29 @@ func urlHost(raw string) string {
 	return u.Scheme + "://" + u.Host
 }
 
-func (s *Server) webhookAudit(c echo.Context, event string, w store.Webhook) apitypes.AuditEntry {
+// hookAudit is the audit row of a person's act on a webhook or push
+// subscription: its URL's host and its reasons.
+func (s *core) hookAudit(c echo.Context, event string, w store.Webhook) apitypes.AuditEntry {
 	cl := CallerOf(c)
 	detail, _ := json.Marshal(map[string]any{"url_host": urlHost(w.URL), "reasons": webhookView(w).Reasons})
 	return apitypes.AuditEntry{At: s.o.Now().UTC(), Tenant: cl.Tenant, Actor: cl.Actor(), Event: event,
 		Target: apitypes.AuditTarget{WebhookID: w.ID}, Detail: detail}
 }
 
+// checkReasons refuses an attention reason that does not exist.
+func checkReasons(rs []string) error {
+	for _, r := range rs {
+		if !slices.Contains(apitypes.AttentionReasons, r) {
+			return apierr.BadRequest("bad_reason", "reason %q: use %s", r, strings.Join(apitypes.AttentionReasons, ", "))
+		}
+	}
+	return nil
+}
+
 // createWebhook is POST /webhooks (R-NOTIF-1): an http or https URL and
 // the reasons it takes (none: every one); the answer holds the signing
 // secret, shown this once.
-func (s *Server) createWebhook(c echo.Context) error {
+func (s *webhookAPI) createWebhook(c echo.Context) error {
 	if err := refuseAgent(c); err != nil {
 		return err
 	}
@@ -88,10 +103,8 @@ func (s *Server) createWebhook(c echo.Context) error {
 	if err := decodeStrict(c, maxJSONBody, &req); err != nil {
 		return err
 	}
-	for _, r := range req.Reasons {
-		if !slices.Contains(apitypes.AttentionReasons, r) {
-			return apierr.BadRequest("bad_reason", "reason %q: use %s", r, strings.Join(apitypes.AttentionReasons, ", "))
-		}
+	if err := checkReasons(req.Reasons); err != nil {
+		return err
 	}
 	if req.ActAs != "" {
 		if err := s.checkActAs(c, req.ActAs); err != nil {
@@ -123,7 +136,7 @@ func (s *Server) createWebhook(c echo.Context) error {
 	if req.ActAs != "" {
 		w.ActAs, w.ActionBase = req.ActAs, requestOrigin(c.Request()) // R-NOTIF-11
 	}
-	if err := s.o.Store.CreateWebhook(ctx, w, s.webhookAudit(c, apitypes.AuditWebhookCreated, w)); err != nil {
+	if err := s.o.Store.CreateWebhook(ctx, w, s.hookAudit(c, apitypes.AuditWebhookCreated, w)); err != nil {
 		return err
 	}
 	v := webhookView(w)
@@ -131,10 +144,7 @@ func (s *Server) createWebhook(c echo.Context) error {
 	return c.JSON(http.StatusCreated, v)
 }
 
-func (s *Server) listWebhooks(c echo.Context) error {
-	if err := onlyParams(c); err != nil {
-		return err
-	}
+func (s *webhookAPI) listWebhooks(c echo.Context) error {
 	ctx := c.Request().Context()
 	hooks, err := s.o.Store.ListWebhooks(ctx, CallerOf(c).Tenant)
 	if err != nil {
@@ -156,7 +166,7 @@ func (s *Server) listWebhooks(c echo.Context) error {
 
 // hookInTenant is the webhook of a /webhooks/:id route; another tenant's
 // is 404 (R-TEN-3).
-func (s *Server) hookInTenant(ctx context.Context, c echo.Context) (store.Webhook, error) {
+func (s *webhookAPI) hookInTenant(ctx context.Context, c echo.Context) (store.Webhook, error) {
 	w, err := s.o.Store.GetWebhook(ctx, c.Param("id"))
 	if errors.Is(err, store.ErrNotFound) || (err == nil && (w.Tenant != CallerOf(c).Tenant || w.Kind != "")) {
 		return store.Webhook{}, apierr.New(http.StatusNotFound, "webhook_not_found", "no webhook %q in this tenant", c.Param("id"))
@@ -164,20 +174,26 @@ func (s *Server) hookInTenant(ctx context.Context, c echo.Context) (store.Webhoo
 	return w, err
 }
 
-// deleteWebhook and testWebhook are a person's acts, as creating one is.
-func (s *Server) deleteWebhook(c echo.Context) error {
+// hookAct is the webhook a person acts on, with no body: deleting and
+// testing one are a person's acts, as creating one is.
+func (s *webhookAPI) hookAct(c echo.Context) (store.Webhook, error) {
+	w, err := s.hookInTenant(c.Request().Context(), c)
+	if err == nil {
+		err = refuseAgent(c)
+	}
+	if err == nil {
+		err = noBody(c)
+	}
+	return w, err
+}
+
+func (s *webhookAPI) deleteWebhook(c echo.Context) error {
 	ctx := c.Request().Context()
-	w, err := s.hookInTenant(ctx, c)
+	w, err := s.hookAct(c)
 	if err != nil {
 		return err
 	}
-	if err := refuseAgent(c); err != nil {
-		return err
-	}
-	if err := noBody(c); err != nil {
-		return err
-	}
-	if err := s.o.Store.DeleteWebhook(ctx, w.ID, s.webhookAudit(c, apitypes.AuditWebhookDeleted, w)); err != nil {
+	if err := s.o.Store.DeleteWebhook(ctx, w.ID, s.hookAudit(c, apitypes.AuditWebhookDeleted, w)); err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return apierr.New(http.StatusNotFound, "webhook_not_found", "no webhook %q in this tenant", w.ID)
 		}
@@ -186,45 +202,50 @@ func (s *Server) deleteWebhook(c echo.Context) error {
 	return c.NoContent(http.StatusNoContent)
 }
 
-func (s *Server) listDeliveries(c echo.Context) error {
+func (s *webhookAPI) listDeliveries(c echo.Context) error {
 	ctx := c.Request().Context()
 	w, err := s.hookInTenant(ctx, c)
 	if err != nil {
 		return err
 	}
-	if err := onlyParams(c); err != nil {
-		return err
-	}
 	ds, err := s.o.Store.ListDeliveries(ctx, w.ID)
-	if err != nil {
-		return err
-	}
-	if ds == nil {
-		ds = []apitypes.WebhookDelivery{}
-	}
-	return c.JSON(http.StatusOK, apitypes.WebhookDeliveryList{Items: ds})
+	return items(c, ds, err)
 }
 
 // testWebhook is POST /webhooks/{id}/test (R-NOTIF-6): one signed `test`
 // delivery, sent now and not retried; the answer is how it went. It is
 // audited before it goes (R-NOTIF-7): a test is a request the coordinator
 // sends where a person said.
-func (s *Server) testWebhook(c echo.Context) error {
+func (s *webhookAPI) testWebhook(c echo.Context) error {
 	ctx := c.Request().Context()
-	w, err := s.hookInTenant(ctx, c)
+	w, err := s.hookAct(c)
 	if err != nil {
 		return err
 	}
-	if err := refuseAgent(c); err != nil {
-		return err
-	}
-	if err := noBody(c); err != nil {
-		return err
-	}
-	if _, err := s.o.Store.AppendAudit(ctx, s.webhookAudit(c, apitypes.AuditWebhookTested, w)); err != nil {
+	if _, err := s.o.Store.AppendAudit(ctx, s.hookAudit(c, apitypes.AuditWebhookTested, w)); err != nil {
 		return err
 	}
 	d := s.notify.newDelivery(w, apitypes.WebhookEventTest)
 	body, _ := json.Marshal(apitypes.WebhookPayload{ID: d.ID, Event: d.Event, At: d.CreatedAt, Tenant: w.Tenant})
 	return c.JSON(http.StatusOK, s.notify.deliver(w, d, body, false))
+}
+
+// checkActAs is R-NOTIF-11's rule for a webhook's act_as: the
+// administrator adding it, or a person of the tenant who may answer
+// requests and is no administrator (an administrator answers only as
+// themselves).
+func (s *webhookAPI) checkActAs(c echo.Context, id string) error {
+	cl := CallerOf(c)
+	if id == cl.Principal.ID {
+		return nil
+	}
+	p, err := s.o.Store.GetPrincipal(c.Request().Context(), id)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	role := p.Roles[cl.Tenant]
+	if err != nil || p.Kind != store.KindHuman || !auth.Grants(role, auth.PermRunWrite) || auth.Grants(role, auth.PermRunAdmin) {
+		return apierr.BadRequest("bad_act_as", "act_as %q: name yourself, or a person of this tenant with the operator role", id)
+	}
+	return nil
 }

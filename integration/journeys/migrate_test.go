@@ -56,7 +56,7 @@ func takeSnapshot(t *testing.T, f *fixture, alice *integration.Client) snapshot 
 	f.admin.Must(http.StatusOK, http.MethodGet, "/v1/m/sessions/profiles", nil, &s.Profiles)
 	var nodes apitypes.NodeList
 	f.admin.Must(http.StatusOK, http.MethodGet, "/v1/nodes", nil, &nodes)
-	for _, n := range nodes.Nodes {
+	for _, n := range nodes.Items {
 		s.Nodes = append(s.Nodes, n.ID+" "+n.CertSerial)
 	}
 	return s

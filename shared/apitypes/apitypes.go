@@ -55,7 +55,7 @@ func (n Node) State() string {
 
 // NodeList is GET /v1/nodes.
 type NodeList struct {
-	Nodes []Node `json:"nodes"`
+	Items []Node `json:"items"`
 }
 
 // Tenants is GET /v1/tenants: who the caller is and every tenant it

@@ -134,16 +134,21 @@ func claudeHostOf(ctx context.Context, cl *apiclient.Client, host string) (strin
 	if host != "" {
 		return host, nil
 	}
+	return supervisedHost(ctx, cl, "claude_supervision", "Claude Code", "set [claude_supervision] enabled = true in a node's agent config")
+}
+
+// supervisedHost is the one connected node whose capabilities hold key,
+// a tool's supervision (the host of a continue or archive without
+// --host); with none or several, an error that says what to do.
+func supervisedHost(ctx context.Context, cl *apiclient.Client, key, tool, enable string) (string, error) {
 	nodes, err := cl.Nodes(ctx)
 	if err != nil {
 		return "", err
 	}
 	var hosts []string
-	for _, n := range nodes.Nodes {
-		var caps struct {
-			ClaudeSupervision json.RawMessage `json:"claude_supervision"`
-		}
-		if json.Unmarshal(n.Capabilities, &caps) == nil && len(caps.ClaudeSupervision) > 0 && string(caps.ClaudeSupervision) != "null" && n.Connected {
+	for _, n := range nodes.Items {
+		var caps map[string]json.RawMessage
+		if json.Unmarshal(n.Capabilities, &caps) == nil && len(caps[key]) > 0 && string(caps[key]) != "null" && n.Connected {
 			hosts = append(hosts, n.ID)
 		}
 	}
@@ -151,9 +156,9 @@ func claudeHostOf(ctx context.Context, cl *apiclient.Client, host string) (strin
 	case 1:
 		return hosts[0], nil
 	case 0:
-		return "", errors.New("no connected node has Claude Code supervision; set [claude_supervision] enabled = true in a node's agent config")
+		return "", fmt.Errorf("no connected node has %s supervision; %s", tool, enable)
 	}
-	return "", usageError{fmt.Errorf("several hosts have Claude Code supervision (%s); pass --host", strings.Join(hosts, ", "))}
+	return "", usageError{fmt.Errorf("several hosts have %s supervision (%s); pass --host", tool, strings.Join(hosts, ", "))}
 }
 
 func printClaudeCatalog(out io.Writer, cat apitypes.ClaudeCatalog) {

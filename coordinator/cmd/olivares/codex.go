@@ -195,8 +195,8 @@ func runCodex(ctx context.Context, o *codexOpts, pos []string, out io.Writer) er
 		thread := pos[0]
 		host := o.host
 		if host == "" {
-			if host, err = onlyCodexHost(ctx, cl); err != nil {
-				return err
+			if host, err = supervisedHost(ctx, cl, "codex_supervision", "Codex", "enable it in a node's agent config"); err != nil {
+				return failure("codex", err)
 			}
 		}
 		if o.cmd == "codex continue" {
@@ -219,31 +219,6 @@ func runCodex(ctx context.Context, o *codexOpts, pos []string, out io.Writer) er
 		return emit(res, func() { fmt.Fprintf(out, "archived thread %s on %s\n", res.ThreadID, res.Host) })
 	}
 	return usageError{fmt.Errorf("unknown command %q", o.cmd)}
-}
-
-// onlyCodexHost is the host of continue and archive without --host: the one
-// connected node with Codex supervision; with several, --host is needed.
-func onlyCodexHost(ctx context.Context, cl *apiclient.Client) (string, error) {
-	nodes, err := cl.Nodes(ctx)
-	if err != nil {
-		return "", failure("codex", err)
-	}
-	var hosts []string
-	for _, n := range nodes.Nodes {
-		var caps struct {
-			CodexSupervision json.RawMessage `json:"codex_supervision"`
-		}
-		if json.Unmarshal(n.Capabilities, &caps) == nil && len(caps.CodexSupervision) > 0 && string(caps.CodexSupervision) != "null" && n.Connected {
-			hosts = append(hosts, n.ID)
-		}
-	}
-	switch len(hosts) {
-	case 1:
-		return hosts[0], nil
-	case 0:
-		return "", errors.New("no connected node has Codex supervision; enable it in a node's agent config")
-	}
-	return "", usageError{fmt.Errorf("several hosts have Codex supervision (%s); pass --host", strings.Join(hosts, ", "))}
 }
 
 func printCatalog(out io.Writer, cat apitypes.CodexCatalog, search string) {

@@ -114,7 +114,7 @@ func TestCodexContinueArchive(t *testing.T) {
 		mu.Unlock()
 		switch {
 		case r.URL.Path == "/v1/nodes":
-			writeJSON(w, 200, apitypes.NodeList{Nodes: nodes})
+			writeJSON(w, 200, apitypes.NodeList{Items: nodes})
 		case strings.HasSuffix(r.URL.Path, "/continue") && strings.Contains(r.URL.Path, "01a23643-0000"):
 			writeErr(w, 409, "thread_active", "thread is active")
 		case strings.HasSuffix(r.URL.Path, "/continue"):

@@ -32,7 +32,7 @@ func TestSessionListFilters(t *testing.T) {
 		case "/v1/m/sessions/workspaces":
 			writeJSON(w, 200, apitypes.WorkspaceList{Items: []apitypes.Workspace{{Ref: "ws_1", Name: "repo"}}})
 		case "/v1/nodes":
-			writeJSON(w, 200, apitypes.NodeList{Nodes: []apitypes.Node{{ID: "n1", Hostname: "box"}, {ID: "n2", Hostname: "other"}}})
+			writeJSON(w, 200, apitypes.NodeList{Items: []apitypes.Node{{ID: "n1", Hostname: "box"}, {ID: "n2", Hostname: "other"}}})
 		default:
 			t.Errorf("unexpected %s", r.URL)
 		}

@@ -700,7 +700,7 @@ func TestProfileAndWorkspaceAdd(t *testing.T) {
 		raw, _ := io.ReadAll(r.Body)
 		switch r.Method + " " + r.URL.Path {
 		case "GET /v1/nodes":
-			writeJSON(w, 200, apitypes.NodeList{Nodes: []apitypes.Node{{ID: "n1", Hostname: "box"}}})
+			writeJSON(w, 200, apitypes.NodeList{Items: []apitypes.Node{{ID: "n1", Hostname: "box"}}})
 		case "POST /v1/m/sessions/profiles":
 			if want := `{"node_id":"n1","tool":"claude","name":"work","home":"/h","env":{"A":"1","B":"x=y"}}`; string(raw) != want {
 				t.Errorf("profile body %s, want %s", raw, want)

@@ -30,7 +30,7 @@ func TestNamesEverywhere(t *testing.T) {
 		case "GET /v1/m/sessions/vault/secrets":
 			writeJSON(w, 200, apitypes.SecretList{Items: []apitypes.Secret{{Ref: "sec_1", Name: "npm"}}})
 		case "GET /v1/nodes":
-			writeJSON(w, 200, apitypes.NodeList{Nodes: []apitypes.Node{{ID: "n1", Hostname: "box"}}})
+			writeJSON(w, 200, apitypes.NodeList{Items: []apitypes.Node{{ID: "n1", Hostname: "box"}}})
 		case "GET /v1/m/sessions/profiles/prof_1":
 			writeJSON(w, 200, apitypes.Profile{Ref: "prof_1", Name: "work", Tool: "claude", DeniedTools: denied})
 		case "GET /v1/m/sessions/profiles/prof_1/account":

@@ -25,7 +25,7 @@ func nodeCommands() []*command {
 			return c.emit(res, func() {
 				tw := tabwriter.NewWriter(c.out, 0, 4, 2, ' ', 0)
 				fmt.Fprintf(tw, "NODE\tHOST\t%s\tTRANSPORT\tLAST HEARTBEAT\tCERT EXPIRES\n", c.tty.cell(sgrHeader, "STATE"))
-				for _, an := range res.Nodes {
+				for _, an := range res.Items {
 					n := node{an}
 					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", n.ID, dash(n.Hostname), c.tty.nodeState(n.state()), dash(n.Transport), ago(n.LastHeartbeat), n.CertNotAfter.Format(time.RFC3339))
 				}
@@ -144,7 +144,7 @@ func resolveNode(ctx context.Context, c *call, v string) (string, error) {
 		return "", fmt.Errorf("looking up the nodes: %w", err)
 	}
 	var live, byHost []string
-	for _, n := range res.Nodes {
+	for _, n := range res.Items {
 		if n.ID == v && v != "" {
 			return n.ID, nil
 		}
@@ -185,7 +185,7 @@ func resolveAnyNode(ctx context.Context, c *call, v string) (string, error) {
 		return "", fmt.Errorf("looking up node %q: %w", v, err)
 	}
 	var ids []string
-	for _, n := range res.Nodes {
+	for _, n := range res.Items {
 		if n.ID == v {
 			return n.ID, nil
 		}

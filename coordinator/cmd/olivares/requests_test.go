@@ -104,7 +104,7 @@ func TestProfileApprovalFlags(t *testing.T) {
 		raw, _ := io.ReadAll(r.Body)
 		switch r.Method + " " + r.URL.Path {
 		case "GET /v1/nodes":
-			writeJSON(w, 200, apitypes.NodeList{Nodes: []apitypes.Node{{ID: "n1", Hostname: "box"}}})
+			writeJSON(w, 200, apitypes.NodeList{Items: []apitypes.Node{{ID: "n1", Hostname: "box"}}})
 		case "GET /v1/m/sessions/profiles":
 			writeJSON(w, 200, apitypes.ProfileList{Items: []apitypes.Profile{{Ref: "prof_1", Name: "work", NodeID: "n1", Tool: "claude"}}})
 		case "POST /v1/m/sessions/profiles":

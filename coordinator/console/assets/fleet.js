@@ -70,7 +70,7 @@ function nodesPage(main) {
   let destroyed = false;
   async function load() {
     try {
-      const { nodes } = await get('/v1/nodes');
+      const { items: nodes } = await get('/v1/nodes');
       if (destroyed) return;
       replace(rows, nodes.length ? nodes.map((n) => {
         const c = caps(n);

@@ -64,7 +64,7 @@ export function listView(main) {
       const [ps, ws, ns] = await Promise.all([get(`${BASE}/profiles`), get(`${BASE}/workspaces`), get('/v1/nodes')]);
       st.profiles = new Map(ps.items.map((p) => [p.ref, p]));
       st.workspaces = new Map(ws.items.map((w) => [w.ref, w]));
-      st.nodes = new Map(ns.nodes.map((n) => [n.id, n]));
+      st.nodes = new Map(ns.items.map((n) => [n.id, n]));
       refillSelects();
     } catch (e) { showError(e); }
   }

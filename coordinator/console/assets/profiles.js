@@ -30,7 +30,7 @@ export function profilesView(main) {
     try {
       const [ps, ws, ns] = await Promise.all([get(`${BASE}/profiles`), get(`${BASE}/workspaces`), get('/v1/nodes')]);
       workspaces = new Map(ws.items.map((w) => [w.ref, w]));
-      nodes = ns.nodes;
+      nodes = ns.items;
       replace(list, ps.items.length ? ps.items.map(card) : h('li', { class: 'muted' }, 'No profile yet.'));
     } catch (e) {
       replace(list, h('li', null, errorLine(e)));

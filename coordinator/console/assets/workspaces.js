@@ -26,8 +26,8 @@ function list(main) {
   let nodes = new Map();
   async function load() {
     try {
-      const [ws, ns] = await Promise.all([get(`${BASE}/workspaces`), get('/v1/nodes').catch(() => ({ nodes: [] }))]);
-      nodes = new Map(ns.nodes.map((n) => [n.id, n]));
+      const [ws, ns] = await Promise.all([get(`${BASE}/workspaces`), get('/v1/nodes').catch(() => ({ items: [] }))]);
+      nodes = new Map(ns.items.map((n) => [n.id, n]));
       replace(rows, ws.items.length ? ws.items.map((w) => h('li', { class: 'card', dataset: { ref: w.ref } },
         h('div', { class: 'line1' }, h('a', { href: `/workspaces/${encodeURIComponent(w.ref)}`, 'data-nav': true, class: 'title' }, w.name),
           w.read_only ? h('span', { class: 'badge' }, 'read-only') : null, w.dlp === 'deny' ? h('span', { class: 'badge warn' }, 'file reads refused (DLP)') : null),
@@ -45,7 +45,7 @@ function list(main) {
 async function create(done) {
   const m = modal('ws-create', 'Register a workspace');
   let nodes = [];
-  try { nodes = (await get('/v1/nodes')).nodes.filter((n) => !n.revoked_at); } catch (e) { m.body.append(errorLine(e)); return; }
+  try { nodes = (await get('/v1/nodes')).items.filter((n) => !n.revoked_at); } catch (e) { m.body.append(errorLine(e)); return; }
   const node = h('select', { id: 'ws-node' }, nodes.map((n) => h('option', { value: n.id }, n.hostname ? `${n.hostname} (${n.id})` : n.id)));
   const path = h('input', { type: 'text', id: 'ws-path', required: true, placeholder: '/home/me/src/project' });
   const name = h('input', { type: 'text', id: 'ws-name', required: true });

@@ -15,55 +15,37 @@ import (
 	"github.com/olivares-dev/olivares/coordinator/store"
 	"github.com/olivares-dev/olivares/shared/apierr"
 	"github.com/olivares-dev/olivares/shared/apitypes"
-	"github.com/olivares-dev/olivares/shared/logging"
-	"github.com/olivares-dev/olivares/shared/proto"
-	"github.com/olivares-dev/olivares/shared/wire"
 )
 
-// The lifecycle of what people create (issue 21): principals and their
-// credentials, the CLI's own login, profile and workspace deletion, and
-// forgetting a revoked node. Managing people and tokens needs
+// peopleAPI serves who the caller is, its tenants, principals and their credentials, and the CLI's own session (R-LIFE).
+type peopleAPI struct{ *core }
+
+// The lifecycle of people (issue 21): principals and their credentials,
+// and the CLI's own login. Managing people and tokens needs
 // sessions:run:admin, like revoking a node (the seeds name no identity
-// permission; R-LIFE-1); deleting a profile or workspace needs workspace
-// administration, like creating one.
-func (s *Server) lifecycleRoutes() []Route {
+// permission; R-LIFE-1).
+func (s *peopleAPI) routes() []Route {
 	return []Route{
-		{http.MethodGet, "/v1/principals", auth.PermRunAdmin, s.listPrincipals},
-		{http.MethodPost, "/v1/principals", auth.PermRunAdmin, s.createPrincipal},
-		{http.MethodGet, "/v1/principals/:id", auth.PermRunAdmin, s.getPrincipal},
-		{http.MethodPost, "/v1/principals/:id/revoke", auth.PermRunAdmin, s.revokePrincipal},
-		{http.MethodPost, "/v1/principals/:id/credentials", auth.PermRunAdmin, s.createCredential},
-		{http.MethodGet, "/v1/credentials", auth.PermRunAdmin, s.listCredentials},
-		{http.MethodPost, "/v1/credentials/:id/revoke", auth.PermRunAdmin, s.revokeCredential},
+		{http.MethodGet, "/v1/whoami", "", s.whoami, nil},
+		// The tenants the caller belongs to, before it picks one (the
+		// console's tenant switch).
+		{http.MethodGet, "/v1/tenants", "", s.tenants, nil},
+		{http.MethodGet, "/v1/principals", auth.PermRunAdmin, s.listPrincipals, nil},
+		{http.MethodPost, "/v1/principals", auth.PermRunAdmin, s.createPrincipal, nil},
+		{http.MethodGet, "/v1/principals/:id", auth.PermRunAdmin, s.getPrincipal, nil},
+		{http.MethodPost, "/v1/principals/:id/revoke", auth.PermRunAdmin, s.revokePrincipal, nil},
+		{http.MethodPost, "/v1/principals/:id/credentials", auth.PermRunAdmin, s.createCredential, nil},
+		{http.MethodGet, "/v1/credentials", auth.PermRunAdmin, s.listCredentials, query("principal")},
+		{http.MethodPost, "/v1/credentials/:id/revoke", auth.PermRunAdmin, s.revokeCredential, nil},
 		// The CLI's own session: any member of the tenant (R-LIFE-5).
-		{http.MethodPost, "/v1/login", "", s.login},
-		{http.MethodPost, "/v1/logout", "", s.logout},
-		{http.MethodDelete, "/v1/nodes/:id", auth.PermRunAdmin, s.forgetNode},
-		{http.MethodDelete, Base + "/profiles/:ref", auth.PermWorkspaceAdmin, s.deleteProfile},
-		{http.MethodDelete, Base + "/workspaces/:ref", auth.PermWorkspaceAdmin, s.deleteWorkspace},
-	}
-}
-
-// OperatorActor is the audit actor of what the local operator does through
-// the coordinator's admin socket or dev mode's set-up (R-AUD-6).
-var OperatorActor = apitypes.AuditActor{CredentialID: "admin-socket", Kind: apitypes.ActorOperator}
-
-// Audit appends an audit entry now. The change it records has committed:
-// a failure is logged, not returned, so that a client never repeats a
-// change that was made (R-AUD-6).
-func (s *Server) Audit(ctx context.Context, tenant string, actor apitypes.AuditActor, event string, target apitypes.AuditTarget, detail any) {
-	e := apitypes.AuditEntry{At: s.o.Now().UTC(), Tenant: tenant, Actor: actor, Event: event, Target: target}
-	if detail != nil {
-		e.Detail = mustJSON(detail)
-	}
-	if _, err := s.o.Store.AppendAudit(ctx, e); err != nil {
-		s.log.ErrorContext(ctx, "audit append failed", "event", event, logging.KeyTenant, tenant, logging.Err(err))
+		{http.MethodPost, "/v1/login", "", s.login, nil},
+		{http.MethodPost, "/v1/logout", "", s.logout, nil},
 	}
 }
 
 // auditAll appends the entry to every tenant of p that credential c
 // serves.
-func (s *Server) auditAll(ctx context.Context, p store.Principal, c store.Credential, actor apitypes.AuditActor, event string, target apitypes.AuditTarget, detail any) {
+func (s *peopleAPI) auditAll(ctx context.Context, p store.Principal, c store.Credential, actor apitypes.AuditActor, event string, target apitypes.AuditTarget, detail any) {
 	ts := make([]string, 0, len(p.Roles))
 	for t := range p.Roles {
 		if c.Serves(p, t) {
@@ -74,11 +56,6 @@ func (s *Server) auditAll(ctx context.Context, p store.Principal, c store.Creden
 	for _, t := range ts {
 		s.Audit(ctx, t, actor, event, target, detail)
 	}
-}
-
-func (s *Server) auditCaller(c echo.Context, event string, target apitypes.AuditTarget, detail any) {
-	cl := CallerOf(c)
-	s.Audit(c.Request().Context(), cl.Tenant, cl.Actor(), event, target, detail)
 }
 
 func principalView(p store.Principal, tenant string) apitypes.Principal {
@@ -134,7 +111,7 @@ var principalMu sync.Mutex
 // NewPrincipal creates a principal with role in an existing tenant and its
 // first token (a session credential), and audits it as actor. A name
 // another principal of the tenant holds is 409 name_taken.
-func (s *Server) NewPrincipal(ctx context.Context, tenant, name, role, kind string, actor apitypes.AuditActor) (string, store.Principal, store.Credential, error) {
+func (s *peopleAPI) NewPrincipal(ctx context.Context, tenant, name, role, kind string, actor apitypes.AuditActor) (string, store.Principal, store.Credential, error) {
 	name = strings.TrimSpace(name)
 	switch {
 	case name == "" || utf8.RuneCountInString(name) > 100 || strings.ContainsAny(name, "\x00\n\r\t"):
@@ -172,7 +149,7 @@ func (s *Server) NewPrincipal(ctx context.Context, tenant, name, role, kind stri
 // gives its kind, label, tenant (store.Credential.Tenant: required), and,
 // for a derived credential, its parent and expiry (Credential.Derive); the
 // rest is filled in here. A parent revoked meanwhile is 401.
-func (s *Server) NewCredential(ctx context.Context, p store.Principal, spec store.Credential, actor apitypes.AuditActor) (string, store.Credential, error) {
+func (s *peopleAPI) NewCredential(ctx context.Context, p store.Principal, spec store.Credential, actor apitypes.AuditActor) (string, store.Credential, error) {
 	switch spec.Kind {
 	case "":
 		spec.Kind = store.CredSession
@@ -203,7 +180,7 @@ func (s *Server) NewCredential(ctx context.Context, p store.Principal, spec stor
 	return tok, cred, nil
 }
 
-func (s *Server) listPrincipals(c echo.Context) error {
+func (s *peopleAPI) listPrincipals(c echo.Context) error {
 	tenant := CallerOf(c).Tenant
 	ps, err := s.o.Store.ListPrincipals(c.Request().Context(), tenant)
 	if err != nil {
@@ -216,7 +193,7 @@ func (s *Server) listPrincipals(c echo.Context) error {
 	return c.JSON(http.StatusOK, out)
 }
 
-func (s *Server) createPrincipal(c echo.Context) error {
+func (s *peopleAPI) createPrincipal(c echo.Context) error {
 	var req apitypes.PrincipalCreate
 	if err := decodeStrict(c, maxJSONBody, &req); err != nil {
 		return err
@@ -237,7 +214,7 @@ func (s *Server) createPrincipal(c echo.Context) error {
 
 // principalInTenant loads a principal with a role in tenant; any other is
 // 404 (R-TEN-3).
-func (s *Server) principalInTenant(ctx context.Context, tenant, id string) (store.Principal, error) {
+func (s *peopleAPI) principalInTenant(ctx context.Context, tenant, id string) (store.Principal, error) {
 	p, err := s.o.Store.GetPrincipal(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return store.Principal{}, apierr.NotFound("principal", id)
@@ -251,7 +228,7 @@ func (s *Server) principalInTenant(ctx context.Context, tenant, id string) (stor
 	return p, nil
 }
 
-func (s *Server) getPrincipal(c echo.Context) error {
+func (s *peopleAPI) getPrincipal(c echo.Context) error {
 	ctx := c.Request().Context()
 	cl := CallerOf(c)
 	p, err := s.principalInTenant(ctx, cl.Tenant, c.Param("id"))
@@ -270,7 +247,7 @@ func (s *Server) getPrincipal(c echo.Context) error {
 // revokePrincipal removes the principal's role in this tenant; with no
 // tenant left, its tokens go too (R-LIFE-4). One cannot revoke oneself:
 // `olivares logout` ends one's own session.
-func (s *Server) revokePrincipal(c echo.Context) error {
+func (s *peopleAPI) revokePrincipal(c echo.Context) error {
 	ctx := c.Request().Context()
 	cl := CallerOf(c)
 	if err := noBody(c); err != nil {
@@ -298,7 +275,7 @@ func (s *Server) revokePrincipal(c echo.Context) error {
 	return c.JSON(http.StatusOK, apitypes.PrincipalRevoked{ID: p.ID, Tenant: cl.Tenant, CredentialsRevoked: n})
 }
 
-func (s *Server) createCredential(c echo.Context) error {
+func (s *peopleAPI) createCredential(c echo.Context) error {
 	ctx := c.Request().Context()
 	cl := CallerOf(c)
 	p, err := s.principalInTenant(ctx, cl.Tenant, c.Param("id"))
@@ -323,14 +300,9 @@ func (s *Server) createCredential(c echo.Context) error {
 
 // listCredentials lists the credentials of the tenant's principals, or of
 // one (?principal=ID).
-func (s *Server) listCredentials(c echo.Context) error {
+func (s *peopleAPI) listCredentials(c echo.Context) error {
 	ctx := c.Request().Context()
 	cl := CallerOf(c)
-	for k := range c.QueryParams() {
-		if k != "principal" {
-			return apierr.BadRequest("bad_query", "unknown query parameter %q", k)
-		}
-	}
 	var ps []store.Principal
 	if id := c.QueryParam("principal"); id != "" {
 		p, err := s.principalInTenant(ctx, cl.Tenant, id)
@@ -360,7 +332,7 @@ func (s *Server) listCredentials(c echo.Context) error {
 // next request on, on every coordinator (R-LIFE-4, R-LIFE-10). An admin
 // may revoke the credentials that serve the tenant: the tenant's own, and
 // a person's sign-ins, which serve all their tenants.
-func (s *Server) revokeCredential(c echo.Context) error {
+func (s *peopleAPI) revokeCredential(c echo.Context) error {
 	ctx := c.Request().Context()
 	cl := CallerOf(c)
 	if err := noBody(c); err != nil {
@@ -400,7 +372,7 @@ func (s *Server) revokeCredential(c echo.Context) error {
 // leaving the token it was given untouched (R-LIFE-5). The new credential
 // is derived from the presented one: of its tenant, expiring no later,
 // revoked with it (R-LIFE-10).
-func (s *Server) login(c echo.Context) error {
+func (s *peopleAPI) login(c echo.Context) error {
 	ctx := c.Request().Context()
 	cl := CallerOf(c)
 	var req apitypes.LoginRequest
@@ -420,7 +392,7 @@ func (s *Server) login(c echo.Context) error {
 }
 
 // logout revokes the credential the request presents (R-LIFE-5).
-func (s *Server) logout(c echo.Context) error {
+func (s *peopleAPI) logout(c echo.Context) error {
 	ctx := c.Request().Context()
 	cl := CallerOf(c)
 	if err := noBody(c); err != nil {
@@ -433,92 +405,29 @@ func (s *Server) logout(c echo.Context) error {
 	return c.NoContent(http.StatusNoContent)
 }
 
-// forgetNode removes a revoked node from the registry, with the profiles
-// and workspaces registered on it (R-LIFE-7). A node that is not revoked
-// is 409: revoke it first.
-func (s *Server) forgetNode(c echo.Context) error {
-	ctx := c.Request().Context()
+func (s *peopleAPI) tenants(c echo.Context) error {
 	cl := CallerOf(c)
-	id := c.Param("id")
-	n, err := s.nodeInTenant(ctx, cl.Tenant, id)
-	if err != nil {
-		return err
-	}
-	if err := noBody(c); err != nil {
-		return err
-	}
-	if n.RevokedAt.IsZero() {
-		return apierr.New(http.StatusConflict, "node_not_revoked", "node %s is not revoked; revoke it first (olivares node revoke %s), then forget it", id, id)
-	}
-	e := apitypes.AuditEntry{At: s.o.Now().UTC(), Tenant: cl.Tenant, Actor: cl.Actor(), Event: apitypes.AuditNodeForgotten,
-		Target: apitypes.AuditTarget{NodeID: id}}
-	got, err := s.o.Store.ForgetNode(ctx, id, e)
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		return apierr.NotFound("node", id)
-	case errors.Is(err, store.ErrConflict):
-		return apierr.New(http.StatusConflict, "node_not_revoked", "node %s is not revoked; revoke it first", id)
-	case err != nil:
-		return err
-	}
-	return c.JSON(http.StatusOK, apitypes.NodeForgotten{ID: id, ProfilesRemoved: got.Profiles, WorkspacesRemoved: got.Workspaces})
+	return c.JSON(http.StatusOK, TenantsOf(cl.Principal, cl.Credential))
 }
 
-// deleteRecord deletes a profile or workspace on its node, then in the
-// index (R-LIFE-3). The node decides whether a run still needs it (409
-// in_use) under the lock its starts take, so nothing starts with a
-// half-deleted record. An index delete that fails after the node's is
-// repaired by repeating the request: the node then answers not_found,
-// which counts as done. A revoked node's records go from the index only:
-// nothing can start there again.
-func (s *Server) deleteRecord(c echo.Context, op, node, ref string, del func(context.Context, apitypes.AuditEntry) error, e apitypes.AuditEntry) error {
-	ctx := c.Request().Context()
-	n, err := s.o.Store.GetNode(ctx, node)
-	revoked := errors.Is(err, store.ErrNotFound) || (err == nil && !n.RevokedAt.IsZero())
-	if err != nil && !revoked {
-		return err
-	}
-	if !revoked {
-		err := s.call(ctx, node, wire.Header{Op: op}, proto.RecordDelete{Ref: ref, Tenant: CallerOf(c).Tenant}, nil)
-		var we *wire.Error
-		if err != nil && !(errors.As(err, &we) && we.Status == http.StatusNotFound && we.Code == "not_found") {
-			return err
+// TenantsOf lists the tenants of p that credential c serves, by id with
+// their roles and permissions.
+func TenantsOf(p store.Principal, c store.Credential) apitypes.Tenants {
+	out := apitypes.Tenants{PrincipalID: p.ID, Name: p.Name, Kind: p.Kind, Items: []apitypes.TenantRole{}}
+	for id, role := range p.Roles {
+		if !c.Serves(p, id) {
+			continue
 		}
+		out.Items = append(out.Items, apitypes.TenantRole{ID: id, Role: role, Permissions: append([]string{}, auth.RolePermissions(role)...)})
 	}
-	if err := del(ctx, e); err != nil && !errors.Is(err, store.ErrNotFound) {
-		return err
-	}
-	return c.NoContent(http.StatusNoContent)
+	slices.SortFunc(out.Items, func(a, b apitypes.TenantRole) int { return strings.Compare(a.ID, b.ID) })
+	return out
 }
 
-func (s *Server) deleteProfile(c echo.Context) error {
-	p, err := s.refProfile(c)
-	if err != nil {
-		return err
-	}
-	if err := noBody(c); err != nil {
-		return err
-	}
+func (s *peopleAPI) whoami(c echo.Context) error {
 	cl := CallerOf(c)
-	e := apitypes.AuditEntry{At: s.o.Now().UTC(), Tenant: cl.Tenant, Actor: cl.Actor(), Event: apitypes.AuditProfileDeleted,
-		Target: apitypes.AuditTarget{ProfileRef: p.Ref, NodeID: p.NodeID}, Detail: mustJSON(map[string]string{"tool": p.Tool})}
-	return s.deleteRecord(c, proto.OpProfileDelete, p.NodeID, p.Ref, func(ctx context.Context, e apitypes.AuditEntry) error {
-		return s.o.Store.DeleteProfile(ctx, p.Ref, e)
-	}, e)
-}
-
-func (s *Server) deleteWorkspace(c echo.Context) error {
-	w, err := s.refWorkspace(c)
-	if err != nil {
-		return err
-	}
-	if err := noBody(c); err != nil {
-		return err
-	}
-	cl := CallerOf(c)
-	e := apitypes.AuditEntry{At: s.o.Now().UTC(), Tenant: cl.Tenant, Actor: cl.Actor(), Event: apitypes.AuditWorkspaceDeleted,
-		Target: apitypes.AuditTarget{WorkspaceRef: w.Ref, NodeID: w.NodeID}}
-	return s.deleteRecord(c, proto.OpWorkspaceDelete, w.NodeID, w.Ref, func(ctx context.Context, e apitypes.AuditEntry) error {
-		return s.o.Store.DeleteWorkspace(ctx, w.Ref, e)
-	}, e)
+	return c.JSON(http.StatusOK, apitypes.Whoami{
+		PrincipalID: cl.Principal.ID, Name: cl.Principal.Name, Kind: cl.Principal.Kind,
+		Tenant: cl.Tenant, Role: cl.Role, Permissions: append([]string{}, auth.RolePermissions(cl.Role)...),
+	})
 }
