@@ -1,14 +1,16 @@
 // Package cmdline is what the command lines of the three binaries
 // (olivares, olivares-coordinator, olivares-agent) tell alike: their
-// version, a "did you mean" for a mistyped word, and a flag error told once
-// in the terms a person typed. It never prints: each binary decides where a
-// message goes.
+// version, a "did you mean" for a mistyped word, a flag error told once
+// in the terms a person typed, and a command's help cut from its binary's
+// usage text. It prints only a help that was asked for, to the flag set's
+// output: each binary decides where a message goes.
 package cmdline
 
 import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"runtime"
 	"runtime/debug"
 	"strings"
@@ -123,4 +125,58 @@ func FlagError(fs *flag.FlagSet, err error) error {
 	msg = strings.Replace(msg, "flag -", "flag --", 1)
 	msg = strings.Replace(msg, "argument: -", "argument: --", 1)
 	return errors.New(msg)
+}
+
+// UsageError is a mistake on the command line; the binaries exit 2 on it.
+type UsageError struct{ Err error }
+
+func (e UsageError) Error() string { return e.Err.Error() }
+func (e UsageError) Unwrap() error { return e.Err }
+
+// ErrHelp is what Parse returns after printing a command's help: the
+// command runs nothing and the process exits 0 (R-CLI-3).
+var ErrHelp = errors.New("help shown")
+
+// Help is what usage, the whole --help of bin, tells of the command or
+// group name: its lines "  bin name ..." and the deeper-indented lines
+// after each.
+func Help(usage, bin, name string) string {
+	var b strings.Builder
+	in := false
+	for _, l := range strings.Split(usage, "\n") {
+		switch {
+		case strings.HasPrefix(l, "  "+bin+" "+name+" ") || l == "  "+bin+" "+name:
+			in = true
+		case !strings.HasPrefix(l, "    "):
+			in = false
+		}
+		if in {
+			b.WriteString(l + "\n")
+		}
+	}
+	return b.String()
+}
+
+// Parse parses args with fs, the flags of bin's command fs.Name() that
+// usage tells of. --help prints the command's Help and its flags to the
+// flag set's output and returns ErrHelp; a bad flag or an argument left
+// over is a UsageError, told once by the binary (the flag package prints
+// nothing).
+func Parse(fs *flag.FlagSet, args []string, bin, usage string) error {
+	out := fs.Output()
+	fs.Usage = func() {}
+	fs.SetOutput(io.Discard)
+	err := fs.Parse(args)
+	fs.SetOutput(out)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		fmt.Fprint(out, "Usage:\n", Help(usage, bin, fs.Name()), "\nFlags:\n")
+		fs.PrintDefaults()
+		return ErrHelp
+	case err != nil:
+		return UsageError{fmt.Errorf("%s: %w; see %s %s --help", fs.Name(), FlagError(fs, err), bin, fs.Name())}
+	case fs.NArg() > 0:
+		return UsageError{fmt.Errorf("%s: unexpected argument %q", fs.Name(), fs.Arg(0))}
+	}
+	return nil
 }

@@ -62,3 +62,42 @@ func TestVersionLine(t *testing.T) {
 		t.Errorf("VersionLine = %q", got)
 	}
 }
+
+// R-CLI-3: a command's --help is its lines of the binary's usage, with the
+// lines that tell of it, and its flags; a mistake is one usage error.
+func TestParse(t *testing.T) {
+	const usage = `b: a binary.
+
+Usage:
+  b grp one --x N       the first
+  b grp two
+  b grp two --all
+      The second,
+      told at length.
+  b other
+`
+	var out strings.Builder
+	fs := flag.NewFlagSet("grp two", flag.ContinueOnError)
+	fs.SetOutput(&out)
+	fs.Bool("all", false, "all of it")
+	if err := Parse(fs, []string{"--help"}, "b", usage); !errors.Is(err, ErrHelp) {
+		t.Fatalf("--help: %v", err)
+	}
+	want := "Usage:\n  b grp two\n  b grp two --all\n      The second,\n      told at length.\n\nFlags:\n  -all\n    \tall of it\n"
+	if out.String() != want {
+		t.Errorf("--help printed %q, want %q", out.String(), want)
+	}
+	if got := Help(usage, "b", "grp"); !strings.HasPrefix(got, "  b grp one") || !strings.HasSuffix(got, "told at length.\n") {
+		t.Errorf("Help of the group: %q", got)
+	}
+	var ue UsageError
+	if err := Parse(fs, []string{"--al"}, "b", usage); !errors.As(err, &ue) || err.Error() != "grp two: unknown flag --al (did you mean --all?); see b grp two --help" {
+		t.Errorf("--al: %v", err)
+	}
+	if err := Parse(fs, []string{"x"}, "b", usage); !errors.As(err, &ue) || err.Error() != `grp two: unexpected argument "x"` {
+		t.Errorf("x: %v", err)
+	}
+	if strings.Contains(out.String(), "provided but not defined") {
+		t.Errorf("the flag package printed: %q", out.String())
+	}
+}

@@ -74,11 +74,9 @@ func main() {
 	}
 }
 
-type usageError struct{ error }
+type usageError = cmdline.UsageError
 
-// errHelp is what parse returns after printing a command's help: the
-// command runs nothing and the process exits 0 (R-CLI-3).
-var errHelp = errors.New("help shown")
+var errHelp = cmdline.ErrHelp
 
 func defaultStateDir() string {
 	if d := os.Getenv("OLIVARES_AGENT_STATE_DIR"); d != "" {
@@ -98,39 +96,8 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	}
 	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
 	fs.SetOutput(out)
-	fs.Usage = func() {
-		fmt.Fprintln(out, "Usage:")
-		for _, l := range strings.Split(usage, "\n") {
-			if strings.HasPrefix(l, "  olivares-agent "+args[0]+" ") {
-				fmt.Fprintln(out, l)
-			}
-		}
-		fmt.Fprintln(out, "\nFlags:")
-		fs.PrintDefaults()
-	}
 	dir := fs.String("state-dir", defaultStateDir(), "state directory")
-	parse := func() error {
-		// The flag package would print a bad flag and the usage, and main
-		// the error again: it is told once, by main, and the usage only
-		// for --help.
-		usage := fs.Usage
-		fs.Usage = func() {}
-		fs.SetOutput(io.Discard)
-		err := fs.Parse(args[1:])
-		fs.Usage = usage
-		fs.SetOutput(out)
-		if err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				usage()
-				return errHelp
-			}
-			return usageError{fmt.Errorf("%s: %w; see olivares-agent %s --help", args[0], cmdline.FlagError(fs, err), args[0])}
-		}
-		if fs.NArg() > 0 {
-			return usageError{fmt.Errorf("%s: unexpected argument %q", args[0], fs.Arg(0))}
-		}
-		return nil
-	}
+	parse := func() error { return cmdline.Parse(fs, args[1:], "olivares-agent", usage) }
 	switch args[0] {
 	case "enroll":
 		coord := fs.String("coordinator", "", "coordinator tunnel address HOST:PORT")
@@ -220,7 +187,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		printStatus(out, st)
 		return nil
 	}
-	return usageError{fmt.Errorf("unknown command %q%s; see olivares-agent --help", args[0], cmdline.DidYouMean(args[0], []string{"enroll", "run", "status"}))}
+	return usageError{Err: fmt.Errorf("unknown command %q%s; see olivares-agent --help", args[0], cmdline.DidYouMean(args[0], []string{"enroll", "run", "status"}))}
 }
 
 // startHint is how to start the agent of dir: dev mode runs the agent of

@@ -7,7 +7,8 @@
 //	olivares-coordinator ca rotate|promote --dir DIR
 //	olivares-coordinator token create [--ttl 30m] [--label k=v]... [--tenant T] [--json]
 //	olivares-coordinator principal create --tenant T --name N --role viewer|operator|admin --kind human|agent [--new-tenant] [--json]
-//	olivares-coordinator tenant create ID | tenant list [--json]
+//	olivares-coordinator tenant create ID [--json]
+//	olivares-coordinator tenant list [--json]
 //	olivares-coordinator principal add-credential --principal ID [--kind session|api_token] [--label L] [--json]
 //	olivares-coordinator signin-link --principal ID [--ttl 15m] [--url BASE] [--json]
 //	olivares-coordinator migrate --from-bbolt FILE --to-postgres DSN
@@ -66,8 +67,8 @@ Usage:
   olivares-coordinator principal create --tenant T --name N --role viewer|operator|admin --kind human|agent [--new-tenant] [--state-dir DIR] [--json]
       A principal and its bearer token (shown once). Names are unique in a
       tenant; a tenant that does not exist is refused unless --new-tenant.
-  olivares-coordinator tenant create ID | tenant list [--state-dir DIR] [--json]
-      Create a tenant, or list them all.
+  olivares-coordinator tenant create ID [--state-dir DIR] [--json]    create a tenant
+  olivares-coordinator tenant list [--state-dir DIR] [--json]         list them all
   olivares-coordinator principal add-credential --principal ID [--kind session|api_token] [--label L] [--state-dir DIR] [--json]
       Another bearer token for the principal (shown once). A session credential
       (a console or olivares login session) shares the person's pins, snoozes and
@@ -120,20 +121,13 @@ func report(ctx context.Context, err error, stderr io.Writer) int {
 	return 1
 }
 
-type usageError struct{ error }
+type usageError = cmdline.UsageError
 
-// errHelp is what parse returns after printing a command's help: the
-// command runs nothing and the process exits 0 (R-CLI-3).
-var errHelp = errors.New("help shown")
+var errHelp = cmdline.ErrHelp
 
 // groupHelp is the usage of the commands of a group that takes a second word.
 func groupHelp(out io.Writer, group string) error {
-	fmt.Fprintln(out, "Usage:")
-	for _, l := range strings.Split(usage, "\n") {
-		if strings.HasPrefix(l, "  olivares-coordinator "+group+" ") {
-			fmt.Fprintln(out, l)
-		}
-	}
+	fmt.Fprint(out, "Usage:\n", cmdline.Help(usage, "olivares-coordinator", group))
 	return errHelp
 }
 
@@ -161,12 +155,12 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	switch args[0] {
 	case "ca":
 		if len(args) < 2 {
-			return usageError{errors.New("ca: want init, rotate or promote")}
+			return usageError{Err: errors.New("ca: want init, rotate or promote")}
 		}
 		return cmdCA(args[1], args[2:], out)
 	case "token":
 		if len(args) < 2 || args[1] != "create" {
-			return usageError{errors.New("token: want token create")}
+			return usageError{Err: errors.New("token: want token create")}
 		}
 		return cmdTokenCreate(ctx, args[2:], out)
 	case "principal":
@@ -176,7 +170,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		case len(args) >= 2 && args[1] == "add-credential":
 			return cmdAddCredential(ctx, args[2:], out)
 		}
-		return usageError{errors.New("principal: want principal create or principal add-credential")}
+		return usageError{Err: errors.New("principal: want principal create or principal add-credential")}
 	case "tenant":
 		switch {
 		case len(args) >= 2 && args[1] == "create":
@@ -184,13 +178,13 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		case len(args) >= 2 && args[1] == "list":
 			return cmdTenantList(ctx, args[2:], out)
 		}
-		return usageError{errors.New("tenant: want tenant create or tenant list")}
+		return usageError{Err: errors.New("tenant: want tenant create or tenant list")}
 	case "signin-link":
 		return cmdSigninLink(ctx, args[1:], out)
 	case "migrate":
 		return cmdMigrate(ctx, args[1:], out)
 	}
-	return usageError{fmt.Errorf("unknown command %q%s; see olivares-coordinator --help", args[0], cmdline.DidYouMean(args[0], commands))}
+	return usageError{Err: fmt.Errorf("unknown command %q%s; see olivares-coordinator --help", args[0], cmdline.DidYouMean(args[0], commands))}
 }
 
 // commands are the first words the usage lists, for "did you mean".
@@ -199,39 +193,11 @@ var commands = []string{"dev", "serve", "ca", "token", "principal", "tenant", "s
 func newFlags(name string, out io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(out)
-	fs.Usage = func() {
-		fmt.Fprintln(out, "Usage:")
-		for _, l := range strings.Split(usage, "\n") {
-			if strings.HasPrefix(l, "  olivares-coordinator "+name+" ") || l == "  olivares-coordinator "+name {
-				fmt.Fprintln(out, l)
-			}
-		}
-		fmt.Fprintln(out, "\nFlags:")
-		fs.PrintDefaults()
-	}
 	return fs
 }
 
 func parse(fs *flag.FlagSet, args []string) error {
-	// The flag package would print a bad flag and the usage, and main the
-	// error again: it is told once, by main, and the usage only for --help.
-	usage, out := fs.Usage, fs.Output()
-	fs.Usage = func() {}
-	fs.SetOutput(io.Discard)
-	err := fs.Parse(args)
-	fs.Usage = usage
-	fs.SetOutput(out)
-	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			usage()
-			return errHelp
-		}
-		return usageError{fmt.Errorf("%s: %w; see olivares-coordinator %s --help", fs.Name(), cmdline.FlagError(fs, err), fs.Name())}
-	}
-	if fs.NArg() > 0 {
-		return usageError{fmt.Errorf("%s: unexpected argument %q", fs.Name(), fs.Arg(0))}
-	}
-	return nil
+	return cmdline.Parse(fs, args, "olivares-coordinator", usage)
 }
 
 func cmdDev(ctx context.Context, args []string, out io.Writer) error {
@@ -273,7 +239,7 @@ func cmdServe(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	if *cfgPath == "" && *dir == "" {
-		return usageError{errors.New("serve: --config FILE is required (deploy/olivares-coordinator.toml is an example; olivares-coordinator dev needs none)")}
+		return usageError{Err: errors.New("serve: --config FILE is required (deploy/olivares-coordinator.toml is an example; olivares-coordinator dev needs none)")}
 	}
 	cfg, err := coordd.Load(*cfgPath)
 	if err != nil {
@@ -325,7 +291,7 @@ func cmdCA(sub string, args []string, out io.Writer) error {
 		return err
 	}
 	if *dir == "" {
-		return usageError{errors.New("ca: --dir is required")}
+		return usageError{Err: errors.New("ca: --dir is required")}
 	}
 	now := time.Now()
 	switch sub {
@@ -356,7 +322,7 @@ func cmdCA(sub string, args []string, out io.Writer) error {
 		fmt.Fprintf(out, "CA %sd; signer pin %s; bundle holds %d roots (send the coordinator SIGHUP, or restart it, to apply)\n", sub, certs.Pin(a.Current), len(a.Roots()))
 		return nil
 	}
-	return usageError{fmt.Errorf("ca: unknown subcommand %q", sub)}
+	return usageError{Err: fmt.Errorf("ca: unknown subcommand %q", sub)}
 }
 
 type labels map[string]string
@@ -449,7 +415,7 @@ func cmdPrincipalCreate(ctx context.Context, args []string, out io.Writer) error
 		return err
 	}
 	if *tenant == "" || *name == "" || *role == "" {
-		return usageError{errors.New("principal create: --tenant, --name and --role are required")}
+		return usageError{Err: errors.New("principal create: --tenant, --name and --role are required")}
 	}
 	var resp coordd.PrincipalResponse
 	err := localsock.Do(ctx, adminSock(*dir), "POST", "/principals", coordd.PrincipalRequest{Tenant: *tenant, Name: *name, Role: *role, Kind: *kind, NewTenant: *newTenant}, &resp)
@@ -476,7 +442,7 @@ func cmdTenantCreate(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	if id == "" {
-		return usageError{errors.New("tenant create: give the tenant's id (tenant create ID)")}
+		return usageError{Err: errors.New("tenant create: give the tenant's id (tenant create ID)")}
 	}
 	var t struct {
 		ID        string    `json:"id"`
@@ -530,7 +496,7 @@ func cmdAddCredential(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	if *principal == "" {
-		return usageError{errors.New("principal add-credential: --principal is required")}
+		return usageError{Err: errors.New("principal add-credential: --principal is required")}
 	}
 	var resp coordd.CredentialResponse
 	err := localsock.Do(ctx, adminSock(*dir), "POST", "/credentials", coordd.CredentialRequest{PrincipalID: *principal, Kind: *kind, Label: *label}, &resp)
@@ -556,7 +522,7 @@ func cmdSigninLink(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	if *principal == "" {
-		return usageError{errors.New("signin-link: --principal is required")}
+		return usageError{Err: errors.New("signin-link: --principal is required")}
 	}
 	var resp coordd.SigninLinkResponse
 	err := localsock.Do(ctx, adminSock(*dir), "POST", "/signin-links", coordd.SigninLinkRequest{PrincipalID: *principal, TTL: *ttl, BaseURL: *base}, &resp)
@@ -579,7 +545,7 @@ func cmdMigrate(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	if *from == "" || *to == "" {
-		return usageError{errors.New("migrate: --from-bbolt and --to-postgres are required")}
+		return usageError{Err: errors.New("migrate: --from-bbolt and --to-postgres are required")}
 	}
 	if _, err := os.Stat(*from); err != nil {
 		return fmt.Errorf("migrate: %w", err)

@@ -35,3 +35,32 @@ func TestInterruptedStart(t *testing.T) {
 		t.Errorf("dev.json written by a dev mode that never was ready")
 	}
 }
+
+// R-CLI-3: every command's --help shows its own lines of the usage (tenant
+// list's once showed none) and runs nothing.
+func TestEveryCommandHelp(t *testing.T) {
+	t.Setenv("OLIVARES_STATE_DIR", filepath.Join(t.TempDir(), "none"))
+	n := 0
+	for _, l := range strings.Split(usage, "\n") {
+		rest, ok := strings.CutPrefix(l, "  olivares-coordinator ")
+		if !ok {
+			continue
+		}
+		var words []string
+		for _, w := range strings.Fields(rest) {
+			if w != strings.ToLower(w) || strings.HasPrefix(w, "-") || strings.HasPrefix(w, "[") {
+				break
+			}
+			words = append(words, w)
+		}
+		var out bytes.Buffer
+		err := run(context.Background(), append(words, "--help"), &out)
+		if err != nil && err != errHelp || !strings.Contains(out.String(), "\n"+l+"\n") {
+			t.Errorf("%q --help: %v\n%s", words, err, out.String())
+		}
+		n++
+	}
+	if n < 10 {
+		t.Errorf("only %d commands in the usage", n)
+	}
+}

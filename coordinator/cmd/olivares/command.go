@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"sort"
 	"strings"
 
@@ -98,7 +97,8 @@ func (c *call) atLeastOne(name string, v int) error {
 	return nil
 }
 
-// table is every command, in the order olivares --help shows them. It is
+// table is every command, in the order olivares --help shows them: each
+// group's commands stand together, built in the group's own file. It is
 // built anew for each run, so no options outlive a command line.
 func table() []*command {
 	var all []*command
@@ -109,28 +109,6 @@ func table() []*command {
 	} {
 		all = append(all, g...)
 	}
-	// A group's commands stand together, where the group first appears
-	// (profile delete with the other profile commands).
-	order := map[string]int{}
-	for _, c := range all {
-		g := groupOf(c.name)
-		if g == "" {
-			g = c.name
-		}
-		if _, ok := order[g]; !ok {
-			order[g] = len(order)
-		}
-	}
-	slices.SortStableFunc(all, func(a, b *command) int {
-		ga, gb := groupOf(a.name), groupOf(b.name)
-		if ga == "" {
-			ga = a.name
-		}
-		if gb == "" {
-			gb = b.name
-		}
-		return order[ga] - order[gb]
-	})
 	return all
 }
 

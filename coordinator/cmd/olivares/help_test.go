@@ -63,15 +63,23 @@ func TestHelpEverywhere(t *testing.T) {
 	}
 }
 
-// The table itself: unique names, each with usage text that names it, and
-// every flag with help.
+// R-CLI-3: the table itself: unique names, each with usage text that names
+// it, and a group's commands together (built in the group's own file), so
+// olivares --help shows each group in one piece.
 func TestCommandTable(t *testing.T) {
-	seen := map[string]bool{}
+	seen, done := map[string]bool{}, map[string]bool{}
+	group := ""
 	for _, c := range table() {
 		if seen[c.name] {
 			t.Errorf("%s is in the table twice", c.name)
 		}
 		seen[c.name] = true
+		if g := strings.Fields(c.name)[0]; g != group {
+			if done[g] {
+				t.Errorf("%s stands apart from the other %s commands", c.name, g)
+			}
+			done[group], group = true, g
+		}
 		if !strings.HasPrefix(c.usage, "olivares "+c.name) {
 			t.Errorf("%s: usage %q does not start with its name", c.name, c.usage)
 		}

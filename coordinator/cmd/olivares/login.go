@@ -209,6 +209,23 @@ func revokePrevious(ctx context.Context, prev Credentials, errOut io.Writer) {
 	}
 }
 
+// ownCredential trades the token a login was given for a credential of the
+// CLI's own (POST /v1/login), which logout revokes without touching the
+// token that was pasted or dev.json's. A coordinator without the route
+// keeps the given token.
+func ownCredential(ctx context.Context, cl *apiclient.Client) (string, bool, error) {
+	host, _ := os.Hostname()
+	res, err := cl.Login(ctx, "olivares login on "+host)
+	var ae *apiclient.Error
+	if errors.As(err, &ae) && ae.Status == http.StatusNotFound {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, err
+	}
+	return res.Token, true, nil
+}
+
 // unknownAuthority reports whether err is a TLS certificate signed by an
 // authority the client does not trust.
 func unknownAuthority(err error) bool {

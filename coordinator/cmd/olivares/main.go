@@ -3,11 +3,12 @@
 // derives a run's state or invents a result itself, it prints what the API
 // answers and exits with the code its HTTP status maps to (see exitCode).
 //
-// The commands are a table (command.go): each group of commands is built in
-// its own file with its own flags (login.go, node.go, profile.go,
-// workspace.go, session.go, attach.go, marks.go, activity.go, vault.go,
-// audit.go, codex.go, completion.go), and olivares --help is assembled from
-// their usage.
+// The commands are one table (command.go): each group of commands is built
+// in its own file with its own flags (login.go, node.go, profile.go,
+// workspace.go, session.go, attach.go, marks.go, activity.go,
+// lifecycle.go, vault.go, audit.go, webhook.go, usage.go, codex.go,
+// claude.go, completion.go), and olivares --help and every group's and
+// command's --help are assembled from their usage fields.
 package main
 
 import (

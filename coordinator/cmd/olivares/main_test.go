@@ -518,9 +518,27 @@ func TestUsageErrors(t *testing.T) {
 		{"session", "messages", "run_1", "--limit", "0"},
 		{"session", "messages", "run_1", "--id", "0"},
 		{"session", "messages", "run_1", "--cursor", "0"},
+		{"principal", "create", "--name", "a"},
+		{"principal", "show"},
+		{"credential", "create", "--label", "x"},
+		{"credential", "revoke", "a", "b"},
+		{"logout", "--json"},
+		{"tenant", "list", "x"},
+		{"node", "forget"},
 	} {
 		if _, stderr, code := cli(t, args...); code != 2 {
 			t.Errorf("%q: exit %d, want 2 (stderr %q)", args, code, stderr)
+		}
+	}
+	// R-CLI-8: a missing flag is told before the login is read, so it is
+	// told the same when not logged in.
+	t.Setenv("OLIVARES_CONFIG_DIR", t.TempDir())
+	for args, want := range map[string]string{
+		"principal create --role admin": "olivares: principal create: --name and --role are required\n",
+		"credential create":             "olivares: credential create: --principal is required\n",
+	} {
+		if _, stderr, code := cli(t, strings.Fields(args)...); code != 2 || stderr != want {
+			t.Errorf("%s without a login: exit %d, stderr %q, want 2 and %q", args, code, stderr, want)
 		}
 	}
 	if out, _, code := cli(t, "--help"); code != 0 || !strings.Contains(out, "olivares session attach REF") {

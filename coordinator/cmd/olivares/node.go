@@ -34,6 +34,22 @@ func nodeCommands() []*command {
 		}},
 		nodeShow("node show", "olivares node show ID|HOST [--json]\n", false),
 		nodeShow("node revoke", "olivares node revoke ID|HOST [--json]      cut the node off now and for good (admin)\n", true),
+		{name: "node forget", arg: "node id or host name", usage: `olivares node forget ID|HOST [--json]
+    Remove a revoked node from the registry, with its profiles and workspaces.
+`, run: func(ctx context.Context, c *call) error {
+			id, err := resolveAnyNode(ctx, c, c.arg)
+			if err != nil {
+				return err
+			}
+			res, err := c.cl.ForgetNode(ctx, id)
+			if err != nil {
+				return err
+			}
+			return c.emit(res, func() {
+				fmt.Fprintf(c.out, "node %s forgotten, with %d profile(s) and %d workspace(s) registered on it; its runs stay as history\n",
+					res.ID, res.ProfilesRemoved, res.WorkspacesRemoved)
+			})
+		}},
 	}
 }
 

@@ -49,7 +49,22 @@ func profileCommands() []*command {
 				fmt.Fprintf(c.out, "account\t%s\n", accountText(p, a, err))
 			})
 		},
-	}, profileUpdate(), profileLogin()}
+	}, profileUpdate(), profileLogin(),
+		{name: "profile delete", arg: "profile ref or name",
+			usage: "olivares profile delete REF|NAME       remove a profile no live run uses (its home stays)\n",
+			run: func(ctx context.Context, c *call) error {
+				ref, err := resolveProfile(ctx, c, c.arg)
+				if err != nil {
+					return err
+				}
+				if err := c.cl.DeleteProfile(ctx, ref); err != nil {
+					return err
+				}
+				return c.emit(map[string]string{"deleted": ref}, func() {
+					fmt.Fprintf(c.out, "profile %s deleted (its home directory and files stay on the node)\n", ref)
+				})
+			}},
+	}
 }
 
 // policyOpts are a profile's policy flags (R-MOVE-3, Q-53, R-PCS-15,
@@ -492,4 +507,29 @@ func accountText(p apitypes.Profile, a apitypes.ProfileAccount, err error) strin
 		}
 	}
 	return s
+}
+
+// profileEnvFlags are profile update's --env, --unset-env and --home.
+type profileEnvFlags struct {
+	env   envFlag
+	unset listFlag
+	home  string
+}
+
+func (p *profileEnvFlags) define(fs *flag.FlagSet) {
+	fs.Var(&p.env, "env", "K=V: set an environment variable of the tool, repeatable; values stay on the node")
+	fs.Var(&p.unset, "unset-env", "K: remove an environment variable, repeatable")
+	fs.StringVar(&p.home, "home", "", "move the profile to this home directory on the node (created when missing; files stay where they are)")
+}
+
+func (p *profileEnvFlags) apply(u *apitypes.ProfileUpdate, set map[string]bool) {
+	if set["env"] {
+		u.Env = map[string]string(p.env)
+	}
+	if set["unset-env"] {
+		u.UnsetEnv = []string(p.unset)
+	}
+	if set["home"] {
+		u.Home = &p.home
+	}
 }

@@ -32,6 +32,20 @@ func workspaceCommands() []*command {
 		},
 	},
 		workspaceShow("workspace show", "olivares workspace show REF|NAME [--json]\n"),
+		{name: "workspace delete", arg: "workspace ref or name",
+			usage: "olivares workspace delete REF|NAME     remove a workspace no live run or unreleased worktree uses\n",
+			run: func(ctx context.Context, c *call) error {
+				ref, err := resolveWorkspace(ctx, c, c.arg)
+				if err != nil {
+					return err
+				}
+				if err := c.cl.DeleteWorkspace(ctx, ref); err != nil {
+					return err
+				}
+				return c.emit(map[string]string{"deleted": ref}, func() {
+					fmt.Fprintf(c.out, "workspace %s deleted (the directory stays on the node)\n", ref)
+				})
+			}},
 		agentSetup(),
 		agentApprove("agent workspace approve-setup", `olivares agent workspace approve-setup REF|NAME --sha256 HASH
     Approve the text you reviewed (admin, a person): worktree launches need it.
