@@ -89,11 +89,17 @@ const turnGap = 2 * time.Second
 // and for needs_input also the generation and the ring's last seq, which a
 // turn moves: the agent coalesces its pushes, so a quick turn may reach the
 // index as one idle row after another, never as running.
+// For needs_decision it is the reason and the number of requests waiting:
+// fewer, with some still waiting, is the next request's turn (observe
+// sends it); more is one queued behind the one already sent (it does not).
 func changeKey(r apitypes.Run, a string) string {
-	if a != apitypes.AttentionNeedsInput {
-		return a
+	switch a {
+	case apitypes.AttentionNeedsInput:
+		return a + "#" + strconv.FormatUint(uint64(r.Generation), 10) + "#" + strconv.FormatUint(r.RingLast, 10)
+	case apitypes.AttentionNeedsDecision:
+		return a + "#" + strconv.Itoa(r.PendingRequests)
 	}
-	return a + "#" + strconv.FormatUint(uint64(r.Generation), 10) + "#" + strconv.FormatUint(r.RingLast, 10)
+	return a
 }
 
 func newNotifier(s *core, vapid *ecdsa.PrivateKey) *notifier {
@@ -143,6 +149,13 @@ func (n *notifier) prime(ctx context.Context) {
 	}
 }
 
+// waiting is the number of requests a needs_decision key counts.
+func waiting(key string) int {
+	_, n, _ := strings.Cut(key, "#")
+	i, _ := strconv.Atoi(n)
+	return i
+}
+
 // observe is told each run row the index took; a new reason is sent.
 func (n *notifier) observe(rows ...apitypes.Run) {
 	now := n.s.o.Now()
@@ -165,8 +178,10 @@ func (n *notifier) observe(rows ...apitypes.Run) {
 		if a == apitypes.AttentionNeedsInput && key != prevKey {
 			n.sent[r.RunRef] = now
 		}
+		// One more request queued behind the one already sent.
+		queued := a == apitypes.AttentionNeedsDecision && prev == a && waiting(key) > waiting(prevKey)
 		n.mu.Unlock()
-		if key == prevKey || a == "" {
+		if key == prevKey || a == "" || queued {
 			continue
 		}
 		n.wg.Add(1)

@@ -281,3 +281,43 @@ func TestWebhookNoNeedsInputBeforeTheFirstTurn(t *testing.T) {
 		}
 	}
 }
+
+// R-NOTIF-2, R-NOTIF-10: while a run waits for decisions, the request a
+// person answered being gone with another still waiting is news (the next
+// request's turn); one more request queued behind the one already sent
+// is not, nor is the same count again.
+func TestWebhookNextDecision(t *testing.T) {
+	s, st := newTestServer(t, allowLoopback(t))
+	t.Cleanup(s.Close)
+	admin := principal(t, st, "admin", map[string]string{"t1": store.RoleAdmin})
+	rc := newReceiver(t)
+	rec := doJSON(t, s, http.MethodPost, Base+"/webhooks", admin, `{"url":"`+rc.srv.URL+`","reasons":["needs_decision"]}`)
+	var hook apitypes.Webhook
+	if json.Unmarshal(rec.Body.Bytes(), &hook); rec.Code != 201 {
+		t.Fatalf("POST /webhooks: %d %s", rec.Code, rec.Body)
+	}
+	rc.secret = hook.Secret
+	t0 := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+	row := func(rev uint64, pending int) apitypes.Run {
+		return apitypes.Run{RunRef: "run_d", Tenant: "t1", NodeID: "n1", State: apitypes.StateRunning, Driver: "claude", Generation: 1,
+			Isolation: apitypes.IsolationNative, ProviderProfileRef: "pp", CreatedAt: t0, Rev: rev, RingFirst: 1, RingLast: 10 + rev, PendingRequests: pending}
+	}
+	// One asks (sent), a second queues (none), the same again (none), the
+	// first is answered with the second waiting (sent), the second is
+	// answered (none: the run works on), a third asks (sent).
+	want := []int{1, 0, 0, 1, 0, 1}
+	sent := 0
+	for i, pending := range []int{1, 2, 2, 1, 0, 1} {
+		pushRow(t, s, row(uint64(i+1), pending))
+		s.notify.wg.Wait()
+		sent += want[i]
+		if got := rc.payloads(); len(got) != sent {
+			t.Fatalf("after row %d (%d waiting): %d deliveries, want %d", i+1, pending, len(got), sent)
+		}
+	}
+	for _, p := range rc.payloads() {
+		if p.Attention != apitypes.AttentionNeedsDecision {
+			t.Errorf("a delivery for %s, want needs_decision", p.Attention)
+		}
+	}
+}
