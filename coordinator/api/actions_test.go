@@ -145,3 +145,26 @@ func TestPushCarriesTheRequest(t *testing.T) {
 		t.Fatalf("a question's actions %+v", a)
 	}
 }
+
+// R-NOTIF-11: behind a TLS proxy the coordinator's public address
+// ([api] public_url) starts the action URLs, not the address the webhook
+// was added through.
+func TestWebhookActionBasePublicURL(t *testing.T) {
+	rc := newReceiver(t)
+	s, st := newTestServer(t, allowLoopback(t), func(o *Options) { o.PublicURL = "https://olivares.example.com" })
+	t.Cleanup(s.Close)
+	admin := principal(t, st, "ada", map[string]string{"t1": store.RoleAdmin})
+	rec := doJSON(t, s, http.MethodPost, Base+"/webhooks", admin, `{"url":"`+rc.srv.URL+`","act_as":"ada"}`)
+	var w apitypes.Webhook
+	if json.Unmarshal(rec.Body.Bytes(), &w); rec.Code != 201 {
+		t.Fatalf("POST /webhooks: %d %s", rec.Code, rec.Body)
+	}
+	stored, err := st.GetWebhook(t.Context(), w.ID)
+	if err != nil || stored.ActionBase != "https://olivares.example.com" {
+		t.Fatalf("stored action base %q %v, want the public URL", stored.ActionBase, err)
+	}
+	q := apitypes.RunRequest{ID: "req_1", Kind: "command", AskedAt: time.Now(), Options: []apitypes.RequestOption{{ID: "yes", Decision: "allow"}}}
+	if a := webhookActions(stored, q, "run_1", time.Now()); len(a) != 1 || !strings.HasPrefix(a[0].URL, "https://olivares.example.com"+ActionPath) {
+		t.Fatalf("action URLs %+v", a)
+	}
+}

@@ -66,6 +66,10 @@ type Options struct {
 	// Vault seals and opens the secrets runs are granted; nil refuses
 	// them.
 	Vault *vault.Vault
+	// PublicURL is where people reach the API (scheme and host), when not
+	// the address a request came in by (behind a TLS proxy): a webhook's
+	// action URLs start with it. When empty, the request's own.
+	PublicURL string
 	// Attach tunes the attach relay: buffers, deadlines, the cap per
 	// principal. Zero values take the defaults.
 	Attach AttachOptions

@@ -134,7 +134,10 @@ func (s *webhookAPI) createWebhook(c echo.Context) error {
 	w := store.Webhook{ID: auth.NewID("wh_"), Tenant: cl.Tenant, URL: req.URL, Secret: secret, Reasons: reasons,
 		CreatedAt: s.o.Now().UTC().Truncate(time.Microsecond)}
 	if req.ActAs != "" {
-		w.ActAs, w.ActionBase = req.ActAs, requestOrigin(c.Request()) // R-NOTIF-11
+		w.ActAs, w.ActionBase = req.ActAs, s.o.PublicURL // R-NOTIF-11
+		if w.ActionBase == "" {
+			w.ActionBase = requestOrigin(c.Request())
+		}
 	}
 	if err := s.o.Store.CreateWebhook(ctx, w, s.hookAudit(c, apitypes.AuditWebhookCreated, w)); err != nil {
 		return err

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/olivares-dev/olivares/certs"
@@ -35,6 +37,12 @@ type Config struct {
 		TLSKey  string `toml:"tls_key"`
 		// Plain serves plain HTTP. Only allowed on a loopback address (dev).
 		Plain bool `toml:"plain_http"`
+		// PublicURL is the address people and receivers reach the API at
+		// (https://olivares.example.com), when it is not the one a request
+		// came in by: behind a TLS-terminating proxy. Links the coordinator
+		// hands out (a webhook's action URLs) start with it. When empty,
+		// the scheme and host of the request that made the webhook.
+		PublicURL string `toml:"public_url"`
 		// AttachBuffer is the bytes one attach viewer may have waiting
 		// between its tunnel stream and its connection; a viewer past it
 		// is dropped (its stream ends without end; it reconnects). When
@@ -274,6 +282,13 @@ func (c *Config) CheckAndSetDefaults() error {
 	}
 	if _, err := c.outbound(); err != nil {
 		return err
+	}
+	if c.API.PublicURL != "" {
+		u, err := url.Parse(c.API.PublicURL)
+		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil || strings.Trim(u.Path, "/") != "" || u.RawQuery != "" || u.Fragment != "" {
+			return fmt.Errorf("config: api.public_url %q is not a URL like https://olivares.example.com (a scheme and a host, no path)", c.API.PublicURL)
+		}
+		c.API.PublicURL = u.Scheme + "://" + u.Host
 	}
 	if c.Tunnel.Heartbeat.Duration <= 0 {
 		return errors.New("config: tunnel.heartbeat must be positive")

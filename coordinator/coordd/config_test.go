@@ -96,6 +96,10 @@ func TestConfigMetricsAndAttach(t *testing.T) {
 			c.OIDC.RedirectURL = "https://olivares.example.com/v1/sso/callback"
 		}, "", DefaultMetricsListen},
 		{"sso on plain loopback (dev)", func(c *Config) { c.OIDC, c.API.Plain = testOIDC(), true }, "", DefaultMetricsListen},
+		// R-NOTIF-11: the public address is a scheme and a host.
+		{"public_url", func(c *Config) { c.API.PublicURL = "https://olivares.example.com/" }, "", DefaultMetricsListen},
+		{"public_url with a path", func(c *Config) { c.API.PublicURL = "https://olivares.example.com/x" }, "api.public_url", ""},
+		{"public_url without a scheme", func(c *Config) { c.API.PublicURL = "olivares.example.com" }, "api.public_url", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := DefaultConfig()

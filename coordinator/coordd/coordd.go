@@ -214,7 +214,7 @@ func New(cfg Config, logger *slog.Logger) (*Coordinator, error) {
 		return nil, err
 	}
 	c.API = api.New(api.Options{Store: st, Fleet: c.Fleet, Version: Version, Ready: c.readyErr, Now: cfg.Now, Vault: v, VAPIDKey: vapid,
-		Log: logger, Metrics: c.metrics, Outbound: out,
+		Log: logger, Metrics: c.metrics, Outbound: out, PublicURL: cfg.API.PublicURL,
 		Attach: api.AttachOptions{
 			Buffer: cfg.API.AttachBuffer, WriteTimeout: cfg.API.SSEWriteTimeout.Duration,
 			KeepAlive: cfg.API.SSEKeepAlive.Duration, PerPrincipal: cfg.API.MaxAttachesPerPrincipal,
