@@ -230,6 +230,7 @@ func (s *continueAPI) wakeContinuer() {
 // Every replica runs one; the claim in the store makes each continue fire
 // once.
 func (s *continueAPI) RunContinuer(ctx context.Context) {
+	s.onLimit.requeueLimited(ctx) // R-ONL-2: what a stopped coordinator had queued
 	for {
 		wait := s.o.Continue.Poll
 		if next := s.continueTick(ctx); !next.IsZero() {

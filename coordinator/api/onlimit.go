@@ -164,6 +164,37 @@ func (s *onLimitAPI) onLimitSeen(rows ...apitypes.Run) {
 	}
 }
 
+// requeueLimited queues every indexed run that shows a limit, once at the
+// continuer's start: a limit the index took just before a coordinator
+// stopped (its queue is memory) still starts its plan (R-ONL-2), and one
+// already started is skipped by startOnLimits' check of OnLimitSeen.
+func (s *onLimitAPI) requeueLimited(ctx context.Context) {
+	tenants, err := s.o.Store.ListTenants(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			s.log.WarnContext(ctx, "on_limit: cannot read the index to start from", logging.Err(err))
+		}
+		return
+	}
+	for _, t := range tenants {
+		q := store.RunQuery{Tenant: t.ID, Limit: 200, CursorMode: true}
+		for {
+			rows, next, err := s.o.Store.ListRuns(ctx, q)
+			if err != nil {
+				if ctx.Err() == nil {
+					s.log.WarnContext(ctx, "on_limit: cannot read the index to start from", logging.Err(err))
+				}
+				return
+			}
+			s.onLimitSeen(rows...)
+			if next == "" {
+				break
+			}
+			q.Cursor = next
+		}
+	}
+}
+
 // startOnLimits starts the plan of each queued run whose profile has one,
 // once per limit (R-ONL-2): the meta's OnLimitSeen is the limit it last
 // started for, in the transaction that sets the schedule.

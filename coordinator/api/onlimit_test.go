@@ -129,3 +129,49 @@ func TestOnLimitNowRefusals(t *testing.T) {
 		t.Errorf("a run without a limit: %d %s, want 409 not_limited", rec.Code, rec.Body)
 	}
 }
+
+// R-ONL-2: a limit the index took just before the coordinator stopped
+// (its queue of limited runs is memory) starts its plan when a
+// coordinator's continuer starts; a plan started already is not started
+// again.
+func TestOnLimitAfterARestart(t *testing.T) {
+	s, st := newTestServer(t)
+	s.o.Continue = ContinueOptions{Jitter: -1, Backoff: time.Minute, MaxBackoff: time.Hour, Poll: time.Second}
+	ctx := t.Context()
+	if err := st.PutTenant(ctx, store.Tenant{ID: "t1"}); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC()
+	reset := now.Add(time.Hour).Truncate(time.Second)
+	actor := apitypes.AuditActor{CredentialID: "c1", Kind: apitypes.ActorHuman}
+	if err := st.CreateProfile(ctx, apitypes.Profile{Ref: "p1", Tenant: "t1", NodeID: "n1", Tool: "claude", Name: "claude-a", Active: true,
+		Approvals: "ask", CreatedAt: now, OnLimit: []string{"continue_at_reset"}, OnLimitSetBy: &actor}); err != nil {
+		t.Fatal(err)
+	}
+	r := limitedRun(t, st, "run_l", reset)
+	seen := now.Add(-time.Second)
+	r.Limit.SeenAt, r.Rev = &seen, 2
+	if _, err := st.PutRun(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	lines := func() int {
+		metas, _ := st.GetRunMeta(ctx, []string{"run_l"})
+		return len(metas["run_l"].OnLimit)
+	}
+	// The index holds the limited row; no push of it reached this
+	// coordinator's queue.
+	s.continues.continueTick(ctx)
+	if n := lines(); n != 0 {
+		t.Fatalf("%d on_limit lines before the continuer started, want 0", n)
+	}
+	s.continues.onLimit.requeueLimited(ctx)
+	s.continues.continueTick(ctx)
+	if n := lines(); n != 2 {
+		t.Fatalf("%d on_limit lines after the start, want 2 (limited, waiting)", n)
+	}
+	s.continues.onLimit.requeueLimited(ctx) // another replica's start
+	s.continues.continueTick(ctx)
+	if n := lines(); n != 2 {
+		t.Fatalf("%d on_limit lines after a second start, want 2", n)
+	}
+}
