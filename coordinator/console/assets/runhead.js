@@ -27,13 +27,12 @@ export function runHead(v) {
   const el = h('header', { class: 'run-head' });
   const { banner, errBanner } = v;
 
-  async function act(what, done) {
-    try {
-      await api('POST', v.url(what));
-      banner('act', '', done);
-      v.load();
-    } catch (e) { errBanner('act', e); }
+  // post asks for the action `what` and hands then the answer; a refusal
+  // is said in the 'act' banner.
+  async function post(what, then, method = 'POST') {
+    try { then(await api(method, v.url(what))); } catch (e) { errBanner('act', e); }
   }
+  const act = (what, done) => post(what, () => { banner('act', '', done); v.load(); });
 
   // confirmStop asks before it stops (R-CON-6): a stop ends the process,
   // and a running turn with it.
@@ -63,34 +62,20 @@ export function runHead(v) {
     } catch (e) { errBanner('act', e); v.load(); }
   }
 
-  async function resume() {
-    try {
-      const { status, data } = await api('POST', v.url('resume'));
-      v.run = data;
-      for (const k of ['end', 'act']) v.banners.delete(k);
-      banner('act', status === 202 ? 'warn' : '', status === 202 ? 'Resumed; the new generation waits for approval.' : `Resumed: generation ${data.generation}.`);
-      v.renderHead();
-      v.attach.restart();
-    } catch (e) { errBanner('act', e); }
-  }
-
-  async function approve() {
-    try {
-      const { data } = await api('POST', v.url('approve'));
-      v.run = data;
-      banner('act', '', 'Approved: the process starts.');
-      v.renderHead();
-      v.attach.restart();
-    } catch (e) { errBanner('act', e); }
-  }
-
-  async function pin() {
-    try {
-      const { data } = await api(v.run.pinned ? 'DELETE' : 'POST', v.url('pin'));
-      v.run.pinned = data.pinned;
-      v.renderHead();
-    } catch (e) { errBanner('act', e); }
-  }
+  const resume = () => post('resume', ({ status, data }) => {
+    v.run = data;
+    for (const k of ['end', 'act']) v.banners.delete(k);
+    banner('act', status === 202 ? 'warn' : '', status === 202 ? 'Resumed; the new generation waits for approval.' : `Resumed: generation ${data.generation}.`);
+    v.renderHead();
+    v.attach.restart();
+  });
+  const approve = () => post('approve', ({ data }) => {
+    v.run = data;
+    banner('act', '', 'Approved: the process starts.');
+    v.renderHead();
+    v.attach.restart();
+  });
+  const pin = () => post('pin', ({ data }) => { v.run.pinned = data.pinned; v.renderHead(); }, v.run.pinned ? 'DELETE' : 'POST');
 
   // codexHistory shows the bounded visible history the supervised branch
   // was created with (GET /runs/{ref}/codex-branch, R-CX-HIST-*).
