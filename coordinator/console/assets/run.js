@@ -15,7 +15,7 @@
 // events bring the row's other changes (R-CON-8). Only while that stream
 // is down does a timer read it, backing off from 5 s to 60 s.
 import { h, replace, runName } from './dom.js';
-import { get, session, BASE } from './api.js';
+import { api, get, session, BASE } from './api.js';
 import { errorLine } from './ui.js';
 import { watcher } from './attention.js';
 import { Timeline } from './timeline.js';
@@ -39,7 +39,7 @@ export function runView(main, ref, { tab = '' } = {}) {
     canApprove: session.can('sessions:workspace:admin') && session.me && session.me.kind === 'human',
     url: (what) => `${BASE}/runs/${encodeURIComponent(ref)}${what ? `/${what}` : ''}`,
     banners: new Map(), // key → {cls, content}
-    banner, errBanner, load, loadEvents, schedule, renderHead,
+    banner, errBanner, post, load, loadEvents, schedule, renderHead,
     resetBackoff: () => { pollDelay = POLL_MIN; },
   };
   let poll = 0;
@@ -75,6 +75,12 @@ export function runView(main, ref, { tab = '' } = {}) {
     const el = errorLine(e, { workspaceRef: v.run && v.run.workspace_ref });
     el.dataset.kind = key;
     banner(key, 'error', el);
+  }
+
+  // post asks for the run's action `what` and hands then the answer; a
+  // refusal is said in the 'act' banner.
+  async function post(what, then, method = 'POST', body = undefined) {
+    try { then(await api(method, v.url(what), body)); } catch (e) { errBanner('act', e); }
   }
 
   function renderHead() {

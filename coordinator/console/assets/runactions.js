@@ -12,9 +12,7 @@ import { loadEvents, cleanedText } from './events.js';
 const LIVE = ['starting', 'running', 'idle'];
 const runPath = (r, what) => `${BASE}/runs/${encodeURIComponent(r.run_ref)}${what ? `/${what}` : ''}`;
 
-async function profilesOf() {
-  return (await get(`${BASE}/profiles`)).items;
-}
+const profilesOf = async () => (await get(`${BASE}/profiles`)).items;
 
 const SUMMARY_STATE = {
   delivered: 'The summary reached the new session as its first turn.',
@@ -48,9 +46,7 @@ export async function openHandoff(run, onDone) {
     e.preventDefault();
     go.disabled = true;
     say(msg, '', LIVE.includes(run.state) ? 'Stopping the session, then starting the new one…' : 'Starting the new session…');
-    const body = { provider_profile_ref: target.value };
-    if (summary.value !== preview.summary) body.summary = summary.value;
-    else body.summary = preview.summary;
+    const body = { provider_profile_ref: target.value, summary: summary.value };
     if (name.value.trim()) body.name = name.value.trim();
     try {
       const { status, data } = await api('POST', runPath(run, 'handoff'), body);

@@ -25,13 +25,7 @@ export function exitWords(code, signal) {
 // (run.js).
 export function runHead(v) {
   const el = h('header', { class: 'run-head' });
-  const { banner, errBanner } = v;
-
-  // post asks for the action `what` and hands then the answer; a refusal
-  // is said in the 'act' banner.
-  async function post(what, then, method = 'POST') {
-    try { then(await api(method, v.url(what))); } catch (e) { errBanner('act', e); }
-  }
+  const { banner, errBanner, post } = v;
   const act = (what, done) => post(what, () => { banner('act', '', done); v.load(); });
 
   // confirmStop asks before it stops (R-CON-6): a stop ends the process,

@@ -3,7 +3,6 @@
 // continue at the reset (R-CONT-1, R-CONT-7); and the run's on_limit
 // history (R-ONL-6).
 import { h, localTime, relTime } from './dom.js';
-import { api } from './api.js';
 
 export const runLink = (r, text) => h('a', { href: `/runs/${encodeURIComponent(r)}`, 'data-nav': true }, text || r);
 
@@ -20,17 +19,13 @@ export function limitText(v, l) {
     continueControl(v), planControl(v));
 }
 
-// answered shows the run an action answered with, and says what it did.
-function answered(v, method, path, body, said) {
-  return async () => {
-    try {
-      const { data } = await api(method, path, body);
-      v.run = data;
-      v.renderHead();
-      v.banner('act', '', said(data));
-    } catch (e) { v.errBanner('act', e); }
-  };
-}
+// answered asks for the action `what` and shows the run it answers with,
+// saying what it did.
+const answered = (v, what, method, body, said) => () => v.post(what, ({ data }) => {
+  v.run = data;
+  v.renderHead();
+  v.banner('act', '', said(data));
+}, method, body);
 
 // planControl is the profile's on_limit plan with a button per step,
 // each run now by POST /runs/{ref}/on-limit (R-ONL-7).
@@ -38,7 +33,7 @@ function planControl(v) {
   const prof = v.run && v.profiles.get(v.run.provider_profile_ref);
   const plan = (prof && prof.on_limit) || [];
   if (!plan.length) return null;
-  const step = (s) => answered(v, 'POST', v.url('on-limit'), { step: s }, (data) => {
+  const step = (s) => answered(v, 'on-limit', 'POST', { step: s }, (data) => {
     const last = (data.on_limit || [])[data.on_limit.length - 1];
     return last ? onLimitLine(last) : 'Done.';
   });
@@ -80,11 +75,10 @@ export function onLimitHistory(r) {
 function continueControl(v) {
   const run = v.run;
   if (!run || !v.canWrite || run.state === 'released') return null;
-  const path = v.url('continue-at-reset');
   if (run.scheduled_continue_at) {
     return h('span', { id: 'continue-scheduled' }, ` It continues by itself ${localTime(run.scheduled_continue_at)}. `,
-      h('button', { type: 'button', class: 'ghost act', id: 'continue-cancel', onclick: answered(v, 'DELETE', path, undefined, () => 'The scheduled continue was cancelled.') }, 'Cancel'));
+      h('button', { type: 'button', class: 'ghost act', id: 'continue-cancel', onclick: answered(v, 'continue-at-reset', 'DELETE', undefined, () => 'The scheduled continue was cancelled.') }, 'Cancel'));
   }
   return [' ', h('button', { type: 'button', class: 'ghost act', id: 'continue-at-reset',
-    onclick: answered(v, 'POST', path, {}, (d) => `It continues by itself ${localTime(d.scheduled_continue_at)}, sending \u201ccontinue\u201d.`) }, 'Continue when it resets')];
+    onclick: answered(v, 'continue-at-reset', 'POST', {}, (d) => `It continues by itself ${localTime(d.scheduled_continue_at)}, sending \u201ccontinue\u201d.`) }, 'Continue when it resets')];
 }

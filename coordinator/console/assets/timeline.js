@@ -25,7 +25,6 @@ export class Timeline {
     this.frames = [];
     this.queue = [];
     this.open = new Set(); // tool calls the person expanded
-    this.turns = [];
     this.raw = false;
     this.onStderr = onStderr || (() => {});
     this.onSetup = onSetup || (() => {});
