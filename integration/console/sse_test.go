@@ -7,14 +7,16 @@ import (
 
 	"github.com/olivares-dev/olivares/integration"
 	"github.com/olivares-dev/olivares/integration/browser"
+	"github.com/olivares-dev/olivares/shared/apitypes"
 )
 
 // The console reads its SSE streams (attach and the change stream) with
 // one module, sse.js. Its parser takes a body cut anywhere: CRLF lines,
 // `:` keep-alive comments, data on several lines, an event without a
-// name. An attach opened at from=2 whose connection drops mid-stream
-// reconnects at last+1 and shows every frame from 2 on once, with no gap
-// (R-RC-1, R-RC-6); an attach the coordinator refuses (a run that does
+// name. An attach opened at from=1 whose connection drops mid-stream
+// reconnects with from=last+1 and shows every frame from 1 on once, with
+// no gap, a turn that ran after the drop included (R-RC-1, R-RC-6); an
+// attach the coordinator refuses (a run that does
 // not exist) says so once, as `refused` with the status.
 func TestSSEReaderResumesAtLastPlusOne(t *testing.T) {
 	f := setup(t, integration.ProcOptions{})
@@ -23,11 +25,7 @@ func TestSSEReaderResumesAtLastPlusOne(t *testing.T) {
 	s := f.admin.Attach(r.RunRef, "from=0")
 	defer s.Close()
 	f.input(r, "work")
-	s.UntilOutput(`"result":"worked"`, wait)
-	last := f.admin.Run(r.RunRef).RingLast
-	if last < 5 {
-		t.Fatalf("the ring holds %d frames, want a few more to drop in the middle of", last)
-	}
+	outs := s.UntilOutput(`"result":"worked"`, wait)
 	tab := f.signIn()
 
 	got := browser.Eval[string](tab, `import('/assets/sse.js').then(async (m) => {
@@ -42,21 +40,42 @@ func TestSSEReaderResumesAtLastPlusOne(t *testing.T) {
 		t.Fatalf("events:\n got %s\nwant %s", got, want)
 	}
 
-	// The connection is cut (not closed by its owner) after two frames.
-	tab.Exec(fmt.Sprintf(`window.__sse = { seqs: [], states: [] }; void import('/assets/runattach.js').then((m) => {
-  const w = window.__sse;
-  w.attach = new m.Attach(%s, { from: 2, onState: (s) => w.states.push(s), onEvent: (name, data) => {
+	// The console's attach from seq 1 has its connection cut (not closed
+	// by its owner) after two frames; a second turn runs once it is back.
+	tab.Exec(fmt.Sprintf(`window.__sse = { seqs: [], states: [], asked: [] }; void import('/assets/runattach.js').then((m) => {
+  const w = window.__sse, fetch0 = window.fetch;
+  window.fetch = (url, o) => { if (String(url).includes('/attach')) w.asked.push(String(url).split('?')[1]); return fetch0(url, o); };
+  w.attach = new m.Attach(%s, { from: 1, onState: (s) => {
+    w.states.push(s);
+    if (s === 'reconnecting') w.want = 'from=' + (Math.max(...w.seqs) + 1);
+  }, onEvent: (name, data) => {
     if (name !== 'output') return;
     w.seqs.push(data.seq);
     if (w.seqs.length === 2) w.attach.ctrl.abort();
   } }).start();
 })`, js(r.RunRef)))
-	tab.Await("every frame to the last, over a second connection", fmt.Sprintf(`window.__sse.seqs.includes(%d) && window.__sse.states.join() === 'open,reconnecting,open'`, last), wait)
-	seqs := browser.Eval[[]uint64](tab, `window.__sse.attach.close(), window.__sse.seqs`)
-	for i, seq := range seqs {
-		if seq != uint64(i)+2 {
-			t.Fatalf("seqs after the drop: %v, want 2..%d once each", seqs, last)
+	seen := func(o []apitypes.Output) string {
+		return fmt.Sprintf(`window.__sse.seqs.includes(%d)`, o[len(o)-1].Seq)
+	}
+	tab.Await("the first turn, and a second connection", seen(outs)+` && window.__sse.states.join() === 'open,reconnecting,open'`, wait)
+	type asked struct {
+		Asked []string
+		Want  string
+	}
+	if a := browser.Eval[asked](tab, `({ Asked: window.__sse.asked, Want: window.__sse.want })`); len(a.Asked) != 2 || a.Asked[0] != "from=1" || a.Asked[1] != a.Want {
+		t.Fatalf("attach asked for %q, want from=1 and then %s (the last seq seen + 1)", a.Asked, a.Want)
+	}
+	f.input(r, "work")
+	more := s.UntilOutput(`"result":"worked"`, wait)
+	tab.Await("the second turn", seen(more), wait)
+	var want []uint64
+	for _, o := range append(outs, more...) {
+		if o.Seq >= 1 {
+			want = append(want, o.Seq)
 		}
+	}
+	if seqs := browser.Eval[[]uint64](tab, `window.__sse.attach.close(), window.__sse.seqs`); fmt.Sprint(seqs) != fmt.Sprint(want) {
+		t.Fatalf("seqs over the two connections: %v, want %v (once each, none missing)", seqs, want)
 	}
 
 	tab.Exec(`window.__refused = []; void import('/assets/runattach.js').then((m) => {
