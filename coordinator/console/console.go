@@ -224,7 +224,7 @@ func itoa(n int) string {
 
 // FirstLoad are the files a browser fetches to show the sessions list:
 // the page, its style sheet and icon, and the modules the list imports.
-var FirstLoad = []string{"index.html", "app.css", "icon.svg", "bell.svg", "app.js", "api.js", "dom.js", "attention.js", "list.js", "changes.js", "launch.js", "ui.js"}
+var FirstLoad = []string{"index.html", "app.css", "icon.svg", "bell.svg", "app.js", "api.js", "dom.js", "attention.js", "list.js", "sse.js", "launch.js", "ui.js"}
 
 // Sizes reports each asset's size, plain and gzip-compressed, by path
 // under /assets/ ("index.html" is the page itself): the first-load budget

@@ -59,7 +59,7 @@ func TestTimeline100k(t *testing.T) {
 	env := integration.NewEnv(t)
 	tab := browser.New(t)
 	tab.Navigate(env.CheckedURL() + "/signin")
-	tab.Exec(`import('/assets/run.js').then(m => {
+	tab.Exec(`import('/assets/timeline.js').then(m => {
   const el = document.createElement('div');
   el.style.height = '600px'; el.style.display = 'flex';
   document.body.replaceChildren(el);
@@ -145,7 +145,7 @@ func TestConsoleBurstReport(t *testing.T) {
 	tab.Navigate(env.CheckedURL() + "/signin")
 	type result struct{ P50, P99 float64 }
 	run := func(burst bool) result {
-		return browser.Eval[result](tab, fmt.Sprintf(`import('/assets/run.js').then(async (m) => {
+		return browser.Eval[result](tab, fmt.Sprintf(`import('/assets/timeline.js').then(async (m) => {
   const box = document.createElement('div');
   box.style.cssText = 'position:fixed;inset:0;display:flex';
   document.body.append(box);

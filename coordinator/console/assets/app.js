@@ -70,29 +70,16 @@ async function route() {
   }
   const main = h('main', { id: 'main' });
   replace(root, shell(main, path));
-  const rest = (prefix) => decodeURIComponent(path.slice(prefix.length));
-  const q = new URLSearchParams(location.search);
+  const rest = (prefix) => (path.startsWith(prefix) ? decodeURIComponent(path.slice(prefix.length)) : '');
+  const screen = (file, view, ...args) => import(`./${file}.js`).then((m) => m[view](main, ...args));
+  const tab = new URLSearchParams(location.search).get('tab') || '';
   let v;
-  if (path.startsWith('/runs/')) {
-    v = import('./run.js').then((m) => m.runView(main, rest('/runs/'), { tab: q.get('tab') || '' }));
-  } else if (path === '/workspaces' || path.startsWith('/workspaces/')) {
-    v = import('./workspaces.js').then((m) => m.workspacesView(main, path === '/workspaces' ? '' : rest('/workspaces/')));
-  } else if (path === '/nodes' || path.startsWith('/nodes/')) {
-    v = import('./fleet.js').then((m) => m.fleetView(main, path === '/nodes' ? '' : rest('/nodes/')));
-  } else if (path === '/codex') {
-    v = import('./codex.js').then((m) => m.codexView(main));
-  } else if (path === '/claude') {
-    v = import('./claude.js').then((m) => m.claudeView(main));
-  } else if (path === '/audit') {
-    v = import('./audit.js').then((m) => m.auditView(main));
-  } else if (path === '/webhooks') {
-    v = import('./webhooks.js').then((m) => m.webhooksView(main));
-  } else if (path === '/profiles') {
-    v = import('./profiles.js').then((m) => m.profilesView(main));
-  } else if (path === '/usage') {
-    v = import('./usage.js').then((m) => m.usageView(main));
-  } else {
-    v = import('./list.js').then((m) => m.listView(main));
+  if (path.startsWith('/runs/')) v = screen('run', 'runView', rest('/runs/'), { tab });
+  else if (path === '/workspaces' || path.startsWith('/workspaces/')) v = screen('workspaces', 'workspacesView', rest('/workspaces/'));
+  else if (path === '/nodes' || path.startsWith('/nodes/')) v = screen('fleet', 'fleetView', rest('/nodes/'));
+  else {
+    const SCREENS = { '/codex': 'codex', '/claude': 'claude', '/audit': 'audit', '/webhooks': 'webhooks', '/profiles': 'profiles', '/usage': 'usage' };
+    v = SCREENS[path] ? screen(SCREENS[path], `${SCREENS[path]}View`) : screen('list', 'listView');
   }
   const nav0 = NAV.find(([, , on]) => on(path));
   watcher.setLabel(nav0 && nav0[0] !== '/' ? nav0[1] : '');

@@ -9,7 +9,28 @@
 // compares run rows, not output.
 import { get, session, BASE } from './api.js';
 import { runName } from './dom.js';
-import { Changes } from './changes.js';
+import { Stream } from './sse.js';
+
+// Changes follows the fleet-wide change stream, GET /v1/m/sessions/events
+// (R-CHG-1). It keeps the last event id and reconnects with Last-Event-ID,
+// so a drop loses nothing while the coordinator's log still holds what
+// followed; when it does not, the stream says `reset` and the watcher
+// reads the runs again (R-CHG-4).
+class Changes extends Stream {
+  constructor(onEvent, onState) {
+    super({ onState, maxRetry: 8000 });
+    this.onEvent = onEvent;
+    this.lastId = '';
+  }
+
+  request() { return { url: `${BASE}/events`, headers: this.lastId ? { 'Last-Event-ID': this.lastId } : {} }; }
+
+  receive({ name, id, data }) {
+    if (id) this.lastId = id;
+    this.onEvent(name, data);
+    return false;
+  }
+}
 
 // Reasons in the order they win when several apply.
 export const REASONS = [
@@ -158,10 +179,10 @@ export const watcher = {
     this.tenant = session.tenant;
     this.seen.clear();
     this.primed = false;
-    this.changes = new Changes({ onEvent: (name, data) => this.onChange(name, data), onState: (state) => {
+    this.changes = new Changes((name, data) => this.onChange(name, data), (state) => {
       this.schedule();
       for (const fn of this.listeners) fn('stream', { state });
-    } }).start();
+    }).start();
   },
 
   stop() {

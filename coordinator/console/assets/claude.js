@@ -5,7 +5,8 @@
 // (R-CL-TRN-1); continue as a supervised run, refused while a run holds
 // the conversation (R-CL-LEASE-1) or a claude process runs it (R-CL-RUN-2).
 import { h, replace, localTime, relTime } from './dom.js';
-import { api, get, session, BASE } from './api.js';
+import { get, session, BASE } from './api.js';
+import { hostCatalog } from './catalog.js';
 import { navigate } from './app.js';
 import { errorLine, modal, say } from './ui.js';
 
@@ -15,57 +16,20 @@ export function claudeView(main) {
   const status = h('p', { class: 'banner', hidden: true, id: 'claude-status' });
   const hostsEl = h('div', { id: 'claude-hosts' });
   const search = h('input', { type: 'search', id: 'claude-search', placeholder: 'Search titles and directories', 'aria-label': 'Search titles and directories' });
+  const cat = hostCatalog(hostsEl, status, {
+    url: CAT,
+    search,
+    row,
+    none: h('p', { class: 'muted', id: 'claude-none' }, 'No node has Claude Code supervision on: a node turns it on in its own agent config ([claude_supervision] enabled = true).'),
+    empty: 'No conversation.',
+  });
   replace(main, h('div', { class: 'list-head' }, h('h1', null, 'Claude Code conversations')),
     h('p', { class: 'muted' }, 'The Claude Code conversations stored on the nodes that opted in, started in a terminal or by Olivares: read one, or continue it here.'),
-    h('form', { class: 'filters', onsubmit: (e) => { e.preventDefault(); load(); } }, search, h('button', { type: 'submit', id: 'claude-go' }, 'Search')),
+    h('form', { class: 'filters', onsubmit: (e) => { e.preventDefault(); cat.load(); } }, search, h('button', { type: 'submit', id: 'claude-go' }, 'Search')),
     status, hostsEl);
   if (!session.can('sessions:run:write')) {
     say(status, 'warn', 'The Claude Code catalog asks each node, so it needs the sessions:run:write permission, which your role lacks.');
     return { destroy() {} };
-  }
-  const hosts = new Map(); // host → {host, hostname, rows, next, error}
-  const query = (extra) => {
-    const p = new URLSearchParams(extra);
-    if (search.value.trim()) p.set('search', search.value.trim());
-    return p;
-  };
-
-  async function load() {
-    replace(hostsEl, h('p', { class: 'muted' }, 'Asking the nodes…'));
-    try {
-      const cat = await get(`${CAT}?${query({})}`);
-      hosts.clear();
-      for (const hst of cat.hosts) hosts.set(hst.host, { ...hst, next: hst.next_cursor || '' });
-      render();
-    } catch (e) {
-      replace(hostsEl, errorLine(e));
-    }
-  }
-
-  async function more(id) {
-    const hst = hosts.get(id);
-    try {
-      const page = (await get(`${CAT}?${query({ host: id, cursor: hst.next })}`)).hosts[0];
-      hst.rows.push(...page.rows);
-      hst.next = page.next_cursor || '';
-      hst.error = page.error;
-      render();
-    } catch (e) {
-      say(status, 'error', errorLine(e).textContent);
-    }
-  }
-
-  function render() {
-    if (!hosts.size) {
-      replace(hostsEl, h('p', { class: 'muted', id: 'claude-none' }, 'No node has Claude Code supervision on: a node turns it on in its own agent config ([claude_supervision] enabled = true).'));
-      return;
-    }
-    replace(hostsEl, [...hosts.values()].map((hst) => h('section', { class: 'codex-host', dataset: { host: hst.host } },
-      h('h2', null, hst.hostname || hst.host, h('span', { class: 'muted' }, ` ${hst.host}`), h('span', { class: 'count' }, String(hst.rows.length))),
-      hst.error ? h('p', { class: 'banner error host-error', role: 'alert' }, `${hst.error.message} (${hst.error.code})`) : null,
-      !hst.error && !hst.rows.length ? h('p', { class: 'muted' }, 'No conversation.') : null,
-      h('ul', { class: 'rows' }, hst.rows.map((r) => row(hst, r))),
-      hst.next ? h('button', { type: 'button', class: 'ghost more', onclick: () => more(hst.host) }, 'More') : null)));
   }
 
   function row(hst, r) {
@@ -80,16 +44,7 @@ export function claudeView(main) {
       h('div', { class: 'actions' },
         h('button', { type: 'button', class: 'ghost act-transcript', onclick: () => transcript(hst, r) }, 'Transcript'),
         holder ? h('button', { type: 'button', class: 'act-open', onclick: () => navigate(`/runs/${encodeURIComponent(holder)}`) }, 'Open the run') :
-          h('button', { type: 'button', class: 'act-continue', disabled: !!r.running_pid, title: r.running_pid ? 'End the claude process that runs it first' : '', onclick: () => cont(hst, r) }, 'Continue')));
-  }
-
-  async function cont(hst, r) {
-    try {
-      const { data } = await api('POST', `${CAT}/${encodeURIComponent(hst.host)}/${encodeURIComponent(r.session_id)}/continue`, {});
-      navigate(`/runs/${encodeURIComponent(data.run_ref)}`);
-    } catch (e) {
-      say(status, 'error', errorLine(e).textContent);
-    }
+          h('button', { type: 'button', class: 'act-continue', disabled: !!r.running_pid, title: r.running_pid ? 'End the claude process that runs it first' : '', onclick: () => cat.cont(`${encodeURIComponent(hst.host)}/${encodeURIComponent(r.session_id)}`) }, 'Continue')));
   }
 
   // transcript: pages of the conversation's messages, oldest first, later
@@ -121,6 +76,6 @@ export function claudeView(main) {
     page();
   }
 
-  load();
+  cat.load();
   return { destroy() {} };
 }

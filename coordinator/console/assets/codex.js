@@ -8,6 +8,7 @@
 import { h, replace, localTime, relTime } from './dom.js';
 import { api, get, session, BASE } from './api.js';
 import { navigate } from './app.js';
+import { hostCatalog } from './catalog.js';
 import { errorLine, modal, say } from './ui.js';
 
 const CAT = `${BASE}/catalog/codex/threads`;
@@ -19,57 +20,21 @@ export function codexView(main) {
   const hostsEl = h('div', { id: 'codex-hosts' });
   const search = h('input', { type: 'search', id: 'codex-search', placeholder: 'Search titles', 'aria-label': 'Search titles' });
   const limit = h('select', { id: 'codex-limit', 'aria-label': 'Rows per host' }, ['20', '50', '100'].map((n) => h('option', { value: n, selected: n === '50' }, `${n} per host`)));
+  const cat = hostCatalog(hostsEl, status, {
+    url: CAT,
+    search,
+    params: () => ({ limit: limit.value }),
+    row,
+    none: h('p', { class: 'muted', id: 'codex-none' }, 'No node has Codex supervision on: a node turns it on in its own agent config ([codex_supervision] enabled = true).'),
+    empty: 'No thread.',
+  });
   replace(main, h('div', { class: 'list-head' }, h('h1', null, 'Codex threads')),
     h('p', { class: 'muted' }, 'The native Codex threads of the nodes that opted in to supervision: their own CLI and editor sessions, listed without being resumed or answered.'),
-    h('form', { class: 'filters', onsubmit: (e) => { e.preventDefault(); load(); } }, search, limit, h('button', { type: 'submit', id: 'codex-go' }, 'Search')),
+    h('form', { class: 'filters', onsubmit: (e) => { e.preventDefault(); cat.load(); } }, search, limit, h('button', { type: 'submit', id: 'codex-go' }, 'Search')),
     status, hostsEl);
   if (!canWrite) {
     say(status, 'warn', 'The Codex catalog asks each node\u2019s Codex, so it needs the sessions:run:write permission, which your role lacks.');
     return { destroy() {} };
-  }
-  const hosts = new Map(); // host → {host, hostname, rows, next, error}
-
-  async function load() {
-    replace(hostsEl, h('p', { class: 'muted' }, 'Asking the nodes…'));
-    try {
-      const p = new URLSearchParams({ limit: limit.value });
-      if (search.value.trim()) p.set('search', search.value.trim());
-      const cat = await get(`${CAT}?${p}`);
-      hosts.clear();
-      for (const hst of cat.hosts) hosts.set(hst.host, { ...hst, next: hst.next_cursor || '' });
-      render();
-    } catch (e) {
-      replace(hostsEl, errorLine(e));
-    }
-  }
-
-  async function more(id) {
-    const hst = hosts.get(id);
-    try {
-      const p = new URLSearchParams({ host: id, limit: limit.value, cursor: hst.next });
-      if (search.value.trim()) p.set('search', search.value.trim());
-      const cat = await get(`${CAT}?${p}`);
-      const page = cat.hosts[0];
-      hst.rows.push(...page.rows);
-      hst.next = page.next_cursor || '';
-      hst.error = page.error;
-      render();
-    } catch (e) {
-      say(status, 'error', errorLine(e).textContent);
-    }
-  }
-
-  function render() {
-    if (!hosts.size) {
-      replace(hostsEl, h('p', { class: 'muted', id: 'codex-none' }, 'No node has Codex supervision on: a node turns it on in its own agent config ([codex_supervision] enabled = true).'));
-      return;
-    }
-    replace(hostsEl, [...hosts.values()].map((hst) => h('section', { class: 'codex-host', dataset: { host: hst.host } },
-      h('h2', null, hst.hostname || hst.host, h('span', { class: 'muted' }, ` ${hst.host}`), h('span', { class: 'count' }, String(hst.rows.length))),
-      hst.error ? h('p', { class: 'banner error host-error', role: 'alert' }, `${hst.error.message} (${hst.error.code})`) : null,
-      !hst.error && !hst.rows.length ? h('p', { class: 'muted' }, 'No thread.') : null,
-      h('ul', { class: 'rows' }, hst.rows.map((r) => row(hst, r))),
-      hst.next ? h('button', { type: 'button', class: 'ghost more', onclick: () => more(hst.host) }, 'More') : null)));
   }
 
   function row(hst, r) {
@@ -88,18 +53,9 @@ export function codexView(main) {
       h('div', { class: 'actions' },
         h('button', { type: 'button', class: 'ghost act-transcript', onclick: () => transcript(hst, r) }, 'Transcript'),
         r.supervised_run ? h('button', { type: 'button', class: 'act-open', onclick: () => navigate(`/runs/${encodeURIComponent(r.supervised_run)}`) }, 'Open the supervised run') :
-          (!active && !busy ? h('button', { type: 'button', class: 'act-continue', onclick: () => cont(hst, r) }, 'Continue') : null),
+          (!active && !busy ? h('button', { type: 'button', class: 'act-continue', onclick: () => cat.cont(`${encodeURIComponent(hst.host)}/${encodeURIComponent(r.thread_id)}`) }, 'Continue') : null),
         !active && !busy && !r.supervised_run ? h('button', { type: 'button', class: 'ghost act-archive', onclick: () => archive(hst, r) }, 'Archive') : null,
         active ? h('span', { class: 'muted' }, 'Active in another client: it cannot be continued or archived now.') : null));
-  }
-
-  async function cont(hst, r) {
-    try {
-      const { data } = await api('POST', `${CAT}/${encodeURIComponent(hst.host)}/${encodeURIComponent(r.thread_id)}/continue`, {});
-      navigate(`/runs/${encodeURIComponent(data.run_ref)}`);
-    } catch (e) {
-      say(status, 'error', errorLine(e).textContent);
-    }
   }
 
   function archive(hst, r) {
@@ -112,7 +68,7 @@ export function codexView(main) {
         await api('POST', `${CAT}/${encodeURIComponent(hst.host)}/${encodeURIComponent(r.thread_id)}/archive`, { confirmNoOtherRunner: true });
         m.close();
         hst.rows = hst.rows.filter((x) => x.thread_id !== r.thread_id);
-        render();
+        cat.render();
         say(status, '', `Archived ${r.title || r.thread_id}: Codex\u2019s own clients can still restore it.`);
       } catch (e) {
         go.disabled = false;
@@ -159,7 +115,7 @@ export function codexView(main) {
     page();
   }
 
-  load();
+  cat.load();
   return { destroy() {} };
 }
 

@@ -63,10 +63,11 @@ export function localTime(iso) {
 // TOOLS are the tools in the order the console offers them, with their names.
 export const TOOLS = [['claude', 'Claude Code'], ['codex', 'Codex'], ['gemini', 'Gemini CLI'], ['opencode', 'OpenCode'], ['grok', 'Grok']];
 export const TOOL = Object.fromEntries(TOOLS);
+export const toolName = (d) => TOOL[d] || d;
 
 // runName is a run's name everywhere in the console: the one it was given,
 // else its tool and its run ref, as the CLI names it (issue 32 finding 14:
 // a conversation id's prefix is the same for two Codex runs minutes apart).
 export function runName(r) {
-  return r.name || `${TOOL[r.driver] || r.driver} ${r.run_ref}`;
+  return r.name || `${toolName(r.driver)} ${r.run_ref}`;
 }

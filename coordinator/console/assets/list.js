@@ -6,7 +6,7 @@
 // through the attention watcher, which holds the page's one stream: a
 // `reset` refetches, the other events change rows in place at once, and
 // nothing is read while nothing changes (R-CON-8).
-import { h, replace, relTime, localTime, runName } from './dom.js';
+import { h, replace, relTime, localTime, runName, TOOLS } from './dom.js';
 import { api, get, session, explain, BASE } from './api.js';
 import { openLaunch } from './launch.js';
 import { attentionOf, watcher } from './attention.js';
@@ -40,7 +40,7 @@ export function listView(main) {
     const bar = h('div', { class: 'filters' },
       h('input', { type: 'search', id: 'q', placeholder: 'Search names', 'aria-label': 'Search names', oninput: (e) => { st.filters.q = e.target.value; render(); } }),
       sel('f-state', 'Any state', STATES.map((s) => [s, s.replace('_', ' ')]), 'state'),
-      sel('f-tool', 'Any tool', ['claude', 'codex', 'gemini', 'opencode', 'grok'].map((t) => [t, t]), 'tool'),
+      sel('f-tool', 'Any tool', TOOLS, 'tool'),
       h('span', { id: 'f-node-slot' }),
       h('span', { id: 'f-ws-slot' }),
       h('label', { class: 'toggle' }, h('input', { type: 'checkbox', id: 'f-attention', onchange: (e) => { st.filters.attention = e.target.checked; render(); } }), 'Needs me'),

@@ -6,7 +6,7 @@
 // Sign in runs the tool's own sign-in on the profile's node and relays it
 // (R-ACCT-1..5: POST, GET and DELETE /profiles/{ref}/signin); API key puts
 // a key in the vault for launches to grant instead (R-ACCT-7).
-import { h, replace, localTime, TOOLS, TOOL } from './dom.js';
+import { h, replace, localTime, TOOLS, toolName } from './dom.js';
 import { api, get, session, BASE } from './api.js';
 import { errorLine, modal, say } from './ui.js';
 
@@ -53,7 +53,7 @@ export function profilesView(main) {
       ? `${p.isolation === 'sandbox' ? 'Sandbox' : 'Container'}: its sessions see only their working directory and this home${p.network === 'none' ? ', with no network' : ''}.`
       : 'Native: its sessions run as the agent\u2019s user and can read the node\u2019s files.';
     return h('li', { class: 'card', dataset: { ref: p.ref } },
-      h('div', { class: 'line1' }, h('span', { class: 'title' }, p.name), h('span', { class: 'badge' }, TOOL[p.tool] || p.tool), p.active ? null : h('span', { class: 'badge warn' }, 'inactive')),
+      h('div', { class: 'line1' }, h('span', { class: 'title' }, p.name), h('span', { class: 'badge' }, toolName(p.tool)), p.active ? null : h('span', { class: 'badge warn' }, 'inactive')),
       h('div', { class: 'meta' }, h('code', null, p.home), h('span', null, p.node_id), p.env_keys && p.env_keys.length ? h('span', null, `env ${p.env_keys.join(', ')}`) : null, h('span', { class: 'muted' }, p.ref)),
       h('p', { class: 'muted policy' }, policy.length ? policy.join(' · ') : 'No restriction.'),
       h('p', { class: isolated ? 'muted isolation' : 'isolation warn' }, boundary),

@@ -3,8 +3,8 @@
 // (R-MOVE-*), release (R-CLN-*, with "discard the worktree" behind a
 // confirmation when the branch holds unmerged work) and delete (R-DEL-*,
 // admins, released runs only). Each is a dialog over the public API.
-import { h, replace, TOOL } from './dom.js';
-import { api, get, session, explain, BASE } from './api.js';
+import { h, replace, toolName } from './dom.js';
+import { api, get, session, BASE } from './api.js';
 import { navigate } from './app.js';
 import { modal, errorLine, copyButton, say, bytes } from './ui.js';
 import { loadEvents, cleanedText } from './events.js';
@@ -12,9 +12,7 @@ import { loadEvents, cleanedText } from './events.js';
 const LIVE = ['starting', 'running', 'idle'];
 const runPath = (r, what) => `${BASE}/runs/${encodeURIComponent(r.run_ref)}${what ? `/${what}` : ''}`;
 
-async function profilesOf() {
-  return (await get(`${BASE}/profiles`)).items;
-}
+const profilesOf = async () => (await get(`${BASE}/profiles`)).items;
 
 const SUMMARY_STATE = {
   delivered: 'The summary reached the new session as its first turn.',
@@ -41,16 +39,14 @@ export async function openHandoff(run, onDone) {
   const summary = h('textarea', { id: 'handoff-summary', rows: 12, 'aria-label': 'Summary' });
   summary.value = preview.summary;
   const target = h('select', { id: 'handoff-profile', 'aria-label': 'Target profile' },
-    targets.map((p) => h('option', { value: p.ref, selected: p.tool !== run.driver }, `${p.name} (${TOOL[p.tool] || p.tool})`)));
+    targets.map((p) => h('option', { value: p.ref, selected: p.tool !== run.driver }, `${p.name} (${toolName(p.tool)})`)));
   const name = h('input', { type: 'text', id: 'handoff-name', maxlength: 200, placeholder: 'optional' });
   const go = h('button', { type: 'submit', id: 'handoff-submit' }, 'Hand off');
   const form = h('form', { class: 'stack', onsubmit: async (e) => {
     e.preventDefault();
     go.disabled = true;
     say(msg, '', LIVE.includes(run.state) ? 'Stopping the session, then starting the new one…' : 'Starting the new session…');
-    const body = { provider_profile_ref: target.value };
-    if (summary.value !== preview.summary) body.summary = summary.value;
-    else body.summary = preview.summary;
+    const body = { provider_profile_ref: target.value, summary: summary.value };
     if (name.value.trim()) body.name = name.value.trim();
     try {
       const { status, data } = await api('POST', runPath(run, 'handoff'), body);
@@ -62,7 +58,7 @@ export async function openHandoff(run, onDone) {
       form.prepend(errorLine(err, { workspaceRef: run.workspace_ref, id: 'handoff-error' }));
     }
   } },
-  h('p', { class: 'meta' }, h('span', null, `from ${TOOL[preview.source_driver] || preview.source_driver}`),
+  h('p', { class: 'meta' }, h('span', null, `from ${toolName(preview.source_driver)}`),
     h('span', null, `${preview.turns} turn${preview.turns === 1 ? '' : 's'} read`), h('span', null, `transcript ${bytes(preview.transcript_bytes)}`)),
   h('p', { class: 'muted' }, 'The summary was generated from the stored conversation without a model: review and edit it. The new session gets it as its first turn, with the path of the full transcript, in the same workspace.'),
   h('label', { for: 'handoff-summary' }, 'Summary'), summary,
@@ -96,7 +92,7 @@ export async function openMove(run, onDone) {
         session.can('sessions:run:write') && run.driver !== 'grok' && run.state !== 'released' ? h('button', { type: 'button', id: 'move-handoff', onclick: () => { m.close(); openHandoff(run, onDone); } }, 'Hand off instead') : null));
   };
   if (run.driver !== 'claude') {
-    why(`Only a Claude Code conversation can move between accounts: move copies Claude Code\u2019s own stored conversation into another profile\u2019s home. A ${TOOL[run.driver] || run.driver} session continues elsewhere by a handoff, which starts a new session from a summary and the transcript.`);
+    why(`Only a Claude Code conversation can move between accounts: move copies Claude Code\u2019s own stored conversation into another profile\u2019s home. A ${toolName(run.driver)} session continues elsewhere by a handoff, which starts a new session from a summary and the transcript.`);
     return;
   }
   if (LIVE.includes(run.state) || run.state === 'pending_approval') {

@@ -5,12 +5,11 @@
 // approved by a person who sees the exact text and hash approved; and the
 // repository-carried agent configuration (R-PCS-*): flagged keys grouped by
 // tool and file, values as the API masks them, the hash, its approval.
-import { h, replace, localTime, relTime } from './dom.js';
+import { h, replace, localTime, relTime, toolName } from './dom.js';
 import { api, get, session, BASE } from './api.js';
 import { navigate } from './app.js';
 import { errorLine, kv, say, modal } from './ui.js';
 
-const TOOL = { claude: 'Claude Code', codex: 'Codex', gemini: 'Gemini CLI', opencode: 'OpenCode', grok: 'Grok' };
 const wsPath = (ref, p = '') => `${BASE}/workspaces/${encodeURIComponent(ref)}${p}`;
 
 export function workspacesView(main, ref) {
@@ -157,7 +156,7 @@ function detail(main, ref) {
     replace(pcfg, h('h2', null, 'Repository configuration ', state),
       h('p', { class: 'muted' }, 'Agent configuration carried by the repository that could run a program or redirect traffic. A tool that reads a flagged file starts only once a person approved exactly what is flagged.'),
       flagged ? [...byTool.entries()].map(([tool, files]) => h('div', { class: 'pcfg-tool', dataset: { tool } },
-        h('h3', null, TOOL[tool] || tool), files.map(fileBlock))) : h('p', { class: 'muted', id: 'pcfg-none' }, 'Nothing flagged: every tool may start here.'),
+        h('h3', null, toolName(tool)), files.map(fileBlock))) : h('p', { class: 'muted', id: 'pcfg-none' }, 'Nothing flagged: every tool may start here.'),
       flagged ? h('p', { class: 'hash' }, 'sha256 of the flagged part ', h('code', { id: 'pcfg-sha' }, pc.sha256)) : null,
       flagged ? approvalLine(pc.approval, pc.approved, 'repository configuration') : null,
       h('div', { class: 'actions' }, approve));
