@@ -58,8 +58,8 @@ func (a *Agent) runHandlers() map[string]link.Handler {
 		proto.OpProfileCreate:   a.profileCreateOp,
 		proto.OpProfileUpdate:   a.profileUpdateOp,
 		proto.OpWorkspaceCreate: a.workspaceCreateOp,
-		proto.OpProfileDelete:   a.recordDeleteOp(a.sup.DeleteProfile),
-		proto.OpWorkspaceDelete: a.recordDeleteOp(a.sup.DeleteWorkspace),
+		proto.OpProfileDelete:   a.recordDeleteOp(a.reg.DeleteProfile),
+		proto.OpWorkspaceDelete: a.recordDeleteOp(a.reg.DeleteWorkspace),
 		proto.OpRunLaunch:       a.launchOp,
 		proto.OpRunGet:          a.getOp,
 		proto.OpRunEvents:       a.eventsOp,
@@ -87,7 +87,7 @@ func (a *Agent) runHandlers() map[string]link.Handler {
 }
 
 func (a *Agent) requestsOp(ctx context.Context, h wire.Header, s tunnel.Stream) {
-	items, err := a.sup.Requests(h.RunRef)
+	items, err := a.sup.Requests.List(h.RunRef)
 	if err != nil {
 		respond(s, nil, err)
 		return
@@ -104,7 +104,7 @@ func (a *Agent) answerOp(ctx context.Context, h wire.Header, s tunnel.Stream) {
 		return
 	}
 	p.RequestAnswer.ByName = p.Name
-	v, err := a.sup.Answer(h.RunRef, p.ID, p.By, p.RequestAnswer)
+	v, err := a.sup.Requests.Answer(h.RunRef, p.ID, p.By, p.RequestAnswer)
 	if err != nil {
 		respond(s, nil, err)
 		return
@@ -596,7 +596,7 @@ func (p *pusher) send(ctx context.Context, open func(context.Context) (tunnel.St
 	// whichever push carries it; a repeat is stored once.
 	msg.Usage = nil
 	for _, r := range msg.Runs {
-		msg.Usage = append(msg.Usage, p.a.sup.PendingUsage(r.RunRef)...)
+		msg.Usage = append(msg.Usage, p.a.sup.Usage.Pending(r.RunRef)...)
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
@@ -682,14 +682,14 @@ func (p *pusher) ack(rows []apitypes.UsageTurn) {
 		last[u.RunRef] = max(last[u.RunRef], u.Seq)
 	}
 	for ref, seq := range last {
-		p.a.sup.AckUsage(ref, seq)
+		p.a.sup.Usage.Ack(ref, seq)
 	}
 }
 
 // pushRings pushes the live runs whose ring bounds moved since their row
 // was last pushed, under a new rev (the index keeps the highest).
 func (p *pusher) pushRings(ctx context.Context, open func(context.Context) (tunnel.Stream, error)) error {
-	rev := p.a.sup.NextRev()
+	rev := p.a.sup.Runs.NextRev()
 	var msg proto.RunsPush
 	for _, r := range p.a.sup.List() {
 		if !apitypes.Live(r.State) {

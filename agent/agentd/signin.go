@@ -98,6 +98,6 @@ func (a *Agent) profileAccountOp(ctx context.Context, h wire.Header, s tunnel.St
 // signinProfile is what a sign-in of prof runs with: its runs' home,
 // environment, PATH and isolation (R-ACCT-1).
 func (a *Agent) signinProfile(prof registry.Profile) (signin.Profile, error) {
-	contain, err := a.sup.SigninContain(prof)
-	return signin.Profile{Ref: prof.Ref, Tenant: prof.Tenant, Tool: prof.Tool, Spec: a.sup.SigninSpec(prof), Contain: contain}, err
+	contain, err := a.sup.Host.SigninContain(prof)
+	return signin.Profile{Ref: prof.Ref, Tenant: prof.Tenant, Tool: prof.Tool, Spec: a.sup.Host.SigninSpec(prof), Contain: contain}, err
 }

@@ -20,6 +20,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -113,6 +114,12 @@ type Options struct {
 // Registry is the node's profiles and workspaces.
 type Registry struct {
 	o Options
+	// useMu is held (read) by a start from its profile and workspace
+	// lookup until its run is registered (Hold), and (write) by the
+	// deletion of a profile or workspace, which checks that no run needs
+	// it (inuse.go).
+	useMu sync.RWMutex
+	uses  func() []Use
 }
 
 // Open creates the buckets.
@@ -587,19 +594,6 @@ func (g *Registry) changeEnvHome(p *Profile, u ProfileUpdate) error {
 	}
 	p.Env, p.Home = env, home
 	return nil
-}
-
-// DeleteProfile removes a profile of tenant from the node. Its home and the
-// files in it stay: a home may be a person's own (R-LIFE-3). The caller
-// (the supervisor) checks that no live run uses it.
-func (g *Registry) DeleteProfile(ref, tenant string) error {
-	return g.deleteRecord(bucketProfiles, "profile", ref, tenant)
-}
-
-// DeleteWorkspace removes a workspace of tenant from the node; the
-// directory stays.
-func (g *Registry) DeleteWorkspace(ref, tenant string) error {
-	return g.deleteRecord(bucketWorkspaces, "workspace", ref, tenant)
 }
 
 func (g *Registry) deleteRecord(bucket []byte, what, ref, tenant string) error {

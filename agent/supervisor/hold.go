@@ -182,7 +182,7 @@ func (s *Supervisor) adopt(r *run, rec record, asked bool) bool {
 	}
 	spec := cliruntime.LaunchSpec{Workdir: rec.WorkspacePath, ConversationID: rec.ConversationID, RunRef: r.ref}
 	if prof, ok, _ := s.o.Registry.Profile(rec.ProfileRef); ok {
-		spec = s.spec(prof, rec.WorkspacePath, rec.ConversationID, r.ref)
+		spec = s.Host.spec(prof, rec.WorkspacePath, rec.ConversationID, r.ref)
 	}
 	sess := d.NewSession(spec)
 	var first cliruntime.Step
@@ -269,7 +269,7 @@ func (s *Supervisor) resumeAfterLoss(refs []string) {
 			return
 		}
 		v, err := s.Resume(ctx, ref, nil, "")
-		r, gerr := s.get(ref)
+		r, gerr := s.runs.get(ref)
 		if gerr != nil {
 			continue
 		}

@@ -41,7 +41,7 @@ func (s *Supervisor) ClaudeHook(ctx context.Context, ref string, input []byte) (
 	if len(input) > maxHookInput {
 		return HookDecision{}, refusal.New(ErrHookInputTooLarge, "the hook input is over %d bytes", maxHookInput)
 	}
-	r, err := s.get(ref)
+	r, err := s.runs.get(ref)
 	if err != nil {
 		return HookDecision{}, err
 	}

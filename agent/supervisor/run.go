@@ -75,7 +75,7 @@ func newRun(s *Supervisor, rg *ring.Ring, rec record) *run {
 // change applies fn to the record in memory, bumps its revision and queues
 // ev for the next commit. It never waits for the disk.
 func (r *run) change(ev ledger.Event, fn func(*record)) {
-	rev := r.s.rev()
+	rev := r.s.runs.NextRev()
 	r.mu.Lock()
 	if fn != nil {
 		fn(&r.rec)
@@ -170,7 +170,7 @@ func (r *run) updateAsync(ev ledger.Event, fn func(*record)) {
 
 // touch notifies a change of a live-only fact (turn started or ended).
 func (r *run) touch() {
-	rev := r.s.rev()
+	rev := r.s.runs.NextRev()
 	r.mu.Lock()
 	r.rec.Rev = rev
 	r.mu.Unlock()
@@ -352,7 +352,7 @@ type RunInfo struct {
 
 // Info returns the run's facts, or ErrRunNotFound.
 func (s *Supervisor) Info(ref string) (RunInfo, error) {
-	r, err := s.get(ref)
+	r, err := s.runs.get(ref)
 	if err != nil {
 		return RunInfo{}, err
 	}
@@ -366,7 +366,7 @@ func (s *Supervisor) Info(ref string) (RunInfo, error) {
 // ChildEnv is the environment the run's tool starts with now (its
 // profile's, with the agent's PATH); nil when it cannot be built.
 func (s *Supervisor) ChildEnv(ref string) []string {
-	r, err := s.get(ref)
+	r, err := s.runs.get(ref)
 	if err != nil {
 		return nil
 	}
@@ -376,7 +376,7 @@ func (s *Supervisor) ChildEnv(ref string) []string {
 	if err != nil || !ok || d == nil {
 		return nil
 	}
-	cmd, err := d.Launch(s.spec(prof, rec.WorkspacePath, "", rec.RunRef))
+	cmd, err := d.Launch(s.Host.spec(prof, rec.WorkspacePath, "", rec.RunRef))
 	if err != nil {
 		return nil
 	}
@@ -386,7 +386,7 @@ func (s *Supervisor) ChildEnv(ref string) []string {
 // TaintRefusal is the refusal a surface answers for the run, or nil
 // (docs/rules/taint-audit.md).
 func (s *Supervisor) TaintRefusal(ref string, surface taint.Surface) error {
-	r, err := s.get(ref)
+	r, err := s.runs.get(ref)
 	if err != nil {
 		return err
 	}
