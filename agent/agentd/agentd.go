@@ -497,7 +497,7 @@ func (a *Agent) MetricsText(prefix string) (string, error) {
 // claudeHook is the engine's hook on the local socket, its refusals mapped
 // to wire statuses.
 func (a *Agent) claudeHook(ctx context.Context, run string, input []byte) (claudehook.Decision, error) {
-	d, err := a.sup.ClaudeHook(ctx, run, input)
+	d, err := a.sup.ClaudeHook.Decide(ctx, run, input)
 	return d, wireErr(err)
 }
 

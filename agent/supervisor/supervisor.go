@@ -150,6 +150,8 @@ type Supervisor struct {
 	// Host is what a child starts with on this node: spec, isolation,
 	// runner; a sign-in starts with the same (R-ACCT-1).
 	Host *Host
+	// ClaudeHook answers the engine's PreToolUse hook (R-ED-4).
+	ClaudeHook *ClaudeHook
 
 	o Options
 
@@ -196,7 +198,7 @@ func Open(o Options) (*Supervisor, error) {
 		return nil, err
 	}
 	s := &Supervisor{o: o, closing: make(chan struct{}), runs: &Table{runs: map[string]*run{}}}
-	s.Runs, s.Host = s.runs, &Host{o: &s.o}
+	s.Runs, s.Host, s.ClaudeHook = s.runs, &Host{o: &s.o}, &ClaudeHook{runs: s.runs, o: &s.o}
 	s.registerMetrics(o.Metrics)
 	s.saver = newSaver(s)
 	s.Usage, s.Requests = &Usage{runs: s.runs, saver: s.saver}, &Requests{runs: s.runs}
