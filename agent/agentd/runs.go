@@ -804,21 +804,6 @@ func (h handoffReads) Read(ctx context.Context, ref string) (handoff.Conversatio
 	return h.r.HandoffRead(ctx, r, prof)
 }
 
-// runLookup is the supervisor as the read side's run lookup.
-type runLookup struct{ s *supervisor.Supervisor }
-
-func (l runLookup) ReadRun(ref string) (runread.Run, error) {
-	i, err := l.s.Info(ref)
-	if err != nil {
-		return runread.Run{}, err
-	}
-	return runread.Run{Ref: i.Ref, Tenant: i.Tenant, Driver: i.Driver, ProfileRef: i.ProfileRef, WorkspaceRef: i.WorkspaceRef,
-		Workdir: i.Workdir, WorktreeBranch: i.WorktreeBranch, TemplateRef: i.TemplateRef, ConversationID: i.ConversationID,
-		Generation: i.Generation, Live: i.Live, PendingApproval: i.PendingApproval, Taint: i.Taint, Observer: i.Observer}, nil
-}
-
-func (l runLookup) ChildEnv(ref string) []string { return l.s.ChildEnv(ref) }
-
 // codexRuns is the run runtime as Codex supervision needs it.
 type codexRuns struct {
 	reg *registry.Registry

@@ -596,20 +596,19 @@ func (g *Registry) changeEnvHome(p *Profile, u ProfileUpdate) error {
 	return nil
 }
 
-func (g *Registry) deleteRecord(bucket []byte, what, ref, tenant string) error {
-	return g.o.DB.Update(func(tx *bbolt.Tx) error {
-		var rec struct {
-			Tenant string `json:"tenant"`
-		}
-		ok, err := getJSON(tx, bucket, ref, &rec)
-		if err != nil {
-			return err
-		}
-		if !ok || rec.Tenant != tenant {
-			return refusal.New(ErrNotFound, "%s %q not found", what, ref)
-		}
-		return tx.Bucket(bucket).Delete([]byte(ref))
-	})
+// found refuses a record of bucket that is not there or not tenant's.
+func found(tx *bbolt.Tx, bucket []byte, what, ref, tenant string) error {
+	var rec struct {
+		Tenant string `json:"tenant"`
+	}
+	ok, err := getJSON(tx, bucket, ref, &rec)
+	if err != nil {
+		return err
+	}
+	if !ok || rec.Tenant != tenant {
+		return refusal.New(ErrNotFound, "%s %q not found", what, ref)
+	}
+	return nil
 }
 
 // Accepts refuses a launch, resume or move target the profile's policy

@@ -150,6 +150,8 @@ type Supervisor struct {
 	// Host is what a child starts with on this node: spec, isolation,
 	// runner; a sign-in starts with the same (R-ACCT-1).
 	Host *Host
+	// Reads is the runs as the read side looks them up (agent/runread).
+	Reads *Reads
 	// ClaudeHook answers the engine's PreToolUse hook (R-ED-4).
 	ClaudeHook *ClaudeHook
 
@@ -202,6 +204,7 @@ func Open(o Options) (*Supervisor, error) {
 	s.registerMetrics(o.Metrics)
 	s.saver = newSaver(s)
 	s.Usage, s.Requests = &Usage{runs: s.runs, saver: s.saver}, &Requests{runs: s.runs}
+	s.Reads = &Reads{runs: s.runs, host: s.Host}
 	o.Registry.SetUses(s.runs.uses)
 	recs, err := loadAll[record](o.DB, bucketRuns)
 	if err != nil {
