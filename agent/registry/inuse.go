@@ -23,8 +23,7 @@ type Use struct {
 }
 
 // SetUses gives the registry the node's runs (the supervisor's), which
-// DeleteProfile and DeleteWorkspace check. Until it is called nothing is in
-// use.
+// DeleteProfile and DeleteWorkspace check; until then nothing is in use.
 func (g *Registry) SetUses(uses func() []Use) {
 	g.useMu.Lock()
 	defer g.useMu.Unlock()

@@ -113,12 +113,8 @@ type Options struct {
 
 // Registry is the node's profiles and workspaces.
 type Registry struct {
-	o Options
-	// useMu is held (read) by a start from its profile and workspace
-	// lookup until its run is registered (Hold), and (write) by the
-	// deletion of a profile or workspace, which checks that no run needs
-	// it (inuse.go).
-	useMu sync.RWMutex
+	o     Options
+	useMu sync.RWMutex // read: Hold; write: the deletions (inuse.go)
 	uses  func() []Use
 }
 
@@ -138,7 +134,7 @@ func Open(o Options) (*Registry, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Registry{o: o}, nil
+	return &Registry{o: o, uses: func() []Use { return nil }}, nil
 }
 
 // ProfileParams is a profile to create.
@@ -371,12 +367,21 @@ func (w Workspace) View() apitypes.Workspace {
 
 // Profile returns the profile ref, whatever its tenant; ok is false when
 // there is none.
-func (g *Registry) Profile(ref string) (p Profile, ok bool, err error) {
+func (g *Registry) Profile(ref string) (Profile, bool, error) {
+	return get[Profile](g, bucketProfiles, ref)
+}
+
+// Workspace returns the workspace ref, whatever its tenant.
+func (g *Registry) Workspace(ref string) (Workspace, bool, error) {
+	return get[Workspace](g, bucketWorkspaces, ref)
+}
+
+func get[T any](g *Registry, bucket []byte, ref string) (v T, ok bool, err error) {
 	err = g.o.DB.View(func(tx *bbolt.Tx) error {
-		ok, err = getJSON(tx, bucketProfiles, ref, &p)
+		ok, err = getJSON(tx, bucket, ref, &v)
 		return err
 	})
-	return p, ok, err
+	return v, ok, err
 }
 
 // Refs lists the refs of every registered profile and workspace, sorted:
@@ -410,15 +415,6 @@ func (g *Registry) ProfileIn(ref, tenant string) (Profile, error) {
 		return Profile{}, refusal.New(ErrNotFound, "profile %q not found", ref)
 	}
 	return p, nil
-}
-
-// Workspace returns the workspace ref, whatever its tenant.
-func (g *Registry) Workspace(ref string) (w Workspace, ok bool, err error) {
-	err = g.o.DB.View(func(tx *bbolt.Tx) error {
-		ok, err = getJSON(tx, bucketWorkspaces, ref, &w)
-		return err
-	})
-	return w, ok, err
 }
 
 // WorkspaceIn returns workspace ref of tenant, or ErrNotFound.

@@ -11,16 +11,15 @@ import (
 	"github.com/olivares-dev/olivares/agent/refusal"
 	"github.com/olivares-dev/olivares/agent/registry"
 	"github.com/olivares-dev/olivares/agent/sessions"
+	"github.com/olivares-dev/olivares/agent/signin"
 	"github.com/olivares-dev/olivares/shared/apitypes"
 	"github.com/olivares-dev/olivares/shared/claudehook"
 )
 
-// Host is what a child process starts with on this node, read from the
-// supervisor's options: its launch spec (the profile's environment, the
-// PATH, the engine's hook), the runner of its launch form, the isolations
-// this node gives (isolation.go), and the start check's gates that need no
-// run (the program on the PATH, the repository-config gate). A sign-in
-// starts with the same (SigninSpec, SigninContain).
+// Host is what a child starts with on this node: its launch spec, the
+// runner of its launch form, the isolations this node gives (isolation.go)
+// and the start check's gates that need no run. A sign-in starts with the
+// same (Signin, R-ACCT-1).
 type Host struct {
 	o *Options
 }
@@ -48,27 +47,22 @@ func (h *Host) spec(p registry.Profile, workdir, conv, ref string) cliruntime.La
 	return spec
 }
 
-// SigninSpec is the launch spec a sign-in of p runs with (R-ACCT-1): the
-// home, environment and PATH of its runs, without the engine's hooks.
-func (h *Host) SigninSpec(p registry.Profile) cliruntime.LaunchSpec {
+// Signin is what a sign-in of p runs with (R-ACCT-1): the home,
+// environment and PATH of its runs, without the engine's hooks, and their
+// isolation (R-TR-7), seeing only its home; no containment for a native
+// profile. A sandbox profile on a node without a working sandbox is
+// refused.
+func (h *Host) Signin(p registry.Profile) (signin.Profile, error) {
 	p.EngineHooks = false
-	return h.spec(p, p.Home, "", "")
-}
-
-// SigninContain is the isolation a sign-in of p runs in: its runs'
-// (R-ACCT-1, R-TR-7), seeing only its home; nil for a native profile. A
-// sandbox profile on a node without a working sandbox is refused.
-func (h *Host) SigninContain(p registry.Profile) (func(sessions.Runner) sessions.Runner, error) {
+	sp := signin.Profile{Ref: p.Ref, Tenant: p.Tenant, Tool: p.Tool, Spec: h.spec(p, p.Home, "", "")}
 	if p.Isolation == "" || p.Isolation == apitypes.IsolationNative {
-		return nil, nil
+		return sp, nil
 	}
 	if err := h.supports(p.Isolation); err != nil {
-		return nil, err
+		return sp, err
 	}
-	spec := h.SigninSpec(p)
-	return func(rn sessions.Runner) sessions.Runner {
-		return h.contain(rn, p.Isolation, p.Network, spec)
-	}, nil
+	sp.Contain = func(rn sessions.Runner) sessions.Runner { return h.contain(rn, p.Isolation, p.Network, sp.Spec) }
+	return sp, nil
 }
 
 // engineHooks reports whether runs of p carry the engine's hooks: the

@@ -17,8 +17,10 @@
 // the next Open adopts it; without one it dies with the agent, and after a
 // restart Open records the generation lost (R-STATE-6).
 //
-// Buckets (owned here): runs, moves. The ring, ledger and registry
-// packages own theirs.
+// What is not the lifecycle is a component the Supervisor wires and agentd
+// calls directly: the run table (Runs), Usage, Requests, Host, Reads and
+// ClaudeHook. Buckets (owned here): runs, moves, requests. The ring,
+// ledger and registry packages own theirs.
 package supervisor
 
 import (
@@ -137,22 +139,14 @@ type Options struct {
 // largest size the API takes (1 MiB).
 const DefaultMaxStdinQueue = 4 << 20
 
-// Supervisor is the run runtime of one node: the lifecycle of its runs.
-// It wires the components agentd calls directly.
+// Supervisor is the run runtime of one node: the lifecycle of its runs,
+// and the components it wires (each type's comment says what it is).
 type Supervisor struct {
-	// Runs is the table of runs, and their row revisions (NextRev).
-	Runs *Table
-	// Usage is the runs' usage rows waiting for the coordinator (R-USE-6).
-	Usage *Usage
-	// Requests lists the tools' requests and takes a person's answers
-	// (R-REQ-2).
-	Requests *Requests
-	// Host is what a child starts with on this node: spec, isolation,
-	// runner; a sign-in starts with the same (R-ACCT-1).
-	Host *Host
-	// Reads is the runs as the read side looks them up (agent/runread).
-	Reads *Reads
-	// ClaudeHook answers the engine's PreToolUse hook (R-ED-4).
+	Runs       *Table
+	Usage      *Usage
+	Requests   *Requests
+	Host       *Host
+	Reads      *Reads
 	ClaudeHook *ClaudeHook
 
 	o Options
