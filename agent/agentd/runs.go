@@ -531,7 +531,8 @@ func (a *Agent) attachOp(ctx context.Context, h wire.Header, s tunnel.Stream) {
 			case ev.End.Reason == ring.ReasonSlowViewer:
 				buf = proto.AppendJSONFrame(buf, proto.AttachEnd, apitypes.End{Reason: ring.ReasonSlowViewer})
 			case !live:
-				buf = proto.AppendJSONFrame(buf, proto.AttachNotice, apitypes.Notice{Kind: "not_live", State: a.sup.State(h.RunRef)})
+				row, _ := a.sup.Get(h.RunRef)
+				buf = proto.AppendJSONFrame(buf, proto.AttachNotice, apitypes.Notice{Kind: "not_live", State: row.State})
 			default:
 				buf = proto.AppendJSONFrame(buf, proto.AttachEnd, a.sup.EndOf(h.RunRef))
 			}

@@ -54,7 +54,7 @@ func (q inputQueue) Describe(ch chan<- *prometheus.Desc) { ch <- descInputQueue 
 func (q inputQueue) Collect(ch chan<- prometheus.Metric) {
 	// Each run's mu alone, then its generation's.
 	var gens []*generation
-	for _, r := range q.s.runs.all() {
+	for _, r := range q.s.Runs.all() {
 		r.mu.Lock()
 		if r.gen != nil {
 			gens = append(gens, r.gen)

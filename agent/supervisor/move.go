@@ -32,7 +32,7 @@ var bucketMoves = []byte("moves")
 // the move created.
 func (s *Supervisor) Move(ctx context.Context, ref, targetRef string) (apitypes.Run, error) {
 	defer s.o.Registry.Hold()()
-	r, err := s.runs.get(ref)
+	r, err := s.Runs.get(ref)
 	if err != nil {
 		return apitypes.Run{}, err
 	}
@@ -139,7 +139,7 @@ func (s *Supervisor) Move(ctx context.Context, ref, targetRef string) (apitypes.
 
 // boundTo returns another run of profile bound to conversation conv.
 func (s *Supervisor) boundTo(profileRef, conv, except string) string {
-	for _, r := range s.runs.all() {
+	for _, r := range s.Runs.all() {
 		if r.ref == except {
 			continue
 		}

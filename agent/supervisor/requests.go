@@ -321,7 +321,7 @@ func (g *generation) request(req *cliruntime.Request) {
 		e.ExpiresAt = &exp
 	}
 	r.mu.Unlock()
-	rev := r.s.runs.NextRev()
+	rev := r.s.Runs.NextRev()
 	e.shown = make(chan struct{})
 	r.mu.Lock()
 	r.reqs = append(r.reqs, e)
@@ -380,7 +380,7 @@ type settlement struct {
 // returns (a person's answer); a rule's or the timeout's goes to the
 // saver.
 func (r *run) settle(id string, a settlement, sync bool) (apitypes.RunRequest, error) {
-	rev := r.s.runs.NextRev()
+	rev := r.s.Runs.NextRev()
 	r.mu.Lock()
 	e := r.reqLocked(id)
 	if e == nil {
@@ -438,7 +438,7 @@ func (r *run) settle(id string, a settlement, sync bool) (apitypes.RunRequest, e
 	// (R-REQ-4).
 	werr := g.answer(toolID, cliruntime.Answer{OptionID: opt.ID, Text: a.text, Message: msg}, func() { r.appendRequest(v.Generation, v) })
 	if werr != nil {
-		rev := r.s.runs.NextRev()
+		rev := r.s.Runs.NextRev()
 		r.mu.Lock()
 		e.Decision, e.OptionID, e.By, e.ByName = "", "", "", ""
 		r.expireLocked(e, reasonWithdrawn, now, rev)
@@ -484,7 +484,7 @@ func (r *run) expireLocked(e *reqEntry, reason string, now time.Time, rev uint64
 // process is gone (R-REQ-8). Their settlements go into the output before
 // the ring's end; the caller commits.
 func (r *run) expireGeneration(n uint32, reason string) {
-	rev := r.s.runs.NextRev()
+	rev := r.s.Runs.NextRev()
 	now := time.Now().UTC()
 	var out []apitypes.RunRequest
 	var es []*reqEntry
@@ -505,7 +505,7 @@ func (r *run) expireGeneration(n uint32, reason string) {
 // withdrawn: the tool no longer waits on its request toolID (its turn was
 // interrupted).
 func (r *run) withdrawn(g *generation, toolID string) {
-	rev := r.s.runs.NextRev()
+	rev := r.s.Runs.NextRev()
 	now := time.Now().UTC()
 	r.mu.Lock()
 	var v *apitypes.RunRequest
@@ -549,7 +549,7 @@ func (g *generation) denied(d *cliruntime.Denial, by string) {
 		Detail: apitypes.RequestDetail{Command: d.Command}, Options: []apitypes.RequestOption{},
 		State: apitypes.RequestSettled, Decision: apitypes.DecisionDeny, By: by, At: &now, Reason: d.Message,
 	}}}
-	rev := r.s.runs.NextRev()
+	rev := r.s.Runs.NextRev()
 	r.mu.Lock()
 	if d.ToolUseID != "" {
 		for _, x := range r.reqs {

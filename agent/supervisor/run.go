@@ -75,7 +75,7 @@ func newRun(s *Supervisor, rg *ring.Ring, rec record) *run {
 // change applies fn to the record in memory, bumps its revision and queues
 // ev for the next commit. It never waits for the disk.
 func (r *run) change(ev ledger.Event, fn func(*record)) {
-	rev := r.s.runs.NextRev()
+	rev := r.s.Runs.NextRev()
 	r.mu.Lock()
 	if fn != nil {
 		fn(&r.rec)
@@ -170,7 +170,7 @@ func (r *run) updateAsync(ev ledger.Event, fn func(*record)) {
 
 // touch notifies a change of a live-only fact (turn started or ended).
 func (r *run) touch() {
-	rev := r.s.runs.NextRev()
+	rev := r.s.Runs.NextRev()
 	r.mu.Lock()
 	r.rec.Rev = rev
 	r.mu.Unlock()

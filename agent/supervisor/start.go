@@ -132,7 +132,7 @@ func (s *Supervisor) Launch(ctx context.Context, p LaunchParams) (apitypes.Run, 
 	if !registry.ValidRef(p.RunRef) || p.Tenant == "" {
 		return apitypes.Run{}, refusal.New(ErrBadRequest, "run ref %q or tenant is malformed", p.RunRef)
 	}
-	if _, err := s.runs.get(p.RunRef); err == nil {
+	if _, err := s.Runs.get(p.RunRef); err == nil {
 		return apitypes.Run{}, refusal.New(ErrRunExists, "run %q exists", p.RunRef)
 	}
 	prof, err := s.o.Registry.ProfileIn(p.ProfileRef, p.Tenant)
@@ -206,7 +206,7 @@ func (s *Supervisor) Launch(ctx context.Context, p LaunchParams) (apitypes.Run, 
 		// A held launch of a stored conversation is approved as a resume.
 		PendingResume: prof.LaunchRequiresApproval && p.ConversationID != "",
 	})
-	r.rec.Rev = s.runs.NextRev()
+	r.rec.Rev = s.Runs.NextRev()
 	r.op.Lock()
 	handed := false
 	defer func() {
@@ -214,7 +214,7 @@ func (s *Supervisor) Launch(ctx context.Context, p LaunchParams) (apitypes.Run, 
 			r.op.Unlock()
 		}
 	}()
-	if !s.runs.add(r) {
+	if !s.Runs.add(r) {
 		return undo(refusal.New(ErrRunExists, "run %q exists", p.RunRef))
 	}
 	r.unsaved = append(r.unsaved, ledger.Event{Kind: ledger.KindCreated})
@@ -223,7 +223,7 @@ func (s *Supervisor) Launch(ctx context.Context, p LaunchParams) (apitypes.Run, 
 	}
 	r.dirty = true
 	if err := r.save(nil); err != nil {
-		s.runs.remove(p.RunRef)
+		s.Runs.remove(p.RunRef)
 		return undo(err)
 	}
 	s.o.OnChange(p.RunRef)
@@ -244,7 +244,7 @@ func (s *Supervisor) Launch(ctx context.Context, p LaunchParams) (apitypes.Run, 
 // spawned. A profile that wants a person's approval holds it (R-RES-5).
 func (s *Supervisor) Resume(ctx context.Context, ref string, grants []Grant, approved string) (apitypes.Run, error) {
 	defer s.o.Registry.Hold()()
-	r, err := s.runs.get(ref)
+	r, err := s.Runs.get(ref)
 	if err != nil {
 		return apitypes.Run{}, err
 	}
@@ -359,7 +359,7 @@ func (s *Supervisor) resume(ctx context.Context, r *run, rs resumeSpec) (apitype
 // run that waits for nothing is ErrNotPending.
 func (s *Supervisor) Approve(ctx context.Context, ref string, grants []Grant, approved string) (apitypes.Run, error) {
 	defer s.o.Registry.Hold()()
-	r, err := s.runs.get(ref)
+	r, err := s.Runs.get(ref)
 	if err != nil {
 		return apitypes.Run{}, err
 	}

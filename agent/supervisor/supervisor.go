@@ -153,7 +153,6 @@ type Supervisor struct {
 
 	closing chan struct{}
 
-	runs  *Table // = Runs
 	saver *saver // commits the records changed by the output readers
 
 	exits *prometheus.CounterVec // child exits by cause (R-OBS-8)
@@ -193,13 +192,13 @@ func Open(o Options) (*Supervisor, error) {
 	if err := createBuckets(o.DB); err != nil {
 		return nil, err
 	}
-	s := &Supervisor{o: o, closing: make(chan struct{}), runs: &Table{runs: map[string]*run{}}}
-	s.Runs, s.Host, s.ClaudeHook = s.runs, &Host{o: &s.o}, &ClaudeHook{runs: s.runs, o: &s.o}
+	s := &Supervisor{o: o, closing: make(chan struct{}), Runs: &Table{runs: map[string]*run{}}}
+	s.Host, s.ClaudeHook = &Host{o: &s.o}, &ClaudeHook{runs: s.Runs, o: &s.o}
 	s.registerMetrics(o.Metrics)
 	s.saver = newSaver(s)
-	s.Usage, s.Requests = &Usage{runs: s.runs, saver: s.saver}, &Requests{runs: s.runs}
-	s.Reads = &Reads{runs: s.runs, host: s.Host}
-	o.Registry.SetUses(s.runs.uses)
+	s.Usage, s.Requests = &Usage{runs: s.Runs, saver: s.saver}, &Requests{runs: s.Runs}
+	s.Reads = &Reads{runs: s.Runs, host: s.Host}
+	o.Registry.SetUses(s.Runs.uses)
 	recs, err := loadAll[record](o.DB, bucketRuns)
 	if err != nil {
 		return nil, err
@@ -212,7 +211,7 @@ func Open(o Options) (*Supervisor, error) {
 	// Every stored rev first: an adopted run below starts reading its
 	// child at once, and its changes take revs (rev) from then on.
 	for _, rec := range recs {
-		s.runs.lastRev = max(s.runs.lastRev, rec.Rev)
+		s.Runs.lastRev = max(s.Runs.lastRev, rec.Rev)
 	}
 	for _, rec := range recs {
 		rg, err := o.Ring.Ring(rec.RunRef)
@@ -220,7 +219,7 @@ func Open(o Options) (*Supervisor, error) {
 			return nil, err
 		}
 		r := newRun(s, rg, rec)
-		s.runs.add(r)
+		s.Runs.add(r)
 		// R-REQ-8: a request whose process died with the agent expires;
 		// its settlement goes into the output before the ring's end.
 		expired := r.restoreRequests(reqs[rec.RunRef])
@@ -242,7 +241,7 @@ func Open(o Options) (*Supervisor, error) {
 			if err := r.recordLost(); err != nil {
 				return nil, err
 			}
-			if rec.Generation > 0 && s.resumesAfterLoss(rec) {
+			if p, ok, _ := o.Registry.Profile(rec.ProfileRef); ok && p.ResumeAfterLoss && rec.Generation > 0 && !rec.Released {
 				lost = append(lost, rec.RunRef)
 			}
 		} else if rg.Live() {
@@ -286,7 +285,7 @@ func (s *Supervisor) Close() {
 	s.spawnMu.Lock()
 	//lint:ignore SA2001 a barrier, not a critical section: it waits for the spawns under way
 	s.spawnMu.Unlock()
-	for _, r := range s.runs.all() {
+	for _, r := range s.Runs.all() {
 		r.mu.Lock()
 		if g := r.gen; g != nil && !detach(g.proc) {
 			g.proc.Signal(syscall.SIGKILL)
@@ -308,7 +307,7 @@ func (s *Supervisor) closed() bool {
 
 // Get returns the run's row.
 func (s *Supervisor) Get(ref string) (apitypes.Run, error) {
-	r, err := s.runs.get(ref)
+	r, err := s.Runs.get(ref)
 	if err != nil {
 		return apitypes.Run{}, err
 	}
@@ -316,11 +315,11 @@ func (s *Supervisor) Get(ref string) (apitypes.Run, error) {
 }
 
 // List returns every run's row, newest first (Table.rows).
-func (s *Supervisor) List() []apitypes.Run { return s.runs.rows() }
+func (s *Supervisor) List() []apitypes.Run { return s.Runs.rows() }
 
 // Events pages the run's lifecycle ledger (R-EVT-1).
 func (s *Supervisor) Events(ref string, after uint64, limit int) ([]apitypes.Event, uint64, error) {
-	if _, err := s.runs.get(ref); err != nil {
+	if _, err := s.Runs.get(ref); err != nil {
 		return nil, 0, err
 	}
 	evs, next, err := s.o.Ledger.Page(ref, after, limit)
@@ -340,7 +339,7 @@ func (s *Supervisor) Events(ref string, after uint64, limit int) ([]apitypes.Eve
 // it was not, the viewer replays and ends, and the caller sends the
 // not-live notice with the run's state (R-ATT-6).
 func (s *Supervisor) Attach(ref string, from uint64, queue int) (v *ring.Viewer, live bool, err error) {
-	r, err := s.runs.get(ref)
+	r, err := s.Runs.get(ref)
 	if err != nil {
 		return nil, false, err
 	}
@@ -352,22 +351,13 @@ func (s *Supervisor) Attach(ref string, from uint64, queue int) (v *ring.Viewer,
 
 // EndOf returns the last generation's exit for an end frame (R-ATT-4).
 func (s *Supervisor) EndOf(ref string) apitypes.End {
-	r, err := s.runs.get(ref)
+	r, err := s.Runs.get(ref)
 	if err != nil {
 		return apitypes.End{}
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return apitypes.End{Generation: r.rec.Generation, ExitCode: r.rec.ExitCode, Signal: r.rec.Signal, Reason: r.rec.FailReason}
-}
-
-// State returns the run's derived state.
-func (s *Supervisor) State(ref string) string {
-	r, err := s.runs.get(ref)
-	if err != nil {
-		return ""
-	}
-	return r.snapshot().State
 }
 
 // LiveRun is one line of `olivares-agent status`.
@@ -393,7 +383,7 @@ func (s *Supervisor) Live() []LiveRun {
 		}
 		lr := LiveRun{RunRef: v.RunRef, Driver: v.Driver, Generation: v.Generation, PID: v.PID,
 			State: v.State, FirstSeq: v.RingFirst, LastSeq: v.RingLast}
-		if r, err := s.runs.get(v.RunRef); err == nil {
+		if r, err := s.Runs.get(v.RunRef); err == nil {
 			r.mu.Lock()
 			if r.gen != nil {
 				lr.AdoptedFrom = r.gen.adoptedFrom

@@ -58,10 +58,8 @@ func (r *run) recordUsage(gen uint32, u *cliruntime.TurnUsage, lim *apitypes.Lim
 	}
 }
 
-// Usage is the runs' usage rows the coordinator has not acknowledged yet
-// (R-USE-6): recordUsage queues them on the run's record, every push of
-// the run's row carries them, and the coordinator's answer acknowledges
-// them.
+// Usage is the runs' usage rows the coordinator has not acknowledged
+// (R-USE-6): every push of a run's row carries them.
 type Usage struct {
 	runs  *Table
 	saver *saver
