@@ -341,7 +341,7 @@ func (a *Agent) openRuns() error {
 	a.rings, a.reg, a.sup = rings, reg, sup
 	a.signin = signin.New(signin.Options{Proc: rns[cliruntime.TransportStdio], PTY: rns[cliruntime.TransportPTY], Drivers: ds,
 		KeepToken: a.keepToken})
-	a.reads = runread.New(runread.Options{Runs: runLookup{sup}, Registry: reg})
+	a.reads = runread.New(runread.Options{Runs: sup.Reads, Registry: reg})
 	a.codex.SetRuns(codexRuns{reg, sup})
 	return a.openClaude()
 }
@@ -497,7 +497,7 @@ func (a *Agent) MetricsText(prefix string) (string, error) {
 // claudeHook is the engine's hook on the local socket, its refusals mapped
 // to wire statuses.
 func (a *Agent) claudeHook(ctx context.Context, run string, input []byte) (claudehook.Decision, error) {
-	d, err := a.sup.ClaudeHook(ctx, run, input)
+	d, err := a.sup.ClaudeHook.Decide(ctx, run, input)
 	return d, wireErr(err)
 }
 

@@ -64,7 +64,7 @@ var wireKinds = []wireKind{
 	{supervisor.ErrSetupNotApproved, http.StatusConflict, "setup_not_approved"},
 	{supervisor.ErrProjectConfig, http.StatusConflict, "project_config_not_approved"},
 	{supervisor.ErrRunNotStopped, http.StatusConflict, "run_not_stopped"},
-	{supervisor.ErrInUse, http.StatusConflict, "in_use"},
+	{registry.ErrInUse, http.StatusConflict, "in_use"},
 	{supervisor.ErrProfileOtherTool, http.StatusConflict, "profile_other_tool"},
 	{supervisor.ErrConversationBound, http.StatusConflict, "conversation_bound"},
 	{supervisor.ErrWorkspaceGone, http.StatusConflict, "workspace_gone"},

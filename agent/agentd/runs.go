@@ -58,8 +58,8 @@ func (a *Agent) runHandlers() map[string]link.Handler {
 		proto.OpProfileCreate:   a.profileCreateOp,
 		proto.OpProfileUpdate:   a.profileUpdateOp,
 		proto.OpWorkspaceCreate: a.workspaceCreateOp,
-		proto.OpProfileDelete:   a.recordDeleteOp(a.sup.DeleteProfile),
-		proto.OpWorkspaceDelete: a.recordDeleteOp(a.sup.DeleteWorkspace),
+		proto.OpProfileDelete:   a.recordDeleteOp(a.reg.DeleteProfile),
+		proto.OpWorkspaceDelete: a.recordDeleteOp(a.reg.DeleteWorkspace),
 		proto.OpRunLaunch:       a.launchOp,
 		proto.OpRunGet:          a.getOp,
 		proto.OpRunEvents:       a.eventsOp,
@@ -87,7 +87,7 @@ func (a *Agent) runHandlers() map[string]link.Handler {
 }
 
 func (a *Agent) requestsOp(ctx context.Context, h wire.Header, s tunnel.Stream) {
-	items, err := a.sup.Requests(h.RunRef)
+	items, err := a.sup.Requests.List(h.RunRef)
 	if err != nil {
 		respond(s, nil, err)
 		return
@@ -104,7 +104,7 @@ func (a *Agent) answerOp(ctx context.Context, h wire.Header, s tunnel.Stream) {
 		return
 	}
 	p.RequestAnswer.ByName = p.Name
-	v, err := a.sup.Answer(h.RunRef, p.ID, p.By, p.RequestAnswer)
+	v, err := a.sup.Requests.Answer(h.RunRef, p.ID, p.By, p.RequestAnswer)
 	if err != nil {
 		respond(s, nil, err)
 		return
@@ -531,7 +531,8 @@ func (a *Agent) attachOp(ctx context.Context, h wire.Header, s tunnel.Stream) {
 			case ev.End.Reason == ring.ReasonSlowViewer:
 				buf = proto.AppendJSONFrame(buf, proto.AttachEnd, apitypes.End{Reason: ring.ReasonSlowViewer})
 			case !live:
-				buf = proto.AppendJSONFrame(buf, proto.AttachNotice, apitypes.Notice{Kind: "not_live", State: a.sup.State(h.RunRef)})
+				row, _ := a.sup.Get(h.RunRef)
+				buf = proto.AppendJSONFrame(buf, proto.AttachNotice, apitypes.Notice{Kind: "not_live", State: row.State})
 			default:
 				buf = proto.AppendJSONFrame(buf, proto.AttachEnd, a.sup.EndOf(h.RunRef))
 			}
@@ -596,7 +597,7 @@ func (p *pusher) send(ctx context.Context, open func(context.Context) (tunnel.St
 	// whichever push carries it; a repeat is stored once.
 	msg.Usage = nil
 	for _, r := range msg.Runs {
-		msg.Usage = append(msg.Usage, p.a.sup.PendingUsage(r.RunRef)...)
+		msg.Usage = append(msg.Usage, p.a.sup.Usage.Pending(r.RunRef)...)
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
@@ -682,14 +683,14 @@ func (p *pusher) ack(rows []apitypes.UsageTurn) {
 		last[u.RunRef] = max(last[u.RunRef], u.Seq)
 	}
 	for ref, seq := range last {
-		p.a.sup.AckUsage(ref, seq)
+		p.a.sup.Usage.Ack(ref, seq)
 	}
 }
 
 // pushRings pushes the live runs whose ring bounds moved since their row
 // was last pushed, under a new rev (the index keeps the highest).
 func (p *pusher) pushRings(ctx context.Context, open func(context.Context) (tunnel.Stream, error)) error {
-	rev := p.a.sup.NextRev()
+	rev := p.a.sup.Runs.NextRev()
 	var msg proto.RunsPush
 	for _, r := range p.a.sup.List() {
 		if !apitypes.Live(r.State) {
@@ -803,21 +804,6 @@ func (h handoffReads) Read(ctx context.Context, ref string) (handoff.Conversatio
 	}
 	return h.r.HandoffRead(ctx, r, prof)
 }
-
-// runLookup is the supervisor as the read side's run lookup.
-type runLookup struct{ s *supervisor.Supervisor }
-
-func (l runLookup) ReadRun(ref string) (runread.Run, error) {
-	i, err := l.s.Info(ref)
-	if err != nil {
-		return runread.Run{}, err
-	}
-	return runread.Run{Ref: i.Ref, Tenant: i.Tenant, Driver: i.Driver, ProfileRef: i.ProfileRef, WorkspaceRef: i.WorkspaceRef,
-		Workdir: i.Workdir, WorktreeBranch: i.WorktreeBranch, TemplateRef: i.TemplateRef, ConversationID: i.ConversationID,
-		Generation: i.Generation, Live: i.Live, PendingApproval: i.PendingApproval, Taint: i.Taint, Observer: i.Observer}, nil
-}
-
-func (l runLookup) ChildEnv(ref string) []string { return l.s.ChildEnv(ref) }
 
 // codexRuns is the run runtime as Codex supervision needs it.
 type codexRuns struct {

@@ -5,7 +5,6 @@ import (
 
 	"github.com/olivares-dev/olivares/agent/link"
 	"github.com/olivares-dev/olivares/agent/registry"
-	"github.com/olivares-dev/olivares/agent/signin"
 	"github.com/olivares-dev/olivares/shared/apitypes"
 	"github.com/olivares-dev/olivares/shared/proto"
 	"github.com/olivares-dev/olivares/shared/tunnel"
@@ -35,7 +34,7 @@ func (a *Agent) signinStartOp(ctx context.Context, h wire.Header, s tunnel.Strea
 		respond(s, nil, err)
 		return
 	}
-	sp, err := a.signinProfile(prof)
+	sp, err := a.sup.Host.Signin(prof)
 	if err != nil {
 		respond(s, nil, err)
 		return
@@ -86,18 +85,11 @@ func (a *Agent) profileAccountOp(ctx context.Context, h wire.Header, s tunnel.St
 		respond(s, nil, err)
 		return
 	}
-	sp, err := a.signinProfile(prof)
+	sp, err := a.sup.Host.Signin(prof)
 	if err != nil {
 		respond(s, nil, err)
 		return
 	}
 	v, err := a.signin.Account(sp)
 	respond(s, v, err)
-}
-
-// signinProfile is what a sign-in of prof runs with: its runs' home,
-// environment, PATH and isolation (R-ACCT-1).
-func (a *Agent) signinProfile(prof registry.Profile) (signin.Profile, error) {
-	contain, err := a.sup.SigninContain(prof)
-	return signin.Profile{Ref: prof.Ref, Tenant: prof.Tenant, Tool: prof.Tool, Spec: a.sup.SigninSpec(prof), Contain: contain}, err
 }

@@ -20,6 +20,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -112,7 +113,9 @@ type Options struct {
 
 // Registry is the node's profiles and workspaces.
 type Registry struct {
-	o Options
+	o     Options
+	useMu sync.RWMutex // read: Hold; write: the deletions (inuse.go)
+	uses  func() []Use
 }
 
 // Open creates the buckets.
@@ -131,7 +134,7 @@ func Open(o Options) (*Registry, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Registry{o: o}, nil
+	return &Registry{o: o, uses: func() []Use { return nil }}, nil
 }
 
 // ProfileParams is a profile to create.
@@ -364,12 +367,21 @@ func (w Workspace) View() apitypes.Workspace {
 
 // Profile returns the profile ref, whatever its tenant; ok is false when
 // there is none.
-func (g *Registry) Profile(ref string) (p Profile, ok bool, err error) {
+func (g *Registry) Profile(ref string) (Profile, bool, error) {
+	return get[Profile](g, bucketProfiles, ref)
+}
+
+// Workspace returns the workspace ref, whatever its tenant.
+func (g *Registry) Workspace(ref string) (Workspace, bool, error) {
+	return get[Workspace](g, bucketWorkspaces, ref)
+}
+
+func get[T any](g *Registry, bucket []byte, ref string) (v T, ok bool, err error) {
 	err = g.o.DB.View(func(tx *bbolt.Tx) error {
-		ok, err = getJSON(tx, bucketProfiles, ref, &p)
+		ok, err = getJSON(tx, bucket, ref, &v)
 		return err
 	})
-	return p, ok, err
+	return v, ok, err
 }
 
 // Refs lists the refs of every registered profile and workspace, sorted:
@@ -403,15 +415,6 @@ func (g *Registry) ProfileIn(ref, tenant string) (Profile, error) {
 		return Profile{}, refusal.New(ErrNotFound, "profile %q not found", ref)
 	}
 	return p, nil
-}
-
-// Workspace returns the workspace ref, whatever its tenant.
-func (g *Registry) Workspace(ref string) (w Workspace, ok bool, err error) {
-	err = g.o.DB.View(func(tx *bbolt.Tx) error {
-		ok, err = getJSON(tx, bucketWorkspaces, ref, &w)
-		return err
-	})
-	return w, ok, err
 }
 
 // WorkspaceIn returns workspace ref of tenant, or ErrNotFound.
@@ -589,33 +592,19 @@ func (g *Registry) changeEnvHome(p *Profile, u ProfileUpdate) error {
 	return nil
 }
 
-// DeleteProfile removes a profile of tenant from the node. Its home and the
-// files in it stay: a home may be a person's own (R-LIFE-3). The caller
-// (the supervisor) checks that no live run uses it.
-func (g *Registry) DeleteProfile(ref, tenant string) error {
-	return g.deleteRecord(bucketProfiles, "profile", ref, tenant)
-}
-
-// DeleteWorkspace removes a workspace of tenant from the node; the
-// directory stays.
-func (g *Registry) DeleteWorkspace(ref, tenant string) error {
-	return g.deleteRecord(bucketWorkspaces, "workspace", ref, tenant)
-}
-
-func (g *Registry) deleteRecord(bucket []byte, what, ref, tenant string) error {
-	return g.o.DB.Update(func(tx *bbolt.Tx) error {
-		var rec struct {
-			Tenant string `json:"tenant"`
-		}
-		ok, err := getJSON(tx, bucket, ref, &rec)
-		if err != nil {
-			return err
-		}
-		if !ok || rec.Tenant != tenant {
-			return refusal.New(ErrNotFound, "%s %q not found", what, ref)
-		}
-		return tx.Bucket(bucket).Delete([]byte(ref))
-	})
+// found refuses a record of bucket that is not there or not tenant's.
+func found(tx *bbolt.Tx, bucket []byte, what, ref, tenant string) error {
+	var rec struct {
+		Tenant string `json:"tenant"`
+	}
+	ok, err := getJSON(tx, bucket, ref, &rec)
+	if err != nil {
+		return err
+	}
+	if !ok || rec.Tenant != tenant {
+		return refusal.New(ErrNotFound, "%s %q not found", what, ref)
+	}
+	return nil
 }
 
 // Accepts refuses a launch, resume or move target the profile's policy

@@ -56,7 +56,7 @@ func TestACPRequests(t *testing.T) {
 				strings.Join(opts, ",") != "proceed_once:allow,proceed_always:allow,cancel:deny" {
 				t.Fatalf("request %+v options %v, want the command and the agent's own options", req, opts)
 			}
-			if _, err := e.sup.Answer(ref, req.ID, "prn_alice", apitypes.RequestAnswer{Decision: "allow", OptionID: "proceed_always"}); err != nil {
+			if _, err := e.sup.Requests.Answer(ref, req.ID, "prn_alice", apitypes.RequestAnswer{Decision: "allow", OptionID: "proceed_always"}); err != nil {
 				t.Fatal(err)
 			}
 			tl.awaitText(ring.Stdout, "ran: rm -rf build (proceed_always)")
@@ -64,7 +64,7 @@ func TestACPRequests(t *testing.T) {
 
 			e.input(ref, "ask ls")
 			req = e.awaitRequest(ref, apitypes.RequestPending)
-			if _, err := e.sup.Answer(ref, req.ID, "prn_alice", apitypes.RequestAnswer{Decision: "deny"}); err != nil {
+			if _, err := e.sup.Requests.Answer(ref, req.ID, "prn_alice", apitypes.RequestAnswer{Decision: "deny"}); err != nil {
 				t.Fatal(err)
 			}
 			tl.awaitText(ring.Stdout, "denied: ls (selected cancel)")

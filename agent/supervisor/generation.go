@@ -102,10 +102,10 @@ func (r *run) start(ctx context.Context, d cliruntime.Driver, spec cliruntime.La
 	var first cliruntime.Step
 	if err == nil {
 		var rn sessions.Runner
-		rn, err = s.runner(d)
+		rn, err = s.Host.runner(d)
 		if err == nil {
 			r.mu.Lock()
-			rn = s.contain(rn, r.rec.Isolation, r.rec.Network, spec)
+			rn = s.Host.contain(rn, r.rec.Isolation, r.rec.Network, spec)
 			r.mu.Unlock()
 			sess = d.NewSession(spec)
 			first = sess.Start()
@@ -163,7 +163,7 @@ func (r *run) start(ctx context.Context, d cliruntime.Driver, spec cliruntime.La
 
 func newGeneration(r *run, n uint32, proc sessions.Process, sess cliruntime.Session, d cliruntime.Driver) *generation {
 	return &generation{r: r, n: n, proc: proc, sess: sess, cleanup: func() {},
-		policy: r.s.approvals(r), tool: string(d.Kind()),
+		policy: r.approvals(), tool: string(d.Kind()),
 		wake: make(chan struct{}, 1), handshake: make(chan struct{}), spoke: make(chan struct{}), refused: make(chan struct{}), turnSeen: make(chan struct{}),
 		ended: make(chan struct{})}
 }

@@ -64,7 +64,7 @@ type HandoffResult struct {
 // stop's grace and a first turn's answer: agentd runs it on the agent's
 // context, not a tunnel session's.
 func (s *Supervisor) Handoff(ctx context.Context, p HandoffParams) (HandoffResult, error) {
-	r, err := s.get(p.Source)
+	r, err := s.Runs.get(p.Source)
 	if err != nil {
 		return HandoffResult{}, err
 	}
@@ -152,7 +152,7 @@ func (s *Supervisor) Handoff(ctx context.Context, p HandoffParams) (HandoffResul
 // says whether the tool acknowledged it within firstTurnAck (R-HOF-12,
 // R-HOF-19).
 func (s *Supervisor) deliverFirstTurn(ctx context.Context, ref, tool, text string) string {
-	r, err := s.get(ref)
+	r, err := s.Runs.get(ref)
 	if err != nil {
 		return SummaryNotDelivered
 	}

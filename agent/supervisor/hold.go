@@ -182,7 +182,7 @@ func (s *Supervisor) adopt(r *run, rec record, asked bool) bool {
 	}
 	spec := cliruntime.LaunchSpec{Workdir: rec.WorkspacePath, ConversationID: rec.ConversationID, RunRef: r.ref}
 	if prof, ok, _ := s.o.Registry.Profile(rec.ProfileRef); ok {
-		spec = s.spec(prof, rec.WorkspacePath, rec.ConversationID, r.ref)
+		spec = s.Host.spec(prof, rec.WorkspacePath, rec.ConversationID, r.ref)
 	}
 	sess := d.NewSession(spec)
 	var first cliruntime.Step
@@ -246,12 +246,6 @@ func (s *Supervisor) stopHeld(p *holder.Process, dir string) {
 // profile that holds resumes for approval). The default, off, keeps the
 // seeds' "nothing is spawned again" (R-RC-4).
 
-// resumesAfterLoss reports whether rec's profile asks for it.
-func (s *Supervisor) resumesAfterLoss(rec record) bool {
-	p, ok, _ := s.o.Registry.Profile(rec.ProfileRef)
-	return ok && p.ResumeAfterLoss && !rec.Released
-}
-
 // resumeAfterLoss resumes refs one after the other, until the agent
 // closes.
 func (s *Supervisor) resumeAfterLoss(refs []string) {
@@ -269,7 +263,7 @@ func (s *Supervisor) resumeAfterLoss(refs []string) {
 			return
 		}
 		v, err := s.Resume(ctx, ref, nil, "")
-		r, gerr := s.get(ref)
+		r, gerr := s.Runs.get(ref)
 		if gerr != nil {
 			continue
 		}

@@ -32,16 +32,21 @@ type HookDecision = claudehook.Decision
 // maxHookInput bounds the hook input the agent reads.
 const maxHookInput = 1 << 20
 
-// ClaudeHook is the engine's PreToolUse policy point for a Claude Code run
-// that carries the engine's hooks (R-ED-4): it records the tool use in the
-// run's ledger (its name only, R-EVT-4) and refuses the tools the
-// profile's policy denies. It observes and enforces; it is not a
-// replacement CLI.
-func (s *Supervisor) ClaudeHook(ctx context.Context, ref string, input []byte) (HookDecision, error) {
+// ClaudeHook is the engine's PreToolUse policy point for the Claude Code
+// runs that carry the engine's hooks (R-ED-4).
+type ClaudeHook struct {
+	runs *Table
+	o    *Options
+}
+
+// Decide records the tool use of run ref in its ledger (its name only,
+// R-EVT-4) and refuses the tools the profile's policy denies. It observes
+// and enforces; it is not a replacement CLI.
+func (h *ClaudeHook) Decide(ctx context.Context, ref string, input []byte) (HookDecision, error) {
 	if len(input) > maxHookInput {
 		return HookDecision{}, refusal.New(ErrHookInputTooLarge, "the hook input is over %d bytes", maxHookInput)
 	}
-	r, err := s.get(ref)
+	r, err := h.runs.get(ref)
 	if err != nil {
 		return HookDecision{}, err
 	}
@@ -69,7 +74,7 @@ func (s *Supervisor) ClaudeHook(ctx context.Context, ref string, input []byte) (
 	case rec.ConversationID != "" && in.SessionID != "" && in.SessionID != rec.ConversationID:
 		return HookDecision{}, refusal.New(ErrOtherSession, "the hook is for session %s, not run %s's", in.SessionID, ref)
 	}
-	prof, ok, err := s.o.Registry.Profile(rec.ProfileRef)
+	prof, ok, err := h.o.Registry.Profile(rec.ProfileRef)
 	if err != nil {
 		return HookDecision{}, err
 	}
@@ -95,7 +100,7 @@ func (s *Supervisor) ClaudeHook(ctx context.Context, ref string, input []byte) (
 		d = HookDecision{Decision: claudehook.Deny, Reason: fmt.Sprintf("the Olivares profile %s does not allow the %s tool", prof.Ref, in.Tool)}
 	}
 	detail, _ := json.Marshal(map[string]string{"tool": in.Tool, "decision": d.Decision})
-	if _, err := s.o.Ledger.Append(ref, ledger.Event{Kind: KindToolUse, Generation: g.n, Detail: detail}); err != nil {
+	if _, err := h.o.Ledger.Append(ref, ledger.Event{Kind: KindToolUse, Generation: g.n, Detail: detail}); err != nil {
 		return HookDecision{}, err
 	}
 	if d.Decision == claudehook.Deny {

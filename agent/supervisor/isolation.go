@@ -18,7 +18,7 @@ import (
 // of the three, 422 for one this node cannot give, 409 for native asked of
 // a profile that isolates its runs (a launch may ask for stricter, never
 // looser).
-func (s *Supervisor) isolation(iso string, prof registry.Profile) (string, error) {
+func (h *Host) isolation(iso string, prof registry.Profile) (string, error) {
 	switch iso {
 	case "":
 		iso = prof.Isolation
@@ -29,7 +29,7 @@ func (s *Supervisor) isolation(iso string, prof registry.Profile) (string, error
 	default:
 		return "", refusal.New(ErrBadIsolation, "isolation %q: use native, container or sandbox", iso)
 	}
-	if err := s.supports(iso); err != nil {
+	if err := h.supports(iso); err != nil {
 		return "", err
 	}
 	if iso == apitypes.IsolationNative && prof.Isolation != "" && prof.Isolation != apitypes.IsolationNative {
@@ -41,15 +41,15 @@ func (s *Supervisor) isolation(iso string, prof registry.Profile) (string, error
 // supports refuses an isolation this node cannot give (R-TR-7, R-TR-8):
 // sandbox without a working bubblewrap, or container without a working
 // podman, says why.
-func (s *Supervisor) supports(iso string) error {
-	if iso == apitypes.IsolationNative || s.isolator(iso) != nil {
+func (h *Host) supports(iso string) error {
+	if iso == apitypes.IsolationNative || h.isolator(iso) != nil {
 		return nil
 	}
-	why := s.o.SandboxUnavailable
+	why := h.o.SandboxUnavailable
 	if iso == apitypes.IsolationContainer {
 		why = "podman was not looked for"
-		if s.o.Container != nil {
-			why = s.o.Container.Err().Error()
+		if h.o.Container != nil {
+			why = h.o.Container.Err().Error()
 		}
 	}
 	return refusal.New(ErrIsolationUnsupported, "isolation %q does not work on this node: %s", iso, why)
@@ -63,12 +63,12 @@ type isolator interface {
 
 // isolator is the runner of isolation iso, nil for native or one this
 // node does not have.
-func (s *Supervisor) isolator(iso string) isolator {
+func (h *Host) isolator(iso string) isolator {
 	switch {
-	case iso == apitypes.IsolationSandbox && s.o.Sandbox != nil:
-		return s.o.Sandbox
-	case iso == apitypes.IsolationContainer && s.o.Container != nil && s.o.Container.Err() == nil:
-		return s.o.Container
+	case iso == apitypes.IsolationSandbox && h.o.Sandbox != nil:
+		return h.o.Sandbox
+	case iso == apitypes.IsolationContainer && h.o.Container != nil && h.o.Container.Err() == nil:
+		return h.o.Container
 	}
 	return nil
 }
@@ -76,30 +76,30 @@ func (s *Supervisor) isolator(iso string) isolator {
 // contain wraps rn for a generation of a run with isolation iso: the run
 // sees its working directory and its profile home (docs/isolation.md),
 // its grant files and the engine's hook. A native run's runner is rn.
-func (s *Supervisor) contain(rn sessions.Runner, iso, network string, spec cliruntime.LaunchSpec) sessions.Runner {
-	i := s.isolator(iso)
+func (h *Host) contain(rn sessions.Runner, iso, network string, spec cliruntime.LaunchSpec) sessions.Runner {
+	i := h.isolator(iso)
 	if i == nil {
 		return rn
 	}
-	return i.Runner(rn, s.boundary(network, spec))
+	return i.Runner(rn, h.boundary(network, spec))
 }
 
 // boundary is what a contained process of a run launched with spec may
 // reach: the tool's, and the setup command's before it (R-SETUP-2).
-func (s *Supervisor) boundary(network string, spec cliruntime.LaunchSpec) isolation.Boundary {
+func (h *Host) boundary(network string, spec cliruntime.LaunchSpec) isolation.Boundary {
 	b := isolation.Boundary{Writable: []string{spec.Workdir, spec.Home}, Network: network, Name: spec.RunRef}
 	// A worktree run's git needs its repository's objects and refs.
 	ro, rw := isolation.GitWorktree(spec.Workdir)
 	b.ReadOnly, b.Writable = append(b.ReadOnly, ro...), append(b.Writable, rw...)
-	if s.o.GrantsDir != "" {
-		b.ReadOnly = append(b.ReadOnly, filepath.Join(s.o.GrantsDir, spec.RunRef))
+	if h.o.GrantsDir != "" {
+		b.ReadOnly = append(b.ReadOnly, filepath.Join(h.o.GrantsDir, spec.RunRef))
 	}
 	if spec.EngineHook != "" {
 		if prog := hookProgram(spec.EngineHook); prog != "" {
 			b.ReadOnly = append(b.ReadOnly, filepath.Dir(prog))
 		}
-		if _, err := os.Stat(s.o.Hook.Socket); err == nil {
-			b.Writable = append(b.Writable, s.o.Hook.Socket)
+		if _, err := os.Stat(h.o.Hook.Socket); err == nil {
+			b.Writable = append(b.Writable, h.o.Hook.Socket)
 		}
 	}
 	return b

@@ -52,18 +52,15 @@ type inputQueue struct{ s *Supervisor }
 func (q inputQueue) Describe(ch chan<- *prometheus.Desc) { ch <- descInputQueue }
 
 func (q inputQueue) Collect(ch chan<- prometheus.Metric) {
-	// s.mu, then each run's mu (the documented order); a generation's mu
-	// is taken alone.
-	q.s.mu.Lock()
+	// Each run's mu alone, then its generation's.
 	var gens []*generation
-	for _, r := range q.s.runs {
+	for _, r := range q.s.Runs.all() {
 		r.mu.Lock()
 		if r.gen != nil {
 			gens = append(gens, r.gen)
 		}
 		r.mu.Unlock()
 	}
-	q.s.mu.Unlock()
 	total := 0
 	for _, g := range gens {
 		g.mu.Lock()

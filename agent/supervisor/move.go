@@ -31,9 +31,8 @@ var bucketMoves = []byte("moves")
 // source home is only read; a refusal writes nothing and removes whatever
 // the move created.
 func (s *Supervisor) Move(ctx context.Context, ref, targetRef string) (apitypes.Run, error) {
-	s.useMu.RLock()
-	defer s.useMu.RUnlock()
-	r, err := s.get(ref)
+	defer s.o.Registry.Hold()()
+	r, err := s.Runs.get(ref)
 	if err != nil {
 		return apitypes.Run{}, err
 	}
@@ -140,7 +139,7 @@ func (s *Supervisor) Move(ctx context.Context, ref, targetRef string) (apitypes.
 
 // boundTo returns another run of profile bound to conversation conv.
 func (s *Supervisor) boundTo(profileRef, conv, except string) string {
-	for _, r := range s.all() {
+	for _, r := range s.Runs.all() {
 		if r.ref == except {
 			continue
 		}

@@ -21,7 +21,7 @@ import (
 // comes before the live check (ErrNotLive), R-API-3; a full stdin queue is
 // ErrInputQueueFull.
 func (s *Supervisor) Input(ctx context.Context, ref string, in cliruntime.Input) error {
-	r, err := s.get(ref)
+	r, err := s.Runs.get(ref)
 	if err != nil {
 		return err
 	}
@@ -163,7 +163,7 @@ func (r *run) flushInputs(writer bool) bool {
 // Interrupt cancels the active turn; the process stays (R-INT-1). An idle
 // run is an accepted no-op recorded with noop=true (R-INT-2).
 func (s *Supervisor) Interrupt(ctx context.Context, ref string) error {
-	r, err := s.get(ref)
+	r, err := s.Runs.get(ref)
 	if err != nil {
 		return err
 	}
@@ -184,7 +184,7 @@ func (s *Supervisor) Interrupt(ctx context.Context, ref string) error {
 // exit reaches the index through the row push. grace 0 is the configured
 // one.
 func (s *Supervisor) Stop(ctx context.Context, ref string, grace time.Duration) (apitypes.Run, error) {
-	r, err := s.get(ref)
+	r, err := s.Runs.get(ref)
 	if err != nil {
 		return apitypes.Run{}, err
 	}

@@ -27,7 +27,7 @@ const WorktreeNone = "none"
 // keeps its ring and ledger until it is deleted (R-CLN-9). Releasing a
 // released run changes nothing and writes no event (R-CLN-8).
 func (s *Supervisor) Release(ctx context.Context, ref string, discard bool) (apitypes.Run, error) {
-	r, err := s.get(ref)
+	r, err := s.Runs.get(ref)
 	if err != nil {
 		return apitypes.Run{}, err
 	}
@@ -58,7 +58,7 @@ func (s *Supervisor) Release(ctx context.Context, ref string, discard bool) (api
 // and its lifecycle ledger (R-DEL-1). A run that is not released is 409
 // with R-DEL-2's message.
 func (s *Supervisor) Delete(ctx context.Context, ref string) error {
-	r, err := s.get(ref)
+	r, err := s.Runs.get(ref)
 	if err != nil {
 		return err
 	}
@@ -67,9 +67,7 @@ func (s *Supervisor) Delete(ctx context.Context, ref string) error {
 	if snap := r.snapshot(); snap.State != apitypes.StateReleased {
 		return refusal.New(ErrNotReleased, "session must be cleaned before delete (state=%s)", snap.State)
 	}
-	s.mu.Lock()
-	delete(s.runs, ref)
-	s.mu.Unlock()
+	s.Runs.remove(ref)
 	// The record goes first: a crash before the ring and ledger are gone
 	// leaves orphans that Open sweeps, never a record without its evidence.
 	if err := s.o.DB.Update(func(tx *bbolt.Tx) error {
@@ -99,14 +97,14 @@ func (s *Supervisor) sweepOrphans() error {
 		return err
 	}
 	for _, ref := range rings {
-		if s.runs[ref] == nil {
+		if _, err := s.Runs.get(ref); err != nil {
 			if err := s.o.Ring.Delete(ref); err != nil {
 				return fmt.Errorf("sweep ring %s: %w", ref, err)
 			}
 		}
 	}
 	for _, ref := range ledgers {
-		if s.runs[ref] == nil {
+		if _, err := s.Runs.get(ref); err != nil {
 			if err := s.o.Ledger.Delete(ref); err != nil {
 				return fmt.Errorf("sweep ledger %s: %w", ref, err)
 			}

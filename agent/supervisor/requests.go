@@ -321,7 +321,7 @@ func (g *generation) request(req *cliruntime.Request) {
 		e.ExpiresAt = &exp
 	}
 	r.mu.Unlock()
-	rev := r.s.rev()
+	rev := r.s.Runs.NextRev()
 	e.shown = make(chan struct{})
 	r.mu.Lock()
 	r.reqs = append(r.reqs, e)
@@ -346,7 +346,7 @@ func (g *generation) request(req *cliruntime.Request) {
 		}
 	default:
 		id, timeout := e.ID, g.policy.AskTimeout
-		stop := r.s.after(timeout, func() {
+		stop := r.s.o.after(timeout, func() {
 			if r.s.closed() {
 				return // the agent is going down; the next Open expires it
 			}
@@ -380,7 +380,7 @@ type settlement struct {
 // returns (a person's answer); a rule's or the timeout's goes to the
 // saver.
 func (r *run) settle(id string, a settlement, sync bool) (apitypes.RunRequest, error) {
-	rev := r.s.rev()
+	rev := r.s.Runs.NextRev()
 	r.mu.Lock()
 	e := r.reqLocked(id)
 	if e == nil {
@@ -438,7 +438,7 @@ func (r *run) settle(id string, a settlement, sync bool) (apitypes.RunRequest, e
 	// (R-REQ-4).
 	werr := g.answer(toolID, cliruntime.Answer{OptionID: opt.ID, Text: a.text, Message: msg}, func() { r.appendRequest(v.Generation, v) })
 	if werr != nil {
-		rev := r.s.rev()
+		rev := r.s.Runs.NextRev()
 		r.mu.Lock()
 		e.Decision, e.OptionID, e.By, e.ByName = "", "", "", ""
 		r.expireLocked(e, reasonWithdrawn, now, rev)
@@ -484,7 +484,7 @@ func (r *run) expireLocked(e *reqEntry, reason string, now time.Time, rev uint64
 // process is gone (R-REQ-8). Their settlements go into the output before
 // the ring's end; the caller commits.
 func (r *run) expireGeneration(n uint32, reason string) {
-	rev := r.s.rev()
+	rev := r.s.Runs.NextRev()
 	now := time.Now().UTC()
 	var out []apitypes.RunRequest
 	var es []*reqEntry
@@ -505,7 +505,7 @@ func (r *run) expireGeneration(n uint32, reason string) {
 // withdrawn: the tool no longer waits on its request toolID (its turn was
 // interrupted).
 func (r *run) withdrawn(g *generation, toolID string) {
-	rev := r.s.rev()
+	rev := r.s.Runs.NextRev()
 	now := time.Now().UTC()
 	r.mu.Lock()
 	var v *apitypes.RunRequest
@@ -549,7 +549,7 @@ func (g *generation) denied(d *cliruntime.Denial, by string) {
 		Detail: apitypes.RequestDetail{Command: d.Command}, Options: []apitypes.RequestOption{},
 		State: apitypes.RequestSettled, Decision: apitypes.DecisionDeny, By: by, At: &now, Reason: d.Message,
 	}}}
-	rev := r.s.rev()
+	rev := r.s.Runs.NextRev()
 	r.mu.Lock()
 	if d.ToolUseID != "" {
 		for _, x := range r.reqs {
@@ -666,10 +666,15 @@ func (g *generation) answer(toolID string, a cliruntime.Answer, accepted func())
 	return nil
 }
 
-// Requests lists run ref's requests: the pending ones, oldest first, then
-// the settled and expired ones, newest first (R-REQ-2).
-func (s *Supervisor) Requests(ref string) ([]apitypes.RunRequest, error) {
-	r, err := s.get(ref)
+// Requests is the runs' requests as people see them: listed, and answered.
+type Requests struct {
+	runs *Table
+}
+
+// List lists run ref's requests: the pending ones, oldest first, then the
+// settled and expired ones, newest first (R-REQ-2).
+func (q *Requests) List(ref string) ([]apitypes.RunRequest, error) {
+	r, err := q.runs.get(ref)
 	if err != nil {
 		return nil, err
 	}
@@ -692,8 +697,8 @@ func (s *Supervisor) Requests(ref string) ([]apitypes.RunRequest, error) {
 // Answer is a person's answer to request id of run ref (R-REQ-2): by is
 // their principal id. It returns the settled request once the answer is
 // written to the tool and committed.
-func (s *Supervisor) Answer(ref, id, by string, a apitypes.RequestAnswer) (apitypes.RunRequest, error) {
-	r, err := s.get(ref)
+func (q *Requests) Answer(ref, id, by string, a apitypes.RequestAnswer) (apitypes.RunRequest, error) {
+	r, err := q.runs.get(ref)
 	if err != nil {
 		return apitypes.RunRequest{}, err
 	}
@@ -706,21 +711,13 @@ func (s *Supervisor) Answer(ref, id, by string, a apitypes.RequestAnswer) (apity
 	return r.settle(id, settlement{decision: a.Decision, optionID: a.OptionID, text: a.Text, by: by, byName: a.ByName}, true)
 }
 
-// after calls fn after d (Options.after in tests) and returns its stop.
-func (s *Supervisor) after(d time.Duration, fn func()) func() bool {
-	if s.o.after != nil {
-		return s.o.after(d, fn)
-	}
-	return time.AfterFunc(d, fn).Stop
-}
-
-// approvals is the approval policy of run r's profile now, for a process
-// about to start; a profile that is gone denies.
-func (s *Supervisor) approvals(r *run) registry.Approvals {
+// approvals is the approval policy of the run's profile now, for a
+// process about to start; a profile that is gone denies.
+func (r *run) approvals() registry.Approvals {
 	r.mu.Lock()
 	ref := r.rec.ProfileRef
 	r.mu.Unlock()
-	p, ok, err := s.o.Registry.Profile(ref)
+	p, ok, err := r.s.o.Registry.Profile(ref)
 	if err != nil || !ok {
 		return registry.Approvals{Default: apitypes.ApprovalsDeny, AskTimeout: registry.DefaultAskTimeout}
 	}

@@ -91,7 +91,7 @@ func (e *env) policyRun(ref string, p registry.ProfilePolicy) {
 
 func (e *env) requests(ref string) []apitypes.RunRequest {
 	e.t.Helper()
-	rs, err := e.sup.Requests(ref)
+	rs, err := e.sup.Requests.List(ref)
 	if err != nil {
 		e.t.Fatalf("Requests(%s): %v", ref, err)
 	}
@@ -176,11 +176,11 @@ func TestRequestAskAnswer(t *testing.T) {
 			}
 			// A bad answer changes nothing.
 			for _, bad := range []apitypes.RequestAnswer{{Decision: "maybe"}, {Decision: "allow", OptionID: "nope"}, {Decision: "allow", OptionID: "deny"}} {
-				if _, err := e.sup.Answer("run_ask1", req.ID, "prn_alice", bad); !errors.Is(err, supervisor.ErrBadAnswer) {
+				if _, err := e.sup.Requests.Answer("run_ask1", req.ID, "prn_alice", bad); !errors.Is(err, supervisor.ErrBadAnswer) {
 					t.Fatalf("Answer(%+v): got %v, want ErrBadAnswer", bad, err)
 				}
 			}
-			got, err := e.sup.Answer("run_ask1", req.ID, "prn_alice", apitypes.RequestAnswer{Decision: tc.decision, OptionID: tc.option})
+			got, err := e.sup.Requests.Answer("run_ask1", req.ID, "prn_alice", apitypes.RequestAnswer{Decision: tc.decision, OptionID: tc.option})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -188,7 +188,7 @@ func TestRequestAskAnswer(t *testing.T) {
 				t.Fatalf("settled %+v, want settled by prn_alice with %s", got, tc.want)
 			}
 			tl.awaitText(ring.Stdout, tc.reply)
-			if _, err := e.sup.Answer("run_ask1", req.ID, "prn_bob", apitypes.RequestAnswer{Decision: apitypes.DecisionAllow}); !errors.Is(err, supervisor.ErrRequestSettled) || !strings.Contains(err.Error(), "prn_alice") {
+			if _, err := e.sup.Requests.Answer("run_ask1", req.ID, "prn_bob", apitypes.RequestAnswer{Decision: apitypes.DecisionAllow}); !errors.Is(err, supervisor.ErrRequestSettled) || !strings.Contains(err.Error(), "prn_alice") {
 				t.Fatalf("a second answer: got %v, want ErrRequestSettled naming prn_alice", err)
 			}
 			if n := e.get("run_ask1").PendingRequests; n != 0 {
@@ -224,7 +224,7 @@ func TestRequestRace(t *testing.T) {
 			if i%2 == 1 {
 				d = apitypes.DecisionDeny
 			}
-			_, errs[i] = e.sup.Answer("run_race1", req.ID, "prn_"+string(rune('a'+i)), apitypes.RequestAnswer{Decision: d})
+			_, errs[i] = e.sup.Requests.Answer("run_race1", req.ID, "prn_"+string(rune('a'+i)), apitypes.RequestAnswer{Decision: d})
 		}()
 	}
 	wg.Wait()
@@ -267,7 +267,7 @@ func TestRequestTimeout(t *testing.T) {
 		t.Fatalf("after the timeout %+v, want denied by timeout, saying after how long", got)
 	}
 	tl.awaitText(ring.Stdout, "denied: make build (Denied: nobody answered")
-	if _, err := e.sup.Answer("run_tmo1", req.ID, "prn_late", apitypes.RequestAnswer{Decision: apitypes.DecisionAllow}); !errors.Is(err, supervisor.ErrRequestSettled) || !strings.Contains(err.Error(), "timeout") {
+	if _, err := e.sup.Requests.Answer("run_tmo1", req.ID, "prn_late", apitypes.RequestAnswer{Decision: apitypes.DecisionAllow}); !errors.Is(err, supervisor.ErrRequestSettled) || !strings.Contains(err.Error(), "timeout") {
 		t.Fatalf("a late answer: got %v, want ErrRequestSettled by timeout", err)
 	}
 }
@@ -332,7 +332,7 @@ func TestRequestExpires(t *testing.T) {
 	if r := e.get("run_exp1"); r.PendingRequests != 0 {
 		t.Fatalf("pending_requests %d after the restart, want 0", r.PendingRequests)
 	}
-	if _, err := e.sup.Answer("run_exp1", req.ID, "prn_alice", apitypes.RequestAnswer{Decision: apitypes.DecisionAllow}); !errors.Is(err, supervisor.ErrRequestExpired) {
+	if _, err := e.sup.Requests.Answer("run_exp1", req.ID, "prn_alice", apitypes.RequestAnswer{Decision: apitypes.DecisionAllow}); !errors.Is(err, supervisor.ErrRequestExpired) {
 		t.Fatalf("an answer after the restart: got %v, want ErrRequestExpired", err)
 	}
 	tl := e.tail("run_exp1", 0)

@@ -13,7 +13,7 @@ import (
 	"github.com/olivares-dev/olivares/agent/ledger"
 	"github.com/olivares-dev/olivares/agent/refusal"
 	"github.com/olivares-dev/olivares/agent/ring"
-	"github.com/olivares-dev/olivares/agent/taint"
+	"github.com/olivares-dev/olivares/agent/runread"
 	"github.com/olivares-dev/olivares/agent/transcript"
 	"github.com/olivares-dev/olivares/shared/apitypes"
 	"github.com/olivares-dev/olivares/shared/logging"
@@ -75,7 +75,7 @@ func newRun(s *Supervisor, rg *ring.Ring, rec record) *run {
 // change applies fn to the record in memory, bumps its revision and queues
 // ev for the next commit. It never waits for the disk.
 func (r *run) change(ev ledger.Event, fn func(*record)) {
-	rev := r.s.rev()
+	rev := r.s.Runs.NextRev()
 	r.mu.Lock()
 	if fn != nil {
 		fn(&r.rec)
@@ -170,7 +170,7 @@ func (r *run) updateAsync(ev ledger.Event, fn func(*record)) {
 
 // touch notifies a change of a live-only fact (turn started or ended).
 func (r *run) touch() {
-	rev := r.s.rev()
+	rev := r.s.Runs.NextRev()
 	r.mu.Lock()
 	r.rec.Rev = rev
 	r.mu.Unlock()
@@ -337,27 +337,22 @@ func (r *run) snapshot() apitypes.Run {
 	return v
 }
 
-// RunInfo is what the read side (agentd wires runread to it) knows of a
-// run: its record's facts, never a process handle.
-type RunInfo struct {
-	Ref, Tenant, Driver, ProfileRef string
-	WorkspaceRef, Workdir           string
-	WorktreeBranch, TemplateRef     string
-	ConversationID                  string
-	Generation                      uint32
-	Live, PendingApproval           bool
-	Taint                           taint.Kinds
-	Observer                        *transcript.Live
+// Reads is the runs as the read side (agent/runread) looks them up: a
+// run's record's facts, never a process handle, and its tool's
+// environment.
+type Reads struct {
+	runs *Table
+	host *Host
 }
 
-// Info returns the run's facts, or ErrRunNotFound.
-func (s *Supervisor) Info(ref string) (RunInfo, error) {
-	r, err := s.get(ref)
+// ReadRun returns the run's facts, or ErrRunNotFound.
+func (rd *Reads) ReadRun(ref string) (runread.Run, error) {
+	r, err := rd.runs.get(ref)
 	if err != nil {
-		return RunInfo{}, err
+		return runread.Run{}, err
 	}
 	rec, live := r.current()
-	return RunInfo{Ref: rec.RunRef, Tenant: rec.Tenant, Driver: rec.Driver, ProfileRef: rec.ProfileRef,
+	return runread.Run{Ref: rec.RunRef, Tenant: rec.Tenant, Driver: rec.Driver, ProfileRef: rec.ProfileRef,
 		WorkspaceRef: rec.WorkspaceRef, Workdir: rec.WorkspacePath, WorktreeBranch: rec.WorktreeBranch, TemplateRef: rec.TemplateRef,
 		ConversationID: rec.ConversationID, Generation: rec.Generation, Live: live, PendingApproval: rec.PendingApproval,
 		Taint: rec.taint(), Observer: r.live}, nil
@@ -365,31 +360,20 @@ func (s *Supervisor) Info(ref string) (RunInfo, error) {
 
 // ChildEnv is the environment the run's tool starts with now (its
 // profile's, with the agent's PATH); nil when it cannot be built.
-func (s *Supervisor) ChildEnv(ref string) []string {
-	r, err := s.get(ref)
+func (rd *Reads) ChildEnv(ref string) []string {
+	r, err := rd.runs.get(ref)
 	if err != nil {
 		return nil
 	}
 	rec, _ := r.current()
-	prof, ok, err := s.o.Registry.Profile(rec.ProfileRef)
-	d := s.o.Drivers[prof.Tool]
+	prof, ok, err := rd.host.o.Registry.Profile(rec.ProfileRef)
+	d := rd.host.o.Drivers[prof.Tool]
 	if err != nil || !ok || d == nil {
 		return nil
 	}
-	cmd, err := d.Launch(s.spec(prof, rec.WorkspacePath, "", rec.RunRef))
+	cmd, err := d.Launch(rd.host.spec(prof, rec.WorkspacePath, "", rec.RunRef))
 	if err != nil {
 		return nil
 	}
 	return cmd.Env
-}
-
-// TaintRefusal is the refusal a surface answers for the run, or nil
-// (docs/rules/taint-audit.md).
-func (s *Supervisor) TaintRefusal(ref string, surface taint.Surface) error {
-	r, err := s.get(ref)
-	if err != nil {
-		return err
-	}
-	rec, live := r.current()
-	return rec.taint().Refusal(ref, live, rec.Generation, surface)
 }

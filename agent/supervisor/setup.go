@@ -96,11 +96,11 @@ func (r *run) setup(ctx context.Context, cmd string, spec cliruntime.LaunchSpec)
 		if err != nil {
 			return err
 		}
-		i := s.isolator(iso)
+		i := s.Host.isolator(iso)
 		if i == nil {
 			return fmt.Errorf("isolation %q does not work on this node", iso)
 		}
-		wrapped, cleanup, err := i.Wrap(sessions.Spec{Path: sh, Args: []string{"-c", cmd}, Env: env, Dir: spec.Workdir}, s.boundary(net, spec))
+		wrapped, cleanup, err := i.Wrap(sessions.Spec{Path: sh, Args: []string{"-c", cmd}, Env: env, Dir: spec.Workdir}, s.Host.boundary(net, spec))
 		if err != nil {
 			return err
 		}

@@ -3,7 +3,6 @@ package supervisor
 import (
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/olivares-dev/olivares/agent/ledger"
 	"github.com/olivares-dev/olivares/agent/registry"
@@ -66,11 +65,7 @@ func (g *generation) stallTick(seen uint64) {
 	if p, ok, _ := r.s.o.Registry.Profile(ref); ok {
 		d = p.StallAfter()
 	}
-	after := func(d time.Duration, fn func()) func() bool { return time.AfterFunc(d, fn).Stop }
-	if r.s.o.stallAfter != nil {
-		after = r.s.o.stallAfter
-	}
-	g.stall.stop = after(d, func() {
+	g.stall.stop = r.s.o.stallAfter(d, func() {
 		g.stall.mu.Lock()
 		defer g.stall.mu.Unlock()
 		if g.stall.ended {
@@ -86,7 +81,7 @@ func (g *generation) stallTick(seen uint64) {
 		}
 		now := g.stall.out.Load()
 		if now == seen && pending == 0 && g.stall.stalled.CompareAndSwap(false, true) {
-			at := r.s.now().UTC()
+			at := r.s.o.now().UTC()
 			r.updateAsync(ledger.Event{}, func(rec *record) { rec.StalledSince = &at })
 		}
 		g.stallTick(now)
@@ -102,12 +97,4 @@ func (g *generation) endStall() {
 	if g.stall.stop != nil {
 		g.stall.stop()
 	}
-}
-
-// now is the supervisor's clock (Options.now in tests).
-func (s *Supervisor) now() time.Time {
-	if s.o.now != nil {
-		return s.o.now()
-	}
-	return time.Now()
 }

@@ -4,18 +4,13 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"sort"
-	"strings"
 	"time"
 
 	"github.com/olivares-dev/olivares/agent/cliruntime"
 	"github.com/olivares-dev/olivares/agent/ledger"
-	"github.com/olivares-dev/olivares/agent/projectconfig"
 	"github.com/olivares-dev/olivares/agent/refusal"
 	"github.com/olivares-dev/olivares/agent/registry"
-	"github.com/olivares-dev/olivares/agent/sessions"
 	"github.com/olivares-dev/olivares/shared/apitypes"
-	"github.com/olivares-dev/olivares/shared/claudehook"
 )
 
 // start is one start of a process for a run, as the start check sees it:
@@ -59,14 +54,14 @@ func (s *Supervisor) check(st start) (checked, error) {
 	if d == nil {
 		return checked{}, refusal.New(ErrUnknownTool, "this agent has no driver for tool %q", st.prof.Tool)
 	}
-	if _, err := s.runner(d); err != nil {
+	if _, err := s.Host.runner(d); err != nil {
 		return checked{}, err
 	}
-	if err := s.supports(st.isolation); err != nil {
+	if err := s.Host.supports(st.isolation); err != nil {
 		return checked{}, err
 	}
-	spec := s.spec(st.prof, st.dir, "", st.runRef)
-	if err := s.checkBinary(d, spec); err != nil {
+	spec := s.Host.spec(st.prof, st.dir, "", st.runRef)
+	if err := s.Host.checkBinary(d, spec); err != nil {
 		return checked{}, err
 	}
 	if err := st.prof.Accepts(st.workspaceRef); err != nil {
@@ -86,7 +81,7 @@ func (s *Supervisor) check(st start) (checked, error) {
 		st.dir = dir
 		spec.Workdir = dir
 	}
-	if err := s.checkProjectConfig(st.prof, st.workspaceRef, st.dir, st.approved); err != nil {
+	if err := s.Host.checkProjectConfig(st.prof, st.workspaceRef, st.dir, st.approved); err != nil {
 		if st.undo != nil {
 			st.undo()
 		}
@@ -133,12 +128,11 @@ type LaunchParams struct {
 // wants a person's approval holds the launch: nothing is spawned
 // until Approve.
 func (s *Supervisor) Launch(ctx context.Context, p LaunchParams) (apitypes.Run, error) {
-	s.useMu.RLock()
-	defer s.useMu.RUnlock()
+	defer s.o.Registry.Hold()()
 	if !registry.ValidRef(p.RunRef) || p.Tenant == "" {
 		return apitypes.Run{}, refusal.New(ErrBadRequest, "run ref %q or tenant is malformed", p.RunRef)
 	}
-	if _, err := s.get(p.RunRef); err == nil {
+	if _, err := s.Runs.get(p.RunRef); err == nil {
 		return apitypes.Run{}, refusal.New(ErrRunExists, "run %q exists", p.RunRef)
 	}
 	prof, err := s.o.Registry.ProfileIn(p.ProfileRef, p.Tenant)
@@ -162,7 +156,7 @@ func (s *Supervisor) Launch(ctx context.Context, p LaunchParams) (apitypes.Run, 
 		// Without a workspace the tool works in its profile home.
 		workdir = prof.Home
 	}
-	if p.Isolation, err = s.isolation(p.Isolation, prof); err != nil {
+	if p.Isolation, err = s.Host.isolation(p.Isolation, prof); err != nil {
 		return apitypes.Run{}, err
 	}
 	st := start{runRef: p.RunRef, prof: prof, workspaceRef: p.WorkspaceRef, dir: workdir, grants: p.Grants, approved: p.ProjectConfigApproved, isolation: p.Isolation, conv: p.ConversationID}
@@ -212,7 +206,7 @@ func (s *Supervisor) Launch(ctx context.Context, p LaunchParams) (apitypes.Run, 
 		// A held launch of a stored conversation is approved as a resume.
 		PendingResume: prof.LaunchRequiresApproval && p.ConversationID != "",
 	})
-	r.rec.Rev = s.rev()
+	r.rec.Rev = s.Runs.NextRev()
 	r.op.Lock()
 	handed := false
 	defer func() {
@@ -220,22 +214,16 @@ func (s *Supervisor) Launch(ctx context.Context, p LaunchParams) (apitypes.Run, 
 			r.op.Unlock()
 		}
 	}()
-	s.mu.Lock()
-	if s.runs[p.RunRef] != nil {
-		s.mu.Unlock()
+	if !s.Runs.add(r) {
 		return undo(refusal.New(ErrRunExists, "run %q exists", p.RunRef))
 	}
-	s.runs[p.RunRef] = r
-	s.mu.Unlock()
 	r.unsaved = append(r.unsaved, ledger.Event{Kind: ledger.KindCreated})
 	if r.rec.PendingApproval {
 		r.unsaved = append(r.unsaved, ledger.Event{Kind: ledger.KindApprovalRequested, Generation: 1})
 	}
 	r.dirty = true
 	if err := r.save(nil); err != nil {
-		s.mu.Lock()
-		delete(s.runs, p.RunRef)
-		s.mu.Unlock()
+		s.Runs.remove(p.RunRef)
 		return undo(err)
 	}
 	s.o.OnChange(p.RunRef)
@@ -255,9 +243,8 @@ func (s *Supervisor) Launch(ctx context.Context, p LaunchParams) (apitypes.Run, 
 // transcript that is not in the profile home is refused before anything is
 // spawned. A profile that wants a person's approval holds it (R-RES-5).
 func (s *Supervisor) Resume(ctx context.Context, ref string, grants []Grant, approved string) (apitypes.Run, error) {
-	s.useMu.RLock()
-	defer s.useMu.RUnlock()
-	r, err := s.get(ref)
+	defer s.o.Registry.Hold()()
+	r, err := s.Runs.get(ref)
 	if err != nil {
 		return apitypes.Run{}, err
 	}
@@ -371,9 +358,8 @@ func (s *Supervisor) resume(ctx context.Context, r *run, rs resumeSpec) (apitype
 // (Q-53, R-CRT-4: approved, then started), after the same start check. A
 // run that waits for nothing is ErrNotPending.
 func (s *Supervisor) Approve(ctx context.Context, ref string, grants []Grant, approved string) (apitypes.Run, error) {
-	s.useMu.RLock()
-	defer s.useMu.RUnlock()
-	r, err := s.get(ref)
+	defer s.o.Registry.Hold()()
+	r, err := s.Runs.get(ref)
 	if err != nil {
 		return apitypes.Run{}, err
 	}
@@ -435,117 +421,4 @@ func claudeTranscriptExists(home, id string) bool {
 	}
 	m, _ := filepath.Glob(filepath.Join(home, ".claude", "projects", "*", id+".jsonl"))
 	return len(m) > 0
-}
-
-// spec builds a launch spec of run ref from a profile. The children's PATH
-// is the profile's, else the agent's configured one. A profile with the
-// engine's hooks gets them (R-PCS-15, R-ED-4) when this agent has a hook
-// endpoint; the hook finds the agent and the run through the environment.
-func (s *Supervisor) spec(p registry.Profile, workdir, conv, ref string) cliruntime.LaunchSpec {
-	var env []string
-	hasPath := false
-	for k, v := range p.Env {
-		env = append(env, k+"="+v)
-		hasPath = hasPath || k == "PATH"
-	}
-	sort.Strings(env)
-	if !hasPath && s.o.Path != "" {
-		env = append([]string{"PATH=" + s.o.Path}, env...)
-	}
-	spec := cliruntime.LaunchSpec{Home: p.Home, Workdir: workdir, Env: env, ConversationID: conv, RunRef: ref}
-	if s.engineHooks(p) {
-		spec.IsolateSettings, spec.EngineHook = true, s.o.Hook.Command
-		spec.Env = append(spec.Env, claudehook.EnvRun+"="+ref, claudehook.EnvSocket+"="+s.o.Hook.Socket)
-	}
-	return spec
-}
-
-// SigninSpec is the launch spec a sign-in of p runs with (R-ACCT-1): the
-// home, environment and PATH of its runs, without the engine's hooks.
-func (s *Supervisor) SigninSpec(p registry.Profile) cliruntime.LaunchSpec {
-	p.EngineHooks = false
-	return s.spec(p, p.Home, "", "")
-}
-
-// SigninContain is the isolation a sign-in of p runs in: its runs'
-// (R-ACCT-1, R-TR-7), seeing only its home; nil for a native profile. A
-// sandbox profile on a node without a working sandbox is refused.
-func (s *Supervisor) SigninContain(p registry.Profile) (func(sessions.Runner) sessions.Runner, error) {
-	if p.Isolation == "" || p.Isolation == apitypes.IsolationNative {
-		return nil, nil
-	}
-	if err := s.supports(p.Isolation); err != nil {
-		return nil, err
-	}
-	spec := s.SigninSpec(p)
-	return func(rn sessions.Runner) sessions.Runner {
-		return s.contain(rn, p.Isolation, p.Network, spec)
-	}, nil
-}
-
-// engineHooks reports whether runs of p carry the engine's hooks: the
-// profile asks for them and this agent has a hook endpoint. Without one a
-// Claude Code run reads the project's settings and is gated (R-PCS-15).
-func (s *Supervisor) engineHooks(p registry.Profile) bool {
-	return p.EngineHooks && p.Tool == string(cliruntime.KindClaude) && s.o.Hook.Command != "" && s.o.Hook.Socket != ""
-}
-
-func (s *Supervisor) runner(d cliruntime.Driver) (sessions.Runner, error) {
-	rn := s.o.Runners[d.LaunchTransport()]
-	if rn == nil {
-		// R-TR-8: a launch form whose runner this host lacks.
-		return nil, refusal.New(ErrTransportUnsupported, "the %s launch form needs the %s runner, which this host does not have", d.Kind(), d.LaunchTransport())
-	}
-	return rn, nil
-}
-
-// checkBinary refuses a launch whose program is not on the child's PATH, so
-// that a missing CLI is a refusal a person can act on, not a failed run.
-func (s *Supervisor) checkBinary(d cliruntime.Driver, spec cliruntime.LaunchSpec) error {
-	cmd, err := d.Launch(spec)
-	if err != nil {
-		return refusal.New(ErrBadProfile, "%v", err)
-	}
-	if filepath.IsAbs(cmd.Path) || filepath.Base(cmd.Path) != cmd.Path {
-		return nil
-	}
-	if rn := s.o.Runners[d.LaunchTransport()]; rn != nil && rn.Name() == "fake" {
-		// The in-process fake starts no program.
-		return nil
-	}
-	path := cliruntime.DefaultPath
-	for _, kv := range cmd.Env {
-		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
-			path = v
-		}
-	}
-	for _, dir := range filepath.SplitList(path) {
-		if dir == "" || !filepath.IsAbs(dir) {
-			continue
-		}
-		if fi, err := os.Stat(filepath.Join(dir, cmd.Path)); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
-			return nil
-		}
-	}
-	return refusal.New(ErrToolNotFound, "%s is not installed on this node (not on the PATH %s); install it, or set the agent's path", cmd.Path, path)
-}
-
-// checkProjectConfig is the repository-config gate (R-PCS-12, R-PCS-19):
-// a start of a tool that reads a flagged file in dir, the directory the
-// process will start in, is refused unless approved is the directory's
-// current hash. There is no way around it (R-PCS-14). Runs outside a
-// workspace (in the profile's own home) carry no repository and are not
-// gated.
-func (s *Supervisor) checkProjectConfig(p registry.Profile, workspaceRef, dir, approved string) error {
-	if workspaceRef == "" {
-		return nil
-	}
-	rep, err := projectconfig.Scan(dir)
-	if err != nil {
-		return refusal.New(ErrWorkspaceUnreadable, "the workspace directory %s cannot be read on the node: %v", dir, err)
-	}
-	if ref := projectconfig.Check(rep, p.Tool, s.engineHooks(p), approved); ref != nil {
-		return refusal.New(ErrProjectConfig, "%s", ref.Message(workspaceRef))
-	}
-	return nil
 }

@@ -17,14 +17,15 @@
 // the next Open adopts it; without one it dies with the agent, and after a
 // restart Open records the generation lost (R-STATE-6).
 //
-// Buckets (owned here): runs, moves. The ring, ledger and registry
-// packages own theirs.
+// What is not the lifecycle is a component the Supervisor wires and agentd
+// calls directly: the run table (Runs), Usage, Requests, Host, Reads and
+// ClaudeHook. Buckets (owned here): runs, moves, requests. The ring,
+// ledger and registry packages own theirs.
 package supervisor
 
 import (
 	"errors"
 	"log/slog"
-	"sort"
 	"sync"
 	"syscall"
 	"time"
@@ -37,7 +38,6 @@ import (
 	"github.com/olivares-dev/olivares/agent/holder"
 	"github.com/olivares-dev/olivares/agent/isolation"
 	"github.com/olivares-dev/olivares/agent/ledger"
-	"github.com/olivares-dev/olivares/agent/refusal"
 	"github.com/olivares-dev/olivares/agent/registry"
 	"github.com/olivares-dev/olivares/agent/ring"
 	"github.com/olivares-dev/olivares/agent/sessions"
@@ -126,11 +126,11 @@ type Options struct {
 	// inTx, when set (tests), runs inside every record commit's
 	// transaction with the run's ref: a place to stall the disk.
 	inTx func(runRef string)
-	// after, when set (tests), is the ask timeout's clock instead of
-	// time.AfterFunc: it calls fn after d and returns a stop function.
+	// after is the ask timeout's clock: it calls fn after d and returns a
+	// stop function; time.AfterFunc unless set (tests).
 	after func(d time.Duration, fn func()) (stop func() bool)
-	// stallAfter and now, when set (tests), are the stall check's timer
-	// (as after) and the clock of stalled_since (stall.go).
+	// stallAfter and now are the stall check's timer (as after) and the
+	// clock of stalled_since (stall.go); time's unless set (tests).
 	stallAfter func(d time.Duration, fn func()) (stop func() bool)
 	now        func() time.Time
 }
@@ -139,22 +139,21 @@ type Options struct {
 // largest size the API takes (1 MiB).
 const DefaultMaxStdinQueue = 4 << 20
 
-// Supervisor is the run runtime of one node.
+// Supervisor is the run runtime of one node: the lifecycle of its runs,
+// and the components it wires (each type's comment says what it is).
 type Supervisor struct {
+	Runs       *Table
+	Usage      *Usage
+	Requests   *Requests
+	Host       *Host
+	Reads      *Reads
+	ClaudeHook *ClaudeHook
+
 	o Options
 
 	closing chan struct{}
 
-	mu      sync.Mutex // guards runs and lastRev; taken before a run's mu, never after
-	runs    map[string]*run
-	lastRev uint64
-
 	saver *saver // commits the records changed by the output readers
-
-	// useMu is held (read) by a start from its profile and workspace
-	// lookup until its run is registered, and (write) by the deletion of a
-	// profile or workspace, which checks that no run needs it.
-	useMu sync.RWMutex
 
 	exits *prometheus.CounterVec // child exits by cause (R-OBS-8)
 
@@ -180,12 +179,26 @@ func Open(o Options) (*Supervisor, error) {
 	if o.MaxStdinQueue <= 0 {
 		o.MaxStdinQueue = DefaultMaxStdinQueue
 	}
+	afterFunc := func(d time.Duration, fn func()) func() bool { return time.AfterFunc(d, fn).Stop }
+	if o.after == nil {
+		o.after = afterFunc
+	}
+	if o.stallAfter == nil {
+		o.stallAfter = afterFunc
+	}
+	if o.now == nil {
+		o.now = time.Now
+	}
 	if err := createBuckets(o.DB); err != nil {
 		return nil, err
 	}
-	s := &Supervisor{o: o, closing: make(chan struct{}), runs: map[string]*run{}}
+	s := &Supervisor{o: o, closing: make(chan struct{}), Runs: &Table{runs: map[string]*run{}}}
+	s.Host, s.ClaudeHook = &Host{o: &s.o}, &ClaudeHook{runs: s.Runs, o: &s.o}
 	s.registerMetrics(o.Metrics)
 	s.saver = newSaver(s)
+	s.Usage, s.Requests = &Usage{runs: s.Runs, saver: s.saver}, &Requests{runs: s.Runs}
+	s.Reads = &Reads{runs: s.Runs, host: s.Host}
+	o.Registry.SetUses(s.Runs.uses)
 	recs, err := loadAll[record](o.DB, bucketRuns)
 	if err != nil {
 		return nil, err
@@ -198,7 +211,7 @@ func Open(o Options) (*Supervisor, error) {
 	// Every stored rev first: an adopted run below starts reading its
 	// child at once, and its changes take revs (rev) from then on.
 	for _, rec := range recs {
-		s.lastRev = max(s.lastRev, rec.Rev)
+		s.Runs.lastRev = max(s.Runs.lastRev, rec.Rev)
 	}
 	for _, rec := range recs {
 		rg, err := o.Ring.Ring(rec.RunRef)
@@ -206,9 +219,7 @@ func Open(o Options) (*Supervisor, error) {
 			return nil, err
 		}
 		r := newRun(s, rg, rec)
-		s.mu.Lock()
-		s.runs[rec.RunRef] = r
-		s.mu.Unlock()
+		s.Runs.add(r)
 		// R-REQ-8: a request whose process died with the agent expires;
 		// its settlement goes into the output before the ring's end.
 		expired := r.restoreRequests(reqs[rec.RunRef])
@@ -230,7 +241,7 @@ func Open(o Options) (*Supervisor, error) {
 			if err := r.recordLost(); err != nil {
 				return nil, err
 			}
-			if rec.Generation > 0 && s.resumesAfterLoss(rec) {
+			if p, ok, _ := o.Registry.Profile(rec.ProfileRef); ok && p.ResumeAfterLoss && rec.Generation > 0 && !rec.Released {
 				lost = append(lost, rec.RunRef)
 			}
 		} else if rg.Live() {
@@ -258,24 +269,6 @@ func Open(o Options) (*Supervisor, error) {
 	return s, nil
 }
 
-// NextRev returns a new row revision, above every one given so far: the
-// run index push labels a row whose only change is its ring bounds with
-// it (taken before the row is read, so that no record change is lost).
-func (s *Supervisor) NextRev() uint64 { return s.rev() }
-
-// rev returns a new row revision: increasing across restarts (it starts
-// from the wall clock) and within one process.
-func (s *Supervisor) rev() uint64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := uint64(time.Now().UnixNano())
-	if n <= s.lastRev {
-		n = s.lastRev + 1
-	}
-	s.lastRev = n
-	return n
-}
-
 // Close leaves the held children to their holders (the next Open adopts
 // them) and kills the others (they die with the agent), without recording
 // an exit, so that the next Open records those lost,
@@ -292,7 +285,7 @@ func (s *Supervisor) Close() {
 	s.spawnMu.Lock()
 	//lint:ignore SA2001 a barrier, not a critical section: it waits for the spawns under way
 	s.spawnMu.Unlock()
-	for _, r := range s.all() {
+	for _, r := range s.Runs.all() {
 		r.mu.Lock()
 		if g := r.gen; g != nil && !detach(g.proc) {
 			g.proc.Signal(syscall.SIGKILL)
@@ -312,55 +305,21 @@ func (s *Supervisor) closed() bool {
 	}
 }
 
-func (s *Supervisor) all() []*run {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make([]*run, 0, len(s.runs))
-	for _, r := range s.runs {
-		out = append(out, r)
-	}
-	return out
-}
-
-func (s *Supervisor) get(ref string) (*run, error) {
-	s.mu.Lock()
-	r := s.runs[ref]
-	s.mu.Unlock()
-	if r == nil {
-		return nil, refusal.New(ErrRunNotFound, "run %q not found", ref)
-	}
-	return r, nil
-}
-
 // Get returns the run's row.
 func (s *Supervisor) Get(ref string) (apitypes.Run, error) {
-	r, err := s.get(ref)
+	r, err := s.Runs.get(ref)
 	if err != nil {
 		return apitypes.Run{}, err
 	}
 	return r.snapshot(), nil
 }
 
-// List returns every run's row, newest first. It takes no lock that a
-// commit holds (R-STATE-1: rows are derived in memory).
-func (s *Supervisor) List() []apitypes.Run {
-	runs := s.all()
-	out := make([]apitypes.Run, len(runs))
-	for i, r := range runs {
-		out[i] = r.snapshot()
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if !out[i].CreatedAt.Equal(out[j].CreatedAt) {
-			return out[i].CreatedAt.After(out[j].CreatedAt)
-		}
-		return out[i].RunRef > out[j].RunRef
-	})
-	return out
-}
+// List returns every run's row, newest first (Table.rows).
+func (s *Supervisor) List() []apitypes.Run { return s.Runs.rows() }
 
 // Events pages the run's lifecycle ledger (R-EVT-1).
 func (s *Supervisor) Events(ref string, after uint64, limit int) ([]apitypes.Event, uint64, error) {
-	if _, err := s.get(ref); err != nil {
+	if _, err := s.Runs.get(ref); err != nil {
 		return nil, 0, err
 	}
 	evs, next, err := s.o.Ledger.Page(ref, after, limit)
@@ -380,7 +339,7 @@ func (s *Supervisor) Events(ref string, after uint64, limit int) ([]apitypes.Eve
 // it was not, the viewer replays and ends, and the caller sends the
 // not-live notice with the run's state (R-ATT-6).
 func (s *Supervisor) Attach(ref string, from uint64, queue int) (v *ring.Viewer, live bool, err error) {
-	r, err := s.get(ref)
+	r, err := s.Runs.get(ref)
 	if err != nil {
 		return nil, false, err
 	}
@@ -392,22 +351,13 @@ func (s *Supervisor) Attach(ref string, from uint64, queue int) (v *ring.Viewer,
 
 // EndOf returns the last generation's exit for an end frame (R-ATT-4).
 func (s *Supervisor) EndOf(ref string) apitypes.End {
-	r, err := s.get(ref)
+	r, err := s.Runs.get(ref)
 	if err != nil {
 		return apitypes.End{}
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return apitypes.End{Generation: r.rec.Generation, ExitCode: r.rec.ExitCode, Signal: r.rec.Signal, Reason: r.rec.FailReason}
-}
-
-// State returns the run's derived state.
-func (s *Supervisor) State(ref string) string {
-	r, err := s.get(ref)
-	if err != nil {
-		return ""
-	}
-	return r.snapshot().State
 }
 
 // LiveRun is one line of `olivares-agent status`.
@@ -433,7 +383,7 @@ func (s *Supervisor) Live() []LiveRun {
 		}
 		lr := LiveRun{RunRef: v.RunRef, Driver: v.Driver, Generation: v.Generation, PID: v.PID,
 			State: v.State, FirstSeq: v.RingFirst, LastSeq: v.RingLast}
-		if r, err := s.get(v.RunRef); err == nil {
+		if r, err := s.Runs.get(v.RunRef); err == nil {
 			r.mu.Lock()
 			if r.gen != nil {
 				lr.AdoptedFrom = r.gen.adoptedFrom

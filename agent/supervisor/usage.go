@@ -58,10 +58,17 @@ func (r *run) recordUsage(gen uint32, u *cliruntime.TurnUsage, lim *apitypes.Lim
 	}
 }
 
-// PendingUsage returns the usage rows of run ref the coordinator has not
+// Usage is the runs' usage rows the coordinator has not acknowledged
+// (R-USE-6): every push of a run's row carries them.
+type Usage struct {
+	runs  *Table
+	saver *saver
+}
+
+// Pending returns the usage rows of run ref the coordinator has not
 // acknowledged, oldest first (R-USE-6).
-func (s *Supervisor) PendingUsage(ref string) []apitypes.UsageTurn {
-	r, err := s.get(ref)
+func (u *Usage) Pending(ref string) []apitypes.UsageTurn {
+	r, err := u.runs.get(ref)
 	if err != nil {
 		return nil
 	}
@@ -70,11 +77,11 @@ func (s *Supervisor) PendingUsage(ref string) []apitypes.UsageTurn {
 	return append([]apitypes.UsageTurn(nil), r.rec.UsageOutbox...)
 }
 
-// AckUsage drops run ref's queued usage rows up to seq, once the
-// coordinator stored them. It changes no fact of the run's row, so it
-// neither bumps its rev nor notifies a change.
-func (s *Supervisor) AckUsage(ref string, seq uint64) {
-	r, err := s.get(ref)
+// Ack drops run ref's queued usage rows up to seq, once the coordinator
+// stored them. It changes no fact of the run's row, so it neither bumps
+// its rev nor notifies a change.
+func (u *Usage) Ack(ref string, seq uint64) {
+	r, err := u.runs.get(ref)
 	if err != nil {
 		return
 	}
@@ -90,5 +97,5 @@ func (s *Supervisor) AckUsage(ref string, seq uint64) {
 	r.rec.UsageOutbox = append([]apitypes.UsageTurn(nil), r.rec.UsageOutbox[i:]...)
 	r.dirty = true
 	r.mu.Unlock()
-	s.saver.mark(r)
+	u.saver.mark(r)
 }

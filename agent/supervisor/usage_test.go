@@ -27,19 +27,19 @@ func TestUsageOutbox(t *testing.T) {
 		u := e.get(r.RunRef).Usage
 		return u != nil && u.Turns == 1
 	})
-	if got, want := seqs(e.sup.PendingUsage(r.RunRef)), "#1/1 fake fake in 7 out 3; "; got != want {
+	if got, want := seqs(e.sup.Usage.Pending(r.RunRef)), "#1/1 fake fake in 7 out 3; "; got != want {
 		t.Fatalf("outbox: got %q, want %q", got, want)
 	}
-	if u := e.sup.PendingUsage(r.RunRef)[0]; u.Tenant != tenant || u.ProfileRef != "prof_usage1" || u.Generation != 1 || u.At.IsZero() {
+	if u := e.sup.Usage.Pending(r.RunRef)[0]; u.Tenant != tenant || u.ProfileRef != "prof_usage1" || u.Generation != 1 || u.At.IsZero() {
 		t.Fatalf("row %+v: want the run's tenant, profile, generation and a time", u)
 	}
 	e.shut()
 	e.open()
-	if got, want := seqs(e.sup.PendingUsage(r.RunRef)), "#1/1 fake fake in 7 out 3; "; got != want {
+	if got, want := seqs(e.sup.Usage.Pending(r.RunRef)), "#1/1 fake fake in 7 out 3; "; got != want {
 		t.Fatalf("outbox after a restart: got %q, want %q", got, want)
 	}
-	e.sup.AckUsage(r.RunRef, 1)
-	if got := e.sup.PendingUsage(r.RunRef); len(got) != 0 {
+	e.sup.Usage.Ack(r.RunRef, 1)
+	if got := e.sup.Usage.Pending(r.RunRef); len(got) != 0 {
 		t.Fatalf("outbox after the ack: %q", seqs(got))
 	}
 	if _, err := e.sup.Resume(t.Context(), r.RunRef, nil, ""); err != nil {
@@ -53,7 +53,7 @@ func TestUsageOutbox(t *testing.T) {
 	})
 	e.shut()
 	e.open()
-	if got, want := seqs(e.sup.PendingUsage(r.RunRef)), "#2/2 fake fake in 1 out 2; "; got != want {
+	if got, want := seqs(e.sup.Usage.Pending(r.RunRef)), "#2/2 fake fake in 1 out 2; "; got != want {
 		t.Fatalf("outbox after the ack and a restart: got %q, want %q", got, want)
 	}
 	u := e.get(r.RunRef).Usage
