@@ -109,10 +109,12 @@ func TestSetupFailureInContainer(t *testing.T) {
 	setupFails(t, setupEnv(t, 8*time.Second, withContainer(t)), apitypes.IsolationContainer)
 }
 
+// The commands name sleep by its path: the env's PATH is the fake
+// tools' directory alone.
 func setupFails(t *testing.T, e *env, iso string) {
 	for _, c := range []struct{ ref, cmd, want string }{
 		{"run_setupexit1", "echo broken; exit 3", "broken"},
-		{"run_setuptimeout1", "echo slow; exec sleep 60", "slow"},
+		{"run_setuptimeout1", "echo slow; exec /bin/sleep 60", "slow"},
 	} {
 		ref := c.ref
 		e.launchSetup(ref, iso, c.cmd)
@@ -166,7 +168,7 @@ func TestSetupNotRun(t *testing.T) {
 // started (R-SETUP-2, R-STATE-3).
 func TestSetupStop(t *testing.T) {
 	e := setupEnv(t, time.Hour)
-	e.launchSetup("run_setupstop1", apitypes.IsolationSandbox, "echo waiting; exec sleep 3600")
+	e.launchSetup("run_setupstop1", apitypes.IsolationSandbox, "echo waiting; exec /bin/sleep 3600")
 	e.tail("run_setupstop1", 0).awaitText(ring.Setup, "waiting")
 	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
 	defer cancel()
