@@ -141,6 +141,7 @@ type link struct {
 	rtt      atomic.Int64 // nanos: the round trip the agent last reported
 	hostname string
 	cert     *x509.Certificate // the certificate this session presented
+	gone     chan struct{}     // closed once the link is unregistered
 }
 
 // GetCertificate returns the server certificate for a handshake: the
@@ -334,7 +335,7 @@ func (f *Fleet) handle(ctx context.Context, sess tunnel.Session) {
 		f.refuse(ctx, sess, id, why)
 		return
 	}
-	l := &link{nodeID: id, sess: sess, cert: cert}
+	l := &link{nodeID: id, sess: sess, cert: cert, gone: make(chan struct{})}
 	helloDone := make(chan struct{})
 	go func() {
 		select {
@@ -576,6 +577,9 @@ func (f *Fleet) register(l *link) bool {
 }
 
 func (f *Fleet) unregister(l *link) {
+	if l.gone != nil {
+		defer close(l.gone)
+	}
 	f.mu.Lock()
 	current := f.links[l.nodeID] == l
 	if current {
@@ -781,13 +785,22 @@ func (f *Fleet) Call(ctx context.Context, nodeID string, h wire.Header, params a
 	return s.Close()
 }
 
-// Disconnect closes the node's live tunnel, if any (shutdown). The agent
-// will reconnect.
+// Disconnect closes the node's live tunnel, if any (shutdown), and
+// returns once the fleet no longer counts it connected (or after 10 s),
+// so that what follows sees the node's next connection, not this one. The
+// agent will reconnect.
 func (f *Fleet) Disconnect(nodeID string) {
 	f.mu.Lock()
 	l := f.links[nodeID]
 	f.mu.Unlock()
-	if l != nil {
-		l.sess.Close()
+	if l == nil {
+		return
+	}
+	l.sess.Close()
+	t := time.NewTimer(10 * time.Second)
+	defer t.Stop()
+	select {
+	case <-l.gone:
+	case <-t.C:
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/input"
 	cdplog "github.com/chromedp/cdproto/log"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
@@ -266,9 +267,34 @@ func (b *Tab) Click(sel string) {
 }
 
 // Type types text into the element matching sel.
+//
+// An Enter ("\r" or "\n") is pressed as a keyboard does: one key-down
+// carrying its text, so a page that handles the key (prevents its
+// default) gets no newline. chromedp's own encoding adds a separate char
+// event, which inserts one whatever the key-down's handler did.
 func (b *Tab) Type(sel, text string) {
 	b.t.Helper()
-	b.Do("type into "+sel, 30*time.Second, chromedp.WaitVisible(chromedp.CSS(sel)), chromedp.SendKeys(chromedp.CSS(sel), text))
+	b.Do("type into "+sel, 30*time.Second, chromedp.WaitVisible(chromedp.CSS(sel)), chromedp.Focus(chromedp.CSS(sel)))
+	parts := strings.Split(strings.ReplaceAll(text, "\n", "\r"), "\r")
+	for i, part := range parts {
+		if part != "" {
+			b.Do("type into "+sel, 30*time.Second, chromedp.SendKeys(chromedp.CSS(sel), part))
+		}
+		if i == len(parts)-1 {
+			break
+		}
+		ctx, cancel := context.WithTimeout(b.Ctx, 30*time.Second)
+		for _, ev := range []input.DispatchKeyEventParams{
+			{Type: input.DispatchKeyEventTypeKeyDown, Key: "Enter", Code: "Enter", WindowsVirtualKeyCode: 13, NativeVirtualKeyCode: 13, Text: "\r", UnmodifiedText: "\r"},
+			{Type: input.DispatchKeyEventTypeKeyUp, Key: "Enter", Code: "Enter", WindowsVirtualKeyCode: 13, NativeVirtualKeyCode: 13},
+		} {
+			if _, err := chromedp.Call(ctx, input.DispatchKeyEvent, ev); err != nil {
+				cancel()
+				b.t.Fatalf("browser: press Enter in %s: %v", sel, err)
+			}
+		}
+		cancel()
+	}
 }
 
 // Navigate opens url in the tab.

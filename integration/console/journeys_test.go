@@ -111,8 +111,8 @@ func TestLaunchConverseInterruptStopResume(t *testing.T) {
 	tab.Type("#input", "hello\r")
 	tab.Await("the reply", hasItem("assistant", "pong: hello"), wait)
 	tab.Await("the turn's end", `!!document.querySelector('#timeline .turn-end.t-completed')`, wait)
-	if browser.Eval[string](tab, `document.querySelector('#input').value`) != "" {
-		t.Fatal("Enter did not send and clear the input")
+	if v := browser.Eval[string](tab, `document.querySelector('#input').value`); v != "" {
+		t.Fatalf("Enter did not send and clear the input: %q", v)
 	}
 	// stderr is its own pane, never in the conversation.
 	tab.Type("#input", "stderr oops-on-stderr\r")
