@@ -136,14 +136,14 @@ func TestPushAnswersFromTheNotification(t *testing.T) {
 
 	// The push reaches the service worker as the browser's push service
 	// hands it over: a push event with the decrypted data, dispatched in
-	// the worker (DevTools' own delivery, ServiceWorker.deliverPushMessage,
-	// was lost about one run in two in the shared browser). What the
-	// worker shows goes to a recorder standing in for the system's
-	// notification centre: headless Chromium's dropped a shown
-	// notification now and then (showNotification resolved, and
-	// getNotifications never listed it), while a person's phone or
-	// desktop shows it. Everything else is real: the worker's code, its
-	// fetch with the person's cookie, the route, the tool.
+	// the worker. What the worker shows goes to a recorder standing in
+	// for the system's notification centre: headless Chromium's dropped a
+	// shown notification about one run in two, with DevTools' push
+	// delivery (ServiceWorker.deliverPushMessage) and with this dispatch
+	// alike (showNotification resolved, and getNotifications never listed
+	// it), while a person's phone or desktop shows it. Everything else is
+	// real: the worker's code, its fetch with the person's cookie, the
+	// route, the tool.
 	sw.Exec(`self.__shown = []; self.registration.showNotification = (title, o) => { self.__shown.push(Object.assign({ title }, o)); return Promise.resolve(); };`)
 	sw.Exec(fmt.Sprintf(`self.dispatchEvent(new PushEvent('push', { data: %s }))`, js(raw)))
 	// shown is the newest notification under the push's tag once there
