@@ -5,6 +5,7 @@ import (
 
 	"github.com/olivares-dev/olivares/agent/link"
 	"github.com/olivares-dev/olivares/agent/registry"
+	"github.com/olivares-dev/olivares/agent/signin"
 	"github.com/olivares-dev/olivares/shared/apitypes"
 	"github.com/olivares-dev/olivares/shared/proto"
 	"github.com/olivares-dev/olivares/shared/tunnel"
@@ -21,32 +22,20 @@ func (a *Agent) keepToken(ref, tenant, key, value string) (apitypes.Profile, err
 	return p, err
 }
 
-// signinStartOp starts the tool's sign-in under the profile's home, with
+// signinProfile is the profile as the tool's sign-in sees it: its home,
 // its environment and PATH as its runs get them (R-ACCT-1).
-func (a *Agent) signinStartOp(ctx context.Context, h wire.Header, s tunnel.Stream) {
-	var p proto.SigninStart
-	if err := params(h, &p); err != nil {
-		respond(s, nil, err)
-		return
-	}
-	prof, err := a.reg.ProfileIn(p.Ref, p.Tenant)
+func (a *Agent) signinProfile(ref, tenant string) (signin.Profile, error) {
+	prof, err := a.reg.ProfileIn(ref, tenant)
 	if err != nil {
-		respond(s, nil, err)
-		return
+		return signin.Profile{}, err
 	}
-	sp, err := a.sup.Host.Signin(prof)
-	if err != nil {
-		respond(s, nil, err)
-		return
-	}
-	v, err := a.signin.Start(p.ID, sp)
-	respond(s, v, err)
+	return a.sup.Host.Signin(prof)
 }
 
-// signinOp is one of get, code and cancel on an attempt.
-func (a *Agent) signinOp(do func(p proto.SigninRef) (apitypes.SigninAttempt, error)) link.Handler {
+// signinOp is a sign-in call: its params read as P, its answer do's.
+func signinOp[P any, V any](do func(P) (V, error)) link.Handler {
 	return func(ctx context.Context, h wire.Header, s tunnel.Stream) {
-		var p proto.SigninRef
+		var p P
 		if err := params(h, &p); err != nil {
 			respond(s, nil, err)
 			return
@@ -58,38 +47,30 @@ func (a *Agent) signinOp(do func(p proto.SigninRef) (apitypes.SigninAttempt, err
 
 func (a *Agent) signinHandlers() map[string]link.Handler {
 	return map[string]link.Handler{
-		proto.OpSigninStart:    a.signinStartOp,
-		proto.OpProfileAccount: a.profileAccountOp,
-		proto.OpSigninGet: a.signinOp(func(p proto.SigninRef) (apitypes.SigninAttempt, error) {
+		// Starts the tool's sign-in under the profile's home (R-ACCT-1).
+		proto.OpSigninStart: signinOp(func(p proto.SigninStart) (apitypes.SigninAttempt, error) {
+			sp, err := a.signinProfile(p.Ref, p.Tenant)
+			if err != nil {
+				return apitypes.SigninAttempt{}, err
+			}
+			return a.signin.Start(p.ID, sp)
+		}),
+		// Whether the profile's account is signed in (R-ACCT-9).
+		proto.OpProfileAccount: signinOp(func(p proto.RecordDelete) (apitypes.ProfileAccount, error) {
+			sp, err := a.signinProfile(p.Ref, p.Tenant)
+			if err != nil {
+				return apitypes.ProfileAccount{}, err
+			}
+			return a.signin.Account(sp)
+		}),
+		proto.OpSigninGet: signinOp(func(p proto.SigninRef) (apitypes.SigninAttempt, error) {
 			return a.signin.Get(p.ID, p.Tenant)
 		}),
-		proto.OpSigninCode: a.signinOp(func(p proto.SigninRef) (apitypes.SigninAttempt, error) {
+		proto.OpSigninCode: signinOp(func(p proto.SigninRef) (apitypes.SigninAttempt, error) {
 			return a.signin.Code(p.ID, p.Tenant, p.Code)
 		}),
-		proto.OpSigninCancel: a.signinOp(func(p proto.SigninRef) (apitypes.SigninAttempt, error) {
+		proto.OpSigninCancel: signinOp(func(p proto.SigninRef) (apitypes.SigninAttempt, error) {
 			return a.signin.Cancel(p.ID, p.Tenant)
 		}),
 	}
-}
-
-// profileAccountOp says whether the profile's account is signed in
-// (R-ACCT-9).
-func (a *Agent) profileAccountOp(ctx context.Context, h wire.Header, s tunnel.Stream) {
-	var p proto.RecordDelete
-	if err := params(h, &p); err != nil {
-		respond(s, nil, err)
-		return
-	}
-	prof, err := a.reg.ProfileIn(p.Ref, p.Tenant)
-	if err != nil {
-		respond(s, nil, err)
-		return
-	}
-	sp, err := a.sup.Host.Signin(prof)
-	if err != nil {
-		respond(s, nil, err)
-		return
-	}
-	v, err := a.signin.Account(sp)
-	respond(s, v, err)
 }
