@@ -188,36 +188,7 @@ func TestRealClaudeAdoptedMidTurn(t *testing.T) {
 	s.UntilOutput("pong: hello", wait)
 	r = f.operator.AwaitRun(r.RunRef, wait, "idle", func(r apitypes.Run) bool { return r.State == apitypes.StateIdle })
 
-	g := fakemodel.NewGate()
-	defer g.Release()
-	fake.Push(fakemodel.Held(g))
-	f.post(f.operator, http.StatusAccepted, r.RunRef, "input", integration.Message("mid-turn"), nil)
-	select {
-	case <-g.Arrived():
-	case <-time.After(wait):
-		t.Fatal("the turn never reached the fake model")
-	}
-	var last uint64
-	f.agent.Kill()
-	for {
-		ev, ok := s.Next(wait)
-		if !ok {
-			break
-		}
-		if ev.Name == apitypes.SSEOutput {
-			last = ev.Output(t).Seq
-		}
-	}
-	// The turn ends while no agent runs: Claude Code writes its result
-	// into the holder.
-	g.Release()
-	spool := filepath.Join(f.agent.Dir, "holders", r.RunRef, "1", "spool")
-	integration.Await(t, wait, "the turn's end in the holder's spool", func() bool {
-		b, _ := os.ReadFile(spool)
-		return bytes.Contains(b, []byte(`"type":"result"`))
-	})
-	f.agent.Start()
-	f.agent.AwaitConnected(wait)
+	last := f.killMidTurn(r, s, fake.Push, integration.Message("mid-turn"), `"type":"result"`)
 	now := f.viewer.AwaitRun(r.RunRef, wait, "adopted", func(r apitypes.Run) bool { return apitypes.Live(r.State) })
 	if now.PID != r.PID || now.Generation != 1 {
 		t.Fatalf("after the restart: pid %d gen %d, want pid %d gen 1", now.PID, now.Generation, r.PID)
@@ -264,37 +235,7 @@ func TestRealCodexAdoptedMidTurn(t *testing.T) {
 	s.UntilOutput("pong: hello", wait)
 	r = f.operator.AwaitRun(r.RunRef, wait, "idle", func(r apitypes.Run) bool { return r.State == apitypes.StateIdle })
 
-	g := fakemodel.NewGate()
-	defer g.Release()
-	fake.Push(fakemodel.Held(g))
-	f.post(f.operator, http.StatusAccepted, r.RunRef, "input", integration.Text("mid-turn"), nil)
-	select {
-	case <-g.Arrived():
-	case <-time.After(wait):
-		t.Fatal("the turn never reached the fake model")
-	}
-	f.operator.AwaitRun(r.RunRef, wait, "running", func(r apitypes.Run) bool { return r.State == apitypes.StateRunning })
-	var last uint64
-	f.agent.Kill()
-	for {
-		ev, ok := s.Next(wait)
-		if !ok {
-			break
-		}
-		if ev.Name == apitypes.SSEOutput {
-			last = ev.Output(t).Seq
-		}
-	}
-	// The turn ends while no agent runs: app-server writes its end into
-	// the holder.
-	g.Release()
-	spool := filepath.Join(f.agent.Dir, "holders", r.RunRef, "1", "spool")
-	integration.Await(t, wait, "the turn's end in the holder's spool", func() bool {
-		b, _ := os.ReadFile(spool)
-		return bytes.Contains(b, []byte(`"method":"turn/completed"`))
-	})
-	f.agent.Start()
-	f.agent.AwaitConnected(wait)
+	last := f.killMidTurn(r, s, fake.Push, integration.Text("mid-turn"), `"method":"turn/completed"`)
 	now := f.viewer.AwaitRun(r.RunRef, wait, "adopted", func(r apitypes.Run) bool { return apitypes.Live(r.State) })
 	if now.PID != r.PID || now.Generation != 1 || now.ConversationID != r.ConversationID {
 		t.Fatalf("after the restart: pid %d gen %d thread %s, want pid %d gen 1 thread %s", now.PID, now.Generation, now.ConversationID, r.PID, r.ConversationID)
@@ -389,6 +330,46 @@ func TestRealClaudeResumedAfterLoss(t *testing.T) {
 	}
 	f.post(f.operator, http.StatusOK, r.RunRef, "stop", nil, nil)
 	noneLeft(t, f, back.PID)
+}
+
+// killMidTurn sends input whose turn the fake model holds, kills -9 the
+// agent while it runs (s, the viewer's stream, ends with the tunnel: it
+// returns the last seq it got), lets the turn end while no agent runs,
+// waits until the turn's end (end) is in the holder's spool, and starts
+// the agent again.
+func (f *fixture) killMidTurn(r apitypes.Run, s *integration.Stream, push func(...fakemodel.Reply), input any, end string) uint64 {
+	t := f.t
+	t.Helper()
+	g := fakemodel.NewGate()
+	defer g.Release()
+	push(fakemodel.Held(g))
+	f.post(f.operator, http.StatusAccepted, r.RunRef, "input", input, nil)
+	select {
+	case <-g.Arrived():
+	case <-time.After(wait):
+		t.Fatal("the turn never reached the fake model")
+	}
+	f.operator.AwaitRun(r.RunRef, wait, "running", func(r apitypes.Run) bool { return r.State == apitypes.StateRunning })
+	var last uint64
+	f.agent.Kill()
+	for {
+		ev, ok := s.Next(wait)
+		if !ok {
+			break
+		}
+		if ev.Name == apitypes.SSEOutput {
+			last = ev.Output(t).Seq
+		}
+	}
+	g.Release()
+	spool := filepath.Join(f.agent.Dir, "holders", r.RunRef, "1", "spool")
+	integration.Await(t, wait, "the turn's end in the holder's spool", func() bool {
+		b, _ := os.ReadFile(spool)
+		return bytes.Contains(b, []byte(end))
+	})
+	f.agent.Start()
+	f.agent.AwaitConnected(wait)
+	return last
 }
 
 // joined is the data of outputs, in order.
