@@ -233,9 +233,11 @@ func (e *Env) StartAgentProcess(o ProcOptions) *AgentProc {
 	e.procs = append(e.procs, a)
 	e.mu.Unlock()
 	a.Start()
-	e.t.Cleanup(a.Kill)
-	// Holders outlive their agent (issue 30): none outlives the test.
+	// Holders outlive their agent (issue 30): none outlives the test. The
+	// agent goes first (cleanups run last-registered first), so that it
+	// starts nothing while its holders are ended.
 	e.t.Cleanup(a.KillHolders)
+	e.t.Cleanup(a.Kill)
 	return a
 }
 
@@ -273,25 +275,46 @@ func zombie(pid int) bool {
 func Alive(pid int) bool { return !zombie(pid) }
 
 // KillHolders sends SIGKILL to this agent's holders and every process
-// under them, and awaits them gone: a tool still writing into its home
-// while the test's cleanup removes that home fails the test.
+// in their sessions or under them, again until none is left: a tool still
+// writing into its home while the test's cleanup removes that home fails
+// the test. Sessions catch what a tool forked in the moment between a
+// look at /proc and the kill of its parent (the orphan is reparented out
+// of the tree but stays in the holder's session, or in the PTY child's).
 func (a *AgentProc) KillHolders() {
-	pids := descendants(a.Holders())
-	for _, pid := range pids {
-		syscall.Kill(pid, syscall.SIGKILL)
-	}
+	sids := map[int]bool{}
 	deadline := time.Now().Add(10 * time.Second)
-	for _, pid := range pids {
-		for Alive(pid) && time.Now().Before(deadline) {
-			time.Sleep(5 * time.Millisecond)
+	for roots := a.Holders(); time.Now().Before(deadline); roots = nil {
+		procs := readProcs()
+		for _, pid := range descendants(procs, roots) {
+			if s := procs[pid].sid; s != procs[os.Getpid()].sid {
+				sids[s] = true
+			}
 		}
+		var live []int
+		for pid, p := range procs {
+			if sids[p.sid] && !p.zombie {
+				live = append(live, pid)
+			}
+		}
+		if len(live) == 0 {
+			return
+		}
+		for _, pid := range live {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 
-// descendants returns roots and every process whose parent chain leads to
-// one of them, read from /proc.
-func descendants(roots []int) []int {
-	parent := map[int]int{}
+// procStat is what /proc/PID/stat says of one process.
+type procStat struct {
+	ppid, sid int
+	zombie    bool
+}
+
+// readProcs reads every process's parent, session and state from /proc.
+func readProcs() map[int]procStat {
+	out := map[int]procStat{}
 	ents, _ := os.ReadDir("/proc")
 	for _, e := range ents {
 		pid, err := strconv.Atoi(e.Name())
@@ -301,20 +324,26 @@ func descendants(roots []int) []int {
 		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
 		if i := bytes.LastIndexByte(b, ')'); err == nil && i > 0 && len(b) > i+4 {
 			var state string
-			var ppid int
-			if _, err := fmt.Sscan(string(b[i+2:]), &state, &ppid); err == nil {
-				parent[pid] = ppid
+			var ppid, pgrp, sid int
+			if _, err := fmt.Sscan(string(b[i+2:]), &state, &ppid, &pgrp, &sid); err == nil {
+				out[pid] = procStat{ppid: ppid, sid: sid, zombie: state == "Z" || state == "X"}
 			}
 		}
 	}
+	return out
+}
+
+// descendants returns roots and every process whose parent chain leads to
+// one of them.
+func descendants(procs map[int]procStat, roots []int) []int {
 	in := map[int]bool{}
 	for _, r := range roots {
 		in[r] = true
 	}
 	for changed := true; changed; {
 		changed = false
-		for pid, pp := range parent {
-			if !in[pid] && in[pp] {
+		for pid, p := range procs {
+			if !in[pid] && in[p.ppid] {
 				in[pid], changed = true, true
 			}
 		}
