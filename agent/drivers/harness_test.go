@@ -298,16 +298,19 @@ func (h *harness) readLoop() {
 }
 
 // do runs one Session call and queues its writes and events, in call order.
+// The events go in before the writes go out: an answer to a write (the end
+// of the turn a prompt started) must not be recorded before that write's
+// own events (the start of that turn).
 func (h *harness) do(call func() cliruntime.Step) {
 	h.mu.Lock()
+	defer h.mu.Unlock()
 	st := call()
+	h.addEvents(st.Events)
 	if !h.closed {
 		for _, w := range st.Write {
 			h.writes <- w
 		}
 	}
-	h.mu.Unlock()
-	h.addEvents(st.Events)
 }
 
 func (h *harness) addEvents(evs []cliruntime.Event) {
