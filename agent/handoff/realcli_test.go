@@ -236,6 +236,9 @@ func TestRealGemini(t *testing.T) {
 	}
 	if got := said(c); !matches(got, want) {
 		t.Errorf("records:\n%q\nwant\n%q", got, want)
+		for _, r := range fake.Requests() {
+			t.Logf("model request %s %s prompt %q reply %+v", r.Method, r.Path, r.Prompt, r.Reply)
+		}
 	}
 	if c.Turns != 4 || c.Unreadable != 0 || c.Cwd != p.work {
 		t.Errorf("turns %d, unreadable %d, cwd %q; want 4, 0, %q", c.Turns, c.Unreadable, c.Cwd, p.work)
