@@ -339,8 +339,14 @@ func (a *Agent) openRuns() error {
 		return err
 	}
 	a.rings, a.reg, a.sup = rings, reg, sup
-	a.signin = signin.New(signin.Options{Proc: rns[cliruntime.TransportStdio], PTY: rns[cliruntime.TransportPTY], Drivers: ds,
-		KeepToken: a.keepToken})
+	// R-ACCT-10: attempts are kept in the node's database, and an ended
+	// one rides the next run-index push until the coordinator took it.
+	a.signin, err = signin.New(signin.Options{Proc: rns[cliruntime.TransportStdio], PTY: rns[cliruntime.TransportPTY], Drivers: ds,
+		KeepToken: a.keepToken, DB: a.db, OnEnd: a.pusher.poke,
+		OnError: func(err error) { a.log.Error("a sign-in attempt could not be kept", logging.Err(err)) }})
+	if err != nil {
+		return err
+	}
 	a.reads = runread.New(runread.Options{Runs: sup.Reads, Registry: reg})
 	a.codex.SetRuns(codexRuns{reg, sup})
 	return a.openClaude()

@@ -581,10 +581,25 @@ func (p *pusher) changed(ref string) {
 	p.mu.Lock()
 	p.dirty[ref] = true
 	p.mu.Unlock()
+	p.poke()
+}
+
+// poke wakes the pusher with no run changed: a sign-in attempt ended
+// (R-ACCT-10).
+func (p *pusher) poke() {
 	select {
 	case p.wake <- struct{}{}:
 	default:
 	}
+}
+
+// signins is the ended sign-in attempts the coordinator has not taken
+// (R-ACCT-10): every push carries them.
+func (p *pusher) signins() []apitypes.SigninAttempt {
+	if p.a.signin == nil {
+		return nil
+	}
+	return p.a.signin.Ended()
 }
 
 func (p *pusher) send(ctx context.Context, open func(context.Context) (tunnel.Stream, error), msg proto.RunsPush) error {
@@ -599,6 +614,7 @@ func (p *pusher) send(ctx context.Context, open func(context.Context) (tunnel.St
 	for _, r := range msg.Runs {
 		msg.Usage = append(msg.Usage, p.a.sup.Usage.Pending(r.RunRef)...)
 	}
+	msg.Signins = p.signins()
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	s, err := open(ctx)
@@ -611,6 +627,9 @@ func (p *pusher) send(ctx context.Context, open func(context.Context) (tunnel.St
 		return err
 	}
 	p.ack(msg.Usage)
+	if len(msg.Signins) > 0 {
+		p.a.signin.Reported(msg.Signins)
+	}
 	return nil
 }
 
@@ -662,7 +681,7 @@ func (p *pusher) session(ctx context.Context, open func(context.Context) (tunnel
 				msg.Runs = append(msg.Runs, p.a.row(r))
 			}
 		}
-		if len(msg.Runs) == 0 {
+		if len(msg.Runs) == 0 && len(p.signins()) == 0 {
 			continue
 		}
 		if err := p.send(ctx, open, msg); err != nil {

@@ -16,6 +16,8 @@ import (
 	"sync"
 	"time"
 
+	bbolt "go.etcd.io/bbolt"
+
 	"github.com/olivares-dev/olivares/agent/cliruntime"
 	"github.com/olivares-dev/olivares/agent/refusal"
 	"github.com/olivares-dev/olivares/agent/sessions"
@@ -70,6 +72,14 @@ type Options struct {
 	// Timeout bounds an attempt (DefaultTimeout when 0).
 	Timeout time.Duration
 	Now     func() time.Time
+	// DB keeps the attempts across agent restarts (R-ACCT-10); nil keeps
+	// them in memory only.
+	DB *bbolt.DB
+	// OnEnd is called after an attempt ended and until the coordinator
+	// took it (Reported): the agent's run-index push reports it.
+	OnEnd func()
+	// OnError hears of a failed write of an attempt to DB.
+	OnError func(error)
 }
 
 // Manager holds the attempts of one agent.
@@ -80,20 +90,28 @@ type Manager struct {
 	// readable (GET after the end says how it ended).
 	byID map[string]*attempt
 	// live names the attempt that runs for each profile (R-ACCT-1).
-	live   map[string]string
-	closed bool
-	wg     sync.WaitGroup
+	live map[string]string
+	// reported names the ended attempts the coordinator took (R-ACCT-10).
+	reported map[string]bool
+	closed   bool
+	wg       sync.WaitGroup
+	saveMu   sync.Mutex // orders the writes of attempts to DB (kept.go)
 }
 
-// New returns a Manager.
-func New(o Options) *Manager {
+// New returns a Manager with the attempts DB kept: those that were live
+// when the agent stopped are failed now (R-ACCT-10).
+func New(o Options) (*Manager, error) {
 	if o.Timeout <= 0 {
 		o.Timeout = DefaultTimeout
 	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return &Manager{o: o, byID: map[string]*attempt{}, live: map[string]string{}}
+	m := &Manager{o: o, byID: map[string]*attempt{}, live: map[string]string{}, reported: map[string]bool{}}
+	if err := m.load(); err != nil {
+		return nil, err
+	}
+	return m, nil
 }
 
 type attempt struct {
@@ -136,6 +154,7 @@ func (m *Manager) Start(id string, p Profile) (apitypes.SigninAttempt, error) {
 	m.wg.Add(1)
 	m.mu.Unlock()
 	go a.watch(ctx)
+	a.save()
 	if err := run(a); err != nil {
 		a.finish(apitypes.SigninFailed, "the sign-in did not start: "+err.Error(), nil)
 	}
@@ -165,12 +184,14 @@ func (a *attempt) kill() {
 // set moves a live attempt to state with what the tool showed.
 func (a *attempt) set(state, url, code, msg string) {
 	a.mu.Lock()
-	defer a.mu.Unlock()
 	if a.view.Done() {
+		a.mu.Unlock()
 		return
 	}
 	a.view.State, a.view.URL, a.view.UserCode, a.view.Message = state, url, code, msg
 	a.view.UpdatedAt = a.m.o.Now().UTC()
+	a.mu.Unlock()
+	a.save()
 }
 
 // finish ends the attempt once; the first end wins.
@@ -194,6 +215,7 @@ func (a *attempt) finish(state, msg string, edit func(*apitypes.SigninAttempt)) 
 	}
 	a.m.mu.Unlock()
 	a.cancel()
+	a.save()
 }
 
 func (a *attempt) snapshot() apitypes.SigninAttempt {
@@ -207,7 +229,7 @@ func (m *Manager) get(id, tenant string) (*attempt, error) {
 	a := m.byID[id]
 	m.mu.Unlock()
 	if a == nil || a.tenant != tenant {
-		return nil, refusal.New(ErrNotFound, "no sign-in %s on this node (attempts are kept until the agent restarts)", id)
+		return nil, refusal.New(ErrNotFound, "no sign-in %s on this node (an ended attempt is kept for 24 hours)", id)
 	}
 	return a, nil
 }
@@ -237,6 +259,7 @@ func (m *Manager) Code(id, tenant, code string) (apitypes.SigninAttempt, error) 
 		a.view.State, a.view.Message, a.view.UpdatedAt = apitypes.SigninStarting, "checking the code", a.m.o.Now().UTC()
 	}
 	a.mu.Unlock()
+	a.save()
 	if state != apitypes.SigninWaitingForCode || send == nil {
 		return apitypes.SigninAttempt{}, refusal.New(ErrNotWaiting, "sign-in %s is %s; it takes no code now", id, state)
 	}

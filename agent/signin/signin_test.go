@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	bbolt "go.etcd.io/bbolt"
+
 	"github.com/olivares-dev/olivares/agent/cliruntime"
 	"github.com/olivares-dev/olivares/agent/drivers/claude"
 	"github.com/olivares-dev/olivares/agent/drivers/codex"
@@ -58,8 +60,11 @@ func newManager(t *testing.T, timeout time.Duration) (*Manager, *kept) {
 		t.Skipf("no PTY here: %v", err)
 	}
 	k := &kept{}
-	m := New(Options{Proc: sessions.NewProcRunner(), PTY: pty, Timeout: timeout, KeepToken: k.keep,
+	m, err := New(Options{Proc: sessions.NewProcRunner(), PTY: pty, Timeout: timeout, KeepToken: k.keep,
 		Drivers: map[string]cliruntime.Driver{"claude": claude.New(), "codex": codex.New(), "gemini": gemini.New()}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(m.Close)
 	return m, k
 }
@@ -383,5 +388,86 @@ func TestSigninInTheProfilesSandbox(t *testing.T) {
 	}
 	if got := await(t, m, "signin_1", "signed_in", func(a apitypes.SigninAttempt) bool { return a.Done() }); got.State != apitypes.SigninSignedIn || k.value == "" {
 		t.Fatalf("attempt %+v, want signed_in with the token kept", got)
+	}
+}
+
+// R-ACCT-10: attempts outlive the agent. One live when the agent died is
+// failed, saying so, at the next start; an ended one is reported until the
+// coordinator took it, stays readable, and is dropped after KeepFor.
+func TestAttemptsOutliveTheAgent(t *testing.T) {
+	db, err := bbolt.Open(filepath.Join(t.TempDir(), "agent.db"), 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	pty, err := sessions.NewPTYRunner()
+	if err != nil {
+		t.Skipf("no PTY here: %v", err)
+	}
+	ended := make(chan struct{}, 8)
+	open := func(now func() time.Time) *Manager {
+		t.Helper()
+		m, err := New(Options{Proc: sessions.NewProcRunner(), PTY: pty, Timeout: time.Minute, KeepToken: (&kept{}).keep, DB: db, Now: now,
+			Drivers: map[string]cliruntime.Driver{"claude": claude.New()}, OnEnd: func() { ended <- struct{}{} }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	first := open(nil)
+	p := profile(t, "prof_c", "claude", peerbin.Dir(t))
+	if _, err := first.Start("signin_1", p); err != nil {
+		t.Fatal(err)
+	}
+	await(t, first, "signin_1", "waiting_for_code", state(apitypes.SigninWaitingForCode))
+	if got := first.Ended(); len(got) != 0 {
+		t.Fatalf("Ended while the attempt waits: %+v, want none", got)
+	}
+
+	// The agent is killed (no Close): the next start reads the database.
+	second := open(nil)
+	a, err := second.Get("signin_1", "t1")
+	if err != nil || a.State != apitypes.SigninFailed || a.Message != MsgAgentRestarted || a.URL != "" {
+		t.Fatalf("after a restart: %+v %v, want failed, %q, no URL", a, err, MsgAgentRestarted)
+	}
+	if got := second.Ended(); len(got) != 1 || got[0].ID != "signin_1" {
+		t.Fatalf("Ended after the restart: %+v, want signin_1 to report", got)
+	}
+	first.Close() // the first manager's process; its end is not the one kept
+	third := open(nil)
+	if got := third.Ended(); len(got) != 1 || got[0].State != apitypes.SigninFailed {
+		t.Fatalf("Ended, unreported, after another restart: %+v", got)
+	}
+	third.Reported(third.Ended())
+	if got := third.Ended(); len(got) != 0 {
+		t.Fatalf("Ended after Reported: %+v, want none", got)
+	}
+
+	// A new attempt's end calls OnEnd, once reported it is not sent again,
+	// and it stays readable after a restart, for KeepFor.
+	for len(ended) > 0 {
+		<-ended
+	}
+	if _, err := third.Start("signin_2", p); err != nil {
+		t.Fatal(err)
+	}
+	await(t, third, "signin_2", "waiting_for_code", state(apitypes.SigninWaitingForCode))
+	if _, err := third.Cancel("signin_2", "t1"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-ended:
+	case <-time.After(wait):
+		t.Fatal("no OnEnd after the attempt ended")
+	}
+	third.Reported(third.Ended())
+	third.Close()
+	fourth := open(nil)
+	if a, err := fourth.Get("signin_2", "t1"); err != nil || a.Message != "cancelled" || len(fourth.Ended()) != 0 {
+		t.Fatalf("a reported attempt after a restart: %+v %v, Ended %+v; want it readable and not reported again", a, err, fourth.Ended())
+	}
+	later := open(func() time.Time { return time.Now().Add(KeepFor + time.Hour) })
+	if _, err := later.Get("signin_2", "t1"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("an attempt ended more than KeepFor ago: %v, want ErrNotFound", err)
 	}
 }

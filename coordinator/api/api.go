@@ -169,15 +169,16 @@ func New(o Options) *Server {
 	runs, handoffs := &runAPI{core: c}, &handoffAPI{core: c, continues: s.continues}
 	s.continues.onLimit = &onLimitAPI{core: c, continues: s.continues, runs: runs, handoffs: handoffs}
 	c.limitSeen = s.continues.onLimit.onLimitSeen
+	signins := &signinAPI{core: c}
 	s.features = []feature{
 		s.people, &fleetAPI{c}, &auditAPI{c},
-		runs, &requestAPI{c}, &markAPI{c}, s.workspaces, &signinAPI{c}, &vaultAPI{c},
+		runs, &requestAPI{c}, &markAPI{c}, s.workspaces, signins, &vaultAPI{c},
 		&diffAPI{c}, handoffs, &activityAPI{c},
 		&codexAPI{catalog{c, "Codex", "thread", codexHost}}, &claudeAPI{catalog{c, "Claude Code", "session", claudeHost}}, &changeAPI{core: c},
 		&webhookAPI{c}, &pushAPI{core: c, vapid: vapid}, &usageAPI{c}, s.continues, s.continues.onLimit,
 	}
 	if o.Fleet != nil {
-		o.Fleet.Observe(fleetObserver{c}) // R-CHG-1
+		o.Fleet.Observe(fleetObserver{c, signins}) // R-CHG-1, R-ACCT-10
 	}
 	e.Logger = &echoLogger{l: s.log}
 	e.HTTPErrorHandler = s.errorHandler

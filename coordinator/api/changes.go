@@ -133,10 +133,18 @@ func (l *changeLog) parse(id string) (uint64, bool) {
 
 // --- what the API and the fleet publish ---
 
-// fleetObserver is the fleet's side of the log.
-type fleetObserver struct{ s *core }
+// fleetObserver is the fleet's side of the log, and of the sign-ins'
+// audit.
+type fleetObserver struct {
+	s       *core
+	signins *signinAPI
+}
 
 func (o fleetObserver) RunsIndexed(_ context.Context, runs []apitypes.Run) { o.s.publishRuns(runs...) }
+
+func (o fleetObserver) SigninsEnded(ctx context.Context, nodeID string, as []apitypes.SigninAttempt) {
+	o.signins.signinsEnded(ctx, nodeID, as)
+}
 
 func (o fleetObserver) LinkChanged(nodeID string, connected bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

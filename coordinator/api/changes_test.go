@@ -212,7 +212,7 @@ func pushRow(t *testing.T, s *Server, r apitypes.Run) {
 		t.Fatal(err)
 	}
 	if wrote {
-		fleetObserver{s.core}.RunsIndexed(t.Context(), []apitypes.Run{r})
+		fleetObserver{s: s.core}.RunsIndexed(t.Context(), []apitypes.Run{r})
 	}
 }
 

@@ -1,9 +1,11 @@
 package api
 
 import (
+	"context"
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/labstack/echo/v4"
 
@@ -19,7 +21,17 @@ import (
 // (R-ACCT-1..5): the attempt runs on the profile's node; the coordinator
 // relays and audits. A sign-in changes what the profile's runs act as, so
 // it is profile administration (R-PROF-4's permission).
-type signinAPI struct{ *core }
+type signinAPI struct {
+	*core
+	keepMu sync.Mutex // keepProfile's
+	mu     sync.Mutex
+	// ended names the attempts whose end was audited (R-ACCT-10): a node
+	// that did not hear the answer to its push reports them again.
+	ended map[string]bool
+}
+
+// maxEnded bounds signinAPI.ended; past it the set starts again.
+const maxEnded = 4096
 
 func (s *signinAPI) routes() []Route {
 	return []Route{
@@ -65,22 +77,34 @@ func (s *signinAPI) signinCall(c echo.Context, op, code string) (apitypes.Profil
 	return p, a, err
 }
 
-// signinSeen keeps the index's copy of a profile a sign-in changed (its
-// env_keys name the token kept on the node, R-ACCT-6), audited as a
-// profile update naming the variable, never its value (R-AUD-6), by the
-// caller who first saw it.
+// signinSeen keeps the index's copy of a profile a sign-in changed, by the
+// caller who first saw the change (keepProfile).
 func (s *signinAPI) signinSeen(c echo.Context, a apitypes.SigninAttempt) apitypes.SigninAttempt {
-	if a.Profile == nil {
-		return a
+	if p, err := s.refProfile(c); err == nil {
+		s.keepProfile(c.Request().Context(), p, a, CallerOf(c).Actor())
 	}
-	p, err := s.refProfile(c)
+	return a
+}
+
+// keepProfile keeps the index's copy of profile p that attempt a changed
+// (its env_keys name the token kept on the node, R-ACCT-6), audited as a
+// profile update naming the variable, never its value (R-AUD-6), by actor.
+// The caller who reads the attempt and the node's report may both bring
+// it: keepMu and a fresh read make the first one the one audited.
+func (s *signinAPI) keepProfile(ctx context.Context, p apitypes.Profile, a apitypes.SigninAttempt, actor apitypes.AuditActor) {
+	if a.Profile == nil {
+		return
+	}
+	s.keepMu.Lock()
+	defer s.keepMu.Unlock()
+	p, err := s.o.Store.GetProfile(ctx, p.Ref)
 	if err != nil || slices.Equal(p.EnvKeys, a.Profile.EnvKeys) {
-		return a
+		return
 	}
 	a.Profile.Tenant, a.Profile.NodeID = p.Tenant, p.NodeID
-	if err := s.o.Store.UpdateProfile(c.Request().Context(), *a.Profile); err != nil {
-		s.log.ErrorContext(c.Request().Context(), "a sign-in changed a profile the index did not take", "profile_ref", p.Ref, logging.Err(err))
-		return a
+	if err := s.o.Store.UpdateProfile(ctx, *a.Profile); err != nil {
+		s.log.ErrorContext(ctx, "a sign-in changed a profile the index did not take", "profile_ref", p.Ref, logging.Err(err))
+		return
 	}
 	var set []string
 	for _, k := range a.Profile.EnvKeys {
@@ -88,9 +112,47 @@ func (s *signinAPI) signinSeen(c echo.Context, a apitypes.SigninAttempt) apitype
 			set = append(set, k)
 		}
 	}
-	s.auditCaller(c, apitypes.AuditProfileUpdated, apitypes.AuditTarget{ProfileRef: p.Ref, NodeID: p.NodeID},
+	s.Audit(ctx, p.Tenant, actor, apitypes.AuditProfileUpdated, apitypes.AuditTarget{ProfileRef: p.Ref, NodeID: p.NodeID},
 		map[string]any{"fields": []string{"env"}, "env_set": set, "signin_id": a.ID})
-	return a
+}
+
+// signinsEnded is R-ACCT-10: node reported attempts that ended, whether or
+// not anyone read them. Each end is audited once, by the node, as
+// sessions.profile.signin_finished with its state and the tool's words,
+// and a profile change it made reaches the index. An attempt of a profile
+// the node does not hold is dropped.
+func (s *signinAPI) signinsEnded(ctx context.Context, nodeID string, as []apitypes.SigninAttempt) {
+	actor := apitypes.AuditActor{CredentialID: nodeID, Kind: apitypes.ActorNode}
+	for _, a := range as {
+		if !a.Done() || !s.firstEnd(a.ID) {
+			continue
+		}
+		p, err := s.o.Store.GetProfile(ctx, a.ProfileRef)
+		if err != nil || p.NodeID != nodeID {
+			s.log.WarnContext(ctx, "a node reported the sign-in of a profile it does not hold", logging.KeyNodeID, nodeID, "profile_ref", a.ProfileRef, "signin_id", a.ID)
+			continue
+		}
+		s.keepProfile(ctx, p, a, actor)
+		detail := map[string]any{"signin_id": a.ID, "tool": a.Tool, "signin_state": a.State, "message": a.Message}
+		if a.Account != nil {
+			detail["account"] = a.Account
+		}
+		s.Audit(ctx, p.Tenant, actor, apitypes.AuditProfileSigninFinished, apitypes.AuditTarget{ProfileRef: p.Ref, NodeID: nodeID}, detail)
+	}
+}
+
+// firstEnd reports whether the end of attempt id is news.
+func (s *signinAPI) firstEnd(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ended[id] {
+		return false
+	}
+	if s.ended == nil || len(s.ended) >= maxEnded {
+		s.ended = map[string]bool{}
+	}
+	s.ended[id] = true
+	return true
 }
 
 func (s *signinAPI) getSignin(c echo.Context) error {

@@ -85,6 +85,9 @@ type Fleet struct {
 type Observer interface {
 	RunsIndexed(ctx context.Context, runs []apitypes.Run)
 	LinkChanged(nodeID string, connected bool)
+	// SigninsEnded hears of the sign-in attempts a node reported ended
+	// (R-ACCT-10).
+	SigninsEnded(ctx context.Context, nodeID string, as []apitypes.SigninAttempt)
 }
 
 // Observe sets the fleet's observer (one; a later call replaces it).
@@ -395,6 +398,9 @@ func (f *Fleet) serveStream(ctx context.Context, l *link, s tunnel.Stream, hello
 		err := f.indexRuns(ctx, l.nodeID, req.Runs)
 		if err == nil {
 			err = f.indexUsage(ctx, l.nodeID, req.Usage)
+		}
+		if o := f.observer(); err == nil && o != nil && len(req.Signins) > 0 {
+			o.SigninsEnded(ctx, l.nodeID, req.Signins)
 		}
 		wire.Respond(s, nil, err)
 	default:

@@ -143,6 +143,8 @@ func TestProfileSigninClaude(t *testing.T) {
 	if !slices.Contains(p.EnvKeys, "CLAUDE_CODE_OAUTH_TOKEN") {
 		t.Fatalf("profile env_keys %v, want CLAUDE_CODE_OAUTH_TOKEN (the token kept on the node)", p.EnvKeys)
 	}
+	// R-ACCT-10: both ends (the cancel and the sign-in) audited by the node.
+	f.awaitAudit(apitypes.AuditProfileSigninFinished, 2)
 	var audit apitypes.AuditList
 	f.admin.Must(http.StatusOK, http.MethodGet, "/v1/audit", nil, &audit)
 	events := map[string]int{}
@@ -153,8 +155,8 @@ func TestProfileSigninClaude(t *testing.T) {
 		}
 	}
 	if events[apitypes.AuditProfileSigninStarted] != 2 || events[apitypes.AuditProfileSigninCancelled] != 1 || events[apitypes.AuditProfileSigninCode] != 1 ||
-		events[apitypes.AuditProfileUpdated] != 1 {
-		t.Fatalf("audit events %v, want 2 signin_started, 1 signin_cancelled, 1 signin_code_sent, 1 profile.updated (the token's name)", events)
+		events[apitypes.AuditProfileUpdated] != 1 || events[apitypes.AuditProfileSigninFinished] != 2 {
+		t.Fatalf("audit events %v, want 2 signin_started, 1 signin_cancelled, 1 signin_code_sent, 1 profile.updated (the token's name), 2 signin_finished", events)
 	}
 	if n, lines := f.env.AssertNoSecretInLogs(t); n == 0 || lines == 0 {
 		t.Fatalf("checked %d secrets in %d lines", n, lines)
@@ -207,5 +209,79 @@ func TestProfileSigninCodexAndUnsupported(t *testing.T) {
 	}
 	if out, code := f.cli("profile", "login", "gemini-si"); code == 0 || !strings.Contains(out, "API key") {
 		t.Fatalf("olivares profile login gemini-si: exit %d\n%s", code, out)
+	}
+}
+
+// awaitAudit polls GET /v1/audit until n rows of event are there, and
+// returns them.
+func (f *fixture) awaitAudit(event string, n int) []apitypes.AuditEntry {
+	f.t.Helper()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(wait)
+	for {
+		var audit apitypes.AuditList
+		f.admin.Must(http.StatusOK, http.MethodGet, "/v1/audit", nil, &audit)
+		var rows []apitypes.AuditEntry
+		for _, e := range audit.Items {
+			if e.Event == event {
+				rows = append(rows, e)
+			}
+		}
+		if len(rows) >= n {
+			return rows
+		}
+		select {
+		case <-deadline:
+			f.t.Fatalf("%d audit rows %s, want %d", len(rows), event, n)
+		case <-tick.C:
+		}
+	}
+}
+
+// R-ACCT-10: an attempt outlives its agent. The agent is killed while the
+// attempt waits for the code: started again, it says the attempt ended
+// because of the restart, and the coordinator audits that end (by the
+// node, nobody having read the attempt since); an attempt that ends while
+// nobody reads it is audited with the tool's outcome, and its end once.
+func TestSigninOutlivesTheAgent(t *testing.T) {
+	f := setup(t, "yamux", integration.ProcOptions{})
+	var p apitypes.Profile
+	f.admin.Must(http.StatusCreated, http.MethodPost, "/v1/m/sessions/profiles",
+		apitypes.ProfileCreate{NodeID: f.agent.ID, Tool: "claude", Name: "claude-kept", Home: f.env.ProfileHome()}, &p)
+	var a apitypes.SigninAttempt
+	f.admin.Must(http.StatusAccepted, http.MethodPost, signinPath(p.Ref), nil, &a)
+	f.awaitSignin(p.Ref, a.ID, "waiting_for_code", func(a apitypes.SigninAttempt) bool { return a.State == apitypes.SigninWaitingForCode })
+	f.agent.Kill()
+	f.agent.Start()
+	f.agent.AwaitConnected(wait)
+	rows := f.awaitAudit(apitypes.AuditProfileSigninFinished, 1)
+	var detail map[string]string
+	if err := json.Unmarshal(rows[0].Detail, &detail); err != nil || detail["signin_id"] != a.ID || detail["signin_state"] != apitypes.SigninFailed ||
+		!strings.Contains(detail["message"], "the agent restarted") || rows[0].Actor.Kind != apitypes.ActorNode || rows[0].Target.ProfileRef != p.Ref {
+		t.Fatalf("the finished row %+v (%s), want the node's, failed, the agent restarted", rows[0], rows[0].Detail)
+	}
+	var after apitypes.SigninAttempt
+	f.admin.Must(http.StatusOK, http.MethodGet, signinPath(p.Ref, "/", a.ID), nil, &after)
+	if after.State != apitypes.SigninFailed || !strings.Contains(after.Message, "start it again") {
+		t.Fatalf("the attempt after the restart: %+v, want failed, saying to start again", after)
+	}
+
+	// An attempt that ends with nobody reading it: the code is refused.
+	f.admin.Must(http.StatusAccepted, http.MethodPost, signinPath(p.Ref), nil, &a)
+	f.awaitSignin(p.Ref, a.ID, "waiting_for_code", func(a apitypes.SigninAttempt) bool { return a.State == apitypes.SigninWaitingForCode })
+	f.admin.Must(http.StatusOK, http.MethodPost, signinPath(p.Ref, "/", a.ID, "/code"), apitypes.SigninCode{Code: "wrong-code"}, &a)
+	rows = f.awaitAudit(apitypes.AuditProfileSigninFinished, 2)
+	detail = nil
+	if err := json.Unmarshal(rows[1].Detail, &detail); err != nil || detail["signin_id"] != a.ID || detail["signin_state"] != apitypes.SigninFailed || detail["message"] == "" {
+		t.Fatalf("the newest finished row %+v (%s), want the refused code's end with the tool's words", rows[1], rows[1].Detail)
+	}
+	f.agent.Kill() // and started again: the ends reported are not audited again
+	f.agent.Start()
+	f.agent.AwaitConnected(wait)
+	f.admin.Must(http.StatusAccepted, http.MethodPost, signinPath(p.Ref), nil, &a)
+	f.admin.Must(http.StatusOK, http.MethodDelete, signinPath(p.Ref, "/", a.ID), nil, &a)
+	if rows = f.awaitAudit(apitypes.AuditProfileSigninFinished, 3); len(rows) != 3 {
+		t.Fatalf("%d finished rows, want 3: one per end", len(rows))
 	}
 }

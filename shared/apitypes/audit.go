@@ -71,6 +71,7 @@ const (
 	AuditProfileSigninStarted   = "sessions.profile.signin_started"
 	AuditProfileSigninCode      = "sessions.profile.signin_code_sent"
 	AuditProfileSigninCancelled = "sessions.profile.signin_cancelled"
+	AuditProfileSigninFinished  = "sessions.profile.signin_finished"
 	AuditWorkspaceCreated       = "sessions.workspace.created"
 	AuditWorkspaceDeleted       = "sessions.workspace.deleted"
 	AuditRunStarted             = "sessions.run.started"

@@ -248,6 +248,10 @@ type RunsPush struct {
 	// push answered ok acknowledges them all. The coordinator stores a
 	// (run_ref, seq) once and takes tenant and node from the tunnel.
 	Usage []apitypes.UsageTurn `json:"usage,omitempty"`
+	// Signins are the ended sign-in attempts the coordinator has not taken
+	// (R-ACCT-10); a push answered ok takes them all. The coordinator
+	// audits each once and keeps the profile change one made.
+	Signins []apitypes.SigninAttempt `json:"signins,omitempty"`
 }
 
 // Attach frames: after RunAttachReply the agent writes wire frames, each

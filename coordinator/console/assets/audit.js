@@ -21,6 +21,7 @@ const EVENTS = [
   'sessions.workspace.approve-project-config', 'sessions.workspace.file_read',
   'sessions.profile.created', 'sessions.profile.updated', 'sessions.profile.deleted',
   'sessions.profile.signin_started', 'sessions.profile.signin_code_sent', 'sessions.profile.signin_cancelled',
+  'sessions.profile.signin_finished',
   'sessions.secret.added', 'sessions.secret.deleted', 'sessions.webhook.created', 'sessions.webhook.deleted', 'sessions.webhook.tested', 'sessions.push.subscribed', 'sessions.push.unsubscribed',
   'fleet.join_token.created', 'fleet.node.enrolled', 'fleet.node.revoked', 'fleet.node.forgotten', 'fleet.node.reassigned',
   'auth.tenant.created', 'auth.principal.created', 'auth.principal.revoked', 'auth.credential.created',
