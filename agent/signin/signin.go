@@ -135,7 +135,7 @@ func (m *Manager) Start(id string, p Profile) (apitypes.SigninAttempt, error) {
 	case string(cliruntime.KindCodex):
 		run = func(a *attempt) error { return a.codex(p) }
 	default:
-		return apitypes.SigninAttempt{}, refusal.New(ErrUnsupported, "%s has no sign-in Olivares can relay; sign in with an API key for this tool: store it in the vault and grant it to the profile's runs, or set it in the profile's environment", p.Tool)
+		return apitypes.SigninAttempt{}, refusal.New(ErrUnsupported, "%s has no sign-in Olivares can relay; sign in with an API key for this tool: store it in the vault and make it the profile's API key (api_key_ref), or set it in the profile's environment", p.Tool)
 	}
 	now := m.o.Now().UTC()
 	m.mu.Lock()

@@ -90,6 +90,10 @@ func (s *core) profileInTenant(ctx context.Context, tenant, ref string) (apitype
 	return inTenant(ctx, s.o.Store.GetProfile, func(p apitypes.Profile) string { return p.Tenant }, tenant, "profile", ref)
 }
 
+func (s *core) secretInTenant(ctx context.Context, tenant, ref string) (store.Secret, error) {
+	return inTenant(ctx, s.o.Store.GetSecret, func(v store.Secret) string { return v.Tenant }, tenant, "secret", ref)
+}
+
 func (s *core) nodeInTenant(ctx context.Context, tenant, id string) (store.Node, error) {
 	return inTenant(ctx, s.o.Store.GetNode, func(n store.Node) string { return n.Tenant }, tenant, "node", id)
 }

@@ -96,7 +96,7 @@ func (s *runAPI) launch(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	grantRefs, err := s.checkGrants(ctx, tenant, req.Grants)
+	grantRefs, err := s.checkGrants(ctx, tenant, profileKey(p, req.Grants))
 	if err != nil {
 		return err
 	}
@@ -524,6 +524,17 @@ func (s *runAPI) pinnedExtras(c echo.Context, q store.RunQuery, page []apitypes.
 
 // checkGrants validates a launch's grants (400, R-GRANT-1) and that each names
 // a secret of the tenant (404, R-TEN-3).
+// profileKey is gs and the grant of profile p's API key (R-ACCT-7),
+// unless the launch hands the tool's key variable itself. It is recorded
+// with the launch's grants: the run's resumes get the same key.
+func profileKey(p apitypes.Profile, gs []apitypes.Grant) []apitypes.Grant {
+	env := apitypes.APIKeyEnv[p.Tool]
+	if p.APIKeyRef == "" || env == "" || slices.ContainsFunc(gs, func(g apitypes.Grant) bool { return g.Env == env }) {
+		return gs
+	}
+	return append(slices.Clip(gs), apitypes.Grant{Kind: apitypes.GrantVaultSecret, SecretRef: p.APIKeyRef, Env: env})
+}
+
 func (s *runAPI) checkGrants(ctx context.Context, tenant string, gs []apitypes.Grant) ([]store.GrantRef, error) {
 	var out []store.GrantRef
 	for _, g := range gs {

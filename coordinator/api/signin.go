@@ -101,7 +101,9 @@ func (s *signinAPI) keepProfile(ctx context.Context, p apitypes.Profile, a apity
 	if err != nil || slices.Equal(p.EnvKeys, a.Profile.EnvKeys) {
 		return
 	}
+	// What the coordinator keeps of the profile stays (R-ONL-1, R-ACCT-7).
 	a.Profile.Tenant, a.Profile.NodeID = p.Tenant, p.NodeID
+	a.Profile.OnLimit, a.Profile.OnLimitSetBy, a.Profile.APIKeyRef = p.OnLimit, p.OnLimitSetBy, p.APIKeyRef
 	if err := s.o.Store.UpdateProfile(ctx, *a.Profile); err != nil {
 		s.log.ErrorContext(ctx, "a sign-in changed a profile the index did not take", "profile_ref", p.Ref, logging.Err(err))
 		return
@@ -208,6 +210,12 @@ func (s *signinAPI) profileAccount(c echo.Context) error {
 	var a apitypes.ProfileAccount
 	if err := s.call(ctx, p.NodeID, wire.Header{Op: proto.OpProfileAccount}, proto.RecordDelete{Ref: p.Ref, Tenant: p.Tenant}, &a); err != nil {
 		return err
+	}
+	if p.APIKeyRef != "" && (a.SignedIn == nil || !*a.SignedIn) {
+		// R-ACCT-7: the profile's runs get its API key.
+		yes := true
+		a.SignedIn, a.Method = &yes, "api_key"
+		a.Message = "its sessions get the API key in vault secret " + p.APIKeyRef + " as " + apitypes.APIKeyEnv[p.Tool]
 	}
 	a.RateLimits = []apitypes.RateWindow{}
 	latest, err := s.o.Store.LatestAccountUsage(ctx, p.Tenant)

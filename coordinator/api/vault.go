@@ -3,6 +3,7 @@ package api
 import (
 	"errors"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/labstack/echo/v4"
@@ -86,6 +87,14 @@ func (s *vaultAPI) deleteSecret(c echo.Context) error {
 	}
 	if err := noBody(c); err != nil {
 		return err
+	}
+	// R-ACCT-7: a profile's API key is not deleted under it.
+	ps, err := s.o.Store.ListProfiles(ctx, sec.Tenant)
+	if err != nil {
+		return err
+	}
+	if i := slices.IndexFunc(ps, func(p apitypes.Profile) bool { return p.APIKeyRef == sec.Ref }); i >= 0 {
+		return apierr.New(http.StatusConflict, "secret_in_use", "secret %s is the API key of profile %s; remove it from the profile first (api_key_ref \"\")", sec.Name, ps[i].Name)
 	}
 	if err := s.o.Store.DeleteSecret(ctx, sec.Ref); err != nil {
 		return err

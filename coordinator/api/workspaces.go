@@ -398,6 +398,11 @@ func (s *workspaceAPI) createProfile(ctx context.Context, tenant string, req api
 	if err != nil {
 		return apitypes.Profile{}, err
 	}
+	if req.APIKeyRef != "" {
+		if _, err := s.secretInTenant(ctx, tenant, req.APIKeyRef); err != nil {
+			return apitypes.Profile{}, err
+		}
+	}
 	ref := auth.NewID("prof_")
 	var p apitypes.Profile
 	err = s.call(ctx, req.NodeID, wire.Header{Op: proto.OpProfileCreate},
@@ -410,7 +415,7 @@ func (s *workspaceAPI) createProfile(ctx context.Context, tenant string, req api
 		s.undoRecord(err, req.NodeID, proto.OpProfileDelete, ref, tenant)
 		return apitypes.Profile{}, err
 	}
-	p.Tenant, p.NodeID = tenant, req.NodeID
+	p.Tenant, p.NodeID, p.APIKeyRef = tenant, req.NodeID, req.APIKeyRef // R-ACCT-7: the coordinator keeps the key's ref
 	if len(plan) > 0 { // R-ONL-1: the coordinator keeps the plan
 		p.OnLimit, p.OnLimitSetBy = plan, &actor
 	}
@@ -429,7 +434,7 @@ func (s *workspaceAPI) createProfile(ctx context.Context, tenant string, req api
 	if len(plan) > 0 {
 		details["on_limit"] = plan
 	}
-	for k, v := range map[string]string{"isolation": p.Isolation, "network": p.Network} {
+	for k, v := range map[string]string{"isolation": p.Isolation, "network": p.Network, "api_key_ref": p.APIKeyRef} {
 		if v != "" {
 			details[k] = v
 		}
@@ -515,17 +520,25 @@ func (s *workspaceAPI) updateProfile(c echo.Context) error {
 			return err
 		}
 	}
+	if req.APIKeyRef != nil && *req.APIKeyRef != "" {
+		if _, err := s.secretInTenant(ctx, tenant, *req.APIKeyRef); err != nil {
+			return err
+		}
+	}
 	// The node keeps the rest of the policy; the coordinator the plan
-	// (R-ONL-1).
+	// (R-ONL-1) and the API key's ref (R-ACCT-7).
 	out, nodeReq := p, req
-	nodeReq.OnLimit = nil
-	if req.OnLimit == nil || len(nodeReq.Fields()) > 0 {
+	nodeReq.OnLimit, nodeReq.APIKeyRef = nil, nil
+	if (req.OnLimit == nil && req.APIKeyRef == nil) || len(nodeReq.Fields()) > 0 {
 		out = apitypes.Profile{}
 		if err := s.call(ctx, p.NodeID, wire.Header{Op: proto.OpProfileUpdate}, proto.ProfileUpdate{Ref: p.Ref, Tenant: tenant, ProfileUpdate: nodeReq}, &out); err != nil {
 			return err
 		}
 	}
-	out.OnLimit, out.OnLimitSetBy = p.OnLimit, p.OnLimitSetBy
+	out.OnLimit, out.OnLimitSetBy, out.APIKeyRef = p.OnLimit, p.OnLimitSetBy, p.APIKeyRef
+	if req.APIKeyRef != nil {
+		out.APIKeyRef = *req.APIKeyRef
+	}
 	if req.OnLimit != nil {
 		out.OnLimit, out.OnLimitSetBy = nil, nil
 		if len(plan) > 0 {
@@ -545,6 +558,9 @@ func (s *workspaceAPI) updateProfile(c echo.Context) error {
 	}
 	if len(req.UnsetEnv) > 0 {
 		detail["env_unset"] = req.UnsetEnv
+	}
+	if req.APIKeyRef != nil {
+		detail["api_key_ref"] = *req.APIKeyRef
 	}
 	s.auditCaller(c, apitypes.AuditProfileUpdated, apitypes.AuditTarget{ProfileRef: p.Ref, NodeID: p.NodeID}, detail)
 	return c.JSON(http.StatusOK, out)

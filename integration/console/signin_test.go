@@ -87,7 +87,15 @@ func TestProfileSignInScreen(t *testing.T) {
 	tab.Await("kept", `(document.querySelector('#key-done')?.textContent || '').includes('GEMINI_API_KEY')`, wait)
 	var secrets apitypes.SecretList
 	f.admin.Must(http.StatusOK, http.MethodGet, "/v1/m/sessions/vault/secrets", nil, &secrets)
-	if !slices.ContainsFunc(secrets.Items, func(s apitypes.Secret) bool { return s.Name == g.Name+"-api-key" }) {
+	i := slices.IndexFunc(secrets.Items, func(s apitypes.Secret) bool { return s.Name == g.Name+"-api-key" })
+	if i < 0 {
 		t.Fatalf("vault %+v, want %s-api-key", secrets.Items, g.Name)
 	}
+	// It is the profile's key now, and the card says so.
+	f.admin.Must(http.StatusOK, http.MethodGet, "/v1/m/sessions/profiles/"+g.Ref, nil, &g)
+	if g.APIKeyRef != secrets.Items[i].Ref {
+		t.Fatalf("profile api_key_ref %q, want %s", g.APIKeyRef, secrets.Items[i].Ref)
+	}
+	tab.Click("#apikey-dialog button")
+	tab.Await("the card's account", fmt.Sprintf(`(document.querySelector('#profiles .card[data-ref=%s] .account')?.textContent || '').includes('API key')`, js(g.Ref)), wait)
 }

@@ -285,3 +285,60 @@ func TestSigninOutlivesTheAgent(t *testing.T) {
 		t.Fatalf("%d finished rows, want 3: one per end", len(rows))
 	}
 }
+
+// R-ACCT-7: an API key is the profile's: a vault secret set with olivares
+// profile update --api-key reaches every launch of the profile as the
+// tool's key variable (tainting the run), unless the launch grants that
+// variable itself; the account reads signed in by it, and the secret is
+// not deleted while a profile uses it.
+func TestProfileAPIKey(t *testing.T) {
+	f := setup(t, "yamux", integration.ProcOptions{})
+	key, other := "sk-profile-key-value", "sk-launch-key-value"
+	var sec, sec2 apitypes.Secret
+	f.admin.Must(http.StatusCreated, http.MethodPost, "/v1/m/sessions/vault/secrets", apitypes.SecretCreate{Name: "openai-key", Value: &key}, &sec)
+	f.admin.Must(http.StatusCreated, http.MethodPost, "/v1/m/sessions/vault/secrets", apitypes.SecretCreate{Name: "other-key", Value: &other}, &sec2)
+	p := f.profile("codex")
+	unknown := "sec_0000000000000000"
+	if got := f.admin.Call(http.MethodPatch, "/v1/m/sessions/profiles/"+p.Ref, apitypes.ProfileUpdate{APIKeyRef: &unknown}); got.Status != http.StatusNotFound {
+		t.Fatalf("an unknown secret as the key: %d %s, want 404", got.Status, got.Body)
+	}
+	if out, code := f.cli("profile", "update", p.Name, "--api-key", "openai-key"); code != 0 || !strings.Contains(out, "vault secret "+sec.Ref+", as OPENAI_API_KEY") {
+		t.Fatalf("olivares profile update --api-key: exit %d\n%s", code, out)
+	}
+	if out, code := f.cli("profile", "show", p.Name); code != 0 || !strings.Contains(out, "signed in") || !strings.Contains(out, "the API key in vault secret "+sec.Ref) {
+		t.Fatalf("olivares profile show with a key: exit %d\n%s", code, out)
+	}
+
+	var r apitypes.Run
+	f.operator.Must(http.StatusCreated, http.MethodPost, runsPath, apitypes.LaunchRequest{ProviderProfileRef: p.Ref, WorkspaceRef: f.ws.Ref}, &r)
+	if strings.Join(r.Taint, ",") != apitypes.GrantVaultSecret {
+		t.Fatalf("taint of a launch of a profile with a key: %v, want vault_secret", r.Taint)
+	}
+	s := f.viewer.Attach(r.RunRef, "")
+	f.post(f.operator, http.StatusAccepted, r.RunRef, "input", integration.Text("env OPENAI_API_KEY"), nil)
+	s.UntilOutput("env OPENAI_API_KEY="+key, wait)
+	// The launch's own grant of the variable wins.
+	f.operator.Must(http.StatusCreated, http.MethodPost, runsPath, apitypes.LaunchRequest{ProviderProfileRef: p.Ref, WorkspaceRef: f.ws.Ref,
+		Grants: []apitypes.Grant{{Kind: apitypes.GrantVaultSecret, SecretRef: sec2.Ref, Env: "OPENAI_API_KEY"}}}, &r)
+	s = f.viewer.Attach(r.RunRef, "")
+	f.post(f.operator, http.StatusAccepted, r.RunRef, "input", integration.Text("env OPENAI_API_KEY"), nil)
+	s.UntilOutput("env OPENAI_API_KEY="+other, wait)
+
+	if got := f.admin.Call(http.MethodDelete, "/v1/m/sessions/vault/secrets/"+sec.Ref, nil); got.Status != http.StatusConflict ||
+		got.ErrorCode() != "secret_in_use" || !strings.Contains(string(got.Body), p.Name) {
+		t.Fatalf("deleting the profile's key: %d %s, want 409 secret_in_use naming the profile", got.Status, got.Body)
+	}
+	if out, code := f.cli("profile", "update", p.Name, "--api-key="); code != 0 || strings.Contains(out, "api key") {
+		t.Fatalf("olivares profile update --api-key=: exit %d\n%s", code, out)
+	}
+	f.admin.Must(http.StatusNoContent, http.MethodDelete, "/v1/m/sessions/vault/secrets/"+sec.Ref, nil, nil)
+	rows := f.awaitAudit(apitypes.AuditProfileUpdated, 2)
+	if !strings.Contains(string(rows[0].Detail), `"api_key_ref":"`+sec.Ref+`"`) || !strings.Contains(string(rows[1].Detail), `"api_key_ref":""`) {
+		t.Fatalf("profile.updated rows %s, %s: want the key's ref set, then removed", rows[0].Detail, rows[1].Detail)
+	}
+	f.env.NoteSecret(key)
+	f.env.NoteSecret(other)
+	if n, _ := f.env.AssertNoSecretInLogs(t); n == 0 {
+		t.Fatal("no secret checked in the logs")
+	}
+}

@@ -349,7 +349,15 @@ type Profile struct {
 	// node; OnLimitSetBy is who set it, whom its steps are audited as.
 	OnLimit      []string    `json:"on_limit,omitempty"`
 	OnLimitSetBy *AuditActor `json:"on_limit_set_by,omitempty"`
+	// APIKeyRef is the vault secret every launch of the profile hands its
+	// tool as the tool's key variable (APIKeyEnv), the alternative to a
+	// sign-in (R-ACCT-7). The coordinator keeps it, not the node.
+	APIKeyRef string `json:"api_key_ref,omitempty"`
 }
+
+// APIKeyEnv is the variable each tool reads its API key from (R-ACCT-7).
+var APIKeyEnv = map[string]string{"claude": "ANTHROPIC_API_KEY", "codex": "OPENAI_API_KEY", "gemini": "GEMINI_API_KEY",
+	"grok": "XAI_API_KEY", "opencode": "ANTHROPIC_API_KEY"}
 
 // Approval policies of a profile (R-REQ-10).
 const (
@@ -393,6 +401,8 @@ type ProfileCreate struct {
 	Network   string `json:"network,omitempty"`
 	// OnLimit: as on Profile (R-ONL-1).
 	OnLimit []string `json:"on_limit,omitempty"`
+	// APIKeyRef: as on Profile (R-ACCT-7).
+	APIKeyRef string `json:"api_key_ref,omitempty"`
 }
 
 // ProfileUpdate is PATCH /profiles/{ref}: the fields given change.
@@ -421,6 +431,9 @@ type ProfileUpdate struct {
 	Home *string `json:"home,omitempty"`
 	// OnLimit replaces the on_limit plan; [] removes it (R-ONL-1).
 	OnLimit *[]string `json:"on_limit,omitempty"`
+	// APIKeyRef sets the profile's API key, a vault secret's ref; ""
+	// removes it (R-ACCT-7).
+	APIKeyRef *string `json:"api_key_ref,omitempty"`
 }
 
 // Fields lists the fields u changes, for the audit entry (names only,
@@ -448,6 +461,7 @@ func (u ProfileUpdate) Fields() []string {
 	add(len(u.UnsetEnv) > 0, "unset_env")
 	add(u.Home != nil, "home")
 	add(u.OnLimit != nil, "on_limit")
+	add(u.APIKeyRef != nil, "api_key_ref")
 	return f
 }
 

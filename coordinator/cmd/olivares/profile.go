@@ -77,6 +77,7 @@ type policyOpts struct {
 	isolation, network                    string
 	rules                                 ruleFlag
 	onLimit                               listFlag
+	apiKey                                string
 }
 
 // plan is --on-limit's steps; --on-limit= alone is none.
@@ -117,6 +118,19 @@ func (o *policyOpts) define(fs *flag.FlagSet, update bool) {
 		onLimit += "; the steps given replace the old ones, and --on-limit= alone removes them"
 	}
 	fs.Var(&o.onLimit, "on-limit", onLimit)
+	apiKey := "a vault secret (name or ref, olivares vault add) every session of the profile gets as its tool's API key (ANTHROPIC_API_KEY for claude and opencode, OPENAI_API_KEY for codex, GEMINI_API_KEY, XAI_API_KEY for grok): the alternative to olivares profile login"
+	if update {
+		apiKey += "; --api-key= alone removes it"
+	}
+	fs.StringVar(&o.apiKey, "api-key", "", apiKey)
+}
+
+// apiKeyRef is --api-key as a secret's ref; "" stays "" (none, or remove).
+func (o *policyOpts) apiKeyRef(ctx context.Context, c *call) (string, error) {
+	if o.apiKey == "" {
+		return "", nil
+	}
+	return resolveSecret(ctx, c, o.apiKey)
 }
 
 // ruleFlag collects repeated --approval-rule ACTION:TOOL_OR_KIND:PATTERN;
@@ -221,6 +235,8 @@ func profileAdd() *command {
     [--on-limit STEP ...]: what to do when a session stops on a usage limit,
     tried in order: move:PROFILE, handoff:PROFILE, continue_at_reset (see
     profile update --help).
+    [--api-key SECRET]: a vault secret every session gets as the tool's API
+    key, instead of a sign-in (olivares profile login).
 `,
 		flags: func(fs *flag.FlagSet) {
 			fs.StringVar(&o.node, "node", "", "node (id or host name) the profile lives on (default: the tenant's only node)")
@@ -240,7 +256,11 @@ func profileAdd() *command {
 			if err != nil {
 				return err
 			}
-			req := apitypes.ProfileCreate{NodeID: node, Tool: o.tool, Name: o.name, Home: o.home, Env: o.env,
+			key, err := o.policy.apiKeyRef(ctx, c)
+			if err != nil {
+				return err
+			}
+			req := apitypes.ProfileCreate{NodeID: node, Tool: o.tool, Name: o.name, Home: o.home, Env: o.env, APIKeyRef: key,
 				LaunchRequiresApproval: o.policy.requiresApproval, AllowedWorkspaces: ws, EngineHooks: o.policy.engineHooks,
 				DeniedTools: o.policy.denyTools, Approvals: o.policy.approvals, ApprovalRules: o.policy.rules, AskTimeout: o.policy.askTimeout,
 				Isolation: o.policy.isolation, Network: o.policy.network, OnLimit: o.policy.plan(),
@@ -274,7 +294,7 @@ func profileUpdate() *command {
                         [--approvals ask|deny|allow] [--approval-rule ACTION:TOOL_OR_KIND:PATTERN ...]
                         [--ask-timeout D] [--stall-after D] [--resume-after-loss=BOOL]
                         [--isolation native|sandbox|container] [--network host|none]
-                        [--on-limit STEP ...] [--json]
+                        [--on-limit STEP ...] [--api-key SECRET] [--json]
     Change the policy, the tool's environment (values stay on the node) or
     the home; it applies to the next launch or resume. The
     --allow-workspace list replaces the old one (--allow-workspace= alone:
@@ -297,6 +317,9 @@ func profileUpdate() *command {
     is skipped and the session shows why; when none applies it waits for the
     reset. The list replaces the old one (--on-limit= alone: no plan).
     Rotating accounts at a limit must respect each vendor's terms.
+    --api-key names a vault secret (olivares vault add) every session of the
+    profile gets as its tool's API key, instead of a sign-in; --api-key=
+    alone removes it. Sessions launched before keep the key they started with.
 `,
 		flags: func(fs *flag.FlagSet) {
 			o.policy.define(fs, true)
@@ -370,6 +393,13 @@ func profileUpdate() *command {
 			}
 			if c.set["resume-after-loss"] {
 				u.ResumeAfterLoss = &o.policy.resumeAfterLoss
+			}
+			if c.set["api-key"] {
+				key, err := o.policy.apiKeyRef(ctx, c)
+				if err != nil {
+					return err
+				}
+				u.APIKeyRef = &key
 			}
 			o.envEdit.apply(&u, c.set)
 			if len(c.set) == 0 || (len(c.set) == 1 && c.json) {
@@ -470,6 +500,9 @@ func printProfile(out io.Writer, p apitypes.Profile) {
 	}
 	if len(p.OnLimit) > 0 {
 		fmt.Fprintf(tw, "on limit\t%s\n", strings.Join(p.OnLimit, ", then "))
+	}
+	if p.APIKeyRef != "" {
+		fmt.Fprintf(tw, "api key\tvault secret %s, as %s\n", p.APIKeyRef, apitypes.APIKeyEnv[p.Tool])
 	}
 	fmt.Fprintf(tw, "created\t%s\n", stamp(p.CreatedAt))
 	tw.Flush()

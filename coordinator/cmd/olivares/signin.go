@@ -19,7 +19,7 @@ type profileLoginOpts struct {
 
 // apiKeyWay is the alternative to a sign-in (R-ACCT-7), in CLI terms.
 func apiKeyWay(name string) string {
-	return fmt.Sprintf("or give it an API key: olivares vault add KEYNAME, then olivares session start --profile %s --grant vault_secret:KEYNAME:ANTHROPIC_API_KEY (OPENAI_API_KEY, GEMINI_API_KEY, ... for the tool), or olivares profile update %s --env VAR=KEY", name, name)
+	return fmt.Sprintf("or give it an API key: olivares vault add KEYNAME, then olivares profile update %s --api-key KEYNAME", name)
 }
 
 // profileLogin is R-ACCT-5: the tool's own sign-in, run on the profile's
@@ -35,9 +35,8 @@ func profileLogin() *command {
     (or pass it with --code). Codex: open the URL in any browser and enter
     the code printed; this command follows until Codex says it is done.
     Gemini CLI, Grok and OpenCode have no sign-in to relay: give them an API
-    key (olivares vault add, then session start --grant; or profile update
-    --env). Exits 0 once the account is signed in. Ctrl-C cancels the
-    sign-in on the node.
+    key (olivares vault add, then profile update --api-key). Exits 0 once
+    the account is signed in. Ctrl-C cancels the sign-in on the node.
 `,
 		flags: func(fs *flag.FlagSet) {
 			fs.StringVar(&o.code, "code", "", "the code the sign-in page showed (Claude Code); asked for on the input when not given")

@@ -154,8 +154,9 @@ export function profilesView(main) {
     poll();
   }
 
-  // apiKey keeps a key in the vault (sealed, never shown again), for a
-  // launch of this profile to grant as the tool's variable (R-ACCT-7).
+  // apiKey keeps a key in the vault (sealed, never shown again) and makes
+  // it the profile's: every launch hands it to the tool as its key
+  // variable (R-ACCT-7).
   function apiKey(p) {
     const m = modal('apikey-dialog', `API key for ${p.name}`);
     const env = KEY_ENV[p.tool] || 'API_KEY';
@@ -166,11 +167,13 @@ export function profilesView(main) {
       e.preventDefault();
       try {
         const sec = (await api('POST', `${BASE}/vault/secrets`, { name: name.value.trim(), value: value.value })).data;
-        replace(m.body, h('p', { class: 'banner', role: 'status', id: 'key-done' }, `The key is in the vault as ${sec.name}. Grant it when you start a session of ${p.name}: vault secret ${sec.name} as ${env}.`),
+        await api('PATCH', `${BASE}/profiles/${encodeURIComponent(p.ref)}`, { api_key_ref: sec.ref });
+        replace(m.body, h('p', { class: 'banner', role: 'status', id: 'key-done' }, `The key is in the vault as ${sec.name}, and every new session of ${p.name} gets it as ${env}.`),
           h('div', { class: 'buttons' }, h('button', { type: 'button', onclick: m.close }, 'Close')));
         loadVault();
+        load();
       } catch (err) { replace(msg, errorLine(err)); }
-    } }, msg, h('p', { class: 'muted' }, `Instead of a sign-in, a session can use an API key: it is sealed in the vault and handed to the tool as ${env} by the launch that grants it.`),
+    } }, msg, h('p', { class: 'muted' }, `Instead of a sign-in, the profile can use an API key: it is sealed in the vault and every new session of ${p.name} gets it as ${env}.`),
     h('label', { for: 'key-name' }, 'Name in the vault'), name, h('label', { for: 'key-value' }, 'API key'), value,
     h('div', { class: 'buttons' }, h('button', { type: 'button', class: 'ghost', onclick: m.close }, 'Cancel'), h('button', { type: 'submit', id: 'key-save' }, 'Keep in the vault'))));
   }
