@@ -416,7 +416,7 @@ func (s *workspaceAPI) createProfile(ctx context.Context, tenant string, req api
 		return apitypes.Profile{}, err
 	}
 	p.Tenant, p.NodeID, p.APIKeyRef = tenant, req.NodeID, req.APIKeyRef // R-ACCT-7: the coordinator keeps the key's ref
-	if len(plan) > 0 { // R-ONL-1: the coordinator keeps the plan
+	if len(plan) > 0 {                                                  // R-ONL-1: the coordinator keeps the plan
 		p.OnLimit, p.OnLimitSetBy = plan, &actor
 	}
 	if err := s.o.Store.CreateProfile(ctx, p); err != nil {
