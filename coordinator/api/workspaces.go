@@ -415,8 +415,9 @@ func (s *workspaceAPI) createProfile(ctx context.Context, tenant string, req api
 		s.undoRecord(err, req.NodeID, proto.OpProfileDelete, ref, tenant)
 		return apitypes.Profile{}, err
 	}
-	p.Tenant, p.NodeID, p.APIKeyRef = tenant, req.NodeID, req.APIKeyRef // R-ACCT-7: the coordinator keeps the key's ref
-	if len(plan) > 0 {                                                  // R-ONL-1: the coordinator keeps the plan
+	// The coordinator keeps the key's ref (R-ACCT-7) and the plan (R-ONL-1).
+	p.Tenant, p.NodeID, p.APIKeyRef = tenant, req.NodeID, req.APIKeyRef
+	if len(plan) > 0 {
 		p.OnLimit, p.OnLimitSetBy = plan, &actor
 	}
 	if err := s.o.Store.CreateProfile(ctx, p); err != nil {
