@@ -29,9 +29,10 @@ import (
 // nothing and its state directory is the tour's ~/.local/state/olivares/dev.
 func TestReadmeTourRuns(t *testing.T) {
 	t.Parallel()
-	text, httpAddr := runTour(t, true)
+	tr := runTour(t, true)
+	text := tr.text
 	for _, want := range []string{
-		"logged in to http://" + httpAddr,
+		"logged in to http://" + tr.addr,
 		"\naccount             signed in", // profile show codex
 		"pong: explain this repo",         // the attached conversation, rendered
 		"audit ledger intact",
@@ -50,7 +51,8 @@ func TestReadmeTourRuns(t *testing.T) {
 // happened: what the step printed holds the sentence below.
 func TestReadmeTourNotSignedIn(t *testing.T) {
 	t.Parallel()
-	text, _ := runTour(t, false)
+	tr := runTour(t, false)
+	text := tr.text
 	codexNo := "the account of profile codex is not signed in (its tool said: unexpected status 401 Unauthorized"
 	for _, s := range []struct {
 		cmd  string // the command as bash -x traces it, after "+ "
@@ -104,6 +106,20 @@ func TestReadmeTourNotSignedIn(t *testing.T) {
 	if strings.Contains(text, "pong:") {
 		t.Error("a turn was answered without a sign-in")
 	}
+	// As the real CLIs do without an account: Claude Code asks no model,
+	// Codex asks without a key.
+	if n := len(tr.anthropic.ModelRequests()); n != 0 {
+		t.Errorf("Claude Code made %d model requests without a sign-in", n)
+	}
+	reqs := tr.openai.ModelRequests()
+	for _, r := range reqs {
+		if h := r.Header.Get("Authorization"); h != "" {
+			t.Errorf("Codex sent Authorization %q without an account", h)
+		}
+	}
+	if len(reqs) != 2 {
+		t.Errorf("Codex made %d model requests, want the tour's two turns", len(reqs))
+	}
 }
 
 // tourStep is what the tour printed after its nth trace of cmd (the last
@@ -130,10 +146,17 @@ func tourStep(text, cmd string, n int) string {
 	return strings.Join(out, "")
 }
 
-// runTour runs the tour's block with bash -e and returns its output (each
-// command traced by -x) and the coordinator's address. signedIn gives the
-// vendor CLIs a key; without, they have no account.
-func runTour(t *testing.T, signedIn bool) (string, string) {
+// tour is what runTour ran: its output (each command traced by -x), the
+// coordinator's address and the model servers.
+type tour struct {
+	text, addr string
+	anthropic  *fakemodel.Anthropic
+	openai     *fakemodel.OpenAI
+}
+
+// runTour runs the tour's block with bash -e. signedIn gives the vendor
+// CLIs a key; without, they have no account.
+func runTour(t *testing.T, signedIn bool) tour {
 	t.Helper()
 	clis := realcli.BinDir(t, "claude", "codex")
 	bin := binaries(t)
@@ -160,7 +183,7 @@ func runTour(t *testing.T, signedIn bool) (string, string) {
 	writeShims(t, shims, clis, anthropic, signedIn)
 	writeCodexHome(t, home, openai, signedIn)
 	if !signedIn {
-		for range 50 {
+		for range 10 { // more than the tour's turns
 			openai.Push(codexUnauthorized)
 		}
 	}
@@ -218,7 +241,7 @@ func runTour(t *testing.T, signedIn bool) (string, string) {
 	}
 	text := out.String()
 	t.Logf("the tour's output:\n%s", text)
-	return text, httpAddr
+	return tour{text, httpAddr, anthropic, openai}
 }
 
 // tourBlock is the first sh block after the tour's heading.
