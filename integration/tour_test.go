@@ -3,7 +3,7 @@ package integration
 import (
 	"bytes"
 	"context"
-	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -29,6 +29,135 @@ import (
 // nothing and its state directory is the tour's ~/.local/state/olivares/dev.
 func TestReadmeTourRuns(t *testing.T) {
 	t.Parallel()
+	tr := runTour(t, true)
+	text := tr.text
+	for _, want := range []string{
+		"logged in to http://" + tr.addr,
+		"\naccount             signed in", // profile show codex
+		"pong: explain this repo",         // the attached conversation, rendered
+		"audit ledger intact",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the tour's output lacks %q:\n%s", want, text)
+		}
+	}
+}
+
+// Issue 32: the same tour, as written, against vendor CLIs with no account
+// (R-ACCT-8, R-ACCT-9): Claude Code has no key and no sign-in, so it
+// answers "Not logged in" without a model request (real-clis.md §1.2);
+// Codex has no auth.json and no key, and its provider answers 401, as
+// OpenAI's does. The tour still runs top to bottom, and each step says what
+// happened: what the step printed holds the sentence below.
+func TestReadmeTourNotSignedIn(t *testing.T) {
+	t.Parallel()
+	tr := runTour(t, false)
+	text := tr.text
+	codexNo := "the account of profile codex is not signed in (its tool said: unexpected status 401 Unauthorized"
+	for _, s := range []struct {
+		cmd  string // the command as bash -x traces it, after "+ "
+		n    int    // its nth trace, from 1
+		want string
+	}{
+		{"olivares login --dev", 0, "logged in to http://"},
+		{"olivares profile show codex", 1, "\naccount             not signed in: Codex has no account in the profile home; run olivares profile login codex\n"},
+		{"olivares session wait run_", 1, " idle\n"}, // the tool is up
+		{"olivares session wait run_", 2, codexNo},
+		{"olivares session wait run_", 2, "; run olivares profile login codex"},
+		// The resumed tool is up: the refusal before the resume is no
+		// answer of this generation's.
+		{"olivares session wait run_", 3, " idle\n"},
+		{"olivares session wait run_", 4, codexNo},
+		{"olivares session events run_", 1, `error           1    {"kind":"auth"}`},
+		{"olivares session list --archived --snoozed", 1, "idle   failed     codex"},
+		{"olivares session list --archived --snoozed", 1, "(error: auth)"},
+		{"olivares session activity run_", 1, "context      no turn has reported its tokens yet\n"},
+		{"olivares session wait run_", 6, "the account of profile claude-a is not signed in (its tool said: Not logged in · Please run /login); run olivares profile login claude-a"},
+		{"olivares audit verify", 1, "audit ledger intact"},
+	} {
+		out := tourStep(text, s.cmd, s.n)
+		if !strings.Contains(out, s.want) {
+			t.Errorf("%s (#%d) printed\n%s\nwant %q", s.cmd, s.n, out, s.want)
+		}
+	}
+	// The attached conversation shows the refused turn as failed.
+	for _, want := range []string{"✗ unexpected status 401 Unauthorized", "── failed"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("session attach printed no %q", want)
+		}
+	}
+	// Every error the CLI printed is one of the above (and webhook test's):
+	// no bare Go error, no success for a refused turn.
+	var errs []string
+	for line := range strings.Lines(text) {
+		if strings.HasPrefix(strings.TrimSpace(line), "olivares: ") {
+			errs = append(errs, line)
+		}
+	}
+	var notSignedIn int
+	for _, e := range errs {
+		if strings.Contains(e, " is not signed in (its tool said: ") {
+			notSignedIn++
+		}
+	}
+	if len(errs) != 4 || notSignedIn != 3 || !strings.Contains(strings.Join(errs, ""), "olivares: webhook test: ") {
+		t.Errorf("the CLI's errors:\n%s\nwant three not signed in and webhook test's", strings.Join(errs, ""))
+	}
+	if strings.Contains(text, "pong:") {
+		t.Error("a turn was answered without a sign-in")
+	}
+	// As the real CLIs do without an account: Claude Code asks no model,
+	// Codex asks without a key.
+	if n := len(tr.anthropic.ModelRequests()); n != 0 {
+		t.Errorf("Claude Code made %d model requests without a sign-in", n)
+	}
+	reqs := tr.openai.ModelRequests()
+	for _, r := range reqs {
+		if h := r.Header.Get("Authorization"); h != "" {
+			t.Errorf("Codex sent Authorization %q without an account", h)
+		}
+	}
+	if len(reqs) != 2 {
+		t.Errorf("Codex made %d model requests, want the tour's two turns", len(reqs))
+	}
+}
+
+// tourStep is what the tour printed after its nth trace of cmd (the last
+// with n 0), up to the next traced command (bash -x marks one "+ ", one
+// in $(...) "++ ").
+func tourStep(text, cmd string, n int) string {
+	var out []string
+	seen, in := 0, false
+	for line := range strings.Lines(text) {
+		if trace, ok := strings.CutPrefix(strings.TrimLeft(line, "+"), " "); ok && line[0] == '+' {
+			in = false
+			if strings.HasPrefix(trace, cmd) {
+				seen++
+				if n == 0 || seen == n {
+					out, in = out[:0], true
+				}
+			}
+			continue
+		}
+		if in {
+			out = append(out, line)
+		}
+	}
+	return strings.Join(out, "")
+}
+
+// tour is what runTour ran: its output (each command traced by -x), the
+// coordinator's address and the model servers.
+type tour struct {
+	text, addr string
+	anthropic  *fakemodel.Anthropic
+	openai     *fakemodel.OpenAI
+}
+
+// runTour runs the tour's block with bash -e. signedIn gives the vendor
+// CLIs a key; without, they have no account.
+func runTour(t *testing.T, signedIn bool) tour {
+	t.Helper()
 	clis := realcli.BinDir(t, "claude", "codex")
 	bin := binaries(t)
 	raw, err := os.ReadFile(filepath.Join(repoRoot(), "README.md"))
@@ -51,8 +180,13 @@ func TestReadmeTourRuns(t *testing.T) {
 	t.Cleanup(anthropic.Close)
 	openai := fakemodel.NewOpenAI()
 	t.Cleanup(openai.Close)
-	writeShims(t, shims, clis, anthropic, openai)
-	writeCodexHome(t, home, openai)
+	writeShims(t, shims, clis, anthropic, signedIn)
+	writeCodexHome(t, home, openai, signedIn)
+	if !signedIn {
+		for range 10 { // more than the tour's turns
+			openai.Push(codexUnauthorized)
+		}
+	}
 	// The workspace: a git repository with a Go module (the setup command
 	// is go mod download) and a README.
 	for name, text := range map[string]string{"go.mod": "module example.com/tour\n\ngo 1.26\n", "README.md": "# tour\n\nA repository for the tour.\n"} {
@@ -107,15 +241,7 @@ func TestReadmeTourRuns(t *testing.T) {
 	}
 	text := out.String()
 	t.Logf("the tour's output:\n%s", text)
-	for _, want := range []string{
-		"logged in to http://" + httpAddr,
-		"pong: explain this repo", // the attached conversation, rendered
-		"audit ledger intact",
-	} {
-		if !strings.Contains(text, want) {
-			t.Errorf("the tour's output lacks %q:\n%s", want, text)
-		}
-	}
+	return tour{text, httpAddr, anthropic, openai}
 }
 
 // tourBlock is the first sh block after the tour's heading.
@@ -137,13 +263,17 @@ func tourBlock(t *testing.T, readme string) string {
 }
 
 // writeShims puts claude and codex on a PATH folder: each runs the pinned
-// binary with its model server set to the fake one.
-func writeShims(t *testing.T, dir, clis string, a *fakemodel.Anthropic, o *fakemodel.OpenAI) {
+// binary with its model server set to the fake one, and with a key when
+// signedIn (a fresh HOME holds no sign-in).
+func writeShims(t *testing.T, dir, clis string, a *fakemodel.Anthropic, signedIn bool) {
 	t.Helper()
-	for name, env := range map[string]string{
-		"claude": fmt.Sprintf("export ANTHROPIC_BASE_URL=%s ANTHROPIC_API_KEY=test CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 CLAUDE_CODE_MAX_RETRIES=0", a.URL()),
-		"codex":  "export FAKE_OPENAI_KEY=test",
-	} {
+	claude := "export ANTHROPIC_BASE_URL=" + a.URL() + " CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 CLAUDE_CODE_MAX_RETRIES=0"
+	codex := ""
+	if signedIn {
+		claude += " ANTHROPIC_API_KEY=test"
+		codex = "export FAKE_OPENAI_KEY=test"
+	}
+	for name, env := range map[string]string{"claude": claude, "codex": codex} {
 		shim := "#!/bin/sh\n" + env + "\nexec " + filepath.Join(clis, name) + ` "$@"` + "\n"
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(shim), 0o755); err != nil {
 			t.Fatal(err)
@@ -151,10 +281,20 @@ func writeShims(t *testing.T, dir, clis string, a *fakemodel.Anthropic, o *fakem
 	}
 }
 
+// codexUnauthorized is what OpenAI answers a request without a key.
+var codexUnauthorized = fakemodel.Reply{Status: http.StatusUnauthorized,
+	Body: `{"error":{"message":"Missing bearer or basic authentication in header","type":"invalid_request_error","code":null}}`}
+
 // writeCodexHome gives HOME's Codex a config.toml whose provider is the
 // fake Responses API (dev mode's codex profile uses the person's home).
-func writeCodexHome(t *testing.T, home string, o *fakemodel.OpenAI) {
+// Signed in, its key is in FAKE_OPENAI_KEY; without, the provider takes
+// Codex's own sign-in (auth.json) as OpenAI's does, and there is none.
+func writeCodexHome(t *testing.T, home string, o *fakemodel.OpenAI, signedIn bool) {
 	t.Helper()
+	auth := "requires_openai_auth = true\n"
+	if signedIn {
+		auth = "env_key = \"FAKE_OPENAI_KEY\"\n"
+	}
 	config := `model = "fake-model"
 model_provider = "fake"
 approval_policy = "never"
@@ -164,8 +304,7 @@ sandbox_mode = "read-only"
 name = "Fake local"
 base_url = "` + o.BaseURL() + `"
 wire_api = "responses"
-env_key = "FAKE_OPENAI_KEY"
-request_max_retries = 0
+` + auth + `request_max_retries = 0
 stream_max_retries = 0
 `
 	if err := os.MkdirAll(filepath.Join(home, ".codex"), 0o700); err != nil {

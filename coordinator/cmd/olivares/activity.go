@@ -214,7 +214,7 @@ func printActivity(out io.Writer, a apitypes.Activity) {
 // window" notice (R-CLI-1, R-ACT-7).
 func contextLine(a apitypes.Activity) string {
 	if a.ContextTokens == nil {
-		return "no request yet"
+		return "no turn has reported its tokens yet"
 	}
 	tokens := *a.ContextTokens
 	if a.ContextPercent == nil || a.ContextWindow == nil {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/olivares-dev/olivares/integration/contract"
 	"github.com/olivares-dev/olivares/shared/apitypes"
@@ -118,5 +119,41 @@ func TestSessionWaitNamesTheReason(t *testing.T) {
 	_, stderr, code = cli(t, "session", "wait", "run_1", "--timeout", "300ms")
 	if code != 1 || !strings.Contains(stderr, "run run_1 is still starting after 300ms") {
 		t.Errorf("wait at its timeout: exit %d %q", code, stderr)
+	}
+}
+
+// R-ACCT-8: session wait fails for a sign-in the tool refused in the run's
+// current generation; one from before a resume (after olivares profile
+// login, say) stands in last_error until a turn works, but the resumed
+// tool is up, and wait says so.
+func TestSessionWaitAfterResume(t *testing.T) {
+	refused := fakeCreated.Add(time.Minute)
+	resumed := refused.Add(time.Minute)
+	run := apitypes.Run{RunRef: "run_1", State: apitypes.StateIdle, Generation: 2, ProviderProfileRef: "prof_1",
+		LastError: &apitypes.LastError{Kind: "auth", Message: "Not logged in · Please run /login", At: refused}}
+	events := apitypes.EventList{Items: []apitypes.Event{
+		{Seq: 1, At: fakeCreated, Kind: "started", Generation: 1},
+		{Seq: 2, At: resumed, Kind: "started", Generation: 2},
+	}}
+	fakeAPI(t, func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/v1/m/sessions/runs/run_1":
+			writeJSON(w, 200, run)
+		case "/v1/m/sessions/runs/run_1/events":
+			writeJSON(w, 200, events)
+		case "/v1/m/sessions/profiles/prof_1":
+			writeJSON(w, 200, apitypes.Profile{Ref: "prof_1", Name: "work", Tool: "claude"})
+		default:
+			t.Errorf("unexpected %s %s", r.Method, r.URL)
+			writeErr(w, 404, "not_found", "no such thing")
+		}
+	})
+	if out, stderr, code := cli(t, "session", "wait", "run_1"); code != 0 || out != "run_1 idle\n" {
+		t.Errorf("wait after a resume: exit %d %q %q, want idle", code, out, stderr)
+	}
+	run.LastError.At = resumed.Add(time.Second) // the resumed tool's turn was refused too
+	_, stderr, code := cli(t, "session", "wait", "run_1")
+	if code != 1 || !strings.Contains(stderr, "the account of profile work is not signed in") || !strings.Contains(stderr, "run olivares profile login work") {
+		t.Errorf("wait after a refused turn: exit %d %q", code, stderr)
 	}
 }

@@ -35,7 +35,8 @@ func TestNamesEverywhere(t *testing.T) {
 			writeJSON(w, 200, apitypes.Profile{Ref: "prof_1", Name: "work", Tool: "claude", DeniedTools: denied})
 		case "GET /v1/m/sessions/profiles/prof_1/account":
 			no := false
-			writeJSON(w, 200, apitypes.ProfileAccount{ProfileRef: "prof_1", Tool: "claude", SignedIn: &no, RateLimits: []apitypes.RateWindow{}})
+			writeJSON(w, 200, apitypes.ProfileAccount{ProfileRef: "prof_1", Tool: "claude", SignedIn: &no, RateLimits: []apitypes.RateWindow{},
+				Message: "not signed in: no token, no key and no sign-in in the profile home"})
 		case "PATCH /v1/m/sessions/profiles/prof_1":
 			var m map[string]any
 			json.Unmarshal(raw, &m)
@@ -56,8 +57,10 @@ func TestNamesEverywhere(t *testing.T) {
 			writeErr(w, 404, "not_found", "no such thing")
 		}
 	})
-	// R-ACCT-9: show says whether the account is signed in.
-	if out, stderr, code := cli(t, "profile", "show", "work"); code != 0 || !strings.Contains(out, "prof_1") || !strings.Contains(out, "not signed in; run olivares profile login work") {
+	// R-ACCT-9: show says whether the account is signed in, once, in the
+	// column of the profile's other lines, and the command that signs it in.
+	if out, stderr, code := cli(t, "profile", "show", "work"); code != 0 || !strings.Contains(out, "prof_1") ||
+		!strings.Contains(out, "\naccount             not signed in: no token, no key and no sign-in in the profile home; run olivares profile login work\n") {
 		t.Errorf("profile show NAME: exit %d %s %s", code, out, stderr)
 	}
 	for _, args := range [][]string{

@@ -43,10 +43,9 @@ func profileCommands() []*command {
 				return err
 			}
 			return c.emit(p, func() {
-				printProfile(c.out, p)
 				// R-ACCT-9: the node says; an unreachable one says why.
 				a, err := c.cl.ProfileAccount(ctx, ref)
-				fmt.Fprintf(c.out, "account\t%s\n", accountText(p, a, err))
+				printProfile(c.out, p, "account\t"+accountText(p, a, err))
 			})
 		},
 	}, profileUpdate(), profileLogin(),
@@ -471,7 +470,7 @@ func pickOne(kind, name string, matches []string, listCmd string) (string, error
 	return "", fmt.Errorf("%d %ss are named %q (%s); pass the ref instead", len(matches), kind, name, strings.Join(matches, ", "))
 }
 
-func printProfile(out io.Writer, p apitypes.Profile) {
+func printProfile(out io.Writer, p apitypes.Profile, rows ...string) {
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "profile\t%s\n", p.Ref)
 	fmt.Fprintf(tw, "name\t%s\n", p.Name)
@@ -505,6 +504,9 @@ func printProfile(out io.Writer, p apitypes.Profile) {
 		fmt.Fprintf(tw, "api key\tvault secret %s, as %s\n", p.APIKeyRef, apitypes.APIKeyEnv[p.Tool])
 	}
 	fmt.Fprintf(tw, "created\t%s\n", stamp(p.CreatedAt))
+	for _, r := range rows {
+		fmt.Fprintln(tw, r)
+	}
 	tw.Flush()
 }
 
@@ -515,10 +517,9 @@ func accountText(p apitypes.Profile, a apitypes.ProfileAccount, err error) strin
 	if err != nil {
 		return "unknown: " + err.Error()
 	}
-	var s string
+	s, msg, login := "unknown", a.Message, ""
 	switch {
 	case a.SignedIn == nil:
-		s = "unknown"
 	case *a.SignedIn:
 		s = "signed in"
 		if a.Email != "" {
@@ -528,10 +529,12 @@ func accountText(p apitypes.Profile, a apitypes.ProfileAccount, err error) strin
 			s += " (" + a.Plan + ")"
 		}
 	default:
-		s = "not signed in; run olivares profile login " + p.Name
+		// The node's words start "not signed in: ", said once here.
+		s, msg = "not signed in", strings.TrimPrefix(msg, "not signed in: ")
+		login = "; run olivares profile login " + p.Name
 	}
-	if a.Message != "" {
-		s += ": " + a.Message
+	if msg != "" {
+		s += ": " + msg
 	}
 	for _, w := range a.RateLimits {
 		s += fmt.Sprintf("; %s window %.0f%% used", w.Name, w.UsedPercent)
@@ -539,7 +542,7 @@ func accountText(p apitypes.Profile, a apitypes.ProfileAccount, err error) strin
 			s += ", resets " + stamp(*w.ResetsAt)
 		}
 	}
-	return s
+	return s + login
 }
 
 // profileEnvFlags are profile update's --env, --unset-env and --home.

@@ -99,8 +99,9 @@ func sessionWait() *command {
 		usage: `olivares session wait REF [--state S ...] [--timeout 2m] [--json]
     Wait until the run is in one of the states (default idle: it waits for
     input), as kubectl wait does; exits 1 at the timeout, when the run
-    ends in another state (stopped, failed) first, and when its turn failed
-    because the profile's account is not signed in (olivares profile login).
+    ends in another state (stopped, failed) first, and when a turn of its
+    current generation failed because the profile's account is not signed
+    in (olivares profile login).
 `,
 		flags: func(fs *flag.FlagSet) {
 			fs.Var(&o.states, "state", "a state to wait for, repeatable (default idle)")
@@ -138,7 +139,7 @@ func sessionWait() *command {
 					r = got
 				}
 				switch {
-				case err == nil && slices.Contains(want, r.State) && r.LastError != nil && r.LastError.Kind == cliruntimeAuth:
+				case err == nil && slices.Contains(want, r.State) && refusedThisGeneration(ctx, c, r):
 					// R-ACCT-8: a turn the tool refused for want of a
 					// sign-in is no success, though the run waits for input.
 					return notSignedIn(ctx, c, r)
@@ -649,6 +650,27 @@ func exitShort(r apitypes.Run) string {
 // cliruntimeAuth is last_error's kind for credentials the tool or its
 // provider refused (R-LERR-1).
 const cliruntimeAuth = "auth"
+
+// refusedThisGeneration is whether the run's last_error is a sign-in the
+// tool refused (R-ACCT-8) since its current generation started: a refusal
+// from before a resume (say, before olivares profile login) stands in
+// last_error until a turn works (R-LERR-2), but the resumed tool has not
+// been refused yet. Without the ledger it counts.
+func refusedThisGeneration(ctx context.Context, c *call, r apitypes.Run) bool {
+	if r.LastError == nil || r.LastError.Kind != cliruntimeAuth {
+		return false
+	}
+	evs, err := allEvents(ctx, c.cl, r.RunRef)
+	if err != nil {
+		return true
+	}
+	for _, e := range evs.Items {
+		if e.Kind == "started" && e.Generation == r.Generation && e.At.After(r.LastError.At) {
+			return false
+		}
+	}
+	return true
+}
 
 // notSignedIn is session wait's answer for a run whose tool is not signed
 // in (R-ACCT-8): it names the profile and the command that signs it in.

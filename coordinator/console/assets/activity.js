@@ -32,7 +32,7 @@ export function meter(a) {
     return h('div', { class: 'meter unknown', id: 'context-meter' }, h('span', { class: 'meter-text' }, `${n(a.context_tokens)} tokens, window unknown`),
       h('span', { class: 'muted' }, ' (the tool has not reported its context window for this model)'));
   }
-  return h('div', { class: 'meter none', id: 'context-meter' }, h('span', { class: 'muted' }, 'No request yet: the context meter appears after the first turn.'));
+  return h('div', { class: 'meter none', id: 'context-meter' }, h('span', { class: 'muted' }, 'No turn has reported its tokens yet: the context meter appears after the first that does.'));
 }
 
 function stateBadge(s) { return h('span', { class: `state a-${s}` }, s); }
