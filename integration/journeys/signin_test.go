@@ -93,7 +93,7 @@ func TestProfileSigninClaude(t *testing.T) {
 			t.Fatalf("a sign-in without workspace administration: %d %s, want 403", got.Status, got.Body)
 		}
 	}
-	if out, code := f.cli("profile", "show", "claude-si"); code != 0 || !strings.Contains(out, "not signed in; run olivares profile login claude-si") {
+	if out, code := f.cli("profile", "show", "claude-si"); code != 0 || !strings.Contains(out, "not signed in: ") || !strings.HasSuffix(strings.TrimSpace(out), "; run olivares profile login claude-si") {
 		t.Fatalf("olivares profile show before the sign-in: exit %d\n%s", code, out)
 	}
 	var a apitypes.SigninAttempt
