@@ -313,7 +313,17 @@ type Session interface {
 // yields EventConversation (and EventTurnStarted for a turn in flight).
 //
 // A session that writes nothing at Start (Claude Code's stream-json form)
-// needs no Adopter: a fresh session takes its process over as it is.
+// needs no Adopter: a fresh session takes its process over as it is. It
+// cannot ask its tool whether a turn runs, so the supervisor reads the
+// generation's retained output through a scratch session of the same
+// driver, and tells a MidTurner it adopted a tool in the middle of a turn.
 type Adopter interface {
 	Adopt() Step
+}
+
+// MidTurner is a session that can be told its tool is in a turn it did not
+// see start (an adoption, issue 30): TurnActive is true until that turn's
+// end, and the step yields EventTurnStarted.
+type MidTurner interface {
+	MidTurn() Step
 }

@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"time"
 
 	"github.com/olivares-dev/olivares/agent/cliruntime"
 	"github.com/olivares-dev/olivares/agent/holder"
@@ -197,6 +199,9 @@ func (s *Supervisor) adopt(r *run, rec record, asked bool) bool {
 		first = a.Adopt()
 	} else {
 		sess.Start() // writes nothing: only such tools are held
+		if mt, ok := sess.(cliruntime.MidTurner); ok && midTurn(r.ring, rec.Generation, d, spec) {
+			first = mt.MidTurn()
+		}
 	}
 	g := newGeneration(r, rec.Generation, p, sess, d)
 	g.adoptedFrom = info.Version
@@ -219,9 +224,53 @@ func (s *Supervisor) adopt(r *run, rec record, asked bool) bool {
 	if err := r.save(nil); err != nil {
 		log.Error("recording the adoption failed", logging.Err(err))
 	}
+	g.events(first.Events) // a turn in flight: the run is running, its stall check armed
 	g.serve(info.PTY)
 	log.Info("adopted a live child from its holder", "pid", p.Pid(), "from_version", info.Version, "holder_pid", p.HolderPid())
 	return true
+}
+
+// midTurnFrames bounds how far back midTurn reads: a turn that wrote more
+// since its start is not seen as one in flight (its next turn is).
+const midTurnFrames = 4096
+
+// midTurn reports whether generation gen's tool was in a turn when its
+// agent went: its retained output, read through a scratch session of its
+// driver (nothing it answers is written or recorded), says so.
+func midTurn(rg *ring.Ring, gen uint32, d cliruntime.Driver, spec cliruntime.LaunchSpec) bool {
+	first, last := rg.Range()
+	if last == 0 {
+		return false
+	}
+	scratch := d.NewSession(spec)
+	scratch.Start()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	v := rg.Subscribe(max(first, last-min(last, midTurnFrames)+1), 0)
+	defer v.Close()
+	var line []byte
+	for {
+		ev, err := v.Next(ctx)
+		if err != nil {
+			break
+		}
+		if ev.Kind == ring.EventFrame && ev.Frame.Generation == gen && ev.Frame.Stream == ring.Stdout {
+			data := ev.Frame.Data
+			for {
+				i := bytes.IndexByte(data, '\n')
+				if i < 0 {
+					line = append(line, data...)
+					break
+				}
+				scratch.Observe(append(line, data[:i]...))
+				line, data = line[:0], data[i+1:]
+			}
+		}
+		if ev.Kind == ring.EventEnd || (ev.Kind == ring.EventFrame && ev.Frame.Seq >= last) {
+			break
+		}
+	}
+	return scratch.TurnActive()
 }
 
 // stopHeld has a holder that is not adopted stop its child and go.

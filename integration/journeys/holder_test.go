@@ -443,3 +443,50 @@ func checkFlood(t *testing.T, outs []apitypes.Output, n int) {
 		t.Fatalf("flooded %d bytes reached the ring, want %d", x, n)
 	}
 }
+
+// Issue 30 with the real Claude Code: the agent is killed and started again
+// while a turn still waits for the model. Claude Code cannot be asked
+// whether a turn runs, so the new agent reads the turn's start in the
+// run's retained output: the adopted turn is one the agent knows runs, so
+// an interrupt cancels it (before, it was a no-op until the next turn) and
+// its stall check runs again (R-ATTN-6).
+func TestRealClaudeAdoptedWhileItsTurnRuns(t *testing.T) {
+	t.Parallel()
+	bin := realBin(t, "claude")
+	fake := fakemodel.NewAnthropic()
+	defer fake.Close()
+	f := setup(t, "yamux", integration.ProcOptions{Path: bin + ":" + cliruntime.DefaultPath})
+	r := f.launch(f.realClaudeProfile(fake))
+	s := f.viewer.Attach(r.RunRef, "from=0")
+	f.post(f.operator, http.StatusAccepted, r.RunRef, "input", integration.Message("hello"), nil)
+	s.UntilOutput("pong: hello", wait)
+	f.operator.AwaitRun(r.RunRef, wait, "idle", func(r apitypes.Run) bool { return r.State == apitypes.StateIdle })
+
+	g := fakemodel.NewGate()
+	defer g.Release()
+	fake.Push(fakemodel.Held(g))
+	f.post(f.operator, http.StatusAccepted, r.RunRef, "input", integration.Message("mid-turn"), nil)
+	select {
+	case <-g.Arrived():
+	case <-time.After(wait):
+		t.Fatal("the turn never reached the fake model")
+	}
+	f.operator.AwaitRun(r.RunRef, wait, "running", func(r apitypes.Run) bool { return r.State == apitypes.StateRunning })
+	f.agent.Kill()
+	f.agent.Start()
+	f.agent.AwaitConnected(wait)
+	integration.Await(t, wait, "the adoption", func() bool { return countOf(integration.Kinds(f.viewer.Events(r.RunRef)), "adopted") == 1 })
+	f.post(f.operator, http.StatusAccepted, r.RunRef, "interrupt", nil, nil)
+	select {
+	case <-g.Gone():
+	case <-time.After(wait):
+		t.Fatal("the interrupt of the adopted turn did not cancel its model request")
+	}
+	f.operator.AwaitRun(r.RunRef, wait, "idle", func(r apitypes.Run) bool { return r.State == apitypes.StateIdle })
+	s = f.viewer.Attach(r.RunRef, "")
+	f.post(f.operator, http.StatusAccepted, r.RunRef, "input", integration.Message("after"), nil)
+	s.UntilOutput("pong: after", wait)
+	f.operator.AwaitRun(r.RunRef, wait, "idle", func(r apitypes.Run) bool { return r.State == apitypes.StateIdle })
+	f.post(f.operator, http.StatusOK, r.RunRef, "stop", nil, nil)
+	noneLeft(t, f, r.PID)
+}

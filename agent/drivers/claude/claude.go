@@ -194,6 +194,21 @@ func (s *session) ConversationID() string {
 	return s.conv
 }
 
+// MidTurn is cliruntime.MidTurner: the adopted process is in a turn whose
+// init this session did not read; its result balances the count.
+func (s *session) MidTurn() cliruntime.Step {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.pending == 0 {
+		s.pending = 1
+	}
+	conv := s.conv
+	if conv == "" {
+		conv = s.resumeID
+	}
+	return step(cliruntime.Event{Kind: cliruntime.EventTurnStarted, ConversationID: conv})
+}
+
 func (s *session) TurnActive() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
