@@ -173,7 +173,6 @@ type Call struct {
 // package prints nothing).
 func (c *Call) Parse() error {
 	fs := c.Flags
-	fs.Usage = func() {}
 	fs.SetOutput(io.Discard)
 	err := fs.Parse(c.Args)
 	fs.SetOutput(c.Out)
@@ -236,7 +235,6 @@ func (t *Table) Run(ctx context.Context, args []string, out io.Writer) error {
 		words := strings.Fields(cmd.Name)
 		if len(words) <= len(args) && slices.Equal(words, args[:len(words)]) {
 			fs := flag.NewFlagSet(cmd.Name, flag.ContinueOnError)
-			fs.SetOutput(out)
 			return cmd.Run(ctx, &Call{Flags: fs, Args: args[len(words):], Out: out, cmd: cmd, bin: t.Bin})
 		}
 		firsts = append(firsts, words[0])

@@ -1,8 +1,5 @@
-// Command olivares-agent is the Olivares node daemon.
-//
-//	olivares-agent enroll --coordinator HOST:PORT --token T --ca-pin sha256:... [--state-dir DIR]
-//	olivares-agent run [--config FILE] [--state-dir DIR] [--transport auto|quic|yamux] [--log-level LEVEL]
-//	olivares-agent status [--state-dir DIR] [--json]
+// Command olivares-agent is the Olivares node daemon. Its commands are one
+// table, commands, whose usage fields make olivares-agent --help.
 package main
 
 import (

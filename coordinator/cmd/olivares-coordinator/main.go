@@ -1,24 +1,13 @@
 // Command olivares-coordinator is the Olivares control plane: the public API,
-// the node tunnels, enrollment and the CA.
-//
-//	olivares-coordinator dev [--state-dir DIR] [--http 127.0.0.1:7443] [--metrics 127.0.0.1:0]
-//	olivares-coordinator serve --config FILE [--state-dir DIR] [--log-level LEVEL]
-//	olivares-coordinator ca init --dir DIR
-//	olivares-coordinator ca rotate|promote --dir DIR
-//	olivares-coordinator token create [--ttl 30m] [--label k=v]... [--tenant T] [--json]
-//	olivares-coordinator principal create --tenant T --name N --role viewer|operator|admin --kind human|agent [--new-tenant] [--json]
-//	olivares-coordinator tenant create ID [--json]
-//	olivares-coordinator tenant list [--json]
-//	olivares-coordinator principal add-credential --principal ID [--kind session|api_token] [--label L] [--json]
-//	olivares-coordinator signin-link --principal ID [--ttl 15m] [--url BASE] [--json]
-//	olivares-coordinator migrate --from-bbolt FILE --to-postgres DSN
+// the node tunnels, enrollment and the CA. Its commands are one table,
+// commands, whose usage fields make olivares-coordinator --help.
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -301,80 +290,74 @@ func (l labels) Set(s string) error {
 	return nil
 }
 
-func adminSock(dir string) string { return filepath.Join(dir, coordd.AdminSock) }
-
-func defaultStateDir() string {
-	if d := os.Getenv("OLIVARES_STATE_DIR"); d != "" {
-		return d
-	}
-	return filepath.Join(devmode.DefaultStateDir(), "coordinator")
+// admin is a command that talks to the running coordinator over its admin
+// socket, with --state-dir and --json. Left out, --state-dir is
+// $OLIVARES_STATE_DIR, else dev mode's; the command then says which
+// coordinator it spoke to (issue 32 finding 8: a principal meant for
+// serve's coordinator must not land in dev mode's without a word).
+type admin struct {
+	c    *cmdline.Call
+	dir  string
+	json bool
 }
 
-// notRunning tells a coordinator that does not answer on dir's admin
-// socket.
-func notRunning(err error, dir string) error {
+func newAdmin(c *cmdline.Call) *admin {
+	a := &admin{c: c}
+	dir := filepath.Join(devmode.DefaultStateDir(), "coordinator")
+	c.Flags.StringVar(&a.dir, "state-dir", cmp.Or(os.Getenv("OLIVARES_STATE_DIR"), dir), "the running coordinator's state directory (default: $OLIVARES_STATE_DIR, else dev mode's)")
+	c.Flags.BoolVar(&a.json, "json", false, "print JSON")
+	return a
+}
+
+// do sends req and reads the answer into resp, then prints on standard
+// error which coordinator answered when --state-dir was left out; with
+// --json it prints resp and the command is done.
+func (a *admin) do(ctx context.Context, method, path string, req, resp any) (done bool, err error) {
+	err = localsock.Do(ctx, filepath.Join(a.dir, coordd.AdminSock), method, path, req, resp)
 	if errors.Is(err, localsock.ErrNotRunning) {
-		return fmt.Errorf("no coordinator is running with state dir %s (start it with olivares-coordinator serve or dev, or pass --state-dir: serve's is its config's state_dir)", dir)
+		err = fmt.Errorf("no coordinator is running with state dir %s (start it with olivares-coordinator serve or dev, or pass --state-dir: serve's is its config's state_dir)", a.dir)
 	}
-	return err
-}
-
-// stateDirFlag is the --state-dir of the commands that talk to the running
-// coordinator. Left out, it is $OLIVARES_STATE_DIR, else dev mode's; the
-// command then says which coordinator it spoke to (issue 32 finding 8: a
-// principal meant for serve's coordinator must not land in dev mode's
-// without a word).
-func stateDirFlag(fs *flag.FlagSet) *string {
-	return fs.String("state-dir", defaultStateDir(), "the running coordinator's state directory (default: $OLIVARES_STATE_DIR, else dev mode's)")
-}
-
-// spokeTo prints, on standard error, which coordinator a command reached
-// when --state-dir was left out.
-func spokeTo(c *cmdline.Call, dir string) {
-	if c.Given("state-dir") {
-		return
+	if err != nil {
+		return true, err
 	}
-	whose := "$OLIVARES_STATE_DIR"
-	if os.Getenv("OLIVARES_STATE_DIR") == "" {
-		whose = "dev mode's"
+	if !a.c.Given("state-dir") {
+		whose := "$OLIVARES_STATE_DIR"
+		if os.Getenv("OLIVARES_STATE_DIR") == "" {
+			whose = "dev mode's"
+		}
+		fmt.Fprintf(os.Stderr, "olivares-coordinator: %s: the coordinator of state dir %s (%s; --state-dir names another)\n", a.c.Flags.Name(), a.dir, whose)
 	}
-	fmt.Fprintf(os.Stderr, "olivares-coordinator: %s: the coordinator of state dir %s (%s; --state-dir names another)\n", c.Flags.Name(), dir, whose)
+	if a.json {
+		return true, json.NewEncoder(a.c.Out).Encode(resp)
+	}
+	return false, nil
 }
 
 func cmdTokenCreate(ctx context.Context, c *cmdline.Call) error {
-	fs, out := c.Flags, c.Out
+	fs, a := c.Flags, newAdmin(c)
 	ttl := fs.Duration("ttl", 30*time.Minute, "token lifetime (at most 24h)")
 	tenant := fs.String("tenant", "default", "tenant the node joins")
-	dir := stateDirFlag(fs)
-	asJSON := fs.Bool("json", false, "print JSON")
 	lb := labels{}
 	fs.Var(lb, "label", "node label k=v (repeatable)")
 	if err := c.Parse(); err != nil {
 		return err
 	}
 	var resp coordd.TokenResponse
-	err := localsock.Do(ctx, adminSock(*dir), "POST", "/join-tokens", coordd.TokenRequest{Tenant: *tenant, Labels: lb, TTL: *ttl}, &resp)
-	if err != nil {
-		return notRunning(err, *dir)
+	if done, err := a.do(ctx, "POST", "/join-tokens", coordd.TokenRequest{Tenant: *tenant, Labels: lb, TTL: *ttl}, &resp); done {
+		return err
 	}
-	spokeTo(c, *dir)
-	if *asJSON {
-		return json.NewEncoder(out).Encode(resp)
-	}
-	fmt.Fprintf(out, "join token: %s\nnode id:    %s\nCA pin:     %s\nexpires:    %s\n\nOn the node:\n  olivares-agent enroll --coordinator %s --token %s --ca-pin %s\n",
+	fmt.Fprintf(c.Out, "join token: %s\nnode id:    %s\nCA pin:     %s\nexpires:    %s\n\nOn the node:\n  olivares-agent enroll --coordinator %s --token %s --ca-pin %s\n",
 		resp.Token, resp.NodeID, resp.CAPin, resp.ExpiresAt.Format(time.RFC3339), resp.Coordinator, resp.Token, resp.CAPin)
 	return nil
 }
 
 func cmdPrincipalCreate(ctx context.Context, c *cmdline.Call) error {
-	fs, out := c.Flags, c.Out
+	fs, a := c.Flags, newAdmin(c)
 	tenant := fs.String("tenant", "", "tenant")
 	name := fs.String("name", "", "name")
 	role := fs.String("role", "", "viewer, operator or admin")
 	kind := fs.String("kind", "human", "human or agent")
 	newTenant := fs.Bool("new-tenant", false, "create the tenant when it does not exist (otherwise an unknown tenant is refused)")
-	dir := stateDirFlag(fs)
-	asJSON := fs.Bool("json", false, "print JSON")
 	if err := c.Parse(); err != nil {
 		return err
 	}
@@ -382,22 +365,15 @@ func cmdPrincipalCreate(ctx context.Context, c *cmdline.Call) error {
 		return usageError{Err: errors.New("principal create: --tenant, --name and --role are required")}
 	}
 	var resp coordd.PrincipalResponse
-	err := localsock.Do(ctx, adminSock(*dir), "POST", "/principals", coordd.PrincipalRequest{Tenant: *tenant, Name: *name, Role: *role, Kind: *kind, NewTenant: *newTenant}, &resp)
-	if err != nil {
-		return notRunning(err, *dir)
+	if done, err := a.do(ctx, "POST", "/principals", coordd.PrincipalRequest{Tenant: *tenant, Name: *name, Role: *role, Kind: *kind, NewTenant: *newTenant}, &resp); done {
+		return err
 	}
-	spokeTo(c, *dir)
-	if *asJSON {
-		return json.NewEncoder(out).Encode(resp)
-	}
-	fmt.Fprintf(out, "principal %s (%s, %s in %s)\ntoken: %s\n(shown once; it is stored only as a hash)\n", resp.PrincipalID, resp.Kind, resp.Role, resp.Tenant, resp.Token)
+	fmt.Fprintf(c.Out, "principal %s (%s, %s in %s)\ntoken: %s\n(shown once; it is stored only as a hash)\n", resp.PrincipalID, resp.Kind, resp.Role, resp.Tenant, resp.Token)
 	return nil
 }
 
 func cmdTenantCreate(ctx context.Context, c *cmdline.Call) error {
-	fs, out := c.Flags, c.Out
-	dir := stateDirFlag(fs)
-	asJSON := fs.Bool("json", false, "print JSON")
+	a := newAdmin(c)
 	var id string
 	if len(c.Args) > 0 && !strings.HasPrefix(c.Args[0], "-") {
 		id, c.Args = c.Args[0], c.Args[1:]
@@ -412,21 +388,15 @@ func cmdTenantCreate(ctx context.Context, c *cmdline.Call) error {
 		ID        string    `json:"id"`
 		CreatedAt time.Time `json:"created_at"`
 	}
-	if err := localsock.Do(ctx, adminSock(*dir), "POST", "/tenants", coordd.TenantRequest{ID: id}, &t); err != nil {
-		return notRunning(err, *dir)
+	if done, err := a.do(ctx, "POST", "/tenants", coordd.TenantRequest{ID: id}, &t); done {
+		return err
 	}
-	spokeTo(c, *dir)
-	if *asJSON {
-		return json.NewEncoder(out).Encode(t)
-	}
-	fmt.Fprintf(out, "tenant %s created; add people with olivares-coordinator principal create --tenant %s ...\n", t.ID, t.ID)
+	fmt.Fprintf(c.Out, "tenant %s created; add people with olivares-coordinator principal create --tenant %s ...\n", t.ID, t.ID)
 	return nil
 }
 
 func cmdTenantList(ctx context.Context, c *cmdline.Call) error {
-	fs, out := c.Flags, c.Out
-	dir := stateDirFlag(fs)
-	asJSON := fs.Bool("json", false, "print JSON")
+	a := newAdmin(c)
 	if err := c.Parse(); err != nil {
 		return err
 	}
@@ -436,26 +406,20 @@ func cmdTenantList(ctx context.Context, c *cmdline.Call) error {
 			CreatedAt time.Time `json:"created_at"`
 		} `json:"items"`
 	}
-	if err := localsock.Do(ctx, adminSock(*dir), "GET", "/tenants", nil, &resp); err != nil {
-		return notRunning(err, *dir)
-	}
-	spokeTo(c, *dir)
-	if *asJSON {
-		return json.NewEncoder(out).Encode(resp)
+	if done, err := a.do(ctx, "GET", "/tenants", nil, &resp); done {
+		return err
 	}
 	for _, t := range resp.Items {
-		fmt.Fprintf(out, "%s\t%s\n", t.ID, t.CreatedAt.UTC().Format(time.RFC3339))
+		fmt.Fprintf(c.Out, "%s\t%s\n", t.ID, t.CreatedAt.UTC().Format(time.RFC3339))
 	}
 	return nil
 }
 
 func cmdAddCredential(ctx context.Context, c *cmdline.Call) error {
-	fs, out := c.Flags, c.Out
+	fs, a := c.Flags, newAdmin(c)
 	principal := fs.String("principal", "", "principal id (prn_...)")
 	kind := fs.String("kind", "session", "session (shares the person's marks) or api_token (its own)")
 	label := fs.String("label", "", "what the credential is for")
-	dir := stateDirFlag(fs)
-	asJSON := fs.Bool("json", false, "print JSON")
 	if err := c.Parse(); err != nil {
 		return err
 	}
@@ -463,25 +427,18 @@ func cmdAddCredential(ctx context.Context, c *cmdline.Call) error {
 		return usageError{Err: errors.New("principal add-credential: --principal is required")}
 	}
 	var resp coordd.CredentialResponse
-	err := localsock.Do(ctx, adminSock(*dir), "POST", "/credentials", coordd.CredentialRequest{PrincipalID: *principal, Kind: *kind, Label: *label}, &resp)
-	if err != nil {
-		return notRunning(err, *dir)
+	if done, err := a.do(ctx, "POST", "/credentials", coordd.CredentialRequest{PrincipalID: *principal, Kind: *kind, Label: *label}, &resp); done {
+		return err
 	}
-	spokeTo(c, *dir)
-	if *asJSON {
-		return json.NewEncoder(out).Encode(resp)
-	}
-	fmt.Fprintf(out, "credential %s (%s) of principal %s\ntoken: %s\n(shown once; it is stored only as a hash)\n", resp.CredentialID, resp.Kind, resp.PrincipalID, resp.Token)
+	fmt.Fprintf(c.Out, "credential %s (%s) of principal %s\ntoken: %s\n(shown once; it is stored only as a hash)\n", resp.CredentialID, resp.Kind, resp.PrincipalID, resp.Token)
 	return nil
 }
 
 func cmdSigninLink(ctx context.Context, c *cmdline.Call) error {
-	fs, out := c.Flags, c.Out
+	fs, a := c.Flags, newAdmin(c)
 	principal := fs.String("principal", "", "the person's principal id (prn_...)")
 	ttl := fs.Duration("ttl", 15*time.Minute, "how long the link may be used (at most 24h)")
 	base := fs.String("url", "", "the console's address as the person reaches it (default: the API listen address)")
-	dir := stateDirFlag(fs)
-	asJSON := fs.Bool("json", false, "print JSON")
 	if err := c.Parse(); err != nil {
 		return err
 	}
@@ -489,15 +446,10 @@ func cmdSigninLink(ctx context.Context, c *cmdline.Call) error {
 		return usageError{Err: errors.New("signin-link: --principal is required")}
 	}
 	var resp coordd.SigninLinkResponse
-	err := localsock.Do(ctx, adminSock(*dir), "POST", "/signin-links", coordd.SigninLinkRequest{PrincipalID: *principal, TTL: *ttl, BaseURL: *base}, &resp)
-	if err != nil {
-		return notRunning(err, *dir)
+	if done, err := a.do(ctx, "POST", "/signin-links", coordd.SigninLinkRequest{PrincipalID: *principal, TTL: *ttl, BaseURL: *base}, &resp); done {
+		return err
 	}
-	spokeTo(c, *dir)
-	if *asJSON {
-		return json.NewEncoder(out).Encode(resp)
-	}
-	fmt.Fprintf(out, "%s\n(signs %s into the console once, until %s)\n", resp.URL, resp.PrincipalID, resp.ExpiresAt.Format(time.RFC3339))
+	fmt.Fprintf(c.Out, "%s\n(signs %s into the console once, until %s)\n", resp.URL, resp.PrincipalID, resp.ExpiresAt.Format(time.RFC3339))
 	return nil
 }
 

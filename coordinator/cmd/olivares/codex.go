@@ -15,14 +15,14 @@ import (
 
 // The Codex supervision commands (R-CX-CLI-1..10): thin clients of the
 // catalog routes. No command has an archived option (R-CX-CLI-7).
+// Each command has its own options: sessions its query, archive its
+// confirmation, and each its codexConn.
 func codexCommands() []*command {
-	return []*command{codexSessions(), codexContinue(), codexArchive()}
-}
-
-func codexSessions() *command {
-	o := codexConn{wait: codexSessionsTimeout}
+	sess := codexConn{wait: codexSessionsTimeout}
 	var q apiclient.CodexThreadsQuery
-	return &command{
+	cont, arch := codexConn{wait: codexActionTimeout}, codexConn{wait: codexActionTimeout}
+	var confirmed bool
+	return []*command{{
 		name: "codex sessions", noLogin: true,
 		usage: `olivares codex sessions [--search T] [--host ID] [--limit N] [--cursor C] [--json]
     The fleet catalog of native Codex threads, grouped by host. Search is on
@@ -30,24 +30,24 @@ func codexSessions() *command {
     continues one host's scan and needs --host.
 `,
 		flags: func(fs *flag.FlagSet) {
-			o.define(fs)
+			sess.define(fs)
 			fs.StringVar(&q.Search, "search", "", "title text to look for, case-insensitively")
 			fs.IntVar(&q.Limit, "limit", 50, "rows per host, 1..100")
 			fs.StringVar(&q.Cursor, "cursor", "", "continue a host's scan (needs --host)")
 		},
 		check: func(c *call) error {
-			switch err := o.check(c); {
+			switch err := sess.check(c); {
 			case err != nil:
 				return err
 			case q.Limit < 1 || q.Limit > 100:
 				return usageError{fmt.Errorf("codex sessions: --limit %d: use 1..100", q.Limit)}
-			case q.Cursor != "" && o.host == "":
+			case q.Cursor != "" && sess.host == "":
 				return usageError{errors.New("codex sessions: --cursor continues one host's scan; give --host too")}
 			}
 			return nil
 		},
-		run: o.run(func(ctx context.Context, c *call, cl *apiclient.Client) error {
-			q.Host = o.host
+		run: sess.run(func(ctx context.Context, c *call, cl *apiclient.Client) error {
+			q.Host = sess.host
 			cat, err := cl.CodexThreads(ctx, q)
 			if err != nil {
 				return failure(c.cmd.name, err)
@@ -69,21 +69,16 @@ func codexSessions() *command {
 			}
 			return page.print(c, cat)
 		}),
-	}
-}
-
-func codexContinue() *command {
-	o := codexConn{wait: codexActionTimeout}
-	return &command{
+	}, {
 		name: "codex continue", arg: "thread id", noLogin: true,
 		usage: `olivares codex continue THREAD [--host ID] [--json]
     Continue a stored or idle thread as a supervised codex run on its host
     (or open the run already continuing it).
 `,
-		flags: o.define,
-		check: o.check,
-		run: o.run(func(ctx context.Context, c *call, cl *apiclient.Client) error {
-			host, err := o.hostOf(ctx, cl)
+		flags: cont.define,
+		check: cont.check,
+		run: cont.run(func(ctx context.Context, c *call, cl *apiclient.Client) error {
+			host, err := cont.hostOf(ctx, cl)
 			if err != nil {
 				return err
 			}
@@ -99,13 +94,7 @@ func codexContinue() *command {
 				fmt.Fprintf(c.out, "run %s on %s continues thread %s (branch %s, run %s)\n", r.RunRef, r.NodeID, c.arg, state, r.State)
 			})
 		}),
-	}
-}
-
-func codexArchive() *command {
-	o := codexConn{wait: codexActionTimeout}
-	var confirmed bool
-	return &command{
+	}, {
 		name: "codex archive", arg: "thread id", noLogin: true,
 		usage: `olivares codex archive THREAD --confirm-no-other-runner [--host ID] [--json]
     Archive a stored or idle thread, once no other Codex client runs it.
@@ -114,17 +103,17 @@ func codexArchive() *command {
     is 0 on success, 1 for an API or host failure, 2 for a usage error.
 `,
 		flags: func(fs *flag.FlagSet) {
-			o.define(fs)
+			arch.define(fs)
 			fs.BoolVar(&confirmed, "confirm-no-other-runner", false, "confirm that no other Codex client runs this thread")
 		},
 		check: func(c *call) error {
-			if err := o.check(c); err != nil || confirmed {
+			if err := arch.check(c); err != nil || confirmed {
 				return err
 			}
 			return usageError{errors.New("codex archive: --confirm-no-other-runner is required: confirm that no other Codex client runs this thread")}
 		},
-		run: o.run(func(ctx context.Context, c *call, cl *apiclient.Client) error {
-			host, err := o.hostOf(ctx, cl)
+		run: arch.run(func(ctx context.Context, c *call, cl *apiclient.Client) error {
+			host, err := arch.hostOf(ctx, cl)
 			if err != nil {
 				return err
 			}
@@ -134,7 +123,7 @@ func codexArchive() *command {
 			}
 			return c.emit(res, func() { fmt.Fprintf(c.out, "archived thread %s on %s\n", res.ThreadID, res.Host) })
 		}),
-	}
+	}}
 }
 
 // Default timeouts (R-CX-CLI-3).
