@@ -14,9 +14,9 @@ import (
 )
 
 // The Codex supervision commands (R-CX-CLI-1..10): thin clients of the
-// catalog routes. No command has an archived option (R-CX-CLI-7).
-// Each command has its own options: sessions its query, archive its
-// confirmation, and each its codexConn.
+// catalog routes. No command has an archived option (R-CX-CLI-7). Each has
+// options of its own: its codexConn, and sessions its query, archive its
+// confirmation.
 func codexCommands() []*command {
 	sess := codexConn{wait: codexSessionsTimeout}
 	var q apiclient.CodexThreadsQuery
