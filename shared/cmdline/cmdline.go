@@ -1,18 +1,21 @@
 // Package cmdline is what the command lines of the three binaries
 // (olivares, olivares-coordinator, olivares-agent) tell alike: their
 // version, a "did you mean" for a mistyped word, a flag error told once
-// in the terms a person typed, and a command's help cut from its binary's
-// usage text. It prints only a help that was asked for, to the flag set's
-// output: each binary decides where a message goes.
+// in the terms a person typed; and the command table of olivares-coordinator
+// and olivares-agent, whose --help and each command's come from the
+// table's usage fields. It prints only a help that was asked for: each
+// binary decides where a message goes.
 package cmdline
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strings"
 )
 
@@ -133,50 +136,140 @@ type UsageError struct{ Err error }
 func (e UsageError) Error() string { return e.Err.Error() }
 func (e UsageError) Unwrap() error { return e.Err }
 
-// ErrHelp is what Parse returns after printing a command's help: the
-// command runs nothing and the process exits 0 (R-CLI-3).
+// ErrHelp is what a command's or a group's --help returns after printing
+// it: the command runs nothing and the process exits 0 (R-CLI-3).
 var ErrHelp = errors.New("help shown")
 
-// Help is what usage, the whole --help of bin, tells of the command or
-// group name: its lines "  bin name ..." and the deeper-indented lines
-// after each.
-func Help(usage, bin, name string) string {
+// IsHelp reports whether arg asks for help (help, -h, -help, --help).
+func IsHelp(arg string) bool {
+	return arg == "-h" || arg == "-help" || arg == "--help" || arg == "help"
+}
+
+// Command is one entry of a binary's command table (R-CLI-3).
+type Command struct {
+	// Name is the words that select it: "serve", "ca init".
+	Name string
+	// Usage is its synopsis and help in the binary's --help, "bin name ..."
+	// and the lines that tell of it indented by four.
+	Usage string
+	// Run defines the command's flags on c.Flags, parses them with c.Parse
+	// and does the work.
+	Run func(ctx context.Context, c *Call) error
+}
+
+// Call is what a command's Run gets: a flag set named for the command, the
+// arguments after its name, and where to print.
+type Call struct {
+	Flags *flag.FlagSet
+	Args  []string
+	Out   io.Writer
+	cmd   *Command
+	bin   string
+}
+
+// Parse parses c.Args with the flags Run defined. --help prints the
+// command's usage and its flags and returns ErrHelp; a bad flag or an
+// argument left over is a UsageError, told once by the binary (the flag
+// package prints nothing).
+func (c *Call) Parse() error {
+	fs := c.Flags
+	fs.SetOutput(io.Discard)
+	err := fs.Parse(c.Args)
+	fs.SetOutput(c.Out)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		fmt.Fprint(c.Out, "Usage:\n", Indent(c.cmd.Usage), "\nFlags:\n")
+		fs.PrintDefaults()
+		return ErrHelp
+	case err != nil:
+		return UsageError{fmt.Errorf("%s: %w; see %s %s --help", c.cmd.Name, FlagError(fs, err), c.bin, c.cmd.Name)}
+	case fs.NArg() > 0:
+		return UsageError{fmt.Errorf("%s: unexpected argument %q", c.cmd.Name, fs.Arg(0))}
+	}
+	return nil
+}
+
+// Given reports whether the command line set the flag name.
+func (c *Call) Given(name string) bool {
+	given := false
+	c.Flags.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
+}
+
+// Table is a binary's commands, in the order its --help lists them.
+type Table struct {
+	Bin string
+	// Head and Tail frame the commands' usage in the binary's --help.
+	Head, Tail string
+	Commands   []Command
+}
+
+// Usage is the binary's --help.
+func (t *Table) Usage() string {
 	var b strings.Builder
-	in := false
-	for _, l := range strings.Split(usage, "\n") {
-		switch {
-		case strings.HasPrefix(l, "  "+bin+" "+name+" ") || l == "  "+bin+" "+name:
-			in = true
-		case !strings.HasPrefix(l, "    "):
-			in = false
+	b.WriteString(t.Head)
+	for _, c := range t.Commands {
+		b.WriteString(Indent(c.Usage))
+	}
+	b.WriteString(t.Tail)
+	return b.String()
+}
+
+// Run runs the command args name. With no arguments or a help word it
+// prints the binary's --help, with a group's first word and a help word
+// the group's commands' usage; a word that names nothing is a UsageError
+// that says what was meant.
+func (t *Table) Run(ctx context.Context, args []string, out io.Writer) error {
+	if len(args) == 0 || IsHelp(args[0]) {
+		fmt.Fprint(out, t.Usage())
+		return nil
+	}
+	if IsVersion(args[0]) {
+		fmt.Fprint(out, VersionLine(t.Bin))
+		return nil
+	}
+	var firsts, group []string
+	var usage strings.Builder
+	for i := range t.Commands {
+		cmd := &t.Commands[i]
+		words := strings.Fields(cmd.Name)
+		if len(words) <= len(args) && slices.Equal(words, args[:len(words)]) {
+			fs := flag.NewFlagSet(cmd.Name, flag.ContinueOnError)
+			return cmd.Run(ctx, &Call{Flags: fs, Args: args[len(words):], Out: out, cmd: cmd, bin: t.Bin})
 		}
-		if in {
-			b.WriteString(l + "\n")
+		firsts = append(firsts, words[0])
+		if len(words) > 1 && words[0] == args[0] {
+			group = append(group, cmd.Name)
+			usage.WriteString(Indent(cmd.Usage))
 		}
+	}
+	switch {
+	case group == nil:
+		return UsageError{fmt.Errorf("unknown command %q%s; see %s --help", args[0], DidYouMean(args[0], firsts), t.Bin)}
+	case len(args) > 1 && IsHelp(args[1]):
+		fmt.Fprint(out, "Usage:\n", usage.String())
+		return ErrHelp
+	}
+	return UsageError{fmt.Errorf("%s: want %s", args[0], OrList(group))}
+}
+
+// Indent indents each line of s that is not blank by two spaces: a
+// command's usage as its binary's --help shows it.
+func Indent(s string) string {
+	var b strings.Builder
+	for _, l := range strings.SplitAfter(s, "\n") {
+		if strings.TrimSpace(l) != "" {
+			b.WriteString("  ")
+		}
+		b.WriteString(l)
 	}
 	return b.String()
 }
 
-// Parse parses args with fs, the flags of bin's command fs.Name() that
-// usage tells of. --help prints the command's Help and its flags to the
-// flag set's output and returns ErrHelp; a bad flag or an argument left
-// over is a UsageError, told once by the binary (the flag package prints
-// nothing).
-func Parse(fs *flag.FlagSet, args []string, bin, usage string) error {
-	out := fs.Output()
-	fs.Usage = func() {}
-	fs.SetOutput(io.Discard)
-	err := fs.Parse(args)
-	fs.SetOutput(out)
-	switch {
-	case errors.Is(err, flag.ErrHelp):
-		fmt.Fprint(out, "Usage:\n", Help(usage, bin, fs.Name()), "\nFlags:\n")
-		fs.PrintDefaults()
-		return ErrHelp
-	case err != nil:
-		return UsageError{fmt.Errorf("%s: %w; see %s %s --help", fs.Name(), FlagError(fs, err), bin, fs.Name())}
-	case fs.NArg() > 0:
-		return UsageError{fmt.Errorf("%s: unexpected argument %q", fs.Name(), fs.Arg(0))}
+// OrList is "a, b or c".
+func OrList(words []string) string {
+	if len(words) < 2 {
+		return strings.Join(words, "")
 	}
-	return nil
+	return strings.Join(words[:len(words)-1], ", ") + " or " + words[len(words)-1]
 }

@@ -1,8 +1,10 @@
 package cmdline
 
 import (
+	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -63,41 +65,55 @@ func TestVersionLine(t *testing.T) {
 	}
 }
 
-// R-CLI-3: a command's --help is its lines of the binary's usage, with the
-// lines that tell of it, and its flags; a mistake is one usage error.
-func TestParse(t *testing.T) {
-	const usage = `b: a binary.
-
-Usage:
-  b grp one --x N       the first
-  b grp two
-  b grp two --all
-      The second,
-      told at length.
-  b other
-`
-	var out strings.Builder
-	fs := flag.NewFlagSet("grp two", flag.ContinueOnError)
-	fs.SetOutput(&out)
-	fs.Bool("all", false, "all of it")
-	if err := Parse(fs, []string{"--help"}, "b", usage); !errors.Is(err, ErrHelp) {
-		t.Fatalf("--help: %v", err)
-	}
-	want := "Usage:\n  b grp two\n  b grp two --all\n      The second,\n      told at length.\n\nFlags:\n  -all\n    \tall of it\n"
-	if out.String() != want {
-		t.Errorf("--help printed %q, want %q", out.String(), want)
-	}
-	if got := Help(usage, "b", "grp"); !strings.HasPrefix(got, "  b grp one") || !strings.HasSuffix(got, "told at length.\n") {
-		t.Errorf("Help of the group: %q", got)
-	}
-	var ue UsageError
-	if err := Parse(fs, []string{"--al"}, "b", usage); !errors.As(err, &ue) || err.Error() != "grp two: unknown flag --al (did you mean --all?); see b grp two --help" {
-		t.Errorf("--al: %v", err)
-	}
-	if err := Parse(fs, []string{"x"}, "b", usage); !errors.As(err, &ue) || err.Error() != `grp two: unexpected argument "x"` {
-		t.Errorf("x: %v", err)
-	}
-	if strings.Contains(out.String(), "provided but not defined") {
-		t.Errorf("the flag package printed: %q", out.String())
+// R-CLI-3: the binary's --help, a group's and a command's come from the
+// table's usage fields; a mistake is one usage error.
+func TestTable(t *testing.T) {
+	ran := ""
+	var all *bool
+	tab := &Table{Bin: "b", Head: "b: a binary.\n\nUsage:\n", Tail: "\nThe end.\n", Commands: []Command{
+		{Name: "grp one", Usage: "b grp one --x N       the first\n", Run: func(ctx context.Context, c *Call) error {
+			ran = "one"
+			return c.Parse()
+		}},
+		{Name: "grp two", Usage: "b grp two\nb grp two --all\n    The second,\n    told at length.\n", Run: func(ctx context.Context, c *Call) error {
+			all = c.Flags.Bool("all", false, "all of it")
+			if err := c.Parse(); err != nil {
+				return err
+			}
+			ran = fmt.Sprint("two ", *all, " ", c.Given("all"))
+			return nil
+		}},
+		{Name: "other", Usage: "b other\n", Run: func(ctx context.Context, c *Call) error { return c.Parse() }},
+	}}
+	whole := "b: a binary.\n\nUsage:\n  b grp one --x N       the first\n  b grp two\n  b grp two --all\n      The second,\n      told at length.\n  b other\n\nThe end.\n"
+	for _, tt := range []struct {
+		args     []string
+		out, err string
+		ran      string
+	}{
+		{nil, whole, "", ""},
+		{[]string{"-help"}, whole, "", ""},
+		{[]string{"grp", "two", "--help"}, "Usage:\n  b grp two\n  b grp two --all\n      The second,\n      told at length.\n\nFlags:\n  -all\n    \tall of it\n", ErrHelp.Error(), ""},
+		{[]string{"grp", "help"}, "Usage:\n  b grp one --x N       the first\n  b grp two\n  b grp two --all\n      The second,\n      told at length.\n", ErrHelp.Error(), ""},
+		{[]string{"grp", "two", "--all"}, "", "", "two true true"},
+		{[]string{"grp", "two"}, "", "", "two false false"},
+		{[]string{"grp", "two", "--al"}, "", "grp two: unknown flag --al (did you mean --all?); see b grp two --help", ""},
+		{[]string{"grp", "two", "x"}, "", `grp two: unexpected argument "x"`, ""},
+		{[]string{"grp"}, "", "grp: want grp one or grp two", ""},
+		{[]string{"grp", "three"}, "", "grp: want grp one or grp two", ""},
+		{[]string{"gpr"}, "", `unknown command "gpr" (did you mean grp?); see b --help`, ""},
+		{[]string{"--version"}, VersionLine("b"), "", ""},
+	} {
+		var out strings.Builder
+		ran = ""
+		err := tab.Run(context.Background(), tt.args, &out)
+		var ue UsageError
+		if got := fmt.Sprint(err); err != nil && got != tt.err || err == nil && tt.err != "" ||
+			out.String() != tt.out || ran != tt.ran || strings.Contains(out.String(), "provided but not defined") {
+			t.Errorf("%q: %v, printed %q, ran %q; want %q, %q, %q", tt.args, err, out.String(), ran, tt.err, tt.out, tt.ran)
+		}
+		if err != nil && err != ErrHelp && !errors.As(err, &ue) {
+			t.Errorf("%q: %v is no usage error", tt.args, err)
+		}
 	}
 }

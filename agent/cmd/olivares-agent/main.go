@@ -1,11 +1,9 @@
-// Command olivares-agent is the Olivares node daemon.
-//
-//	olivares-agent enroll --coordinator HOST:PORT --token T --ca-pin sha256:... [--state-dir DIR]
-//	olivares-agent run [--config FILE] [--state-dir DIR] [--transport auto|quic|yamux] [--log-level LEVEL]
-//	olivares-agent status [--state-dir DIR] [--json]
+// Command olivares-agent is the Olivares node daemon. Its commands are one
+// table, commands, whose usage fields make olivares-agent --help.
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -30,26 +28,39 @@ import (
 	"github.com/olivares-dev/olivares/shared/localsock"
 )
 
-const usage = `olivares-agent: the Olivares node daemon.
-
-Usage:
-  olivares-agent enroll --coordinator HOST:PORT --token T --ca-pin sha256:... [--state-dir DIR]
-  olivares-agent enroll --join FILE|- [--state-dir DIR]
-      Make this node's key (it never leaves), check the coordinator against the
-      pin, then trade the join token and a CSR for a certificate. --join reads
-      the coordinator, token and pin from the JSON of olivares-coordinator
-      token create --json (a file, or - for standard input).
-  olivares-agent run [--config FILE] [--state-dir DIR] [--transport auto|quic|yamux] [--log-level LEVEL]
-      Dial the coordinator and serve it. Logs go to standard error, one JSON
-      object per line ([log] format = "text" for key=value), at info and
-      above (--log-level or [log] level: debug, info, warn, error).
-  olivares-agent status [--state-dir DIR] [--json]
-      Ask the running agent for its state. Exit 1 when none answers.
-
+// commands is the command table: olivares-agent --help and each command's
+// --help come from its usage fields.
+var commands = &cmdline.Table{
+	Bin:  "olivares-agent",
+	Head: "olivares-agent: the Olivares node daemon.\n\nUsage:\n",
+	Tail: `
 olivares-agent --version prints the version.
 
 The default state dir is $OLIVARES_AGENT_STATE_DIR, else /var/lib/olivares-agent.
-`
+`,
+	Commands: []cmdline.Command{{
+		Name: "enroll", Run: cmdEnroll,
+		Usage: `olivares-agent enroll --coordinator HOST:PORT --token T --ca-pin sha256:... [--state-dir DIR]
+olivares-agent enroll --join FILE|- [--state-dir DIR]
+    Make this node's key (it never leaves), check the coordinator against the
+    pin, then trade the join token and a CSR for a certificate. --join reads
+    the coordinator, token and pin from the JSON of olivares-coordinator
+    token create --json (a file, or - for standard input).
+`,
+	}, {
+		Name: "run", Run: cmdRun,
+		Usage: `olivares-agent run [--config FILE] [--state-dir DIR] [--transport auto|quic|yamux] [--log-level LEVEL]
+    Dial the coordinator and serve it. Logs go to standard error, one JSON
+    object per line ([log] format = "text" for key=value), at info and
+    above (--log-level or [log] level: debug, info, warn, error).
+`,
+	}, {
+		Name: "status", Run: cmdStatus,
+		Usage: `olivares-agent status [--state-dir DIR] [--json]
+    Ask the running agent for its state. Exit 1 when none answers.
+`,
+	}},
+}
 
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == "claude-hook" {
@@ -64,7 +75,7 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout); err != nil && !errors.Is(err, errHelp) {
+	if err := commands.Run(ctx, os.Args[1:], os.Stdout); err != nil && !errors.Is(err, errHelp) {
 		fmt.Fprintln(os.Stderr, "olivares-agent:", err)
 		var ue usageError
 		if errors.As(err, &ue) {
@@ -78,116 +89,103 @@ type usageError = cmdline.UsageError
 
 var errHelp = cmdline.ErrHelp
 
-func defaultStateDir() string {
-	if d := os.Getenv("OLIVARES_AGENT_STATE_DIR"); d != "" {
-		return d
-	}
-	return "/var/lib/olivares-agent"
+// stateDir is the --state-dir every command takes.
+func stateDir(fs *flag.FlagSet) *string {
+	return fs.String("state-dir", cmp.Or(os.Getenv("OLIVARES_AGENT_STATE_DIR"), "/var/lib/olivares-agent"), "state directory")
 }
 
-func run(ctx context.Context, args []string, out io.Writer) error {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		fmt.Fprint(out, usage)
-		return nil
+func cmdEnroll(ctx context.Context, c *cmdline.Call) error {
+	fs := c.Flags
+	dir := stateDir(fs)
+	coord := fs.String("coordinator", "", "coordinator tunnel address HOST:PORT")
+	token := fs.String("token", "", "join token (from olivares-coordinator token create)")
+	pin := fs.String("ca-pin", "", "CA pin sha256:... (from token create)")
+	join := fs.String("join", "", "read --coordinator, --token and --ca-pin from token create --json output in this file (- for standard input)")
+	if err := c.Parse(); err != nil {
+		return err
 	}
-	if cmdline.IsVersion(args[0]) {
-		fmt.Fprint(out, cmdline.VersionLine("olivares-agent"))
-		return nil
+	if *join != "" {
+		j, err := readJoin(*join, os.Stdin)
+		if err != nil {
+			return err
+		}
+		// A flag given as well wins over the file.
+		if !c.Given("coordinator") {
+			*coord = j.Coordinator
+		}
+		if !c.Given("token") {
+			*token = j.Token
+		}
+		if !c.Given("ca-pin") {
+			*pin = j.CAPin
+		}
 	}
-	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
-	fs.SetOutput(out)
-	dir := fs.String("state-dir", defaultStateDir(), "state directory")
-	parse := func() error { return cmdline.Parse(fs, args[1:], "olivares-agent", usage) }
-	switch args[0] {
-	case "enroll":
-		coord := fs.String("coordinator", "", "coordinator tunnel address HOST:PORT")
-		token := fs.String("token", "", "join token (from olivares-coordinator token create)")
-		pin := fs.String("ca-pin", "", "CA pin sha256:... (from token create)")
-		join := fs.String("join", "", "read --coordinator, --token and --ca-pin from token create --json output in this file (- for standard input)")
-		if err := parse(); err != nil {
-			return err
-		}
-		if *join != "" {
-			j, err := readJoin(*join, os.Stdin)
-			if err != nil {
-				return err
-			}
-			// A flag given as well wins over the file.
-			set := map[string]bool{}
-			fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-			if !set["coordinator"] {
-				*coord = j.Coordinator
-			}
-			if !set["token"] {
-				*token = j.Token
-			}
-			if !set["ca-pin"] {
-				*pin = j.CAPin
-			}
-		}
-		id, err := enroll.Enroll(ctx, enroll.Options{Coordinator: *coord, Token: *token, CAPin: *pin, StateDir: *dir})
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(out, "enrolled as node %s (tenant %s); certificate valid until %s\nstart it with: olivares-agent run --state-dir %s\n",
-			id.NodeID, id.Tenant, id.Leaf().NotAfter.UTC().Format(time.RFC3339), *dir)
-		return nil
-	case "run":
-		cfgPath := fs.String("config", "", "TOML config file")
-		transport := fs.String("transport", "", "auto, quic or yamux (overrides the config)")
-		coord := fs.String("coordinator", "", "coordinator address HOST:PORT, or several replicas' as HOST:PORT,HOST:PORT (overrides the enrolled one)")
-		level := fs.String("log-level", "", "debug, info, warn or error (overrides [log] level; default info)")
-		if err := parse(); err != nil {
-			return err
-		}
-		cfg, err := agentd.Load(*cfgPath)
-		if err != nil {
-			return err
-		}
-		set := map[string]bool{}
-		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-		if set["state-dir"] || cfg.StateDir == "" {
-			cfg.StateDir = *dir
-		}
-		if *transport != "" {
-			cfg.Transport = *transport
-		}
-		if *coord != "" {
-			cfg.Coordinator = strings.Split(*coord, ",")
-			if err := cfg.Coordinator.Check(); err != nil {
-				return fmt.Errorf("--coordinator: %w", err)
-			}
-		}
-		if *level != "" {
-			cfg.Log.Level = *level
-		}
-		a, err := agentd.New(cfg, nil)
-		if err != nil {
-			return err
-		}
-		return a.Run(ctx)
-	case "status":
-		asJSON := fs.Bool("json", false, "print one JSON object")
-		if err := parse(); err != nil {
-			return err
-		}
-		sock := localapi.SocketPath(*dir)
-		st, err := localapi.GetStatus(ctx, sock)
-		if err != nil {
-			if errors.Is(err, localsock.ErrNotRunning) {
-				return fmt.Errorf("no agent is running with state dir %s (nothing answers on %s); %s", *dir, sock, startHint(*dir))
-			}
-			return err
-		}
-		if *asJSON {
-			enc := json.NewEncoder(out)
-			enc.SetIndent("", "  ")
-			return enc.Encode(st)
-		}
-		printStatus(out, st)
-		return nil
+	id, err := enroll.Enroll(ctx, enroll.Options{Coordinator: *coord, Token: *token, CAPin: *pin, StateDir: *dir})
+	if err != nil {
+		return err
 	}
-	return usageError{Err: fmt.Errorf("unknown command %q%s; see olivares-agent --help", args[0], cmdline.DidYouMean(args[0], []string{"enroll", "run", "status"}))}
+	fmt.Fprintf(c.Out, "enrolled as node %s (tenant %s); certificate valid until %s\nstart it with: olivares-agent run --state-dir %s\n",
+		id.NodeID, id.Tenant, id.Leaf().NotAfter.UTC().Format(time.RFC3339), *dir)
+	return nil
+}
+
+func cmdRun(ctx context.Context, c *cmdline.Call) error {
+	fs := c.Flags
+	dir := stateDir(fs)
+	cfgPath := fs.String("config", "", "TOML config file")
+	transport := fs.String("transport", "", "auto, quic or yamux (overrides the config)")
+	coord := fs.String("coordinator", "", "coordinator address HOST:PORT, or several replicas' as HOST:PORT,HOST:PORT (overrides the enrolled one)")
+	level := fs.String("log-level", "", "debug, info, warn or error (overrides [log] level; default info)")
+	if err := c.Parse(); err != nil {
+		return err
+	}
+	cfg, err := agentd.Load(*cfgPath)
+	if err != nil {
+		return err
+	}
+	if c.Given("state-dir") || cfg.StateDir == "" {
+		cfg.StateDir = *dir
+	}
+	if *transport != "" {
+		cfg.Transport = *transport
+	}
+	if *coord != "" {
+		cfg.Coordinator = strings.Split(*coord, ",")
+		if err := cfg.Coordinator.Check(); err != nil {
+			return fmt.Errorf("--coordinator: %w", err)
+		}
+	}
+	if *level != "" {
+		cfg.Log.Level = *level
+	}
+	a, err := agentd.New(cfg, nil)
+	if err != nil {
+		return err
+	}
+	return a.Run(ctx)
+}
+
+func cmdStatus(ctx context.Context, c *cmdline.Call) error {
+	dir := stateDir(c.Flags)
+	asJSON := c.Flags.Bool("json", false, "print one JSON object")
+	if err := c.Parse(); err != nil {
+		return err
+	}
+	sock := localapi.SocketPath(*dir)
+	st, err := localapi.GetStatus(ctx, sock)
+	if err != nil {
+		if errors.Is(err, localsock.ErrNotRunning) {
+			return fmt.Errorf("no agent is running with state dir %s (nothing answers on %s); %s", *dir, sock, startHint(*dir))
+		}
+		return err
+	}
+	if *asJSON {
+		enc := json.NewEncoder(c.Out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(st)
+	}
+	printStatus(c.Out, st)
+	return nil
 }
 
 // startHint is how to start the agent of dir: dev mode runs the agent of

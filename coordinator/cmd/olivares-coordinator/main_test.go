@@ -26,7 +26,7 @@ func TestInterruptedStart(t *testing.T) {
 	}
 	dir := t.TempDir()
 	var out bytes.Buffer
-	err := run(ctx, []string{"dev", "--state-dir", dir, "--http", "127.0.0.1:0", "--log-level", "error"}, &out)
+	err := commands.Run(ctx, []string{"dev", "--state-dir", dir, "--http", "127.0.0.1:0", "--log-level", "error"}, &out)
 	errb.Reset()
 	if code := report(ctx, err, &errb); code != 1 || strings.Contains(errb.String(), "context canceled") {
 		t.Errorf("dev interrupted at once: %v, report %d %q", err, code, errb.String())
@@ -41,7 +41,7 @@ func TestInterruptedStart(t *testing.T) {
 func TestEveryCommandHelp(t *testing.T) {
 	t.Setenv("OLIVARES_STATE_DIR", filepath.Join(t.TempDir(), "none"))
 	n := 0
-	for _, l := range strings.Split(usage, "\n") {
+	for _, l := range strings.Split(commands.Usage(), "\n") {
 		rest, ok := strings.CutPrefix(l, "  olivares-coordinator ")
 		if !ok {
 			continue
@@ -54,7 +54,7 @@ func TestEveryCommandHelp(t *testing.T) {
 			words = append(words, w)
 		}
 		var out bytes.Buffer
-		err := run(context.Background(), append(words, "--help"), &out)
+		err := commands.Run(context.Background(), append(words, "--help"), &out)
 		if err != nil && err != errHelp || !strings.Contains(out.String(), "\n"+l+"\n") {
 			t.Errorf("%q --help: %v\n%s", words, err, out.String())
 		}

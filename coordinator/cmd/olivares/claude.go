@@ -6,10 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"strings"
-	"text/tabwriter"
-	"time"
 
 	"github.com/olivares-dev/olivares/shared/apiclient"
 	"github.com/olivares-dev/olivares/shared/apitypes"
@@ -53,19 +50,22 @@ func claudeCommands() []*command {
 			if err != nil {
 				return err
 			}
-			if err := emitJSON(c, cat, func() { printClaudeCatalog(c.out, cat) }); err != nil {
-				return err
-			}
-			failed := 0
+			page := catalog{cmd: "claude", tool: "Claude Code", id: "SESSION", noun: "conversations"}
 			for _, h := range cat.Hosts {
-				if h.Error != nil {
-					failed++
+				ch := catalogHost{host: h.Host, hostname: h.Hostname, next: h.NextCursor, err: h.Error}
+				for _, r := range h.Rows {
+					state := "stored"
+					switch {
+					case r.LeaseHolder != "":
+						state = "run " + r.LeaseHolder
+					case r.RunningPID != 0:
+						state = fmt.Sprintf("running (pid %d)", r.RunningPID)
+					}
+					ch.rows = append(ch.rows, catalogRow{r.SessionID, state, r.Title, r.Cwd, r.UpdatedAt})
 				}
+				page.hosts = append(page.hosts, ch)
 			}
-			if failed > 0 {
-				return hostFailure{failed}
-			}
-			return nil
+			return page.print(c, cat)
 		},
 	}, {
 		name: "claude show", arg: "session id",
@@ -91,7 +91,7 @@ func claudeCommands() []*command {
 			if err != nil {
 				return err
 			}
-			return emitJSON(c, p, func() { printMessages(c.out, p, true) })
+			return c.emit(p, func() { printMessages(c.out, p, true) })
 		},
 	}, {
 		name: "claude continue", arg: "session id",
@@ -110,22 +110,11 @@ func claudeCommands() []*command {
 			if err != nil {
 				return err
 			}
-			return emitJSON(c, r, func() {
+			return c.emit(r, func() {
 				fmt.Fprintf(c.out, "run %s on %s continues conversation %s (%s); attach with: olivares session attach %s\n", r.RunRef, r.NodeID, c.arg, r.State, r.RunRef)
 			})
 		},
 	}}
-}
-
-// emitJSON prints v as JSON with --json, else the text.
-func emitJSON(c *call, v any, text func()) error {
-	if c.json {
-		enc := json.NewEncoder(c.out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(v)
-	}
-	text()
-	return nil
 }
 
 // claudeHostOf is host, or without it the one connected node with Claude
@@ -159,44 +148,4 @@ func supervisedHost(ctx context.Context, cl *apiclient.Client, key, tool, enable
 		return "", fmt.Errorf("no connected node has %s supervision; %s", tool, enable)
 	}
 	return "", usageError{fmt.Errorf("several hosts have %s supervision (%s); pass --host", tool, strings.Join(hosts, ", "))}
-}
-
-func printClaudeCatalog(out io.Writer, cat apitypes.ClaudeCatalog) {
-	if len(cat.Hosts) == 0 {
-		fmt.Fprintln(out, "no host has Claude Code supervision")
-		return
-	}
-	for i, h := range cat.Hosts {
-		if i > 0 {
-			fmt.Fprintln(out)
-		}
-		fmt.Fprintf(out, "host %s (%s)\n", h.Host, dash(h.Hostname))
-		if h.Error != nil {
-			fmt.Fprintf(out, "  error: %s (%s)\n", h.Error.Message, h.Error.Code)
-			continue
-		}
-		tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "  SESSION\tSTATE\tTITLE\tCWD\tUPDATED")
-		for _, r := range h.Rows {
-			title := "-"
-			if r.Title != nil {
-				title = *r.Title
-			}
-			state := "stored"
-			switch {
-			case r.LeaseHolder != "":
-				state = "run " + r.LeaseHolder
-			case r.RunningPID != 0:
-				state = fmt.Sprintf("running (pid %d)", r.RunningPID)
-			}
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", r.SessionID, state, title, dash(r.Cwd), r.UpdatedAt.Format(time.RFC3339))
-		}
-		tw.Flush()
-		if len(h.Rows) == 0 {
-			fmt.Fprintln(out, "  (no conversations)")
-		}
-		if h.NextCursor != "" {
-			fmt.Fprintf(out, "  more: olivares claude sessions --host %s --cursor %s\n", h.Host, h.NextCursor)
-		}
-	}
 }

@@ -2,11 +2,9 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -16,38 +14,116 @@ import (
 )
 
 // The Codex supervision commands (R-CX-CLI-1..10): thin clients of the
-// catalog routes. No command has an archived option (R-CX-CLI-7).
+// catalog routes. No command has an archived option (R-CX-CLI-7). Each has
+// options of its own: its codexConn, and sessions its query, archive its
+// confirmation.
 func codexCommands() []*command {
-	return []*command{
-		codexCmd("codex sessions", "", `olivares codex sessions [--search T] [--host ID] [--limit N] [--cursor C] [--json]
+	sess := codexConn{wait: codexSessionsTimeout}
+	var q apiclient.CodexThreadsQuery
+	cont, arch := codexConn{wait: codexActionTimeout}, codexConn{wait: codexActionTimeout}
+	var confirmed bool
+	return []*command{{
+		name: "codex sessions", noLogin: true,
+		usage: `olivares codex sessions [--search T] [--host ID] [--limit N] [--cursor C] [--json]
     The fleet catalog of native Codex threads, grouped by host. Search is on
     titles only; --limit is per host (1..100, default 50); a --cursor
     continues one host's scan and needs --host.
-`),
-		codexCmd("codex continue", "thread id", `olivares codex continue THREAD [--host ID] [--json]
+`,
+		flags: func(fs *flag.FlagSet) {
+			sess.define(fs)
+			fs.StringVar(&q.Search, "search", "", "title text to look for, case-insensitively")
+			fs.IntVar(&q.Limit, "limit", 50, "rows per host, 1..100")
+			fs.StringVar(&q.Cursor, "cursor", "", "continue a host's scan (needs --host)")
+		},
+		check: func(c *call) error {
+			switch err := sess.check(c); {
+			case err != nil:
+				return err
+			case q.Limit < 1 || q.Limit > 100:
+				return usageError{fmt.Errorf("codex sessions: --limit %d: use 1..100", q.Limit)}
+			case q.Cursor != "" && sess.host == "":
+				return usageError{errors.New("codex sessions: --cursor continues one host's scan; give --host too")}
+			}
+			return nil
+		},
+		run: sess.run(func(ctx context.Context, c *call, cl *apiclient.Client) error {
+			q.Host = sess.host
+			cat, err := cl.CodexThreads(ctx, q)
+			if err != nil {
+				return failure(c.cmd.name, err)
+			}
+			page := catalog{cmd: "codex", tool: "Codex", id: "THREAD", noun: "threads"}
+			if q.Search != "" {
+				page.more = fmt.Sprintf(" --search %q", q.Search)
+			}
+			for _, h := range cat.Hosts {
+				ch := catalogHost{host: h.Host, hostname: h.Hostname, next: h.NextCursor, err: h.Error}
+				for _, r := range h.Rows {
+					state := r.State
+					if len(r.ActiveFlags) > 0 {
+						state += " (" + strings.Join(r.ActiveFlags, ", ") + ")"
+					}
+					ch.rows = append(ch.rows, catalogRow{r.ThreadID, state, r.Title, r.Cwd, r.UpdatedAt})
+				}
+				page.hosts = append(page.hosts, ch)
+			}
+			return page.print(c, cat)
+		}),
+	}, {
+		name: "codex continue", arg: "thread id", noLogin: true,
+		usage: `olivares codex continue THREAD [--host ID] [--json]
     Continue a stored or idle thread as a supervised codex run on its host
     (or open the run already continuing it).
-`),
-		codexCmd("codex archive", "thread id", `olivares codex archive THREAD --confirm-no-other-runner [--host ID] [--json]
+`,
+		flags: cont.define,
+		check: cont.check,
+		run: cont.run(func(ctx context.Context, c *call, cl *apiclient.Client) error {
+			host, err := cont.hostOf(ctx, cl)
+			if err != nil {
+				return err
+			}
+			r, _, err := cl.CodexContinue(ctx, host, c.arg)
+			if err != nil {
+				return failure(c.cmd.name, err)
+			}
+			return c.emit(r, func() {
+				state := "pending"
+				if r.CodexBinding != nil {
+					state = r.CodexBinding.State
+				}
+				fmt.Fprintf(c.out, "run %s on %s continues thread %s (branch %s, run %s)\n", r.RunRef, r.NodeID, c.arg, state, r.State)
+			})
+		}),
+	}, {
+		name: "codex archive", arg: "thread id", noLogin: true,
+		usage: `olivares codex archive THREAD --confirm-no-other-runner [--host ID] [--json]
     Archive a stored or idle thread, once no other Codex client runs it.
     Codex commands also take --url URL, --token T and --timeout MS (default
     75000 for sessions, 30000 for continue and archive). Their exit status
     is 0 on success, 1 for an API or host failure, 2 for a usage error.
-`),
-	}
-}
-
-func codexCmd(name, arg, usage string) *command {
-	o := &codexOpts{cmd: name}
-	return &command{
-		name: name, arg: arg, usage: usage, noLogin: true,
-		flags: o.define,
-		check: func(c *call) error {
-			o.jsonOut = c.json
-			return o.check(c.pos, c.set)
+`,
+		flags: func(fs *flag.FlagSet) {
+			arch.define(fs)
+			fs.BoolVar(&confirmed, "confirm-no-other-runner", false, "confirm that no other Codex client runs this thread")
 		},
-		run: func(ctx context.Context, c *call) error { return runCodex(ctx, o, c.pos, c.out) },
-	}
+		check: func(c *call) error {
+			if err := arch.check(c); err != nil || confirmed {
+				return err
+			}
+			return usageError{errors.New("codex archive: --confirm-no-other-runner is required: confirm that no other Codex client runs this thread")}
+		},
+		run: arch.run(func(ctx context.Context, c *call, cl *apiclient.Client) error {
+			host, err := arch.hostOf(ctx, cl)
+			if err != nil {
+				return err
+			}
+			res, err := cl.CodexArchive(ctx, host, c.arg, true)
+			if err != nil {
+				return failure(c.cmd.name, err)
+			}
+			return c.emit(res, func() { fmt.Fprintf(c.out, "archived thread %s on %s\n", res.ThreadID, res.Host) })
+		}),
+	}}
 }
 
 // Default timeouts (R-CX-CLI-3).
@@ -56,73 +132,78 @@ const (
 	codexActionTimeout   = 30_000 * time.Millisecond
 )
 
-type codexOpts struct {
-	cmd                string
-	url, token         string
-	timeoutMS          int
-	expectFinal        bool
-	host               string
-	search, cursor     string
-	limit              int
-	confirmNoOtherRun  bool
-	jsonOut            bool
-	explicitTimeoutSet bool
+// codexConn is what every codex command takes besides its own options:
+// whom to call and for how long, and on which host.
+type codexConn struct {
+	url, token  string
+	timeoutMS   int
+	expectFinal bool
+	host        string
+	// wait is the command's timeout: R-CX-CLI-3's default, or --timeout.
+	wait time.Duration
 }
 
-// define defines the flags of a codex command.
-func (o *codexOpts) define(fs *flag.FlagSet) {
+// define defines the flags every codex command takes.
+func (o *codexConn) define(fs *flag.FlagSet) {
 	fs.StringVar(&o.url, "url", "", "coordinator API URL (default: the saved login's)")
 	fs.StringVar(&o.token, "token", "", "bearer token (default: the saved login's)")
 	fs.IntVar(&o.timeoutMS, "timeout", 0, "timeout in milliseconds (default 75000 for sessions, 30000 otherwise)")
 	// R-CX-CLI-3: accepted, with no effect on these calls.
 	fs.BoolVar(&o.expectFinal, "expect-final", false, "accepted for compatibility; no effect on these calls")
 	fs.StringVar(&o.host, "host", "", "host (node id)")
-	switch o.cmd {
-	case "codex sessions":
-		fs.StringVar(&o.search, "search", "", "title text to look for, case-insensitively")
-		fs.IntVar(&o.limit, "limit", 50, "rows per host, 1..100")
-		fs.StringVar(&o.cursor, "cursor", "", "continue a host's scan (needs --host)")
-	case "codex archive":
-		fs.BoolVar(&o.confirmNoOtherRun, "confirm-no-other-runner", false, "confirm that no other Codex client runs this thread")
-	}
 }
 
-// timeout is R-CX-CLI-3's default unless --timeout was given.
-func (o *codexOpts) timeout() time.Duration {
-	if o.explicitTimeoutSet {
-		return time.Duration(o.timeoutMS) * time.Millisecond
+// check takes --timeout when it was given; a timeout that is not positive
+// is a usage error (R-CX-CLI-10, exit 2).
+func (o *codexConn) check(c *call) error {
+	if !c.set["timeout"] {
+		return nil
 	}
-	if o.cmd == "codex sessions" {
-		return codexSessionsTimeout
+	if o.timeoutMS <= 0 {
+		return usageError{errors.New(c.cmd.name + ": --timeout must be a positive number of milliseconds")}
 	}
-	return codexActionTimeout
-}
-
-// check is R-CX-CLI-10's usage errors (exit 2).
-func (o *codexOpts) check(pos []string, set map[string]bool) error {
-	o.explicitTimeoutSet = set["timeout"]
-	if o.explicitTimeoutSet && o.timeoutMS <= 0 {
-		return usageError{errors.New(o.cmd + ": --timeout must be a positive number of milliseconds")}
-	}
-	switch o.cmd {
-	case "codex sessions":
-		switch {
-		case len(pos) > 0:
-			return usageError{errors.New("codex sessions takes no argument")}
-		case o.limit < 1 || o.limit > 100:
-			return usageError{fmt.Errorf("codex sessions: --limit %d: use 1..100", o.limit)}
-		case o.cursor != "" && o.host == "":
-			return usageError{errors.New("codex sessions: --cursor continues one host's scan; give --host too")}
-		}
-	default:
-		if len(pos) != 1 {
-			return usageError{fmt.Errorf("%s: want exactly one thread id", o.cmd)}
-		}
-		if o.cmd == "codex archive" && !o.confirmNoOtherRun {
-			return usageError{errors.New("codex archive: --confirm-no-other-runner is required: confirm that no other Codex client runs this thread")}
-		}
-	}
+	o.wait = time.Duration(o.timeoutMS) * time.Millisecond
 	return nil
+}
+
+// run is a codex command's run: do, with the API client of --url and
+// --token (else the saved login's), within the command's timeout.
+func (o *codexConn) run(do func(ctx context.Context, c *call, cl *apiclient.Client) error) func(context.Context, *call) error {
+	return func(ctx context.Context, c *call) error {
+		creds, err := loadCreds()
+		if err != nil && (o.url == "" || o.token == "") {
+			return err
+		}
+		if err != nil {
+			creds = Credentials{Tenant: "default"}
+		}
+		if o.url != "" {
+			creds.URL = o.url
+		}
+		if o.token != "" {
+			creds.Token = o.token
+		}
+		cl, err := newClient(creds, o.wait)
+		if err != nil {
+			return err
+		}
+		ctx, cancel := context.WithTimeout(ctx, o.wait)
+		defer cancel()
+		return do(ctx, c, cl)
+	}
+}
+
+// hostOf is --host, or without it the one connected node with Codex
+// supervision.
+func (o *codexConn) hostOf(ctx context.Context, cl *apiclient.Client) (string, error) {
+	if o.host != "" {
+		return o.host, nil
+	}
+	host, err := supervisedHost(ctx, cl, "codex_supervision", "Codex", "enable it in a node's agent config")
+	if err != nil {
+		return "", failure("codex", err)
+	}
+	return host, nil
 }
 
 // hostFailure: the command printed its result, but a host failed.
@@ -142,122 +223,71 @@ func failure(cmd string, err error) error {
 	return err
 }
 
-func runCodex(ctx context.Context, o *codexOpts, pos []string, out io.Writer) error {
-	creds, err := loadCreds()
-	if err != nil && (o.url == "" || o.token == "") {
-		return err
-	}
-	if err != nil {
-		creds = Credentials{Tenant: "default"}
-	}
-	if o.url != "" {
-		creds.URL = o.url
-	}
-	if o.token != "" {
-		creds.Token = o.token
-	}
-	timeout := o.timeout()
-	cl, err := newClient(creds, timeout)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	emit := func(v any, text func()) error {
-		if o.jsonOut {
-			enc := json.NewEncoder(out)
-			enc.SetIndent("", "  ")
-			return enc.Encode(v)
-		}
-		text()
-		return nil
-	}
-	switch o.cmd {
-	case "codex sessions":
-		cat, err := cl.CodexThreads(ctx, apiclient.CodexThreadsQuery{Search: o.search, Host: o.host, Limit: o.limit, Cursor: o.cursor})
-		if err != nil {
-			return failure(o.cmd, err)
-		}
-		if err := emit(cat, func() { printCatalog(out, cat, o.search) }); err != nil {
-			return err
-		}
-		failed := 0
-		for _, h := range cat.Hosts {
-			if h.Error != nil {
-				failed++
-			}
-		}
-		if failed > 0 {
-			return hostFailure{failed}
-		}
-		return nil
-	case "codex continue", "codex archive":
-		thread := pos[0]
-		host := o.host
-		if host == "" {
-			if host, err = supervisedHost(ctx, cl, "codex_supervision", "Codex", "enable it in a node's agent config"); err != nil {
-				return failure("codex", err)
-			}
-		}
-		if o.cmd == "codex continue" {
-			r, _, err := cl.CodexContinue(ctx, host, thread)
-			if err != nil {
-				return failure(o.cmd, err)
-			}
-			return emit(r, func() {
-				state := "pending"
-				if r.CodexBinding != nil {
-					state = r.CodexBinding.State
-				}
-				fmt.Fprintf(out, "run %s on %s continues thread %s (branch %s, run %s)\n", r.RunRef, r.NodeID, thread, state, r.State)
-			})
-		}
-		res, err := cl.CodexArchive(ctx, host, thread, true)
-		if err != nil {
-			return failure(o.cmd, err)
-		}
-		return emit(res, func() { fmt.Fprintf(out, "archived thread %s on %s\n", res.ThreadID, res.Host) })
-	}
-	return usageError{fmt.Errorf("unknown command %q", o.cmd)}
+// catalog is a page of the Codex or the Claude Code catalog as codex
+// sessions and claude sessions print it.
+type catalog struct {
+	cmd, tool string // "codex", "Codex"
+	id, noun  string // the first column's name, what a row is: "THREAD", "threads"
+	more      string // the flags a host's more line repeats before --cursor
+	hosts     []catalogHost
 }
 
-func printCatalog(out io.Writer, cat apitypes.CodexCatalog, search string) {
-	if len(cat.Hosts) == 0 {
-		fmt.Fprintln(out, "no host has Codex supervision")
-		return
+type catalogHost struct {
+	host, hostname, next string
+	err                  *apitypes.CodexHostError
+	rows                 []catalogRow
+}
+
+type catalogRow struct {
+	id, state string
+	title     *string
+	cwd       string
+	updated   time.Time
+}
+
+// print prints v, the page as the API answered it, with --json, else each
+// host's table; once the page is printed, a host that failed makes the
+// command fail (R-CX-CLI-10).
+func (p catalog) print(c *call, v any) error {
+	err := c.emit(v, func() {
+		if len(p.hosts) == 0 {
+			fmt.Fprintf(c.out, "no host has %s supervision\n", p.tool)
+		}
+		for i, h := range p.hosts {
+			if i > 0 {
+				fmt.Fprintln(c.out)
+			}
+			fmt.Fprintf(c.out, "host %s (%s)\n", h.host, dash(h.hostname))
+			if h.err != nil {
+				fmt.Fprintf(c.out, "  error: %s (%s)\n", h.err.Message, h.err.Code)
+				continue
+			}
+			tw := tabwriter.NewWriter(c.out, 0, 4, 2, ' ', 0)
+			fmt.Fprintf(tw, "  %s\tSTATE\tTITLE\tCWD\tUPDATED\n", p.id)
+			for _, r := range h.rows {
+				title := "-"
+				if r.title != nil {
+					title = *r.title
+				}
+				fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", r.id, r.state, title, dash(r.cwd), r.updated.Format(time.RFC3339))
+			}
+			tw.Flush()
+			if len(h.rows) == 0 {
+				fmt.Fprintf(c.out, "  (no %s)\n", p.noun)
+			}
+			if h.next != "" {
+				fmt.Fprintf(c.out, "  more: olivares %s sessions --host %s%s --cursor %s\n", p.cmd, h.host, p.more, h.next)
+			}
+		}
+	})
+	failed := 0
+	for _, h := range p.hosts {
+		if h.err != nil {
+			failed++
+		}
 	}
-	for i, h := range cat.Hosts {
-		if i > 0 {
-			fmt.Fprintln(out)
-		}
-		fmt.Fprintf(out, "host %s (%s)\n", h.Host, dash(h.Hostname))
-		if h.Error != nil {
-			fmt.Fprintf(out, "  error: %s (%s)\n", h.Error.Message, h.Error.Code)
-			continue
-		}
-		tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "  THREAD\tSTATE\tTITLE\tCWD\tUPDATED")
-		for _, r := range h.Rows {
-			title := "-"
-			if r.Title != nil {
-				title = *r.Title
-			}
-			state := r.State
-			if len(r.ActiveFlags) > 0 {
-				state += " (" + strings.Join(r.ActiveFlags, ", ") + ")"
-			}
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", r.ThreadID, state, title, dash(r.Cwd), r.UpdatedAt.Format(time.RFC3339))
-		}
-		tw.Flush()
-		if len(h.Rows) == 0 {
-			fmt.Fprintln(out, "  (no threads)")
-		}
-		if h.NextCursor != "" {
-			more := ""
-			if search != "" {
-				more = fmt.Sprintf(" --search %q", search)
-			}
-			fmt.Fprintf(out, "  more: olivares codex sessions --host %s%s --cursor %s\n", h.Host, more, h.NextCursor)
-		}
+	if err == nil && failed > 0 {
+		return hostFailure{failed}
 	}
+	return err
 }

@@ -166,17 +166,17 @@ func TestCodexFlagsOverride(t *testing.T) {
 	if auth != "Bearer olv_other" {
 		t.Errorf("Authorization %q, want the --token", auth)
 	}
-	for _, c := range []struct {
-		o    codexOpts
-		want time.Duration
+	for _, tt := range []struct {
+		o     codexConn
+		given bool
+		want  time.Duration
 	}{
-		{codexOpts{cmd: "codex sessions"}, 75 * time.Second},
-		{codexOpts{cmd: "codex continue"}, 30 * time.Second},
-		{codexOpts{cmd: "codex archive"}, 30 * time.Second},
-		{codexOpts{cmd: "codex archive", timeoutMS: 1500, explicitTimeoutSet: true}, 1500 * time.Millisecond},
+		{codexConn{wait: codexSessionsTimeout}, false, 75 * time.Second},
+		{codexConn{wait: codexActionTimeout}, false, 30 * time.Second},
+		{codexConn{wait: codexActionTimeout, timeoutMS: 1500}, true, 1500 * time.Millisecond},
 	} {
-		if got := c.o.timeout(); got != c.want {
-			t.Errorf("%s timeout got %v, want %v", c.o.cmd, got, c.want)
+		if err := tt.o.check(&call{cmd: &command{name: "codex archive"}, set: map[string]bool{"timeout": tt.given}}); err != nil || tt.o.wait != tt.want {
+			t.Errorf("%+v: timeout %v (%v), want %v", tt.o, tt.o.wait, err, tt.want)
 		}
 	}
 }

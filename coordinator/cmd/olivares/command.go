@@ -175,16 +175,6 @@ func under(tab []*command, prefix string) (words []string, cmds []*command) {
 	return words, cmds
 }
 
-// orList is "a, b or c".
-func orList(words []string) string {
-	if len(words) < 2 {
-		return strings.Join(words, "")
-	}
-	return strings.Join(words[:len(words)-1], ", ") + " or " + words[len(words)-1]
-}
-
-func isHelp(s string) bool { return s == "-h" || s == "-help" || s == "--help" || s == "help" }
-
 // flagSet is the command's flag set with its own flags and --json.
 func (c *command) flagSet(out io.Writer, jsonOut *bool) *flag.FlagSet {
 	fs := flag.NewFlagSet("olivares "+c.name, flag.ContinueOnError)
@@ -201,7 +191,7 @@ func (c *command) flagSet(out io.Writer, jsonOut *bool) *flag.FlagSet {
 
 // printHelp is a command's --help: its usage text and its flags.
 func (c *command) printHelp(out io.Writer) {
-	fmt.Fprint(out, "Usage:\n", indent(c.usage))
+	fmt.Fprint(out, "Usage:\n", cmdline.Indent(c.usage))
 	var j bool
 	fs := c.flagSet(out, &j)
 	n := 0
@@ -218,20 +208,9 @@ func printGroupHelp(out io.Writer, tab []*command, prefix string) {
 	_, cmds := under(tab, prefix)
 	fmt.Fprint(out, "Usage:\n")
 	for _, c := range cmds {
-		fmt.Fprint(out, indent(c.usage))
+		fmt.Fprint(out, cmdline.Indent(c.usage))
 	}
 	fmt.Fprintf(out, "\nolivares %s COMMAND --help shows a command's flags.\n", prefix)
-}
-
-func indent(s string) string {
-	var b strings.Builder
-	for _, l := range strings.SplitAfter(s, "\n") {
-		if strings.TrimSpace(l) != "" {
-			b.WriteString("  ")
-		}
-		b.WriteString(l)
-	}
-	return b.String()
 }
 
 // dispatch runs the command args name, or prints help.
@@ -246,15 +225,15 @@ func dispatch(ctx context.Context, tab []*command, args []string, in io.Reader, 
 			return usageError{fmt.Errorf("unknown command %q%s; see olivares --help", args[0], cmdline.DidYouMean(args[0], groups))}
 		}
 		p := strings.Join(prefix, " ")
-		if len(rest) > 0 && isHelp(rest[0]) {
+		if len(rest) > 0 && cmdline.IsHelp(rest[0]) {
 			printGroupHelp(out, tab, p)
 			return nil
 		}
 		words, _ := under(tab, p)
 		if len(rest) == 0 || strings.HasPrefix(rest[0], "-") {
-			return usageError{fmt.Errorf("%s: want %s", p, orList(words))}
+			return usageError{fmt.Errorf("%s: want %s", p, cmdline.OrList(words))}
 		}
-		return usageError{fmt.Errorf("unknown command %q%s; %s takes %s (see olivares %s --help)", p+" "+rest[0], cmdline.DidYouMean(rest[0], words), p, orList(words), p)}
+		return usageError{fmt.Errorf("unknown command %q%s; %s takes %s (see olivares %s --help)", p+" "+rest[0], cmdline.DidYouMean(rest[0], words), p, cmdline.OrList(words), p)}
 	}
 	c := &call{cmd: cmd, in: in, out: out, err: errOut, set: map[string]bool{}, tty: termOf(out)}
 	fs := cmd.flagSet(out, &c.json)

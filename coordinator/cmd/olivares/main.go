@@ -66,7 +66,7 @@ func usage(tab []*command) string {
 			}
 			group = g
 		}
-		b.WriteString(indent(c.usage))
+		b.WriteString(cmdline.Indent(c.usage))
 	}
 	b.WriteString(usageTail)
 	return b.String()
@@ -208,7 +208,7 @@ func newClient(c Credentials, timeout time.Duration) (*apiclient.Client, error) 
 
 func run(ctx context.Context, args []string, out, errOut io.Writer) (err error) {
 	tab := table()
-	if len(args) == 0 || isHelp(args[0]) {
+	if len(args) == 0 || cmdline.IsHelp(args[0]) {
 		fmt.Fprint(out, usage(tab))
 		return nil
 	}

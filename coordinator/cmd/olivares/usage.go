@@ -33,7 +33,7 @@ func usageCommands() []*command {
 		check: func(c *call) error {
 			// The API would name its parameter (group_by); the person gave --by.
 			if by := []string{"profile", "node", "tool", "model", "day"}; !slices.Contains(by, q.GroupBy) {
-				return usageError{fmt.Errorf("usage: --by takes %s, not %q%s", orList(by), q.GroupBy, cmdline.DidYouMean(q.GroupBy, by))}
+				return usageError{fmt.Errorf("usage: --by takes %s, not %q%s", cmdline.OrList(by), q.GroupBy, cmdline.DidYouMean(q.GroupBy, by))}
 			}
 			return nil
 		},
