@@ -121,6 +121,7 @@ type attempt struct {
 	view   apitypes.SigninAttempt
 	proc   sessions.Process
 	code   func(string) error // sends the pasted code (Claude Code)
+	sent   string             // the code sent: never in a message (R-ACCT-3)
 	cancel context.CancelFunc
 }
 
@@ -201,6 +202,9 @@ func (a *attempt) finish(state, msg string, edit func(*apitypes.SigninAttempt)) 
 		a.mu.Unlock()
 		return
 	}
+	if a.sent != "" {
+		msg = strings.ReplaceAll(msg, a.sent, "[the code]")
+	}
 	a.view.State, a.view.Message, a.view.UpdatedAt = state, msg, a.m.o.Now().UTC()
 	if state != apitypes.SigninSignedIn {
 		a.view.URL, a.view.UserCode = "", ""
@@ -257,6 +261,7 @@ func (m *Manager) Code(id, tenant, code string) (apitypes.SigninAttempt, error) 
 	send, state := a.code, a.view.State
 	if state == apitypes.SigninWaitingForCode {
 		a.view.State, a.view.Message, a.view.UpdatedAt = apitypes.SigninStarting, "checking the code", a.m.o.Now().UTC()
+		a.sent = code
 	}
 	a.mu.Unlock()
 	a.save()

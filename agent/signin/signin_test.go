@@ -153,12 +153,15 @@ func TestClaudeSetupTokenRefusedCode(t *testing.T) {
 		t.Fatal(err)
 	}
 	await(t, m, "signin_1", "waiting_for_code", state(apitypes.SigninWaitingForCode))
-	if _, err := m.Code("signin_1", "t1", "wrong"); err != nil {
+	// R-ACCT-3: the code is in no message, even where the tool's words
+	// hold it (the peer's refusal ends "...the full code was copied").
+	if _, err := m.Code("signin_1", "t1", "copied"); err != nil {
 		t.Fatal(err)
 	}
 	a := await(t, m, "signin_1", "failed", func(a apitypes.SigninAttempt) bool { return a.Done() })
-	if a.State != apitypes.SigninFailed || !strings.Contains(a.Message, "OAuth error: Invalid code") || k.value != "" {
-		t.Fatalf("attempt %+v, kept %q; want failed with the OAuth error and nothing kept", a, k.value)
+	if a.State != apitypes.SigninFailed || !strings.Contains(a.Message, "OAuth error: Invalid code") || k.value != "" ||
+		strings.Contains(a.Message, "copied") || !strings.Contains(a.Message, "[the code]") {
+		t.Fatalf("attempt %+v, kept %q; want failed with the OAuth error, without the code, and nothing kept", a, k.value)
 	}
 	awaitGone(t, m, "signin_1")
 }
