@@ -623,12 +623,13 @@ func (p *pusher) send(ctx context.Context, open func(context.Context) (tunnel.St
 	}
 	defer s.Close()
 	s.SetDeadline(time.Now().Add(30 * time.Second))
-	if err := wire.Call(s, wire.Header{Op: proto.OpRunsPush}, msg, nil); err != nil {
+	var reply proto.RunsPushReply
+	if err := wire.Call(s, wire.Header{Op: proto.OpRunsPush}, msg, &reply); err != nil {
 		return err
 	}
 	p.ack(msg.Usage)
-	if len(msg.Signins) > 0 {
-		p.a.signin.Reported(msg.Signins)
+	if len(reply.SigninsTaken) > 0 {
+		p.a.signin.Reported(reply.SigninsTaken)
 	}
 	return nil
 }

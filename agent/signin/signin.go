@@ -294,7 +294,7 @@ func (m *Manager) Close() {
 	}
 	m.mu.Unlock()
 	for _, a := range live {
-		a.finish(apitypes.SigninFailed, "the agent stopped", nil)
+		a.finish(apitypes.SigninFailed, MsgAgentStopped, nil)
 	}
 	m.wg.Wait()
 }

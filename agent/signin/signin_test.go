@@ -266,8 +266,8 @@ func TestExpiryAndClose(t *testing.T) {
 	await(t, m2, "signin_2", "waiting_for_code", state(apitypes.SigninWaitingForCode))
 	m2.Close()
 	a, _ = m2.Get("signin_2", "t1")
-	if a.State != apitypes.SigninFailed || a.Message != "the agent stopped" {
-		t.Fatalf("after Close: %+v, want failed, the agent stopped", a)
+	if a.State != apitypes.SigninFailed || a.Message != MsgAgentStopped {
+		t.Fatalf("after Close: %+v, want failed, %q", a, MsgAgentStopped)
 	}
 	awaitGone(t, m2, "signin_2")
 	if _, err := m2.Start("signin_3", p); !errors.Is(err, ErrBusy) {
@@ -436,12 +436,16 @@ func TestAttemptsOutliveTheAgent(t *testing.T) {
 	if got := second.Ended(); len(got) != 1 || got[0].ID != "signin_1" {
 		t.Fatalf("Ended after the restart: %+v, want signin_1 to report", got)
 	}
-	first.Close() // the first manager's process; its end is not the one kept
+	first.Close() // ends the first manager's own copy: "the agent stopped" is kept
 	third := open(nil)
-	if got := third.Ended(); len(got) != 1 || got[0].State != apitypes.SigninFailed {
+	if got := third.Ended(); len(got) != 1 || got[0].State != apitypes.SigninFailed || got[0].Message != MsgAgentStopped {
 		t.Fatalf("Ended, unreported, after another restart: %+v", got)
 	}
-	third.Reported(third.Ended())
+	// An unreported end outlives KeepFor: the coordinator has not seen it.
+	if got := open(func() time.Time { return time.Now().Add(KeepFor + time.Hour) }).Ended(); len(got) != 1 {
+		t.Fatalf("an unreported end after KeepFor: %+v, want it still to report", got)
+	}
+	third.Reported(ids(third.Ended()))
 	if got := third.Ended(); len(got) != 0 {
 		t.Fatalf("Ended after Reported: %+v, want none", got)
 	}
@@ -463,7 +467,7 @@ func TestAttemptsOutliveTheAgent(t *testing.T) {
 	case <-time.After(wait):
 		t.Fatal("no OnEnd after the attempt ended")
 	}
-	third.Reported(third.Ended())
+	third.Reported(ids(third.Ended()))
 	third.Close()
 	fourth := open(nil)
 	if a, err := fourth.Get("signin_2", "t1"); err != nil || a.Message != "cancelled" || len(fourth.Ended()) != 0 {
@@ -473,4 +477,13 @@ func TestAttemptsOutliveTheAgent(t *testing.T) {
 	if _, err := later.Get("signin_2", "t1"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("an attempt ended more than KeepFor ago: %v, want ErrNotFound", err)
 	}
+}
+
+// ids are the attempts' ids.
+func ids(as []apitypes.SigninAttempt) []string {
+	var out []string
+	for _, a := range as {
+		out = append(out, a.ID)
+	}
+	return out
 }

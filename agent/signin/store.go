@@ -19,8 +19,12 @@ import (
 // KeepFor is how long an ended attempt stays readable.
 const KeepFor = 24 * time.Hour
 
-// MsgAgentRestarted is the message of an attempt the agent's restart cut.
-const MsgAgentRestarted = "the agent restarted during the sign-in; start it again"
+// The messages of an attempt the agent's stop (Close) or its crash and
+// restart cut.
+const (
+	MsgAgentStopped   = "the agent stopped during the sign-in; start it again once the agent is back"
+	MsgAgentRestarted = "the agent restarted during the sign-in; start it again"
+)
 
 var bucketSignins = []byte("signins")
 
@@ -46,7 +50,8 @@ func (m *Manager) load() error {
 		var drop [][]byte
 		err = b.ForEach(func(k, v []byte) error {
 			var r record
-			if json.Unmarshal(v, &r) != nil || now.Sub(r.Attempt.UpdatedAt) > KeepFor {
+			// An unreported end stays until the coordinator took it.
+			if json.Unmarshal(v, &r) != nil || (r.Reported && now.Sub(r.Attempt.UpdatedAt) > KeepFor) {
 				drop = append(drop, k)
 				return nil
 			}
@@ -133,13 +138,14 @@ func (m *Manager) Ended() []apitypes.SigninAttempt {
 	return out
 }
 
-// Reported marks attempts the coordinator took; they are not sent again.
-func (m *Manager) Reported(as []apitypes.SigninAttempt) {
-	for _, v := range as {
+// Reported marks the attempts ids the coordinator took; they are not sent
+// again.
+func (m *Manager) Reported(ids []string) {
+	for _, id := range ids {
 		m.mu.Lock()
-		a := m.byID[v.ID]
+		a := m.byID[id]
 		if a != nil {
-			m.reported[v.ID] = true
+			m.reported[id] = true
 		}
 		m.mu.Unlock()
 		if a != nil {

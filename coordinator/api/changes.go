@@ -142,8 +142,8 @@ type fleetObserver struct {
 
 func (o fleetObserver) RunsIndexed(_ context.Context, runs []apitypes.Run) { o.s.publishRuns(runs...) }
 
-func (o fleetObserver) SigninsEnded(ctx context.Context, nodeID string, as []apitypes.SigninAttempt) {
-	o.signins.signinsEnded(ctx, nodeID, as)
+func (o fleetObserver) SigninsEnded(ctx context.Context, nodeID string, as []apitypes.SigninAttempt) []string {
+	return o.signins.signinsEnded(ctx, nodeID, as)
 }
 
 func (o fleetObserver) LinkChanged(nodeID string, connected bool) {

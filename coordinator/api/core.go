@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -439,13 +440,38 @@ func (s *core) openGrants(ctx context.Context, tenant string, gs []store.GrantRe
 	return out, nil
 }
 
+// withProfileKey is gs and profile p's API key, granted as its tool's key
+// variable (R-ACCT-7), unless gs grants that variable. It is added at
+// every generation's start from the run's profile of that moment (a moved
+// run gets its new profile's key), never recorded with the run's grants.
+func (s *core) withProfileKey(ctx context.Context, p apitypes.Profile, gs []store.GrantRef) ([]store.GrantRef, error) {
+	env := apitypes.APIKeyEnv[p.Tool]
+	if p.APIKeyRef == "" || env == "" || slices.ContainsFunc(gs, func(g store.GrantRef) bool { return g.Env == env }) {
+		return gs, nil
+	}
+	if _, err := s.secretInTenant(ctx, p.Tenant, p.APIKeyRef); err != nil {
+		if e := apierr.As(err); e != nil && e.Status == http.StatusNotFound {
+			return nil, apierr.New(http.StatusConflict, "api_key_unavailable", "the API key of profile %s (vault secret %s) is gone from the vault; set another as its api_key_ref, or remove it", p.Name, p.APIKeyRef)
+		}
+		return nil, err
+	}
+	return append(slices.Clip(gs), store.GrantRef{Kind: apitypes.GrantVaultSecret, SecretRef: p.APIKeyRef, Env: env}), nil
+}
+
 // resumeParams are what a new generation of run r needs (resume, approve,
-// a continue): the grants recorded for it, opened again, and its
-// workspace's gate (R-GRANT-2, R-PCS-12).
+// a continue): the grants recorded for it and its profile's API key,
+// opened again, and its workspace's gate (R-GRANT-2, R-ACCT-7, R-PCS-12).
 func (s *core) resumeParams(ctx context.Context, r apitypes.Run) (p proto.RunResume, err error) {
 	metas, err := s.o.Store.GetRunMeta(ctx, []string{r.RunRef})
+	var gs []store.GrantRef
 	if err == nil {
-		p.Grants, err = s.openGrants(ctx, r.Tenant, metas[r.RunRef].Grants)
+		gs = metas[r.RunRef].Grants
+		if prof, perr := s.profileInTenant(ctx, r.Tenant, r.ProviderProfileRef); perr == nil {
+			gs, err = s.withProfileKey(ctx, prof, gs)
+		}
+	}
+	if err == nil {
+		p.Grants, err = s.openGrants(ctx, r.Tenant, gs)
 	}
 	if err == nil {
 		p.Gate, err = s.gate(ctx, r.WorkspaceRef)

@@ -96,11 +96,15 @@ func (s *runAPI) launch(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	grantRefs, err := s.checkGrants(ctx, tenant, profileKey(p, req.Grants))
+	grantRefs, err := s.checkGrants(ctx, tenant, req.Grants)
 	if err != nil {
 		return err
 	}
-	grants, err := s.openGrants(ctx, tenant, grantRefs)
+	handed, err := s.withProfileKey(ctx, p, grantRefs)
+	if err != nil {
+		return err
+	}
+	grants, err := s.openGrants(ctx, tenant, handed)
 	if err != nil {
 		return err
 	}
@@ -136,7 +140,7 @@ func (s *runAPI) launch(c echo.Context) error {
 		return err
 	}
 	r.NodeID, r.Tenant = node, tenant
-	s.auditStart(c, apitypes.AuditRunStarted, r, grantRefs, map[string]any{"profile_ref": p.Ref, "workspace_ref": req.WorkspaceRef, "worktree": worktree})
+	s.auditStart(c, apitypes.AuditRunStarted, r, handed, map[string]any{"profile_ref": p.Ref, "workspace_ref": req.WorkspaceRef, "worktree": worktree})
 	if name != "" || len(grantRefs) > 0 {
 		// The name belongs to the session, which the coordinator keeps
 		// (R-NAME-4; no audit entry for a name given at launch), and so do
@@ -524,17 +528,6 @@ func (s *runAPI) pinnedExtras(c echo.Context, q store.RunQuery, page []apitypes.
 
 // checkGrants validates a launch's grants (400, R-GRANT-1) and that each names
 // a secret of the tenant (404, R-TEN-3).
-// profileKey is gs and the grant of profile p's API key (R-ACCT-7),
-// unless the launch hands the tool's key variable itself. It is recorded
-// with the launch's grants: the run's resumes get the same key.
-func profileKey(p apitypes.Profile, gs []apitypes.Grant) []apitypes.Grant {
-	env := apitypes.APIKeyEnv[p.Tool]
-	if p.APIKeyRef == "" || env == "" || slices.ContainsFunc(gs, func(g apitypes.Grant) bool { return g.Env == env }) {
-		return gs
-	}
-	return append(slices.Clip(gs), apitypes.Grant{Kind: apitypes.GrantVaultSecret, SecretRef: p.APIKeyRef, Env: env})
-}
-
 func (s *runAPI) checkGrants(ctx context.Context, tenant string, gs []apitypes.Grant) ([]store.GrantRef, error) {
 	var out []store.GrantRef
 	for _, g := range gs {
@@ -544,11 +537,7 @@ func (s *runAPI) checkGrants(ctx context.Context, tenant string, gs []apitypes.G
 		if g.Env == "" {
 			return nil, apierr.BadRequest("bad_grant", "a grant needs env: the variable the tool reads it from")
 		}
-		sec, err := s.o.Store.GetSecret(ctx, g.SecretRef)
-		if errors.Is(err, store.ErrNotFound) || (err == nil && sec.Tenant != tenant) {
-			return nil, apierr.NotFound("secret", g.SecretRef)
-		}
-		if err != nil {
+		if _, err := s.secretInTenant(ctx, tenant, g.SecretRef); err != nil {
 			return nil, err
 		}
 		out = append(out, store.GrantRef{Kind: g.Kind, SecretRef: g.SecretRef, Env: g.Env, AsFile: g.AsFile})

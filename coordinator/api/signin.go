@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"slices"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/olivares-dev/olivares/coordinator/auth"
+	"github.com/olivares-dev/olivares/coordinator/store"
 	"github.com/olivares-dev/olivares/shared/apierr"
 	"github.com/olivares-dev/olivares/shared/apitypes"
 	"github.com/olivares-dev/olivares/shared/logging"
@@ -25,9 +27,9 @@ type signinAPI struct {
 	*core
 	keepMu sync.Mutex // keepProfile's
 	mu     sync.Mutex
-	// ended names the attempts whose end was audited (R-ACCT-10): a node
-	// that did not hear the answer to its push reports them again.
-	ended map[string]bool
+	// endedSet names the ends audited (node id/attempt id, R-ACCT-10): a
+	// node that did not hear the answer to its push reports them again.
+	endedSet map[string]bool
 }
 
 // maxEnded bounds signinAPI.ended; past it the set starts again.
@@ -81,32 +83,29 @@ func (s *signinAPI) signinCall(c echo.Context, op, code string) (apitypes.Profil
 // caller who first saw the change (keepProfile).
 func (s *signinAPI) signinSeen(c echo.Context, a apitypes.SigninAttempt) apitypes.SigninAttempt {
 	if p, err := s.refProfile(c); err == nil {
-		s.keepProfile(c.Request().Context(), p, a, CallerOf(c).Actor())
+		_ = s.keepProfile(c.Request().Context(), p, a, CallerOf(c).Actor()) // logged; the node's report tries again
 	}
 	return a
 }
 
-// keepProfile keeps the index's copy of profile p that attempt a changed
-// (its env_keys name the token kept on the node, R-ACCT-6), audited as a
-// profile update naming the variable, never its value (R-AUD-6), by actor.
-// The caller who reads the attempt and the node's report may both bring
-// it: keepMu and a fresh read make the first one the one audited.
-func (s *signinAPI) keepProfile(ctx context.Context, p apitypes.Profile, a apitypes.SigninAttempt, actor apitypes.AuditActor) {
-	if a.Profile == nil {
-		return
+// keepProfile keeps in the index's copy of profile p the env_keys attempt
+// a names (the token kept on the node, R-ACCT-6), and nothing else of what
+// the node sent: audited as a profile update naming the variable, never
+// its value (R-AUD-6), by actor. The caller who reads the attempt and the
+// node's report may both bring it: keepMu and a fresh read make the first
+// one the one audited (on this coordinator).
+func (s *signinAPI) keepProfile(ctx context.Context, p apitypes.Profile, a apitypes.SigninAttempt, actor apitypes.AuditActor) error {
+	if a.Profile == nil || a.Profile.Ref != p.Ref {
+		return nil
 	}
 	s.keepMu.Lock()
 	defer s.keepMu.Unlock()
 	p, err := s.o.Store.GetProfile(ctx, p.Ref)
-	if err != nil || slices.Equal(p.EnvKeys, a.Profile.EnvKeys) {
-		return
+	if err != nil {
+		return err
 	}
-	// What the coordinator keeps of the profile stays (R-ONL-1, R-ACCT-7).
-	a.Profile.Tenant, a.Profile.NodeID = p.Tenant, p.NodeID
-	a.Profile.OnLimit, a.Profile.OnLimitSetBy, a.Profile.APIKeyRef = p.OnLimit, p.OnLimitSetBy, p.APIKeyRef
-	if err := s.o.Store.UpdateProfile(ctx, *a.Profile); err != nil {
-		s.log.ErrorContext(ctx, "a sign-in changed a profile the index did not take", "profile_ref", p.Ref, logging.Err(err))
-		return
+	if slices.Equal(p.EnvKeys, a.Profile.EnvKeys) {
+		return nil
 	}
 	var set []string
 	for _, k := range a.Profile.EnvKeys {
@@ -114,47 +113,84 @@ func (s *signinAPI) keepProfile(ctx context.Context, p apitypes.Profile, a apity
 			set = append(set, k)
 		}
 	}
+	p.EnvKeys = slices.Clone(a.Profile.EnvKeys)
+	if err := s.o.Store.UpdateProfile(ctx, p); err != nil {
+		s.log.ErrorContext(ctx, "a sign-in changed a profile the index did not take", "profile_ref", p.Ref, logging.Err(err))
+		return err
+	}
 	s.Audit(ctx, p.Tenant, actor, apitypes.AuditProfileUpdated, apitypes.AuditTarget{ProfileRef: p.Ref, NodeID: p.NodeID},
 		map[string]any{"fields": []string{"env"}, "env_set": set, "signin_id": a.ID})
+	return nil
 }
 
+// maxEndMessage bounds the message of an audited end (the node's words).
+const maxEndMessage = 1024
+
 // signinsEnded is R-ACCT-10: node reported attempts that ended, whether or
-// not anyone read them. Each end is audited once, by the node, as
+// not anyone read them, and gets back the ids it may forget. Each end is
+// audited once (on this coordinator), by the node, as
 // sessions.profile.signin_finished with its state and the tool's words,
-// and a profile change it made reaches the index. An attempt of a profile
-// the node does not hold is dropped.
-func (s *signinAPI) signinsEnded(ctx context.Context, nodeID string, as []apitypes.SigninAttempt) {
+// and the env_keys it named reach the index. An attempt of a profile the
+// node does not hold is taken and dropped; one the store could not take
+// now is not taken, so the node reports it again.
+func (s *signinAPI) signinsEnded(ctx context.Context, nodeID string, as []apitypes.SigninAttempt) []string {
 	actor := apitypes.AuditActor{CredentialID: nodeID, Kind: apitypes.ActorNode}
+	var taken []string
 	for _, a := range as {
-		if !a.Done() || !s.firstEnd(a.ID) {
+		key := nodeID + "/" + a.ID
+		if !a.Done() || s.ended(key) {
+			taken = append(taken, a.ID)
 			continue
 		}
 		p, err := s.o.Store.GetProfile(ctx, a.ProfileRef)
-		if err != nil || p.NodeID != nodeID {
+		if err == nil && p.NodeID != nodeID {
+			err = store.ErrNotFound
+		}
+		if errors.Is(err, store.ErrNotFound) {
 			s.log.WarnContext(ctx, "a node reported the sign-in of a profile it does not hold", logging.KeyNodeID, nodeID, "profile_ref", a.ProfileRef, "signin_id", a.ID)
+			taken = append(taken, a.ID)
 			continue
 		}
-		s.keepProfile(ctx, p, a, actor)
-		detail := map[string]any{"signin_id": a.ID, "tool": a.Tool, "signin_state": a.State, "message": a.Message}
+		if err == nil {
+			err = s.keepProfile(ctx, p, a, actor)
+		}
+		msg := a.Message
+		if len(msg) > maxEndMessage {
+			msg = msg[:maxEndMessage]
+		}
+		detail := map[string]any{"signin_id": a.ID, "tool": a.Tool, "signin_state": a.State, "message": msg}
 		if a.Account != nil {
 			detail["account"] = a.Account
 		}
-		s.Audit(ctx, p.Tenant, actor, apitypes.AuditProfileSigninFinished, apitypes.AuditTarget{ProfileRef: p.Ref, NodeID: nodeID}, detail)
+		if err == nil {
+			_, err = s.o.Store.AppendAudit(ctx, apitypes.AuditEntry{At: s.o.Now().UTC(), Tenant: p.Tenant, Actor: actor,
+				Event: apitypes.AuditProfileSigninFinished, Target: apitypes.AuditTarget{ProfileRef: p.Ref, NodeID: nodeID}, Detail: mustJSON(detail)})
+		}
+		if err != nil {
+			s.log.ErrorContext(ctx, "the end of a sign-in could not be audited; the node reports it again", logging.KeyNodeID, nodeID, "signin_id", a.ID, logging.Err(err))
+			continue
+		}
+		s.markEnded(key)
+		taken = append(taken, a.ID)
 	}
+	return taken
 }
 
-// firstEnd reports whether the end of attempt id is news.
-func (s *signinAPI) firstEnd(id string) bool {
+// ended reports whether the end keyed key was audited here.
+func (s *signinAPI) ended(key string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.ended[id] {
-		return false
+	return s.endedSet[key]
+}
+
+// markEnded remembers that the end keyed key was audited.
+func (s *signinAPI) markEnded(key string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.endedSet == nil || len(s.endedSet) >= maxEnded {
+		s.endedSet = map[string]bool{}
 	}
-	if s.ended == nil || len(s.ended) >= maxEnded {
-		s.ended = map[string]bool{}
-	}
-	s.ended[id] = true
-	return true
+	s.endedSet[key] = true
 }
 
 func (s *signinAPI) getSignin(c echo.Context) error {
@@ -211,10 +247,11 @@ func (s *signinAPI) profileAccount(c echo.Context) error {
 	if err := s.call(ctx, p.NodeID, wire.Header{Op: proto.OpProfileAccount}, proto.RecordDelete{Ref: p.Ref, Tenant: p.Tenant}, &a); err != nil {
 		return err
 	}
-	if p.APIKeyRef != "" && (a.SignedIn == nil || !*a.SignedIn) {
-		// R-ACCT-7: the profile's runs get its API key.
+	if p.APIKeyRef != "" {
+		// R-ACCT-7: the profile's runs get its API key, which the tools
+		// prefer to a sign-in kept in the home.
 		yes := true
-		a.SignedIn, a.Method = &yes, "api_key"
+		a.SignedIn, a.Method, a.Email, a.Plan = &yes, "api_key", "", ""
 		a.Message = "its sessions get the API key in vault secret " + p.APIKeyRef + " as " + apitypes.APIKeyEnv[p.Tool]
 	}
 	a.RateLimits = []apitypes.RateWindow{}

@@ -86,8 +86,8 @@ type Observer interface {
 	RunsIndexed(ctx context.Context, runs []apitypes.Run)
 	LinkChanged(nodeID string, connected bool)
 	// SigninsEnded hears of the sign-in attempts a node reported ended
-	// (R-ACCT-10).
-	SigninsEnded(ctx context.Context, nodeID string, as []apitypes.SigninAttempt)
+	// and answers the ids the node may forget (R-ACCT-10).
+	SigninsEnded(ctx context.Context, nodeID string, as []apitypes.SigninAttempt) []string
 }
 
 // Observe sets the fleet's observer (one; a later call replaces it).
@@ -399,10 +399,15 @@ func (f *Fleet) serveStream(ctx context.Context, l *link, s tunnel.Stream, hello
 		if err == nil {
 			err = f.indexUsage(ctx, l.nodeID, req.Usage)
 		}
+		var reply proto.RunsPushReply
 		if o := f.observer(); err == nil && o != nil && len(req.Signins) > 0 {
-			o.SigninsEnded(ctx, l.nodeID, req.Signins)
+			reply.SigninsTaken = o.SigninsEnded(ctx, l.nodeID, req.Signins)
 		}
-		wire.Respond(s, nil, err)
+		if err != nil {
+			wire.Respond(s, nil, err)
+			return
+		}
+		wire.Respond(s, reply, nil)
 	default:
 		wire.Respond(s, nil, &wire.Error{Status: http.StatusNotFound, Code: "unknown_op", Message: fmt.Sprintf("coordinator has no op %q", h.Op)})
 	}

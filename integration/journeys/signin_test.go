@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -311,6 +312,7 @@ func TestProfileAPIKey(t *testing.T) {
 
 	var r apitypes.Run
 	f.operator.Must(http.StatusCreated, http.MethodPost, runsPath, apitypes.LaunchRequest{ProviderProfileRef: p.Ref, WorkspaceRef: f.ws.Ref}, &r)
+	firstRun := r.RunRef
 	if strings.Join(r.Taint, ",") != apitypes.GrantVaultSecret {
 		t.Fatalf("taint of a launch of a profile with a key: %v, want vault_secret", r.Taint)
 	}
@@ -324,17 +326,29 @@ func TestProfileAPIKey(t *testing.T) {
 	f.post(f.operator, http.StatusAccepted, r.RunRef, "input", integration.Text("env OPENAI_API_KEY"), nil)
 	s.UntilOutput("env OPENAI_API_KEY="+other, wait)
 
-	if got := f.admin.Call(http.MethodDelete, "/v1/m/sessions/vault/secrets/"+sec.Ref, nil); got.Status != http.StatusConflict ||
+	// A resume gets the profile's key of that moment: it follows the
+	// profile, not the launch.
+	var r1 apitypes.Run
+	f.post(f.operator, http.StatusOK, firstRun, "stop", nil, &r1)
+	f.admin.Must(http.StatusOK, http.MethodPatch, "/v1/m/sessions/profiles/"+p.Ref, apitypes.ProfileUpdate{APIKeyRef: &sec2.Ref}, nil)
+	f.post(f.operator, http.StatusOK, firstRun, "resume", nil, &r1)
+	s = f.viewer.Attach(firstRun, "from="+strconv.FormatUint(r1.RingLast+1, 10))
+	f.post(f.operator, http.StatusAccepted, firstRun, "input", integration.Text("env OPENAI_API_KEY"), nil)
+	s.UntilOutput("env OPENAI_API_KEY="+other, wait)
+
+	if got := f.admin.Call(http.MethodDelete, "/v1/m/sessions/vault/secrets/"+sec2.Ref, nil); got.Status != http.StatusConflict ||
 		got.ErrorCode() != "secret_in_use" || !strings.Contains(string(got.Body), p.Name) {
 		t.Fatalf("deleting the profile's key: %d %s, want 409 secret_in_use naming the profile", got.Status, got.Body)
 	}
+	f.admin.Must(http.StatusNoContent, http.MethodDelete, "/v1/m/sessions/vault/secrets/"+sec.Ref, nil, nil)
 	if out, code := f.cli("profile", "update", p.Name, "--api-key="); code != 0 || strings.Contains(out, "api key") {
 		t.Fatalf("olivares profile update --api-key=: exit %d\n%s", code, out)
 	}
-	f.admin.Must(http.StatusNoContent, http.MethodDelete, "/v1/m/sessions/vault/secrets/"+sec.Ref, nil, nil)
-	rows := f.awaitAudit(apitypes.AuditProfileUpdated, 2)
-	if !strings.Contains(string(rows[0].Detail), `"api_key_ref":"`+sec.Ref+`"`) || !strings.Contains(string(rows[1].Detail), `"api_key_ref":""`) {
-		t.Fatalf("profile.updated rows %s, %s: want the key's ref set, then removed", rows[0].Detail, rows[1].Detail)
+	f.admin.Must(http.StatusNoContent, http.MethodDelete, "/v1/m/sessions/vault/secrets/"+sec2.Ref, nil, nil)
+	rows := f.awaitAudit(apitypes.AuditProfileUpdated, 3)
+	if !strings.Contains(string(rows[0].Detail), `"api_key_ref":"`+sec.Ref+`"`) || !strings.Contains(string(rows[1].Detail), `"api_key_ref":"`+sec2.Ref+`"`) ||
+		!strings.Contains(string(rows[2].Detail), `"api_key_ref":""`) {
+		t.Fatalf("profile.updated rows %s, %s, %s: want the key's ref set, changed, then removed", rows[0].Detail, rows[1].Detail, rows[2].Detail)
 	}
 	f.env.NoteSecret(key)
 	f.env.NoteSecret(other)

@@ -249,9 +249,16 @@ type RunsPush struct {
 	// (run_ref, seq) once and takes tenant and node from the tunnel.
 	Usage []apitypes.UsageTurn `json:"usage,omitempty"`
 	// Signins are the ended sign-in attempts the coordinator has not taken
-	// (R-ACCT-10); a push answered ok takes them all. The coordinator
-	// audits each once and keeps the profile change one made.
+	// (R-ACCT-10): it audits each once, keeps the env_keys one named, and
+	// answers the ids taken (RunsPushReply); the others come again.
 	Signins []apitypes.SigninAttempt `json:"signins,omitempty"`
+}
+
+// RunsPushReply answers a RunsPush: the sign-in attempts the coordinator
+// took (R-ACCT-10). A coordinator from before it answers nothing, and the
+// agent keeps reporting them.
+type RunsPushReply struct {
+	SigninsTaken []string `json:"signins_taken,omitempty"`
 }
 
 // Attach frames: after RunAttachReply the agent writes wire frames, each

@@ -167,7 +167,13 @@ export function profilesView(main) {
       e.preventDefault();
       try {
         const sec = (await api('POST', `${BASE}/vault/secrets`, { name: name.value.trim(), value: value.value })).data;
-        await api('PATCH', `${BASE}/profiles/${encodeURIComponent(p.ref)}`, { api_key_ref: sec.ref });
+        try {
+          await api('PATCH', `${BASE}/profiles/${encodeURIComponent(p.ref)}`, { api_key_ref: sec.ref });
+        } catch (err) {
+          // Nothing half-done: the key goes if the profile did not take it.
+          await api('DELETE', `${BASE}/vault/secrets/${encodeURIComponent(sec.ref)}`).catch(() => {});
+          throw err;
+        }
         replace(m.body, h('p', { class: 'banner', role: 'status', id: 'key-done' }, `The key is in the vault as ${sec.name}, and every new session of ${p.name} gets it as ${env}.`),
           h('div', { class: 'buttons' }, h('button', { type: 'button', onclick: m.close }, 'Close')));
         loadVault();
