@@ -566,6 +566,11 @@ type pusher struct {
 	open func(context.Context) (tunnel.Stream, error)
 	// ring is the ring bounds of each run as last pushed.
 	ring map[string][2]uint64
+	// sending is held (one token) from taking the changed rows to the
+	// coordinator's answer for them: a flush waits for a push under way,
+	// which may carry the row its answer must not beat into the index
+	// (R-REP-5). A channel, so that a wait on it is one synctest sees.
+	sending chan struct{}
 }
 
 // ringEvery is how often the bounds of live runs' rings are compared with
@@ -574,7 +579,7 @@ type pusher struct {
 const ringEvery = 250 * time.Millisecond
 
 func newPusher(a *Agent) *pusher {
-	return &pusher{a: a, dirty: map[string]bool{}, wake: make(chan struct{}, 1), ring: map[string][2]uint64{}}
+	return &pusher{a: a, dirty: map[string]bool{}, wake: make(chan struct{}, 1), ring: map[string][2]uint64{}, sending: make(chan struct{}, 1)}
 }
 
 func (p *pusher) changed(ref string) {
@@ -638,6 +643,7 @@ func (p *pusher) send(ctx context.Context, open func(context.Context) (tunnel.St
 func (p *pusher) session(ctx context.Context, open func(context.Context) (tunnel.Stream, error)) {
 	// Everything changed since the last session, or never reached the
 	// coordinator: send every row.
+	p.sending <- struct{}{}
 	p.mu.Lock()
 	clear(p.dirty)
 	p.open = open
@@ -651,7 +657,9 @@ func (p *pusher) session(ctx context.Context, open func(context.Context) (tunnel
 	for i := range rows {
 		rows[i] = p.a.row(rows[i])
 	}
-	if err := p.send(ctx, open, proto.RunsPush{Full: true, Runs: rows}); err != nil {
+	err := p.send(ctx, open, proto.RunsPush{Full: true, Runs: rows})
+	<-p.sending
+	if err != nil {
 		p.a.log.Warn("run index push failed", logging.Err(err))
 		return
 	}
@@ -669,6 +677,7 @@ func (p *pusher) session(ctx context.Context, open func(context.Context) (tunnel
 			}
 			continue
 		}
+		p.sending <- struct{}{}
 		p.mu.Lock()
 		refs := make([]string, 0, len(p.dirty))
 		for ref := range p.dirty {
@@ -683,9 +692,12 @@ func (p *pusher) session(ctx context.Context, open func(context.Context) (tunnel
 			}
 		}
 		if len(msg.Runs) == 0 && len(p.signins()) == 0 {
+			<-p.sending
 			continue
 		}
-		if err := p.send(ctx, open, msg); err != nil {
+		err := p.send(ctx, open, msg)
+		<-p.sending
+		if err != nil {
 			p.a.log.Warn("run index push failed", logging.Err(err))
 			for _, ref := range refs {
 				p.changed(ref)
@@ -737,6 +749,8 @@ func (p *pusher) pushRings(ctx context.Context, open func(context.Context) (tunn
 // next, on any coordinator replica, reads it (issue 24: the push is the
 // index's one writer). A failed flush leaves the rows to the next push.
 func (p *pusher) flush(ctx context.Context, rows ...apitypes.Run) {
+	p.sending <- struct{}{}
+	defer func() { <-p.sending }()
 	p.mu.Lock()
 	open := p.open
 	refs := make([]string, 0, len(p.dirty))
