@@ -321,9 +321,9 @@ func (g *generation) request(req *cliruntime.Request) {
 		e.ExpiresAt = &exp
 	}
 	r.mu.Unlock()
-	rev := r.s.Runs.NextRev()
 	e.shown = make(chan struct{})
 	r.mu.Lock()
+	rev := r.s.Runs.NextRev() // under r.mu (run.change)
 	r.reqs = append(r.reqs, e)
 	r.markReqLocked(e.ID)
 	r.unsaved = append(r.unsaved, reqLedger(KindRequestAsked, e))
@@ -380,8 +380,8 @@ type settlement struct {
 // returns (a person's answer); a rule's or the timeout's goes to the
 // saver.
 func (r *run) settle(id string, a settlement, sync bool) (apitypes.RunRequest, error) {
-	rev := r.s.Runs.NextRev()
 	r.mu.Lock()
+	rev := r.s.Runs.NextRev() // under r.mu (run.change)
 	e := r.reqLocked(id)
 	if e == nil {
 		r.mu.Unlock()
@@ -438,8 +438,8 @@ func (r *run) settle(id string, a settlement, sync bool) (apitypes.RunRequest, e
 	// (R-REQ-4).
 	werr := g.answer(toolID, cliruntime.Answer{OptionID: opt.ID, Text: a.text, Message: msg}, func() { r.appendRequest(v.Generation, v) })
 	if werr != nil {
-		rev := r.s.Runs.NextRev()
 		r.mu.Lock()
+		rev := r.s.Runs.NextRev() // under r.mu (run.change)
 		e.Decision, e.OptionID, e.By, e.ByName = "", "", "", ""
 		r.expireLocked(e, reasonWithdrawn, now, rev)
 		v = e.RunRequest
@@ -484,11 +484,11 @@ func (r *run) expireLocked(e *reqEntry, reason string, now time.Time, rev uint64
 // process is gone (R-REQ-8). Their settlements go into the output before
 // the ring's end; the caller commits.
 func (r *run) expireGeneration(n uint32, reason string) {
-	rev := r.s.Runs.NextRev()
 	now := time.Now().UTC()
 	var out []apitypes.RunRequest
 	var es []*reqEntry
 	r.mu.Lock()
+	rev := r.s.Runs.NextRev() // under r.mu (run.change)
 	for _, e := range r.reqs {
 		if e.State == apitypes.RequestPending && e.Generation == n {
 			r.expireLocked(e, reason, now, rev)
@@ -505,9 +505,9 @@ func (r *run) expireGeneration(n uint32, reason string) {
 // withdrawn: the tool no longer waits on its request toolID (its turn was
 // interrupted).
 func (r *run) withdrawn(g *generation, toolID string) {
-	rev := r.s.Runs.NextRev()
 	now := time.Now().UTC()
 	r.mu.Lock()
+	rev := r.s.Runs.NextRev() // under r.mu (run.change)
 	var v *apitypes.RunRequest
 	var shown *reqEntry
 	for _, e := range r.reqs {
@@ -549,8 +549,8 @@ func (g *generation) denied(d *cliruntime.Denial, by string) {
 		Detail: apitypes.RequestDetail{Command: d.Command}, Options: []apitypes.RequestOption{},
 		State: apitypes.RequestSettled, Decision: apitypes.DecisionDeny, By: by, At: &now, Reason: d.Message,
 	}}}
-	rev := r.s.Runs.NextRev()
 	r.mu.Lock()
+	rev := r.s.Runs.NextRev() // under r.mu (run.change)
 	if d.ToolUseID != "" {
 		for _, x := range r.reqs {
 			if x.ToolUseID == d.ToolUseID {

@@ -75,12 +75,13 @@ func newRun(s *Supervisor, rg *ring.Ring, rec record) *run {
 // change applies fn to the record in memory, bumps its revision and queues
 // ev for the next commit. It never waits for the disk.
 func (r *run) change(ev ledger.Event, fn func(*record)) {
-	rev := r.s.Runs.NextRev()
 	r.mu.Lock()
 	if fn != nil {
 		fn(&r.rec)
 	}
-	r.rec.Rev = rev
+	// Taken and set under r.mu: a row read meanwhile (the ring push's)
+	// cannot carry a later revision with the older fields.
+	r.rec.Rev = r.s.Runs.NextRev()
 	if ev.Kind != "" {
 		r.unsaved = append(r.unsaved, ev)
 	}
@@ -170,9 +171,8 @@ func (r *run) updateAsync(ev ledger.Event, fn func(*record)) {
 
 // touch notifies a change of a live-only fact (turn started or ended).
 func (r *run) touch() {
-	rev := r.s.Runs.NextRev()
 	r.mu.Lock()
-	r.rec.Rev = rev
+	r.rec.Rev = r.s.Runs.NextRev() // under r.mu, as in change
 	r.mu.Unlock()
 	r.s.o.OnChange(r.ref)
 }

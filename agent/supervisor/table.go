@@ -13,8 +13,12 @@ import (
 // Table is the node's runs in memory, by ref, and their row revisions: what
 // the supervisor and its components (Usage, Requests) find a run in.
 type Table struct {
-	mu      sync.Mutex // guards runs and lastRev; taken before a run's mu, never after
-	runs    map[string]*run
+	mu   sync.Mutex // guards runs; taken before a run's mu, never after
+	runs map[string]*run
+	// revMu guards lastRev; it is taken last (under a run's mu, so that a
+	// record's revision is taken and set in one step) and nothing is
+	// taken under it.
+	revMu   sync.Mutex
 	lastRev uint64
 }
 
@@ -24,8 +28,8 @@ type Table struct {
 // Revisions increase across restarts (they start from the wall clock) and
 // within one process.
 func (t *Table) NextRev() uint64 {
-	t.mu.Lock()
-	defer t.mu.Unlock()
+	t.revMu.Lock()
+	defer t.revMu.Unlock()
 	n := uint64(time.Now().UnixNano())
 	if n <= t.lastRev {
 		n = t.lastRev + 1
