@@ -16,7 +16,8 @@ import (
 // when the agent stopped cannot go on (its process is gone): the next
 // start ends it failed, saying so, and reports that end.
 
-// KeepFor is how long an ended attempt stays readable.
+// KeepFor is how long an ended attempt stays readable once reported (it
+// is dropped at the agent's next start after that).
 const KeepFor = 24 * time.Hour
 
 // The messages of an attempt the agent's stop (Close) or its crash and
@@ -35,8 +36,8 @@ type record struct {
 	Attempt  apitypes.SigninAttempt `json:"attempt"`
 }
 
-// load reads the kept attempts: the live ones end failed, the ones ended
-// more than KeepFor ago are dropped.
+// load reads the kept attempts: the live ones end failed, and the ones
+// reported and ended more than KeepFor ago are dropped.
 func (m *Manager) load() error {
 	if m.o.DB == nil {
 		return nil

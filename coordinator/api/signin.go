@@ -32,7 +32,7 @@ type signinAPI struct {
 	endedSet map[string]bool
 }
 
-// maxEnded bounds signinAPI.ended; past it the set starts again.
+// maxEnded bounds signinAPI.endedSet; past it the set starts again.
 const maxEnded = 4096
 
 func (s *signinAPI) routes() []Route {
