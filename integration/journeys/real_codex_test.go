@@ -119,9 +119,11 @@ func TestRealCodexThroughCoordinator(t *testing.T) {
 func (f *fixture) reconnectAndInterrupt(t *testing.T, s *integration.Stream, ref string, push func(...fakemodel.Reply), input any) *integration.Stream {
 	t.Helper()
 	s.Close()
-	last := f.viewer.Run(ref).RingLast
-	s = f.viewer.Attach(ref, fmt.Sprintf("from=%d", last+1))
+	// The run's row is read once it is idle: a row read earlier may be
+	// older than the output already seen (the index follows the ring).
 	before := f.operator.AwaitRun(ref, wait, "idle", func(r apitypes.Run) bool { return r.State == apitypes.StateIdle })
+	last := before.RingLast
+	s = f.viewer.Attach(ref, fmt.Sprintf("from=%d", last+1))
 	g := fakemodel.NewGate()
 	defer g.Release()
 	push(fakemodel.Held(g))
