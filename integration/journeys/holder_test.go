@@ -178,15 +178,7 @@ func TestHolderAdoptsAcrossAgentKill(t *testing.T) {
 // last+1 with the turn's end, input echoes, stop shows 143 (R-STOP-2).
 func TestRealClaudeAdoptedMidTurn(t *testing.T) {
 	t.Parallel()
-	bin := realBin(t, "claude")
-	fake := fakemodel.NewAnthropic()
-	defer fake.Close()
-	f := setup(t, "yamux", integration.ProcOptions{Path: bin + ":" + cliruntime.DefaultPath})
-	r := f.launch(f.realClaudeProfile(fake))
-	s := f.viewer.Attach(r.RunRef, "from=0")
-	f.post(f.operator, http.StatusAccepted, r.RunRef, "input", integration.Message("hello"), nil)
-	s.UntilOutput("pong: hello", wait)
-	r = f.operator.AwaitRun(r.RunRef, wait, "idle", func(r apitypes.Run) bool { return r.State == apitypes.StateIdle })
+	f, fake, r, s := idleRealClaude(t)
 
 	last := f.killMidTurn(r, s, fake.Push, integration.Message("mid-turn"), `"type":"result"`)
 	now := f.viewer.AwaitRun(r.RunRef, wait, "adopted", func(r apitypes.Run) bool { return apitypes.Live(r.State) })
@@ -340,16 +332,7 @@ func TestRealClaudeResumedAfterLoss(t *testing.T) {
 func (f *fixture) killMidTurn(r apitypes.Run, s *integration.Stream, push func(...fakemodel.Reply), input any, end string) uint64 {
 	t := f.t
 	t.Helper()
-	g := fakemodel.NewGate()
-	defer g.Release()
-	push(fakemodel.Held(g))
-	f.post(f.operator, http.StatusAccepted, r.RunRef, "input", input, nil)
-	select {
-	case <-g.Arrived():
-	case <-time.After(wait):
-		t.Fatal("the turn never reached the fake model")
-	}
-	f.operator.AwaitRun(r.RunRef, wait, "running", func(r apitypes.Run) bool { return r.State == apitypes.StateRunning })
+	g := f.holdTurn(r, push, input)
 	var last uint64
 	f.agent.Kill()
 	for {
@@ -370,6 +353,41 @@ func (f *fixture) killMidTurn(r apitypes.Run, s *integration.Stream, push func(.
 	f.agent.Start()
 	f.agent.AwaitConnected(wait)
 	return last
+}
+
+// holdTurn sends input whose model request the fake holds, and returns
+// once the run is running with its request held; the caller releases the
+// gate (the test's end does too).
+func (f *fixture) holdTurn(r apitypes.Run, push func(...fakemodel.Reply), input any) *fakemodel.Gate {
+	t := f.t
+	t.Helper()
+	g := fakemodel.NewGate()
+	t.Cleanup(g.Release)
+	push(fakemodel.Held(g))
+	f.post(f.operator, http.StatusAccepted, r.RunRef, "input", input, nil)
+	select {
+	case <-g.Arrived():
+	case <-time.After(wait):
+		t.Fatal("the turn never reached the fake model")
+	}
+	f.operator.AwaitRun(r.RunRef, wait, "running", func(r apitypes.Run) bool { return r.State == apitypes.StateRunning })
+	return g
+}
+
+// idleRealClaude is a run of the real Claude Code (the fake Messages API)
+// after one answered turn, attached from its first frame.
+func idleRealClaude(t *testing.T) (*fixture, *fakemodel.Anthropic, apitypes.Run, *integration.Stream) {
+	t.Helper()
+	bin := realBin(t, "claude")
+	fake := fakemodel.NewAnthropic()
+	t.Cleanup(fake.Close)
+	f := setup(t, "yamux", integration.ProcOptions{Path: bin + ":" + cliruntime.DefaultPath})
+	r := f.launch(f.realClaudeProfile(fake))
+	s := f.viewer.Attach(r.RunRef, "from=0")
+	f.post(f.operator, http.StatusAccepted, r.RunRef, "input", integration.Message("hello"), nil)
+	s.UntilOutput("pong: hello", wait)
+	r = f.operator.AwaitRun(r.RunRef, wait, "idle", func(r apitypes.Run) bool { return r.State == apitypes.StateIdle })
+	return f, fake, r, s
 }
 
 // joined is the data of outputs, in order.
@@ -452,26 +470,8 @@ func checkFlood(t *testing.T, outs []apitypes.Output, n int) {
 // its stall check runs again (R-ATTN-6).
 func TestRealClaudeAdoptedWhileItsTurnRuns(t *testing.T) {
 	t.Parallel()
-	bin := realBin(t, "claude")
-	fake := fakemodel.NewAnthropic()
-	defer fake.Close()
-	f := setup(t, "yamux", integration.ProcOptions{Path: bin + ":" + cliruntime.DefaultPath})
-	r := f.launch(f.realClaudeProfile(fake))
-	s := f.viewer.Attach(r.RunRef, "from=0")
-	f.post(f.operator, http.StatusAccepted, r.RunRef, "input", integration.Message("hello"), nil)
-	s.UntilOutput("pong: hello", wait)
-	f.operator.AwaitRun(r.RunRef, wait, "idle", func(r apitypes.Run) bool { return r.State == apitypes.StateIdle })
-
-	g := fakemodel.NewGate()
-	defer g.Release()
-	fake.Push(fakemodel.Held(g))
-	f.post(f.operator, http.StatusAccepted, r.RunRef, "input", integration.Message("mid-turn"), nil)
-	select {
-	case <-g.Arrived():
-	case <-time.After(wait):
-		t.Fatal("the turn never reached the fake model")
-	}
-	f.operator.AwaitRun(r.RunRef, wait, "running", func(r apitypes.Run) bool { return r.State == apitypes.StateRunning })
+	f, fake, r, _ := idleRealClaude(t)
+	g := f.holdTurn(r, fake.Push, integration.Message("mid-turn"))
 	f.agent.Kill()
 	f.agent.Start()
 	f.agent.AwaitConnected(wait)
@@ -483,7 +483,7 @@ func TestRealClaudeAdoptedWhileItsTurnRuns(t *testing.T) {
 		t.Fatal("the interrupt of the adopted turn did not cancel its model request")
 	}
 	f.operator.AwaitRun(r.RunRef, wait, "idle", func(r apitypes.Run) bool { return r.State == apitypes.StateIdle })
-	s = f.viewer.Attach(r.RunRef, "")
+	s := f.viewer.Attach(r.RunRef, "")
 	f.post(f.operator, http.StatusAccepted, r.RunRef, "input", integration.Message("after"), nil)
 	s.UntilOutput("pong: after", wait)
 	f.operator.AwaitRun(r.RunRef, wait, "idle", func(r apitypes.Run) bool { return r.State == apitypes.StateIdle })

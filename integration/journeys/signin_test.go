@@ -3,6 +3,7 @@ package journeys
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -217,27 +218,19 @@ func TestProfileSigninCodexAndUnsupported(t *testing.T) {
 // returns them.
 func (f *fixture) awaitAudit(event string, n int) []apitypes.AuditEntry {
 	f.t.Helper()
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	deadline := time.After(wait)
-	for {
+	var rows []apitypes.AuditEntry
+	integration.Await(f.t, wait, fmt.Sprintf("%d audit rows %s", n, event), func() bool {
 		var audit apitypes.AuditList
 		f.admin.Must(http.StatusOK, http.MethodGet, "/v1/audit", nil, &audit)
-		var rows []apitypes.AuditEntry
+		rows = rows[:0]
 		for _, e := range audit.Items {
 			if e.Event == event {
 				rows = append(rows, e)
 			}
 		}
-		if len(rows) >= n {
-			return rows
-		}
-		select {
-		case <-deadline:
-			f.t.Fatalf("%d audit rows %s, want %d", len(rows), event, n)
-		case <-tick.C:
-		}
-	}
+		return len(rows) >= n
+	})
+	return rows
 }
 
 // R-ACCT-10: an attempt outlives its agent. The agent is killed while the
