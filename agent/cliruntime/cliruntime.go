@@ -327,3 +327,23 @@ type Adopter interface {
 type MidTurner interface {
 	MidTurn() Step
 }
+
+// Replayer is an Adopter whose tool can be asked nothing about its state
+// and whose protocol state is not in its output alone (the ACP tools: the
+// client numbers its requests, and a prompt's end is the answer to one).
+// Such a session, once it went through Start, is deterministic: the same
+// lines read and inputs encoded give the same state. So the supervisor
+// replays the generation from its start through a scratch session of the
+// same driver (its output lines with Observe, the inputs people sent with
+// Encode, in the order the output holds them; nothing is written) and the
+// adopting session takes the scratch's state with AdoptFrom, in place of
+// Adopt. AdoptFrom returns the step of a turn in flight (EventTurnStarted),
+// and how many of the replayed inputs the scratch still holds unsent (the
+// last queued ones: the supervisor encodes them again). ok is false when
+// the scratch did not reach the conversation the session was made for
+// (the generation's start is no longer retained, or it began otherwise):
+// the session is then as after Adopt.
+type Replayer interface {
+	Adopter
+	AdoptFrom(scratch Session) (first Step, queued int, ok bool)
+}

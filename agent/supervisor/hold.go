@@ -30,9 +30,10 @@ import (
 // A tool can be adopted when its session writes nothing at the start (so a
 // fresh driver session takes it over without a handshake: Claude Code's
 // stream-json form) or its session is a cliruntime.Adopter (it learns the
-// protocol state of the live process from the tool: Codex's app-server),
-// and its replayed history is not withheld (R-HW-4 observes line by line,
-// ahead of the marks).
+// protocol state of the live process from the tool, Codex's app-server, or
+// as a Replayer from the generation read again, the ACP tools), and its
+// replayed history is not withheld (R-HW-4 observes line by line, ahead of
+// the marks).
 
 // adoptable reports whether a fresh session of sess's driver can take over
 // its process.
@@ -188,6 +189,7 @@ func (s *Supervisor) adopt(r *run, rec record, asked bool) bool {
 	}
 	sess := d.NewSession(spec)
 	var first cliruntime.Step
+	var requeue []apitypes.InputFrame
 	if a, ok := sess.(cliruntime.Adopter); ok {
 		if rec.ConversationID == "" {
 			// An Adopter's process named its conversation in its
@@ -197,6 +199,13 @@ func (s *Supervisor) adopt(r *run, rec record, asked bool) bool {
 			return false
 		}
 		first = a.Adopt()
+		if rp, ok := sess.(cliruntime.Replayer); ok {
+			st, q, ok := replayGeneration(r.ring, rec.Generation, d, spec, rp)
+			if !ok {
+				log.Warn("the held child's generation cannot be read again from its start (no longer retained): it is adopted as idle, and the answer to a prompt in flight will be passed over", "tool", rec.Driver)
+			}
+			first, requeue = st, q
+		}
 	} else {
 		sess.Start() // writes nothing: only such tools are held
 		if mt, ok := sess.(cliruntime.MidTurner); ok && midTurn(r.ring, rec.Generation, d, spec) {
@@ -226,6 +235,17 @@ func (s *Supervisor) adopt(r *run, rec record, asked bool) bool {
 	}
 	g.events(first.Events) // a turn in flight: the run is running, its stall check armed
 	g.serve(info.PTY)
+	for _, f := range requeue {
+		// Accepted by the previous agent and still queued in its session:
+		// sent again, in order; its record is already in the output.
+		if f.Clipped {
+			log.Warn("an input queued when the previous agent went is longer than the output keeps of it: it is not sent again", "by", f.By)
+			continue
+		}
+		if err := g.encode(cliruntime.Input{Text: f.Text, By: f.By, Name: f.Name}, nil); err != nil {
+			log.Warn("an input queued when the previous agent went was not sent again", logging.Err(err))
+		}
+	}
 	log.Info("adopted a live child from its holder", "pid", p.Pid(), "from_version", info.Version, "holder_pid", p.HolderPid())
 	return true
 }
@@ -244,33 +264,76 @@ func midTurn(rg *ring.Ring, gen uint32, d cliruntime.Driver, spec cliruntime.Lau
 	}
 	scratch := d.NewSession(spec)
 	scratch.Start()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	v := rg.Subscribe(max(first, last-min(last, midTurnFrames)+1), 0)
-	defer v.Close()
-	var line []byte
-	for {
-		ev, err := v.Next(ctx)
-		if err != nil {
-			break
-		}
-		if ev.Kind == ring.EventFrame && ev.Frame.Generation == gen && ev.Frame.Stream == ring.Stdout {
-			data := ev.Frame.Data
-			for {
-				i := bytes.IndexByte(data, '\n')
-				if i < 0 {
-					line = append(line, data...)
-					break
-				}
-				scratch.Observe(append(line, data[:i]...))
-				line, data = line[:0], data[i+1:]
+	readGeneration(rg, max(first, last-min(last, midTurnFrames)+1), gen, scratch.Observe, nil)
+	return scratch.TurnActive()
+}
+
+// replayGeneration reads generation gen from its start through a scratch
+// session of d, its output lines and the inputs people sent in the order
+// the output holds them, and has rp take the scratch's state
+// (cliruntime.Replayer). The generation began as a launch or as a resume
+// of spec's conversation, which the ring does not say: the launch is read
+// first. It returns the inputs the scratch still held unsent.
+func replayGeneration(rg *ring.Ring, gen uint32, d cliruntime.Driver, spec cliruntime.LaunchSpec, rp cliruntime.Replayer) (cliruntime.Step, []apitypes.InputFrame, bool) {
+	if _, last := rg.Range(); last == 0 {
+		return cliruntime.Step{}, nil, false
+	}
+	for _, conv := range []string{"", spec.ConversationID} {
+		sp := spec
+		sp.ConversationID = conv
+		scratch := d.NewSession(sp)
+		scratch.Start()
+		var inputs []apitypes.InputFrame
+		readGeneration(rg, 0, gen, scratch.Observe, func(b []byte) {
+			var f apitypes.InputFrame
+			if json.Unmarshal(b, &f) == nil {
+				inputs = append(inputs, f)
+				_, _ = scratch.Encode(cliruntime.Input{Text: f.Text})
 			}
-		}
-		if ev.Kind == ring.EventEnd || (ev.Kind == ring.EventFrame && ev.Frame.Seq >= last) {
-			break
+		})
+		if st, q, ok := rp.AdoptFrom(scratch); ok {
+			return st, inputs[len(inputs)-min(q, len(inputs)):], true
 		}
 	}
-	return scratch.TurnActive()
+	return cliruntime.Step{}, nil, false
+}
+
+// readGeneration reads the retained frames of generation gen from seq from
+// (0: the oldest) to the last committed one: each line of its stdout to
+// line, the data of each input frame to input (when not nil).
+func readGeneration(rg *ring.Ring, from uint64, gen uint32, line func([]byte) cliruntime.Step, input func([]byte)) {
+	_, last := rg.Range()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	v := rg.Subscribe(from, 0)
+	defer v.Close()
+	var part []byte
+	for {
+		ev, err := v.Next(ctx)
+		if err != nil || ev.Kind == ring.EventEnd {
+			return
+		}
+		if ev.Kind == ring.EventFrame && ev.Frame.Generation == gen {
+			switch {
+			case ev.Frame.Stream == ring.Stdout:
+				data := ev.Frame.Data
+				for {
+					i := bytes.IndexByte(data, '\n')
+					if i < 0 {
+						part = append(part, data...)
+						break
+					}
+					line(append(part, data[:i]...))
+					part, data = part[:0], data[i+1:]
+				}
+			case ev.Frame.Stream == ring.Input && input != nil:
+				input(ev.Frame.Data)
+			}
+		}
+		if ev.Kind == ring.EventFrame && ev.Frame.Seq >= last {
+			return
+		}
+	}
 }
 
 // stopHeld has a holder that is not adopted stop its child and go.

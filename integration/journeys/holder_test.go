@@ -17,6 +17,7 @@ import (
 	"github.com/olivares-dev/olivares/agent/cliruntime"
 	"github.com/olivares-dev/olivares/integration"
 	"github.com/olivares-dev/olivares/integration/fakemodel"
+	"github.com/olivares-dev/olivares/integration/realcli"
 	"github.com/olivares-dev/olivares/shared/apitypes"
 )
 
@@ -487,6 +488,130 @@ func TestRealClaudeAdoptedWhileItsTurnRuns(t *testing.T) {
 	f.post(f.operator, http.StatusAccepted, r.RunRef, "input", integration.Message("after"), nil)
 	s.UntilOutput("pong: after", wait)
 	f.operator.AwaitRun(r.RunRef, wait, "idle", func(r apitypes.Run) bool { return r.State == apitypes.StateIdle })
+	f.post(f.operator, http.StatusOK, r.RunRef, "stop", nil, nil)
+	noneLeft(t, f, r.PID)
+}
+
+// Issue 30 for the ACP tools (Gemini CLI, OpenCode and Grok played by the
+// fake CLI, which speaks their ACP): kill -9 of the agent while a prompt
+// runs and a second input waits behind it. ACP cannot be asked whether a
+// prompt is in flight, so the agent started again reads the generation
+// from its start (its output and the inputs sent) to take over the
+// previous session's state: the run is adopted (same pid, generation 1),
+// the attach stream goes on at last+1, an interrupt cancels the adopted
+// prompt, the queued input is then sent (before, it was lost, and the
+// interrupt did nothing), input echoes, and stop leaves nothing behind.
+func TestACPAdoptedMidTurn(t *testing.T) {
+	t.Parallel()
+	f := setup(t, "yamux", integration.ProcOptions{})
+	for _, tool := range []string{"gemini", "opencode", "grok"} {
+		r := f.launch(f.profile(tool))
+		r = f.operator.AwaitRun(r.RunRef, wait, "the ACP handshake", func(r apitypes.Run) bool {
+			return r.State == apitypes.StateIdle && r.ConversationID != ""
+		})
+		if h := f.agent.Holders(); len(h) != 1 {
+			t.Fatalf("holders %v, want one for the %s run", h, tool)
+		}
+		s := f.viewer.Attach(r.RunRef, "from=0")
+		f.post(f.operator, http.StatusAccepted, r.RunRef, "input", integration.Text("hello"), nil)
+		s.UntilOutput("pong: hello", wait)
+		f.operator.AwaitRun(r.RunRef, wait, "idle", func(r apitypes.Run) bool { return r.State == apitypes.StateIdle })
+		f.post(f.operator, http.StatusAccepted, r.RunRef, "input", integration.Text("slow"), nil)
+		s.UntilOutput("tick1 ", wait)
+		f.post(f.operator, http.StatusAccepted, r.RunRef, "input", integration.Text("queued words"), nil)
+
+		f.agent.Kill()
+		var last uint64
+		for {
+			ev, ok := s.Next(wait)
+			if !ok {
+				break
+			}
+			if ev.Name == apitypes.SSEOutput {
+				last = ev.Output(t).Seq
+			}
+		}
+		f.agent.Start()
+		f.agent.AwaitConnected(wait)
+		integration.Await(t, wait, "the adoption", func() bool { return countOf(integration.Kinds(f.viewer.Events(r.RunRef)), "adopted") == 1 })
+		if now := f.viewer.Run(r.RunRef); now.PID != r.PID || now.Generation != 1 {
+			t.Fatalf("%s after the restart: pid %d gen %d, want pid %d gen 1", tool, now.PID, now.Generation, r.PID)
+		}
+		s = f.viewer.Attach(r.RunRef, "from="+strconv.FormatUint(last+1, 10))
+		f.post(f.operator, http.StatusAccepted, r.RunRef, "interrupt", nil, nil)
+		rest := s.UntilOutput("pong: queued words", wait)
+		contiguous(t, rest, last+1)
+		if !bytes.Contains(joined(rest), []byte(`"stopReason":"cancelled"`)) {
+			t.Fatalf("%s: the adopted prompt was not cancelled before the queued input went", tool)
+		}
+		f.operator.AwaitRun(r.RunRef, wait, "idle", func(r apitypes.Run) bool { return r.State == apitypes.StateIdle })
+		f.post(f.operator, http.StatusAccepted, r.RunRef, "input", integration.Text("after"), nil)
+		s.UntilOutput("pong: after", wait)
+		f.operator.AwaitRun(r.RunRef, wait, "idle", func(r apitypes.Run) bool { return r.State == apitypes.StateIdle })
+		var stopped apitypes.Run
+		f.post(f.operator, http.StatusOK, r.RunRef, "stop", nil, &stopped)
+		if stopped.State != apitypes.StateStopped {
+			t.Fatalf("%s stop: %+v, want stopped", tool, stopped)
+		}
+		if evs := integration.Kinds(f.viewer.Events(r.RunRef)); countOf(evs, "adopted") != 1 || slices.Contains(evs, "lost") {
+			t.Fatalf("%s events %v: want adopted, no lost", tool, evs)
+		}
+		noneLeft(t, f, r.PID)
+	}
+}
+
+// TestACPAdoptedMidTurn with the real Gemini CLI (0.61.0, ACP, the fake
+// Gemini API): kill -9 of the agent while the model request is held; the
+// agent started again adopts the same process as running, an interrupt
+// cancels the held request, and the next turn's request carries the
+// session's history (R-STATE-6, decisions.md 27).
+func TestRealGeminiAdoptedWhileItsTurnRuns(t *testing.T) {
+	t.Parallel()
+	bin := realBin(t, "gemini")
+	fake := fakemodel.NewGemini()
+	defer fake.Close()
+	f := setup(t, "yamux", integration.ProcOptions{Path: bin + ":" + cliruntime.DefaultPath})
+	home := filepath.Join(realcli.HomeDir(t), "home")
+	if err := os.MkdirAll(filepath.Join(home, ".gemini"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(home, ".gemini", "settings.json"), []byte(`{"general":{"sessionRetention":{"enabled":false}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var p apitypes.Profile
+	f.admin.Must(http.StatusCreated, http.MethodPost, "/v1/m/sessions/profiles", apitypes.ProfileCreate{NodeID: f.agent.ID, Tool: "gemini", Name: "gemini-real", Home: home,
+		Env: map[string]string{"GEMINI_API_KEY": "test", "GOOGLE_GEMINI_BASE_URL": fake.URL()}}, &p)
+	r := f.launch(p)
+	r = f.operator.AwaitRun(r.RunRef, wait, "the ACP handshake", func(r apitypes.Run) bool {
+		return r.State == apitypes.StateIdle && r.ConversationID != ""
+	})
+	s := f.viewer.Attach(r.RunRef, "from=0")
+	f.post(f.operator, http.StatusAccepted, r.RunRef, "input", integration.Text("hello"), nil)
+	s.UntilOutput(`"stopReason":"end_turn"`, wait)
+	f.operator.AwaitRun(r.RunRef, wait, "idle", func(r apitypes.Run) bool { return r.State == apitypes.StateIdle })
+
+	g := f.holdTurn(r, fake.Push, integration.Text("mid-turn"))
+	f.agent.Kill()
+	f.agent.Start()
+	f.agent.AwaitConnected(wait)
+	integration.Await(t, wait, "the adoption", func() bool { return countOf(integration.Kinds(f.viewer.Events(r.RunRef)), "adopted") == 1 })
+	if now := f.viewer.Run(r.RunRef); now.PID != r.PID || now.Generation != 1 {
+		t.Fatalf("after the restart: pid %d gen %d, want pid %d gen 1", now.PID, now.Generation, r.PID)
+	}
+	f.post(f.operator, http.StatusAccepted, r.RunRef, "interrupt", nil, nil)
+	select {
+	case <-g.Gone():
+	case <-time.After(wait):
+		t.Fatal("the interrupt of the adopted turn did not cancel its model request")
+	}
+	f.operator.AwaitRun(r.RunRef, wait, "idle", func(r apitypes.Run) bool { return r.State == apitypes.StateIdle })
+	s = f.viewer.Attach(r.RunRef, "")
+	f.post(f.operator, http.StatusAccepted, r.RunRef, "input", integration.Text("after"), nil)
+	s.UntilOutput(`"stopReason":"end_turn"`, wait)
+	f.operator.AwaitRun(r.RunRef, wait, "idle", func(r apitypes.Run) bool { return r.State == apitypes.StateIdle })
+	if reqs := fake.Turns(); !slices.Contains(reqs[len(reqs)-1].Said(), "model: pong: hello") {
+		t.Fatalf("the turn after the adoption did not carry the session's history: %v", reqs[len(reqs)-1].Said())
+	}
 	f.post(f.operator, http.StatusOK, r.RunRef, "stop", nil, nil)
 	noneLeft(t, f, r.PID)
 }

@@ -128,3 +128,78 @@ func BenchmarkObserve(b *testing.B) {
 		})
 	}
 }
+
+// TestAdoptFrom (issue 30): a session adopting a live ACP agent takes the
+// state of a scratch that read the generation, so the answer to the
+// previous session's prompt ends the adopted turn, an interrupt reaches it,
+// its requests go on from the previous numbering, and the inputs still
+// queued are counted for the supervisor to send again. A scratch that read
+// a generation begun otherwise (a launch read as a resume, or the reverse)
+// or another conversation is refused.
+func TestAdoptFrom(t *testing.T) {
+	a := Agent{Tool: "x", Name: "x"}
+	launched := func(conv string) cliruntime.Session {
+		s := a.NewSession(cliruntime.LaunchSpec{Workdir: "/w", ConversationID: conv})
+		s.Start()
+		s.Observe([]byte(`{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":1,"agentCapabilities":{"loadSession":true}}}`))
+		s.Observe([]byte(`{"jsonrpc":"2.0","id":2,"result":{"sessionId":"s1"}}`))
+		return s
+	}
+	scratch := launched("")
+	for _, text := range []string{"first", "second"} {
+		if _, err := scratch.Encode(cliruntime.Input{Text: text}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	scratch.Observe(updateLine(8))
+
+	s := a.NewSession(cliruntime.LaunchSpec{Workdir: "/w", ConversationID: "s1"})
+	if st := s.(cliruntime.Adopter).Adopt(); len(st.Write) != 0 {
+		t.Fatalf("Adopt wrote %q", st.Write)
+	}
+	first, queued, ok := s.(cliruntime.Replayer).AdoptFrom(scratch)
+	if !ok || queued != 1 || len(first.Events) != 1 || first.Events[0].Kind != cliruntime.EventTurnStarted || first.Events[0].TurnID != "3" {
+		t.Fatalf("AdoptFrom = %+v, %d, %v; want the turn of prompt 3 in flight and one input queued", first, queued, ok)
+	}
+	if !s.TurnActive() || s.ConversationID() != "s1" {
+		t.Fatalf("adopted: active %v conversation %q", s.TurnActive(), s.ConversationID())
+	}
+	st, active := s.Interrupt()
+	if !active || len(st.Write) != 1 || !strings.Contains(string(st.Write[0]), `"method":"session/cancel","params":{"sessionId":"s1"}`) {
+		t.Fatalf("Interrupt = %q, %v; want session/cancel of s1", st.Write, active)
+	}
+	st = s.Observe([]byte(`{"jsonrpc":"2.0","id":3,"result":{"stopReason":"cancelled"}}`))
+	if len(st.Events) != 1 || st.Events[0].Kind != cliruntime.EventTurnEnded || st.Events[0].ErrorKind != cliruntime.ErrorInterrupted || s.TurnActive() {
+		t.Fatalf("the previous session's prompt answer gave %+v, want the adopted turn's end", st)
+	}
+	st, err := s.Encode(cliruntime.Input{Text: "second"})
+	if err != nil || len(st.Write) != 1 || !strings.Contains(string(st.Write[0]), `"id":4,"method":"session/prompt"`) {
+		t.Fatalf("the input sent again: %q %v, want prompt 4", st.Write, err)
+	}
+
+	// A resumed generation: its load's answer names no session, so a
+	// scratch read as a launch dies and one read as the resume it was
+	// takes over.
+	resumeLines := [][]byte{
+		[]byte(`{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":1,"agentCapabilities":{"loadSession":true}}}`),
+		[]byte(`{"jsonrpc":"2.0","id":2,"result":{}}`),
+	}
+	for _, tc := range []struct {
+		conv string
+		ok   bool
+	}{{"", false}, {"s1", true}} {
+		sc := a.NewSession(cliruntime.LaunchSpec{Workdir: "/w", ConversationID: tc.conv})
+		sc.Start()
+		for _, l := range resumeLines {
+			sc.Observe(l)
+		}
+		s := a.NewSession(cliruntime.LaunchSpec{Workdir: "/w", ConversationID: "s1"})
+		if _, _, ok := s.(cliruntime.Replayer).AdoptFrom(sc); ok != tc.ok {
+			t.Errorf("a resumed generation read with conversation %q: ok %v, want %v", tc.conv, ok, tc.ok)
+		}
+	}
+	other := a.NewSession(cliruntime.LaunchSpec{Workdir: "/w", ConversationID: "s2"})
+	if _, _, ok := other.(cliruntime.Replayer).AdoptFrom(launched("")); ok {
+		t.Error("a scratch of conversation s1 was taken for s2")
+	}
+}
