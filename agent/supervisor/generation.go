@@ -314,6 +314,13 @@ func (g *generation) encode(in cliruntime.Input, frame []byte) error {
 	if err != nil {
 		return err
 	}
+	if frame != nil && len(st.Write) == 0 {
+		// Queued in the session, not yet written (an ACP prompt behind the
+		// one in flight): the input's record is committed before the
+		// answer, so that an agent adopting the process after a kill -9
+		// finds it and sends it (replayGeneration).
+		g.r.ring.Flush()
+	}
 	g.events(st.Events)
 	return nil
 }
