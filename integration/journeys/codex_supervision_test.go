@@ -426,11 +426,7 @@ func TestCodexSupervision(t *testing.T) {
 		}
 		// Interrupt, like any run's (R-INT-1).
 		f.operator.Must(http.StatusAccepted, http.MethodPost, "/v1/m/sessions/runs/"+run.RunRef+"/interrupt", nil, nil)
-		select {
-		case <-g.Gone():
-		case <-time.After(wait):
-			t.Fatal("the interrupt did not cancel the model request")
-		}
+		closedWithin(t, g.Gone(), "the interrupt did not cancel the model request")
 		f.operator.AwaitRun(run.RunRef, wait, "idle", func(r apitypes.Run) bool { return r.State == apitypes.StateIdle })
 		// R-CX-ARC-5: a live binding owner blocks the archive of its thread.
 		expectCode(t, f.operator.Call(http.MethodPost, threadPath(a.ID, canon, "archive"), confirm), 409, "owner_active")

@@ -193,15 +193,7 @@ func TestRealClaudeAdoptedMidTurn(t *testing.T) {
 	f.post(f.operator, http.StatusAccepted, r.RunRef, "input", integration.Message("after"), nil)
 	s.UntilOutput("pong: after", wait)
 	f.operator.AwaitRun(r.RunRef, wait, "idle", func(r apitypes.Run) bool { return r.State == apitypes.StateIdle })
-	var stopped apitypes.Run
-	f.post(f.operator, http.StatusOK, r.RunRef, "stop", nil, &stopped)
-	if stopped.State != apitypes.StateStopped || stopped.ExitCode == nil || *stopped.ExitCode != 143 {
-		t.Fatalf("stop: %+v, want stopped with exit code 143", stopped)
-	}
-	if evs := integration.Kinds(f.viewer.Events(r.RunRef)); countOf(evs, "adopted") != 1 || slices.Contains(evs, "lost") {
-		t.Fatalf("events %v: want adopted, no lost", evs)
-	}
-	noneLeft(t, f, r.PID)
+	f.stopAdopted(r, 1, 143)
 }
 
 // Issue 30 with the real Codex (0.169.0, app-server, the fake Responses
@@ -216,10 +208,7 @@ func TestRealCodexAdoptedMidTurn(t *testing.T) {
 	fake := fakemodel.NewOpenAI()
 	defer fake.Close()
 	f := setup(t, "yamux", integration.ProcOptions{Path: bin + ":" + cliruntime.DefaultPath})
-	r := f.launch(f.realCodexProfile(t, fake))
-	r = f.operator.AwaitRun(r.RunRef, wait, "the app-server handshake", func(r apitypes.Run) bool {
-		return r.State == apitypes.StateIdle && r.ConversationID != ""
-	})
+	r := f.launchHandshaken(f.realCodexProfile(t, fake))
 	if h := f.agent.Holders(); len(h) != 1 {
 		t.Fatalf("holders %v, want one for the Codex run", h)
 	}
@@ -253,11 +242,7 @@ func TestRealCodexAdoptedMidTurn(t *testing.T) {
 	defer g2.Release()
 	fake.Push(fakemodel.Held(g2))
 	f.post(f.operator, http.StatusAccepted, r.RunRef, "input", integration.Text("long"), nil)
-	select {
-	case <-g2.Arrived():
-	case <-time.After(wait):
-		t.Fatal("the second turn never reached the fake model")
-	}
+	closedWithin(t, g2.Arrived(), "the second turn never reached the fake model")
 	f.agent.Kill()
 	f.agent.Start()
 	f.agent.AwaitConnected(wait)
@@ -265,15 +250,7 @@ func TestRealCodexAdoptedMidTurn(t *testing.T) {
 	f.post(f.operator, http.StatusAccepted, r.RunRef, "interrupt", nil, nil)
 	f.operator.AwaitRun(r.RunRef, wait, "idle after the interrupt", func(r apitypes.Run) bool { return r.State == apitypes.StateIdle })
 
-	var stopped apitypes.Run
-	f.post(f.operator, http.StatusOK, r.RunRef, "stop", nil, &stopped)
-	if stopped.State != apitypes.StateStopped || stopped.ExitCode == nil || *stopped.ExitCode != 0 {
-		t.Fatalf("stop: %+v, want stopped with app-server's exit code 0", stopped)
-	}
-	if evs := integration.Kinds(f.viewer.Events(r.RunRef)); countOf(evs, "adopted") != 2 || slices.Contains(evs, "lost") {
-		t.Fatalf("events %v: want two adopted, no lost", evs)
-	}
-	noneLeft(t, f, r.PID)
+	f.stopAdopted(r, 2, 0) // app-server's exit code
 }
 
 // Issue 30, resume_after_loss with the real Claude Code (the fake Messages
@@ -325,6 +302,22 @@ func TestRealClaudeResumedAfterLoss(t *testing.T) {
 	noneLeft(t, f, back.PID)
 }
 
+// killAgent kills -9 the agent; s, a viewer's stream, ends with the
+// tunnel. It returns the last seq s got.
+func (f *fixture) killAgent(s *integration.Stream) uint64 {
+	var last uint64
+	f.agent.Kill()
+	for {
+		ev, ok := s.Next(wait)
+		if !ok {
+			return last
+		}
+		if ev.Name == apitypes.SSEOutput {
+			last = ev.Output(f.t).Seq
+		}
+	}
+}
+
 // killMidTurn sends input whose turn the fake model holds, kills -9 the
 // agent while it runs (s, the viewer's stream, ends with the tunnel: it
 // returns the last seq it got), lets the turn end while no agent runs,
@@ -334,17 +327,7 @@ func (f *fixture) killMidTurn(r apitypes.Run, s *integration.Stream, push func(.
 	t := f.t
 	t.Helper()
 	g := f.holdTurn(r, push, input)
-	var last uint64
-	f.agent.Kill()
-	for {
-		ev, ok := s.Next(wait)
-		if !ok {
-			break
-		}
-		if ev.Name == apitypes.SSEOutput {
-			last = ev.Output(t).Seq
-		}
-	}
+	last := f.killAgent(s)
 	g.Release()
 	spool := filepath.Join(f.agent.Dir, "holders", r.RunRef, "1", "spool")
 	integration.Await(t, wait, "the turn's end in the holder's spool", func() bool {
@@ -366,13 +349,67 @@ func (f *fixture) holdTurn(r apitypes.Run, push func(...fakemodel.Reply), input 
 	t.Cleanup(g.Release)
 	push(fakemodel.Held(g))
 	f.post(f.operator, http.StatusAccepted, r.RunRef, "input", input, nil)
-	select {
-	case <-g.Arrived():
-	case <-time.After(wait):
-		t.Fatal("the turn never reached the fake model")
-	}
+	closedWithin(t, g.Arrived(), "the turn never reached the fake model")
 	f.operator.AwaitRun(r.RunRef, wait, "running", func(r apitypes.Run) bool { return r.State == apitypes.StateRunning })
 	return g
+}
+
+// closedWithin fails t unless ch closes within wait; what says what did
+// not happen.
+func closedWithin(t *testing.T, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(wait):
+		t.Fatal(what)
+	}
+}
+
+// launchHandshaken launches a run of p and returns it once its tool's
+// handshake named the conversation and the run is idle.
+func (f *fixture) launchHandshaken(p apitypes.Profile) apitypes.Run {
+	f.t.Helper()
+	r := f.launch(p)
+	return f.operator.AwaitRun(r.RunRef, wait, "the handshake", func(r apitypes.Run) bool {
+		return r.State == apitypes.StateIdle && r.ConversationID != ""
+	})
+}
+
+// stopAdopted stops r, adopted n times, and checks the observed exit code
+// (R-STOP-2; -1: any observed end), the ledger (n adopted rows, no lost)
+// and that no holder and no child is left.
+func (f *fixture) stopAdopted(r apitypes.Run, n, code int) {
+	t := f.t
+	t.Helper()
+	var stopped apitypes.Run
+	f.post(f.operator, http.StatusOK, r.RunRef, "stop", nil, &stopped)
+	if stopped.State != apitypes.StateStopped || code >= 0 && (stopped.ExitCode == nil || *stopped.ExitCode != code) {
+		t.Fatalf("stop: %+v, want stopped with exit code %d", stopped, code)
+	}
+	if evs := integration.Kinds(f.viewer.Events(r.RunRef)); countOf(evs, "adopted") != n || slices.Contains(evs, "lost") {
+		t.Fatalf("events %v: want %d adopted, no lost", evs, n)
+	}
+	noneLeft(t, f, r.PID)
+}
+
+// interruptAdoptedTurn holds a turn of r (holdTurn), kills the agent and
+// starts it again, and checks that the process was adopted (same pid,
+// generation 1) in its turn: an interrupt cancels the held model request
+// and the run is idle again.
+func (f *fixture) interruptAdoptedTurn(r apitypes.Run, push func(...fakemodel.Reply), input any) {
+	t := f.t
+	t.Helper()
+	g := f.holdTurn(r, push, input)
+	f.agent.Kill()
+	f.agent.Start()
+	f.agent.AwaitConnected(wait)
+	integration.Await(t, wait, "the adoption", func() bool { return countOf(integration.Kinds(f.viewer.Events(r.RunRef)), "adopted") == 1 })
+	if now := f.viewer.Run(r.RunRef); now.PID != r.PID || now.Generation != 1 {
+		t.Fatalf("after the restart: pid %d gen %d, want pid %d gen 1", now.PID, now.Generation, r.PID)
+	}
+	f.post(f.operator, http.StatusAccepted, r.RunRef, "interrupt", nil, nil)
+	closedWithin(t, g.Gone(), "the interrupt of the adopted turn did not cancel its model request")
+	f.operator.AwaitRun(r.RunRef, wait, "idle", func(r apitypes.Run) bool { return r.State == apitypes.StateIdle })
 }
 
 // idleRealClaude is a run of the real Claude Code (the fake Messages API)
@@ -472,24 +509,12 @@ func checkFlood(t *testing.T, outs []apitypes.Output, n int) {
 func TestRealClaudeAdoptedWhileItsTurnRuns(t *testing.T) {
 	t.Parallel()
 	f, fake, r, _ := idleRealClaude(t)
-	g := f.holdTurn(r, fake.Push, integration.Message("mid-turn"))
-	f.agent.Kill()
-	f.agent.Start()
-	f.agent.AwaitConnected(wait)
-	integration.Await(t, wait, "the adoption", func() bool { return countOf(integration.Kinds(f.viewer.Events(r.RunRef)), "adopted") == 1 })
-	f.post(f.operator, http.StatusAccepted, r.RunRef, "interrupt", nil, nil)
-	select {
-	case <-g.Gone():
-	case <-time.After(wait):
-		t.Fatal("the interrupt of the adopted turn did not cancel its model request")
-	}
-	f.operator.AwaitRun(r.RunRef, wait, "idle", func(r apitypes.Run) bool { return r.State == apitypes.StateIdle })
+	f.interruptAdoptedTurn(r, fake.Push, integration.Message("mid-turn"))
 	s := f.viewer.Attach(r.RunRef, "")
 	f.post(f.operator, http.StatusAccepted, r.RunRef, "input", integration.Message("after"), nil)
 	s.UntilOutput("pong: after", wait)
 	f.operator.AwaitRun(r.RunRef, wait, "idle", func(r apitypes.Run) bool { return r.State == apitypes.StateIdle })
-	f.post(f.operator, http.StatusOK, r.RunRef, "stop", nil, nil)
-	noneLeft(t, f, r.PID)
+	f.stopAdopted(r, 1, 143)
 }
 
 // Issue 30 for the ACP tools (Gemini CLI, OpenCode and Grok played by the
@@ -505,10 +530,7 @@ func TestACPAdoptedMidTurn(t *testing.T) {
 	t.Parallel()
 	f := setup(t, "yamux", integration.ProcOptions{})
 	for _, tool := range []string{"gemini", "opencode", "grok"} {
-		r := f.launch(f.profile(tool))
-		r = f.operator.AwaitRun(r.RunRef, wait, "the ACP handshake", func(r apitypes.Run) bool {
-			return r.State == apitypes.StateIdle && r.ConversationID != ""
-		})
+		r := f.launchHandshaken(f.profile(tool))
 		if h := f.agent.Holders(); len(h) != 1 {
 			t.Fatalf("holders %v, want one for the %s run", h, tool)
 		}
@@ -520,17 +542,7 @@ func TestACPAdoptedMidTurn(t *testing.T) {
 		s.UntilOutput("tick1 ", wait)
 		f.post(f.operator, http.StatusAccepted, r.RunRef, "input", integration.Text("queued words"), nil)
 
-		f.agent.Kill()
-		var last uint64
-		for {
-			ev, ok := s.Next(wait)
-			if !ok {
-				break
-			}
-			if ev.Name == apitypes.SSEOutput {
-				last = ev.Output(t).Seq
-			}
-		}
+		last := f.killAgent(s)
 		f.agent.Start()
 		f.agent.AwaitConnected(wait)
 		integration.Await(t, wait, "the adoption", func() bool { return countOf(integration.Kinds(f.viewer.Events(r.RunRef)), "adopted") == 1 })
@@ -548,15 +560,7 @@ func TestACPAdoptedMidTurn(t *testing.T) {
 		f.post(f.operator, http.StatusAccepted, r.RunRef, "input", integration.Text("after"), nil)
 		s.UntilOutput("pong: after", wait)
 		f.operator.AwaitRun(r.RunRef, wait, "idle", func(r apitypes.Run) bool { return r.State == apitypes.StateIdle })
-		var stopped apitypes.Run
-		f.post(f.operator, http.StatusOK, r.RunRef, "stop", nil, &stopped)
-		if stopped.State != apitypes.StateStopped {
-			t.Fatalf("%s stop: %+v, want stopped", tool, stopped)
-		}
-		if evs := integration.Kinds(f.viewer.Events(r.RunRef)); countOf(evs, "adopted") != 1 || slices.Contains(evs, "lost") {
-			t.Fatalf("%s events %v: want adopted, no lost", tool, evs)
-		}
-		noneLeft(t, f, r.PID)
+		f.stopAdopted(r, 1, -1) // the fake CLI ends as each tool does
 	}
 }
 
@@ -581,30 +585,13 @@ func TestRealGeminiAdoptedWhileItsTurnRuns(t *testing.T) {
 	var p apitypes.Profile
 	f.admin.Must(http.StatusCreated, http.MethodPost, "/v1/m/sessions/profiles", apitypes.ProfileCreate{NodeID: f.agent.ID, Tool: "gemini", Name: "gemini-real", Home: home,
 		Env: map[string]string{"GEMINI_API_KEY": "test", "GOOGLE_GEMINI_BASE_URL": fake.URL()}}, &p)
-	r := f.launch(p)
-	r = f.operator.AwaitRun(r.RunRef, wait, "the ACP handshake", func(r apitypes.Run) bool {
-		return r.State == apitypes.StateIdle && r.ConversationID != ""
-	})
+	r := f.launchHandshaken(p)
 	s := f.viewer.Attach(r.RunRef, "from=0")
 	f.post(f.operator, http.StatusAccepted, r.RunRef, "input", integration.Text("hello"), nil)
 	s.UntilOutput(`"stopReason":"end_turn"`, wait)
 	f.operator.AwaitRun(r.RunRef, wait, "idle", func(r apitypes.Run) bool { return r.State == apitypes.StateIdle })
 
-	g := f.holdTurn(r, fake.Push, integration.Text("mid-turn"))
-	f.agent.Kill()
-	f.agent.Start()
-	f.agent.AwaitConnected(wait)
-	integration.Await(t, wait, "the adoption", func() bool { return countOf(integration.Kinds(f.viewer.Events(r.RunRef)), "adopted") == 1 })
-	if now := f.viewer.Run(r.RunRef); now.PID != r.PID || now.Generation != 1 {
-		t.Fatalf("after the restart: pid %d gen %d, want pid %d gen 1", now.PID, now.Generation, r.PID)
-	}
-	f.post(f.operator, http.StatusAccepted, r.RunRef, "interrupt", nil, nil)
-	select {
-	case <-g.Gone():
-	case <-time.After(wait):
-		t.Fatal("the interrupt of the adopted turn did not cancel its model request")
-	}
-	f.operator.AwaitRun(r.RunRef, wait, "idle", func(r apitypes.Run) bool { return r.State == apitypes.StateIdle })
+	f.interruptAdoptedTurn(r, fake.Push, integration.Text("mid-turn"))
 	s = f.viewer.Attach(r.RunRef, "")
 	f.post(f.operator, http.StatusAccepted, r.RunRef, "input", integration.Text("after"), nil)
 	s.UntilOutput(`"stopReason":"end_turn"`, wait)
@@ -612,6 +599,5 @@ func TestRealGeminiAdoptedWhileItsTurnRuns(t *testing.T) {
 	if reqs := fake.Turns(); !slices.Contains(reqs[len(reqs)-1].Said(), "model: pong: hello") {
 		t.Fatalf("the turn after the adoption did not carry the session's history: %v", reqs[len(reqs)-1].Said())
 	}
-	f.post(f.operator, http.StatusOK, r.RunRef, "stop", nil, nil)
-	noneLeft(t, f, r.PID)
+	f.stopAdopted(r, 1, 0) // Gemini CLI's exit code at stdin EOF
 }

@@ -132,11 +132,7 @@ func (f *fixture) reconnectAndInterrupt(t *testing.T, s *integration.Stream, ref
 	if !ok || ev.Name != apitypes.SSEOutput || ev.Output(t).Seq != last+1 {
 		t.Fatalf("first event after reconnecting at %d: %s %s", last+1, ev.Name, ev.Data)
 	}
-	select {
-	case <-g.Arrived():
-	case <-time.After(wait):
-		t.Fatal("the held turn never reached the fake model")
-	}
+	closedWithin(t, g.Arrived(), "the held turn never reached the fake model")
 	f.post(f.operator, http.StatusAccepted, ref, "interrupt", nil, nil)
 	after := f.operator.AwaitRun(ref, wait, "idle after the interrupt", func(r apitypes.Run) bool { return r.State == apitypes.StateIdle })
 	if after.PID != before.PID || after.Generation != before.Generation {
