@@ -327,6 +327,16 @@ func verdict(ok bool) string {
 	return "MISSED"
 }
 
+// streamNamed is the stream called name, nil when none is.
+func streamNamed(streams []*runStream, name string) *runStream {
+	for _, r := range streams {
+		if r.name == name {
+			return r
+		}
+	}
+	return nil
+}
+
 // perRound is the median over rounds of a[i]/b[i].
 func perRound(a, b []float64) float64 {
 	rs := make([]float64, len(a))
@@ -341,18 +351,30 @@ func runsHeader(sb *strings.Builder, what string) {
 		runtime.Version(), runtime.GOMAXPROCS(0), runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, udpBuffers())
 }
 
+// unheld is the name of the third stream: yamux, its agent starting no
+// holders (issue 30), the baseline of the holder's end-to-end cost.
+const unheld = "yamux unheld"
+
 // newRunStreams starts one agent process per transport, each with one
-// idle codex run.
+// idle codex run, and a third on yamux whose run has no holder: the same
+// agent binary under another name, which starts none (agentd.holders).
 func newRunStreams(t testing.TB) []*runStream {
 	t.Helper()
 	env := integration.NewEnv(t, integration.Options{Unchecked: true}) // the contract check would be timed too
 	var streams []*runStream
-	for _, tr := range []string{tunnel.TransportQUIC, tunnel.TransportYamux} {
+	for _, name := range []string{tunnel.TransportQUIC, tunnel.TransportYamux, unheld} {
+		tr, _, _ := strings.Cut(name, " ")
 		// A bound far above one flood: a viewer that the agent drops as
 		// slow reattaches from its next seq without losing frames.
 		n := newRunNode(t, env, integration.ProcOptions{Transport: tr, RingMaxBytes: ringBound})
 		if l := env.Fleet().Link(n.agent.ID); l.Transport != tr {
 			t.Fatalf("agent on %s, want %s", l.Transport, tr)
+		}
+		if name == unheld {
+			n.agent.Terminate()
+			n.agent.SetBinary(renamedAgent(t))
+			n.agent.Start()
+			n.agent.AwaitConnected(time.Minute)
 		}
 		ref, err := n.launch()
 		if err != nil {
@@ -361,9 +383,26 @@ func newRunStreams(t testing.TB) []*runStream {
 		if err := n.awaitIdle(ref, time.Minute); err != nil {
 			t.Fatal(err)
 		}
-		streams = append(streams, &runStream{name: tr, n: n, ref: ref, next: 1, peer: n.c.Run(ref).PID})
+		if held := len(n.agent.Holders()) == 1; held != (name != unheld) {
+			t.Fatalf("%s: run held %v", name, held)
+		}
+		streams = append(streams, &runStream{name: name, n: n, ref: ref, next: 1, peer: n.c.Run(ref).PID})
 	}
 	return streams
+}
+
+// renamedAgent is a copy of the agent binary named olivares-agent-unheld.
+func renamedAgent(t testing.TB) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(integration.Binaries(t), "olivares-agent"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "olivares-agent-unheld")
+	if err := os.WriteFile(out, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 // BenchmarkRunOutput: one 64 MiB flood per iteration from the peer's
@@ -596,6 +635,13 @@ func runsStreamReport(t *testing.T) {
 		p50, p99, f50 := percentile(r.trips, 50), percentile(r.trips, 99), percentile(fsyncs, 50)
 		fmt.Fprintf(&b, "%s echo p50 = %s (target ≤ %s and ≤ fsync p50 + 1 ms = %s): %s; p99 %s (target ≤ %s): %s\n", r.name, ms(p50), ms(echoP50Target),
 			ms(f50+time.Millisecond), verdict(p50 <= echoP50Target && p50 <= f50+time.Millisecond), ms(p99), ms(echoP99Target), verdict(p99 <= echoP99Target))
+	}
+	if h, u := streamNamed(streams, tunnel.TransportYamux), streamNamed(streams, unheld); h != nil && u != nil {
+		e50 := float64(percentile(h.trips, 50)) / float64(percentile(u.trips, 50))
+		e99 := float64(percentile(h.trips, 99)) / float64(percentile(u.trips, 99))
+		thr := perRound(h.mbps, u.mbps)
+		fmt.Fprintf(&b, "holder (issue 30), end to end, yamux held vs %s: echo p50 %.2f× p99 %.2f× (target ≤ 1.15×): %s; throughput %.2f× (target ≥ 0.9×): %s\n",
+			unheld, e50, e99, verdict(e50 <= 1.15 && e99 <= 1.15), thr, verdict(thr >= 0.9))
 	}
 	b.WriteString("\nCPU profiles of the first flood round (perf, self time, top five):\n")
 	for _, r := range streams {
