@@ -14,6 +14,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/olivares-dev/olivares/coordinator/auth"
+	"github.com/olivares-dev/olivares/coordinator/store"
 	"github.com/olivares-dev/olivares/shared/apierr"
 	"github.com/olivares-dev/olivares/shared/apitypes"
 	"github.com/olivares-dev/olivares/shared/logging"
@@ -61,7 +62,39 @@ type change struct {
 	owner string
 	event string
 	run   apitypes.Run // a run event's row, as the index took it
+	view  *sharedRun   // a run event's rendering, shared by every stream
 	data  any          // the other events' data
+}
+
+// sharedRun is a run change rendered once for every stream (issue 34:
+// each stream rendered each change, a store read and a marshal per
+// subscriber): the view every caller shares (sharedView, read at the first
+// stream that sends it) and its JSON for a caller without marks on the run.
+// A caller with marks renders its own from view.
+type sharedRun struct {
+	once sync.Once
+	view apitypes.Run
+	json []byte // nil when the session meta could not be read
+}
+
+// rendered renders ch, a run change, once.
+func (s *core) rendered(ch change) *sharedRun {
+	v := ch.view
+	v.once.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		metas, err := s.o.Store.GetRunMeta(ctx, []string{ch.run.RunRef})
+		if err != nil {
+			s.log.Warn("change stream: the run's session meta; the change is not sent", logging.KeyRunRef, ch.run.RunRef, logging.Err(err))
+			return
+		}
+		v.view = s.sharedView(ch.run, metas[ch.run.RunRef])
+		v.json, err = json.Marshal(withMarks(v.view, store.Marks{}, s.o.Now()))
+		if err != nil {
+			v.json = nil
+		}
+	})
+	return v
 }
 
 // changeLog is the bounded, ordered log of changes (R-CHG-3). seq
@@ -199,14 +232,15 @@ func (s *changeAPI) changeStream(c echo.Context) error {
 		buf = buf[:0]
 		return err == nil && sink.Flush() == nil
 	}
-	event := func(name string, seq uint64, data any) {
-		b, err := json.Marshal(data)
-		if err != nil {
-			return
-		}
+	eventJSON := func(name string, seq uint64, b []byte) {
 		buf = append(buf, "event: "+name+"\nid: "+s.changes.cursor(seq)+"\ndata: "...)
 		buf = append(buf, b...)
 		buf = append(buf, "\n\n"...)
+	}
+	event := func(name string, seq uint64, data any) {
+		if b, err := json.Marshal(data); err == nil {
+			eventJSON(name, seq, b)
+		}
 	}
 	reset := func(reason string, head uint64) {
 		event(apitypes.ChangeReset, head, apitypes.ChangeResetEvent{Reason: reason})
@@ -244,38 +278,45 @@ func (s *changeAPI) changeStream(c echo.Context) error {
 			seq = h
 			continue
 		}
-		// The caller's view of every run row in this batch, from one read
-		// of the marks and names: under a burst of changes a stream
-		// catches up in batches, not in one store read per change.
-		var rows []apitypes.Run
+		// The caller's marks on every run row in this batch, from one
+		// read: under a burst of changes a stream catches up in batches,
+		// not in one store read per change. The rest of each row's view is
+		// rendered once for every stream (sharedRun).
+		var refs []string
 		for _, ch := range items {
 			if ch.event == apitypes.ChangeRun && ch.tenant == cl.Tenant {
-				rows = append(rows, ch.run)
+				refs = append(refs, ch.run.RunRef)
 			}
 		}
-		views, err := s.runViewsFor(ctx, cl, rows...)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
+		var marks map[string]store.Marks
+		var marksErr error
+		if len(refs) > 0 {
+			if marks, marksErr = s.o.Store.GetMarks(ctx, cl.Tenant, cl.Owner(), refs); marksErr != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				s.log.WarnContext(ctx, "change stream: the caller's marks; the batch's run changes are not sent", logging.Err(marksErr))
 			}
-			s.log.WarnContext(ctx, "change stream: the runs' views", logging.Err(err))
-			views = nil
 		}
-		next := 0
+		now := s.o.Now()
 		for _, ch := range items {
 			seq = ch.seq
 			if ch.tenant != cl.Tenant || (ch.owner != "" && ch.owner != cl.Owner()) {
 				continue
 			}
-			data := ch.data
-			if ch.event == apitypes.ChangeRun {
-				if next >= len(views) {
-					continue // the views could not be read: the row is dropped, as before
-				}
-				data = views[next]
-				next++
+			if ch.event != apitypes.ChangeRun {
+				event(ch.event, ch.seq, ch.data)
+				continue
 			}
-			event(ch.event, ch.seq, data)
+			v := s.rendered(ch)
+			switch m := marks[ch.run.RunRef]; {
+			case marksErr != nil || v.json == nil:
+				// Not read: the row is dropped, as a failed read did before.
+			case !unmarked(m, now):
+				event(ch.event, ch.seq, withMarks(v.view, m, now))
+			default:
+				eventJSON(ch.event, ch.seq, v.json)
+			}
 		}
 		if len(buf) > 0 {
 			if !flush() {

@@ -1,10 +1,13 @@
 package api
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -177,6 +180,70 @@ func TestChangeStream(t *testing.T) {
 		t.Errorf("a cursor the log dropped: got %s %s, want reset expired", ev.Type, ev.Data)
 	}
 	c.close()
+}
+
+// metaCounter counts the store's session meta reads.
+type metaCounter struct {
+	store.Store
+	reads atomic.Int64
+}
+
+func (m *metaCounter) GetRunMeta(ctx context.Context, refs []string) (map[string]store.RunMeta, error) {
+	m.reads.Add(1)
+	return m.Store.GetRunMeta(ctx, refs)
+}
+
+// R-CHG-2 at scale (issue 34): a run change is rendered once for every
+// stream, not once per stream: three streams read the run's session meta
+// once between them; the two callers without marks on the run get the
+// same bytes, and the caller who pinned it gets the run pinned.
+func TestChangeRenderedOnce(t *testing.T) {
+	var mc *metaCounter
+	s, st := newTestServer(t, func(o *Options) {
+		mc = &metaCounter{Store: o.Store}
+		o.Store = mc
+	})
+	srv := httptest.NewServer(handler(s))
+	t.Cleanup(srv.Close)
+	t0 := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+	row := apitypes.Run{RunRef: "run_a", Tenant: "t1", NodeID: "n1", State: apitypes.StateRunning, Driver: "claude", Generation: 1,
+		Isolation: apitypes.IsolationNative, ProviderProfileRef: "pp", CreatedAt: t0, Rev: 1}
+	pushRow(t, s, row)
+	var streams []*changeClient
+	for _, name := range []string{"alice", "bob", "carol"} {
+		tok := principal(t, st, name, map[string]string{"t1": store.RoleAdmin})
+		if name == "bob" {
+			req, _ := http.NewRequest(http.MethodPost, srv.URL+Base+"/runs/run_a/pin", nil)
+			req.Header.Set("Authorization", "Bearer "+tok)
+			req.Header.Set(HeaderTenant, "t1")
+			if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusOK {
+				t.Fatalf("pin: %v %v", resp, err)
+			}
+		}
+		c := openChanges(t, srv.URL, tok, "t1", "")
+		if ev := c.next(t); ev.Type != apitypes.ChangeReset {
+			t.Fatalf("%s: first event %s, want reset", name, ev.Type)
+		}
+		streams = append(streams, c)
+	}
+	before := mc.reads.Load()
+	row.State, row.Rev = apitypes.StateIdle, 2
+	pushRow(t, s, row)
+	var got [][]byte
+	for i, c := range streams {
+		ev := c.next(t)
+		var r apitypes.Run
+		if json.Unmarshal(ev.Data, &r); ev.Type != apitypes.ChangeRun || r.State != apitypes.StateIdle || r.Pinned != (i == 1) {
+			t.Fatalf("stream %d: %s %s, want run_a idle, pinned only for bob", i, ev.Type, ev.Data)
+		}
+		got = append(got, ev.Data)
+	}
+	if n := mc.reads.Load() - before; n != 1 {
+		t.Errorf("the change read the session meta %d times for three streams, want once", n)
+	}
+	if !bytes.Equal(got[0], got[2]) {
+		t.Errorf("two callers without marks got different renderings:\n%s\n%s", got[0], got[2])
+	}
 }
 
 // The bounded log: after() from any kept cursor returns what followed it,

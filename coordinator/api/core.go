@@ -174,29 +174,44 @@ func (s *core) runViewsFor(ctx context.Context, cl Caller, rows ...apitypes.Run)
 	now := s.o.Now()
 	out := make([]apitypes.Run, len(rows))
 	for i, r := range rows {
-		if !s.o.Fleet.Link(r.NodeID).Connected {
-			f := false
-			r.NodeReachable = &f
-		} else {
-			r.NodeReachable = nil
-		}
-		meta := metas[r.RunRef]
-		r.Name, r.ArchivedAt = meta.Name, utcPtr(meta.ArchivedAt)
-		r.ScheduledContinueAt = nil
-		if c := meta.Continue; c != nil && c.FiredAt == nil {
-			r.ScheduledContinueAt = utcPtr(&c.At) // R-CONT-1
-		}
-		r.OnLimit = meta.OnLimit // R-ONL-6
-		m := marks[r.RunRef]
-		r.Pinned, r.PinnedAt, r.Done = m.PinnedAt != nil, utcPtr(m.PinnedAt), m.Done
-		r.SnoozedUntil = nil
-		if m.SnoozedUntil != nil && now.Before(*m.SnoozedUntil) {
-			r.SnoozedUntil = utcPtr(m.SnoozedUntil)
-		}
-		out[i] = apitypes.WithAttention(r, now) // R-ATTN-1
-
+		out[i] = withMarks(s.sharedView(r, metas[r.RunRef]), marks[r.RunRef], now)
 	}
 	return out, nil
+}
+
+// sharedView is r as every caller sees it: its node's reachability and its
+// session meta (name, archive, scheduled continue, on_limit).
+func (s *core) sharedView(r apitypes.Run, meta store.RunMeta) apitypes.Run {
+	if !s.o.Fleet.Link(r.NodeID).Connected {
+		f := false
+		r.NodeReachable = &f
+	} else {
+		r.NodeReachable = nil
+	}
+	r.Name, r.ArchivedAt = meta.Name, utcPtr(meta.ArchivedAt)
+	r.ScheduledContinueAt = nil
+	if c := meta.Continue; c != nil && c.FiredAt == nil {
+		r.ScheduledContinueAt = utcPtr(&c.At) // R-CONT-1
+	}
+	r.OnLimit = meta.OnLimit // R-ONL-6
+	return r
+}
+
+// withMarks is a shared view with one caller's marks m on it, and its
+// attention at now (R-ATTN-1).
+func withMarks(r apitypes.Run, m store.Marks, now time.Time) apitypes.Run {
+	r.Pinned, r.PinnedAt, r.Done = m.PinnedAt != nil, utcPtr(m.PinnedAt), m.Done
+	r.SnoozedUntil = nil
+	if m.SnoozedUntil != nil && now.Before(*m.SnoozedUntil) {
+		r.SnoozedUntil = utcPtr(m.SnoozedUntil)
+	}
+	return apitypes.WithAttention(r, now)
+}
+
+// unmarked reports whether marks m change nothing in a view at now: no
+// pin, not done, no snooze still running.
+func unmarked(m store.Marks, now time.Time) bool {
+	return m.PinnedAt == nil && !m.Done && (m.SnoozedUntil == nil || !now.Before(*m.SnoozedUntil))
 }
 
 func utcPtr(t *time.Time) *time.Time {
@@ -263,7 +278,7 @@ func checkName(name string) (string, error) {
 // publishRuns logs run rows the index took.
 func (s *core) publishRuns(rows ...apitypes.Run) {
 	for _, r := range rows {
-		s.changes.add(change{tenant: r.Tenant, event: apitypes.ChangeRun, run: r})
+		s.changes.add(change{tenant: r.Tenant, event: apitypes.ChangeRun, run: r, view: &sharedRun{}})
 	}
 	s.notify.observe(rows...) // R-NOTIF-2
 	s.limitSeen(rows...)      // R-ONL-2
