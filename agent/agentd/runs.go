@@ -301,11 +301,12 @@ func (a *Agent) inputOp(ctx context.Context, h wire.Header, s tunnel.Stream) {
 }
 
 func (a *Agent) interruptOp(ctx context.Context, h wire.Header, s tunnel.Stream) {
-	if err := a.sup.Interrupt(ctx, h.RunRef); err != nil {
+	noop, err := a.sup.Interrupt(ctx, h.RunRef)
+	if err != nil {
 		respond(s, nil, err)
 		return
 	}
-	respond(s, apitypes.Accepted{Accepted: true}, nil)
+	respond(s, apitypes.Accepted{Accepted: true, Noop: noop}, nil)
 }
 
 func (a *Agent) stopOp(ctx context.Context, h wire.Header, s tunnel.Stream) {

@@ -72,7 +72,7 @@ func TestACPRequests(t *testing.T) {
 
 			e.input(ref, "ask make")
 			req = e.awaitRequest(ref, apitypes.RequestPending)
-			if err := e.sup.Interrupt(t.Context(), ref); err != nil {
+			if _, err := e.sup.Interrupt(t.Context(), ref); err != nil {
 				t.Fatal(err)
 			}
 			e.await("the interrupted turn's request withdrawn", func() bool {

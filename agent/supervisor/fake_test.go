@@ -123,6 +123,9 @@ func TestFakeLaunchInput(t *testing.T) {
 	}
 }
 
+// second is the error of a call that returns a value and an error.
+func second[T any](_ T, err error) error { return err }
+
 // TestFakeInterrupt: an idle interrupt is an accepted no-op (R-INT-2); a
 // running turn is cancelled and the process stays (R-INT-1).
 func TestFakeInterrupt(t *testing.T) {
@@ -130,8 +133,8 @@ func TestFakeInterrupt(t *testing.T) {
 	r := e.launchIdle("run_intr1")
 	out := e.tail("run_intr1", 0)
 
-	if err := e.sup.Interrupt(context.Background(), "run_intr1"); err != nil {
-		t.Fatalf("Interrupt on idle: %v, want accepted (R-INT-2)", err)
+	if noop, err := e.sup.Interrupt(context.Background(), "run_intr1"); err != nil || !noop {
+		t.Fatalf("Interrupt on idle: noop %v, %v; want an accepted no-op that says so (R-INT-2)", noop, err)
 	}
 	ev := last(e.events("run_intr1"))
 	if ev.Kind != ledger.KindInterrupted || detail(t, ev)["noop"] != true || ev.Generation != 1 {
@@ -147,8 +150,8 @@ func TestFakeInterrupt(t *testing.T) {
 		t.Fatalf("during slow: state %s, want running", got.State)
 	}
 	out.awaitText(ring.Stdout, "tick1 ")
-	if err := e.sup.Interrupt(context.Background(), "run_intr1"); err != nil {
-		t.Fatalf("Interrupt during a turn: %v", err)
+	if noop, err := e.sup.Interrupt(context.Background(), "run_intr1"); err != nil || noop {
+		t.Fatalf("Interrupt during a turn: noop %v, %v", noop, err)
 	}
 	ev = last(e.events("run_intr1"))
 	if ev.Kind != ledger.KindInterrupted || detail(t, ev)["noop"] != false {
@@ -174,7 +177,7 @@ func TestFakeInterrupt(t *testing.T) {
 		t.Fatalf("Stop: %v", err)
 	}
 	// R-INT-2: no live process → 409.
-	wantErr(t, "Interrupt on a stopped run", e.sup.Interrupt(context.Background(), "run_intr1"), supervisor.ErrNotLive)
+	wantErr(t, "Interrupt on a stopped run", second(e.sup.Interrupt(context.Background(), "run_intr1")), supervisor.ErrNotLive)
 }
 
 // TestFakeStopResume: stop records stop_requested then exited (R-STOP-1/2);

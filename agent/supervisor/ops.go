@@ -161,19 +161,20 @@ func (r *run) flushInputs(writer bool) bool {
 }
 
 // Interrupt cancels the active turn; the process stays (R-INT-1). An idle
-// run is an accepted no-op recorded with noop=true (R-INT-2).
-func (s *Supervisor) Interrupt(ctx context.Context, ref string) error {
+// run is an accepted no-op recorded with noop=true, and noop says so
+// (R-INT-2).
+func (s *Supervisor) Interrupt(ctx context.Context, ref string) (noop bool, err error) {
 	r, err := s.Runs.get(ref)
 	if err != nil {
-		return err
+		return false, err
 	}
 	g, err := r.liveGen()
 	if err != nil {
-		return err
+		return false, err
 	}
 	active := g.interrupt()
 	detail, _ := json.Marshal(map[string]bool{"noop": !active})
-	return r.update(ledger.Event{Kind: ledger.KindInterrupted, Generation: g.n, Detail: detail}, nil)
+	return !active, r.update(ledger.Event{Kind: ledger.KindInterrupted, Generation: g.n, Detail: detail}, nil)
 }
 
 // Stop sends SIGTERM to the process group, waits the grace, then SIGKILLs

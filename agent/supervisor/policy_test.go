@@ -42,7 +42,7 @@ func TestApprovalHoldsLaunchAndResume(t *testing.T) {
 	if msg := err.Error(); !strings.Contains(msg, "approve it first") || strings.Contains(msg, "resume") {
 		t.Errorf("input to a held run: %q, want it to say to approve it", msg)
 	}
-	wantErr(t, "interrupt of a held run", e.sup.Interrupt(ctx, "run_held1"), supervisor.ErrPendingApproval)
+	wantErr(t, "interrupt of a held run", second(e.sup.Interrupt(ctx, "run_held1")), supervisor.ErrPendingApproval)
 	// Held across an agent restart: not lost, not started.
 	e.shut()
 	e.open()

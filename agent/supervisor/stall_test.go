@@ -46,7 +46,7 @@ func TestDiskStallBlocksNoOtherRun(t *testing.T) {
 
 	armed.Store(true)
 	interrupted := make(chan error, 1)
-	go func() { interrupted <- e.sup.Interrupt(context.Background(), "run_stallA") }()
+	go func() { interrupted <- second(e.sup.Interrupt(context.Background(), "run_stallA")) }()
 	select {
 	case <-entered:
 	case <-time.After(waitFor):

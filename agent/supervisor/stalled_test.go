@@ -53,7 +53,7 @@ func TestStalledTurn(t *testing.T) {
 		t.Fatalf("a stalled run must be left running: %s %v", r.State, r.StalledSince)
 	}
 	// The turn's end (an interrupt here) clears it.
-	if err := e.sup.Interrupt(t.Context(), "run_stall1"); err != nil {
+	if _, err := e.sup.Interrupt(t.Context(), "run_stall1"); err != nil {
 		t.Fatal(err)
 	}
 	e.awaitState("run_stall1", apitypes.StateIdle)
@@ -68,7 +68,7 @@ func TestStalledTurn(t *testing.T) {
 	if r := e.get("run_stall1"); r.StalledSince != nil {
 		t.Fatalf("a turn that wrote was marked stalled at %v", r.StalledSince)
 	}
-	e.sup.Interrupt(t.Context(), "run_stall1")
+	_, _ = e.sup.Interrupt(t.Context(), "run_stall1")
 	e.awaitState("run_stall1", apitypes.StateIdle)
 
 	for _, bad := range []string{"5s", "25h", "soon"} {

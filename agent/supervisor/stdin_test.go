@@ -164,7 +164,7 @@ func TestInputAfterEarlyInterruptAnswered(t *testing.T) {
 		if err := e.sup.Input(context.Background(), ref, msg("slow")); err != nil {
 			t.Fatalf("Input(%s, slow): %v", ref, err)
 		}
-		if err := e.sup.Interrupt(context.Background(), ref); err != nil {
+		if _, err := e.sup.Interrupt(context.Background(), ref); err != nil {
 			t.Fatalf("Interrupt(%s): %v", ref, err)
 		}
 		if err := e.sup.Input(context.Background(), ref, msg("after")); err != nil {
@@ -379,7 +379,7 @@ func TestStdinKeepsCallOrder(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for range interrupts {
-				if err := e.sup.Interrupt(context.Background(), ref); err != nil {
+				if _, err := e.sup.Interrupt(context.Background(), ref); err != nil {
 					errs <- err
 				}
 			}

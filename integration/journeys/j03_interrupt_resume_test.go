@@ -81,12 +81,19 @@ func TestJ03InterruptResume(t *testing.T) {
 				// (R-INT-1). Idle, it is a no-op (R-INT-2).
 				f.post(f.operator, http.StatusAccepted, ref, "input", tt.input("slow"), nil)
 				f.operator.AwaitRun(ref, wait, "running", func(r apitypes.Run) bool { return r.State == apitypes.StateRunning })
-				f.post(f.operator, http.StatusAccepted, ref, "interrupt", nil, nil)
+				var acc apitypes.Accepted
+				f.post(f.operator, http.StatusAccepted, ref, "interrupt", nil, &acc)
+				if acc.Noop {
+					t.Fatal("the interrupt of a running turn said noop")
+				}
 				after := f.operator.AwaitRun(ref, wait, "idle after interrupt", func(r apitypes.Run) bool { return r.State == apitypes.StateIdle })
 				if after.PID != pid || after.Generation != 1 {
 					t.Fatalf("interrupt changed the process: pid %d→%d gen %d", pid, after.PID, after.Generation)
 				}
-				f.post(f.operator, http.StatusAccepted, ref, "interrupt", nil, nil)
+				f.post(f.operator, http.StatusAccepted, ref, "interrupt", nil, &acc)
+				if !acc.Noop {
+					t.Fatal("the interrupt of an idle run did not say noop (R-INT-2)")
+				}
 				evs := f.viewer.Events(ref)
 				var noops []bool
 				for _, e := range evs {

@@ -235,6 +235,8 @@ type ContinueRequest struct {
 // Accepted answers input and interrupt (202).
 type Accepted struct {
 	Accepted bool `json:"accepted"`
+	// Noop: an interrupt found no turn to cancel (R-INT-2).
+	Noop bool `json:"noop,omitempty"`
 }
 
 // Event is one lifecycle ledger row (GET /runs/{ref}/events, R-EVT-*).

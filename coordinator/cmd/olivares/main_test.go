@@ -757,6 +757,8 @@ func TestStopAndResumeText(t *testing.T) {
 			writeJSON(w, 200, apitypes.Run{RunRef: "run_1", State: "starting", Generation: 3})
 		case "/v1/m/sessions/runs/run_1/interrupt":
 			writeJSON(w, 202, apitypes.Accepted{Accepted: true})
+		case "/v1/m/sessions/runs/run_2/interrupt":
+			writeJSON(w, 202, apitypes.Accepted{Accepted: true, Noop: true})
 		}
 	})
 	for _, tt := range []struct {
@@ -767,6 +769,7 @@ func TestStopAndResumeText(t *testing.T) {
 		{[]string{"session", "stop", "run_2"}, "run_2 failed, signal SIGKILL (signal)\n"},
 		{[]string{"session", "resume", "run_1"}, "run_1 starting, generation 3\n"},
 		{[]string{"session", "interrupt", "run_1"}, "interrupt accepted\n"},
+		{[]string{"session", "interrupt", "run_2"}, "no turn was running: nothing to interrupt\n"},
 	} {
 		if out, stderr, rc := cli(t, tt.args...); rc != 0 || out != tt.want {
 			t.Errorf("%q: exit %d, out %q (stderr %q), want %q", tt.args, rc, out, stderr, tt.want)

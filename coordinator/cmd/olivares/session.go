@@ -52,7 +52,13 @@ func sessionCommands() []*command {
 				if err != nil {
 					return err
 				}
-				return c.emit(acc, func() { fmt.Fprintln(c.out, "interrupt accepted") })
+				return c.emit(acc, func() {
+					if acc.Noop {
+						fmt.Fprintln(c.out, "no turn was running: nothing to interrupt")
+						return
+					}
+					fmt.Fprintln(c.out, "interrupt accepted")
+				})
 			}},
 		{name: "session stop", arg: "run ref", usage: "olivares session stop REF [--json]     SIGTERM, then SIGKILL, the process group\n",
 			run: func(ctx context.Context, c *call) error {
