@@ -437,7 +437,7 @@ func (a *Agent) handoffOp(ctx context.Context, h wire.Header, s tunnel.Stream) {
 	// agent's context.
 	a.longOp(ctx, s, func(ctx context.Context) (any, error) {
 		res, err := a.sup.Handoff(ctx, supervisor.HandoffParams{Source: h.RunRef, Summary: p.Summary, Read: handoffReads{a.reads},
-			Target: supervisor.LaunchParams{RunRef: p.NewRunRef, Tenant: p.Tenant, ProfileRef: p.ProfileRef,
+			Target: supervisor.LaunchParams{RunRef: p.NewRunRef, Tenant: p.Tenant, ProfileRef: p.ProfileRef, Grants: grants(p.Grants),
 				SetupRefusal: p.SetupRefusal, ProjectConfigApproved: p.ProjectConfigApproved}})
 		if err != nil {
 			return nil, err

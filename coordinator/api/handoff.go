@@ -95,6 +95,15 @@ func (s *handoffAPI) handoffRun(ctx context.Context, tenant string, actor apityp
 		return out, apierr.New(http.StatusConflict, "profile_other_node", "profile %s is on node %s and run %s on node %s; the new run works in the same workspace, so it needs a profile of that node", p.Ref, p.NodeID, src.RunRef, src.NodeID)
 	}
 	params := proto.RunHandoff{NewRunRef: newRef, Tenant: tenant, ProfileRef: p.Ref, Summary: req.Summary}
+	// R-ACCT-7: the new run's profile signs in by its API key, if it has
+	// one, as at a launch.
+	key, err := s.withProfileKey(ctx, p, nil)
+	if err != nil {
+		return out, err
+	}
+	if params.Grants, err = s.openGrants(ctx, tenant, key); err != nil {
+		return out, err
+	}
 	if src.WorkspaceRef != "" {
 		if params.Gate, err = s.gate(ctx, src.WorkspaceRef); err != nil {
 			return out, err

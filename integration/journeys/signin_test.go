@@ -329,6 +329,21 @@ func TestProfileAPIKey(t *testing.T) {
 	f.post(f.operator, http.StatusAccepted, firstRun, "input", integration.Text("env OPENAI_API_KEY"), nil)
 	s.UntilOutput("env OPENAI_API_KEY="+other, wait)
 
+	// A handoff's new run takes its profile's key too.
+	src := f.launch(f.profile("claude"))
+	s = f.viewer.Attach(src.RunRef, "")
+	f.post(f.operator, http.StatusAccepted, src.RunRef, "input", integration.Message("hello"), nil)
+	s.UntilOutput("pong: hello", wait)
+	f.operator.AwaitRun(src.RunRef, wait, "idle", func(r apitypes.Run) bool { return r.State == apitypes.StateIdle && r.ConversationID != "" })
+	var ho apitypes.HandoffResponse
+	f.operator.Must(http.StatusCreated, http.MethodPost, runURL(src.RunRef, "handoff"), apitypes.HandoffRequest{ProviderProfileRef: p.Ref}, &ho)
+	if strings.Join(ho.Run.Taint, ",") != apitypes.GrantVaultSecret {
+		t.Fatalf("taint of a handoff to a profile with a key: %v, want vault_secret", ho.Run.Taint)
+	}
+	s = f.viewer.Attach(ho.Run.RunRef, "")
+	f.post(f.operator, http.StatusAccepted, ho.Run.RunRef, "input", integration.Text("env OPENAI_API_KEY"), nil)
+	s.UntilOutput("env OPENAI_API_KEY="+other, wait)
+
 	if got := f.admin.Call(http.MethodDelete, "/v1/m/sessions/vault/secrets/"+sec2.Ref, nil); got.Status != http.StatusConflict ||
 		got.ErrorCode() != "secret_in_use" || !strings.Contains(string(got.Body), p.Name) {
 		t.Fatalf("deleting the profile's key: %d %s, want 409 secret_in_use naming the profile", got.Status, got.Body)

@@ -175,6 +175,8 @@ type RunHandoff struct {
 	ProfileRef   string  `json:"profile_ref"`
 	Summary      *string `json:"summary,omitempty"`
 	SetupRefusal string  `json:"setup_refusal,omitempty"`
+	// Grants are the new run's: its profile's API key (R-ACCT-7).
+	Grants []Grant `json:"grants,omitempty"`
 	Gate
 }
 
