@@ -395,10 +395,7 @@ func (f *Fleet) serveStream(ctx context.Context, l *link, s tunnel.Stream, hello
 			wire.Respond(s, nil, &wire.Error{Status: http.StatusBadRequest, Code: "bad_request", Message: "runs.push: bad params"})
 			return
 		}
-		err := f.indexRuns(ctx, l.nodeID, req.Runs)
-		if err == nil {
-			err = f.indexUsage(ctx, l.nodeID, req.Usage)
-		}
+		err := f.indexRuns(ctx, l.nodeID, req.Runs, req.Usage)
 		var reply proto.RunsPushReply
 		if o := f.observer(); err == nil && o != nil && len(req.Signins) > 0 {
 			reply.SigninsTaken = o.SigninsEnded(ctx, l.nodeID, req.Signins)
@@ -413,31 +410,39 @@ func (f *Fleet) serveStream(ctx context.Context, l *link, s tunnel.Stream, hello
 	}
 }
 
-// indexRuns stores run rows an agent pushed, in one transaction: the push
-// is the index's one writer (issue 24). The node and tenant come from the
-// verified tunnel identity and the registry, never from the row: an agent
-// can only index its own runs in its own tenant.
-func (f *Fleet) indexRuns(ctx context.Context, nodeID string, runs []apitypes.Run) error {
+// indexRuns stores run rows and usage rows an agent pushed, in one
+// transaction: the push is the index's one writer (issue 24), and one
+// commit is one fsync on the path of the call that waits for it (issue
+// 34). The node and tenant come from the verified tunnel identity and the
+// registry, never from the row: an agent can only index its own runs in
+// its own tenant.
+func (f *Fleet) indexRuns(ctx context.Context, nodeID string, runs []apitypes.Run, usage []apitypes.UsageTurn) error {
 	n, err := f.store.GetNode(ctx, nodeID)
 	if err != nil {
 		return err
 	}
 	now := time.Now().UTC()
-	refs := make([]string, len(runs))
+	refs := make([]string, 0, len(runs)+len(usage))
+	pushed := make(map[string]bool, len(runs))
 	for i := range runs {
 		runs[i].NodeID, runs[i].Tenant, runs[i].NodeReachable, runs[i].IndexedAt = nodeID, n.Tenant, nil, &now
-		refs[i] = runs[i].RunRef
+		refs = append(refs, runs[i].RunRef)
+		pushed[runs[i].RunRef] = true
+	}
+	for _, u := range usage {
+		refs = append(refs, u.RunRef)
 	}
 	// What the index held before: a row is news to the change stream when
-	// it is newer than that (R-CHG-2).
+	// it is newer than that (R-CHG-2), and a usage row is this node's to
+	// report when its run is.
 	var before map[string]apitypes.Run
 	o := f.observer()
-	if o != nil {
+	if o != nil || len(usage) > 0 {
 		if before, err = f.store.GetRuns(ctx, refs); err != nil {
 			return err
 		}
 	}
-	_, refused, err := f.store.PutRuns(ctx, runs)
+	_, refused, err := f.store.PutRuns(ctx, runs, f.usageOf(n, usage, before, pushed)...)
 	if err != nil {
 		return err
 	}

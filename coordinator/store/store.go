@@ -221,9 +221,11 @@ type Store interface {
 	// PutRuns is PutRun for a batch (an agent's push), in one transaction:
 	// one commit, one fsync. Each row is kept or not as PutRun would; a
 	// row PutRun would refuse (ErrConflict, a bad key) is skipped and its
-	// error returned in refused by ref, and the others are written. err
-	// is a failure of the whole batch, which then wrote nothing.
-	PutRuns(ctx context.Context, rs []apitypes.Run) (wrote int, refused map[string]error, err error)
+	// error returned in refused by ref, and the others are written. The
+	// usage rows given are stored in the same transaction as PutUsage
+	// stores them (a push's rows and usage, one commit, issue 34). err is
+	// a failure of the whole batch, which then wrote nothing.
+	PutRuns(ctx context.Context, rs []apitypes.Run, usage ...apitypes.UsageTurn) (wrote int, refused map[string]error, err error)
 	// GetRun returns the row; ErrNotFound if absent.
 	GetRun(ctx context.Context, ref string) (apitypes.Run, error)
 	// GetRuns returns the indexed rows of refs by ref, in one read; a ref

@@ -357,11 +357,14 @@ func (s *Store) PutRun(ctx context.Context, r apitypes.Run) (bool, error) {
 
 // PutRuns implements store.Store: one bbolt transaction (one fsync) for
 // the batch.
-func (s *Store) PutRuns(ctx context.Context, rs []apitypes.Run) (int, map[string]error, error) {
+func (s *Store) PutRuns(ctx context.Context, rs []apitypes.Run, usage ...apitypes.UsageTurn) (int, map[string]error, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, nil, err
 	}
-	return s.pushes.put(s, rs)
+	if err := checkUsage(usage); err != nil {
+		return 0, nil, err
+	}
+	return s.pushes.put(s, rs, usage)
 }
 
 // runBatcher is the group commit of PutRuns: a call that finds no commit
@@ -379,14 +382,15 @@ type runBatcher struct {
 // runPut is one PutRuns call: its rows, and what it learns.
 type runPut struct {
 	rows    []apitypes.Run
+	usage   []apitypes.UsageTurn
 	wrote   int
 	refused map[string]error
 	err     error
 	done    chan struct{}
 }
 
-func (b *runBatcher) put(s *Store, rs []apitypes.Run) (int, map[string]error, error) {
-	p := &runPut{rows: rs, done: make(chan struct{})}
+func (b *runBatcher) put(s *Store, rs []apitypes.Run, usage []apitypes.UsageTurn) (int, map[string]error, error) {
+	p := &runPut{rows: rs, usage: usage, done: make(chan struct{})}
 	b.mu.Lock()
 	b.pending = append(b.pending, p)
 	if b.leading {
@@ -408,9 +412,10 @@ func (b *runBatcher) put(s *Store, rs []apitypes.Run) (int, map[string]error, er
 	return p.wrote, p.refused, p.err
 }
 
-// commitRuns writes every call's rows in one transaction. A row refused
-// (checkRun, an older rev) is that call's; an error of the transaction is
-// every call's, and none of their rows is stored.
+// commitRuns writes every call's rows, then its usage rows, in one
+// transaction. A row refused (checkRun, an older rev) is that call's; an
+// error of the transaction is every call's, and none of their rows is
+// stored.
 func (s *Store) commitRuns(batch []*runPut) {
 	err := closedErr(s.db.Update(func(tx *bbolt.Tx) error {
 		for _, p := range batch {
@@ -431,6 +436,9 @@ func (s *Store) commitRuns(batch []*runPut) {
 				if w {
 					p.wrote++
 				}
+			}
+			if err := putUsageTx(tx, p.usage); err != nil {
+				return err
 			}
 		}
 		return nil

@@ -53,43 +53,53 @@ func newer(a, b apitypes.UsageTurn) bool {
 }
 
 func (s *Store) PutUsage(ctx context.Context, rows []apitypes.UsageTurn) error {
+	if err := checkUsage(rows); err != nil {
+		return err
+	}
+	return s.update(ctx, func(tx *bbolt.Tx) error { return putUsageTx(tx, rows) })
+}
+
+func checkUsage(rows []apitypes.UsageTurn) error {
 	for _, u := range rows {
 		if u.RunRef == "" || u.Tenant == "" || u.Seq == 0 {
 			return fmt.Errorf("put usage: row without run_ref, tenant or seq")
 		}
 	}
-	return s.update(ctx, func(tx *bbolt.Tx) error {
-		data, ids, latest := tx.Bucket(bucketUsage), tx.Bucket(bucketUsageIDs), tx.Bucket(bucketUsageLatest)
-		for _, u := range rows {
-			u.At = u.At.UTC()
-			id := usageID(u.RunRef, u.Seq)
-			if ids.Get(id) != nil {
+	return nil
+}
+
+// putUsageTx stores in tx each row not stored yet (PutUsage's rules).
+func putUsageTx(tx *bbolt.Tx, rows []apitypes.UsageTurn) error {
+	data, ids, latest := tx.Bucket(bucketUsage), tx.Bucket(bucketUsageIDs), tx.Bucket(bucketUsageLatest)
+	for _, u := range rows {
+		u.At = u.At.UTC()
+		id := usageID(u.RunRef, u.Seq)
+		if ids.Get(id) != nil {
+			continue
+		}
+		key := usageKey(u.Tenant, u.At, u.RunRef, u.Seq)
+		b, err := json.Marshal(u)
+		if err != nil {
+			return err
+		}
+		if err := data.Put(key, b); err != nil {
+			return err
+		}
+		if err := ids.Put(id, key); err != nil {
+			return err
+		}
+		lk := []byte(u.Tenant + "\x00" + u.ProfileRef)
+		if old := latest.Get(lk); old != nil {
+			var o apitypes.UsageTurn
+			if json.Unmarshal(old, &o) == nil && !newer(u, o) {
 				continue
 			}
-			key := usageKey(u.Tenant, u.At, u.RunRef, u.Seq)
-			b, err := json.Marshal(u)
-			if err != nil {
-				return err
-			}
-			if err := data.Put(key, b); err != nil {
-				return err
-			}
-			if err := ids.Put(id, key); err != nil {
-				return err
-			}
-			lk := []byte(u.Tenant + "\x00" + u.ProfileRef)
-			if old := latest.Get(lk); old != nil {
-				var o apitypes.UsageTurn
-				if json.Unmarshal(old, &o) == nil && !newer(u, o) {
-					continue
-				}
-			}
-			if err := latest.Put(lk, b); err != nil {
-				return err
-			}
 		}
-		return nil
-	})
+		if err := latest.Put(lk, b); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (s *Store) ListUsage(ctx context.Context, q store.UsageQuery) ([]apitypes.UsageTurn, error) {

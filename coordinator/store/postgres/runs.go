@@ -46,8 +46,12 @@ func (s *Store) PutRun(ctx context.Context, r apitypes.Run) (bool, error) {
 	return wrote, nil
 }
 
-// PutRuns implements store.Store: one transaction for the batch.
-func (s *Store) PutRuns(ctx context.Context, rs []apitypes.Run) (int, map[string]error, error) {
+// PutRuns implements store.Store: one transaction for the batch and its
+// usage rows.
+func (s *Store) PutRuns(ctx context.Context, rs []apitypes.Run, usage ...apitypes.UsageTurn) (int, map[string]error, error) {
+	if err := checkUsage(usage); err != nil {
+		return 0, nil, err
+	}
 	refused := map[string]error{}
 	docs := make([]json.RawMessage, len(rs))
 	for i, r := range rs {
@@ -83,7 +87,7 @@ func (s *Store) PutRuns(ctx context.Context, rs []apitypes.Run) (int, map[string
 				wrote++
 			}
 		}
-		return nil
+		return putUsageTx(ctx, tx, usage)
 	})
 	if err != nil {
 		return 0, nil, err

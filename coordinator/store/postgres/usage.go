@@ -13,6 +13,13 @@ import (
 // PutUsage implements store.Usager: one INSERT ... ON CONFLICT DO NOTHING
 // per row, in one transaction (R-USE-6).
 func (s *Store) PutUsage(ctx context.Context, rows []apitypes.UsageTurn) error {
+	if err := checkUsage(rows); err != nil {
+		return err
+	}
+	return s.tx(ctx, func(tx pgx.Tx) error { return putUsageTx(ctx, tx, rows) })
+}
+
+func checkUsage(rows []apitypes.UsageTurn) error {
 	for _, u := range rows {
 		if u.RunRef == "" || u.Tenant == "" || u.Seq == 0 {
 			return fmt.Errorf("put usage: row without run_ref, tenant or seq")
@@ -24,21 +31,24 @@ func (s *Store) PutUsage(ctx context.Context, rows []apitypes.UsageTurn) error {
 			return err
 		}
 	}
-	return s.tx(ctx, func(tx pgx.Tx) error {
-		for _, u := range rows {
-			u.At = u.At.UTC()
-			doc, err := encode(u)
-			if err != nil {
-				return err
-			}
-			if _, err := tx.Exec(ctx, `INSERT INTO usage_turns (run_ref, seq, tenant, profile_ref, at, doc)
-				VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (run_ref, seq) DO NOTHING`,
-				u.RunRef, int64(u.Seq), u.Tenant, u.ProfileRef, u.At, doc); err != nil {
-				return err
-			}
+	return nil
+}
+
+// putUsageTx stores in tx each row not stored yet (PutUsage's rules).
+func putUsageTx(ctx context.Context, tx pgx.Tx, rows []apitypes.UsageTurn) error {
+	for _, u := range rows {
+		u.At = u.At.UTC()
+		doc, err := encode(u)
+		if err != nil {
+			return err
 		}
-		return nil
-	})
+		if _, err := tx.Exec(ctx, `INSERT INTO usage_turns (run_ref, seq, tenant, profile_ref, at, doc)
+			VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (run_ref, seq) DO NOTHING`,
+			u.RunRef, int64(u.Seq), u.Tenant, u.ProfileRef, u.At, doc); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // ListUsage implements store.Usager.

@@ -122,6 +122,7 @@ func Run(t *testing.T, b Backend) {
 		{"Usage/PutList", testUsagePutList},
 		{"Usage/Latest", testUsageLatest},
 		{"Usage/Refused", testUsageRefused},
+		{"Usage/WithRuns", testUsageWithRuns},
 		{"Continue/List", testContinueList},
 		{"Profile/CreateGet", testProfileCreateGet},
 		{"Profile/GetUnknown", func(t *testing.T, s store.Store) { testNamedGetUnknown(t, s, profileKind) }},

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -112,6 +113,34 @@ func testUsageRefused(t *testing.T, s store.Store) {
 	}
 	if got, _ := s.ListUsage(ctx, store.UsageQuery{Tenant: "t1"}); len(got) != 0 {
 		t.Errorf("after a refused push: got %v, want no rows", usageKeys(got))
+	}
+}
+
+// R-USE-6 with issue 34: a push's rows and usage rows go in one
+// PutRuns; both are stored, a repeat changes nothing, and a bad usage row
+// refuses the whole push, run rows included.
+func testUsageWithRuns(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	r := fullRun("r-1", "t1")
+	wrote, refused, err := s.PutRuns(ctx, []apitypes.Run{r}, usageRow("r-1", 1, "t1", "p1", t0, 1), usageRow("r-1", 2, "t1", "p1", t0, 2))
+	if err != nil || wrote != 1 || len(refused) != 0 {
+		t.Fatalf("PutRuns with usage: wrote %d refused %v err %v, want 1 written", wrote, refused, err)
+	}
+	r.Rev++
+	if _, _, err := s.PutRuns(ctx, []apitypes.Run{r}, usageRow("r-1", 2, "t1", "p1", t0, 99)); err != nil {
+		t.Fatalf("PutRuns with a repeated usage row: %v", err)
+	}
+	got, err := s.ListUsage(ctx, store.UsageQuery{Tenant: "t1"})
+	if err != nil || fmt.Sprint(usageKeys(got)) != "[r-1#1 r-1#2]" || got[1].InputTokens != 2 {
+		t.Fatalf("usage after two pushes: %v %v, want r-1#1 and r-1#2 stored once", usageKeys(got), err)
+	}
+	bad := fullRun("r-2", "t1")
+	if _, _, err := s.PutRuns(ctx, []apitypes.Run{bad}, usageRow("r-2", 0, "t1", "p1", t0, 1)); err == nil {
+		t.Fatal("PutRuns with a usage row of seq 0: got nil, want an error")
+	}
+	if _, err := s.GetRun(ctx, "r-2"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("the run of a refused push: %v, want not stored", err)
 	}
 }
 
