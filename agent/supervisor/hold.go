@@ -200,11 +200,11 @@ func (s *Supervisor) adopt(r *run, rec record, asked bool) bool {
 		}
 		first = a.Adopt()
 		if rp, ok := sess.(cliruntime.Replayer); ok {
-			st, q, ok := replayGeneration(r.ring, rec.Generation, d, spec, rp)
-			if !ok {
+			if st, q, ok := replayGeneration(r.ring, rec.Generation, d, spec, rp); ok {
+				first, requeue = st, q
+			} else {
 				log.Warn("the held child's generation cannot be read again from its start (no longer retained): it is adopted as idle, and the answer to a prompt in flight will be passed over", "tool", rec.Driver)
 			}
-			first, requeue = st, q
 		}
 	} else {
 		sess.Start() // writes nothing: only such tools are held
