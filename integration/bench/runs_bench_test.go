@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"os"
@@ -170,7 +172,7 @@ type runStream struct {
 	mbps    []float64 // per round, 10^6 decoded output bytes per second
 	got     int64     // decoded output bytes of the last flood
 	lags    int       // lag events: frames evicted before the viewer read them
-	dropped int       // end slow_viewer: the agent dropped the viewer
+	dropped int       // viewers dropped as slow: by the agent (end slow_viewer) or the coordinator
 	// CPU seconds per flood of the agent, the peer and this process (the
 	// coordinator and the SSE client), and the flood's wall time.
 	cpuAgent, cpuPeer, cpuSelf, wall []float64
@@ -191,11 +193,22 @@ func (r *runStream) attach(ctx context.Context) (*apiclient.Stream, error) {
 
 // readUntil reads events until the decoded output shows done (it may span
 // two events); each decoded output is passed to onOutput first. Lag events
-// are counted; a viewer the agent dropped as slow is counted and attached
-// again from the next seq.
+// are counted; a viewer the agent or the coordinator dropped as slow is
+// counted and attached again from the next seq.
 func (r *runStream) readUntil(ctx context.Context, s **apiclient.Stream, done *marker, onOutput func([]byte)) error {
 	for {
 		ev, err := (*s).Next()
+		if errors.Is(err, io.EOF) && ctx.Err() == nil {
+			// The coordinator dropped this viewer as slow: its stream
+			// ends without end (coordinator/api/relay.go). Counted, and
+			// attached again at the next seq, as a client does.
+			r.dropped++
+			(*s).Close()
+			if *s, err = r.attach(ctx); err != nil {
+				return err
+			}
+			continue
+		}
 		if err != nil {
 			return fmt.Errorf("%s: attach: %w", r.name, err)
 		}
