@@ -148,7 +148,7 @@ func Adopt(dir string, after Marks, version string) (*Process, Info, error) {
 		}
 	}
 	c.SetDeadline(time.Time{})
-	p := &Process{conn: c, pid: hh.Pid, done: make(chan struct{}), marks: after, in: in}
+	p := &Process{conn: c, pid: hh.Pid, done: make(chan struct{}), marks: after, in: in, free: make(chan []byte, freeBuffers)}
 	p.stdout = newReader(p, classStdout)
 	p.stderr = newReader(p, classStderr)
 	p.stdin = &stdin{p: p}
@@ -217,7 +217,16 @@ type Process struct {
 	exit     Exit
 	exitN    uint64
 	doneOnce sync.Once
+
+	// free holds message buffers whose data the streams have read whole,
+	// for dispatch to read the next messages into: a flood reuses a few
+	// buffers instead of allocating one per record.
+	free chan []byte
 }
+
+// freeBuffers bounds the buffers kept for reuse: both streams' queues, and
+// the one each reader holds.
+const freeBuffers = 2*16 + 2
 
 // Exit is sessions.Exit.
 type Exit = sessions.Exit
@@ -317,13 +326,23 @@ func (p *Process) Detach() {
 // reader in order, the exit ends the process.
 func (p *Process) dispatch() {
 	r := bufio.NewReaderSize(p.conn, readSize+64)
+	var buf []byte // the buffer the next message is read into
 	for {
-		// A fresh buffer per message: a record's data is handed to its
-		// stream as it is, with no copy.
-		typ, pl, _, err := readMsg(r, nil)
+		// A record's data is handed to its stream in its message's
+		// buffer, with no copy; the stream gives the buffer back (free)
+		// once its bytes are read.
+		if buf == nil {
+			select {
+			case buf = <-p.free:
+			default:
+				buf = make([]byte, 0, readSize+64)
+			}
+		}
+		typ, pl, b, err := readMsg(r, buf)
 		if err != nil {
 			break
 		}
+		buf = b
 		switch typ {
 		case mInAck:
 			p.mu.Lock()
@@ -350,7 +369,8 @@ func (p *Process) dispatch() {
 				if class == classStderr {
 					rd = p.stderr
 				}
-				rd.put(chunk{n: n, b: data})
+				rd.put(chunk{n: n, b: data, buf: buf})
+				buf = nil // the stream's now
 			case kindExit:
 				// The holder writes the exit once both streams ended.
 				p.stdout.eof()
@@ -385,10 +405,11 @@ func (p *Process) finish(e Exit) {
 	})
 }
 
-// chunk is one record's data.
+// chunk is one record's data, b, in its message's buffer.
 type chunk struct {
-	n uint64
-	b []byte
+	n   uint64
+	b   []byte
+	buf []byte
 }
 
 // reader is one output stream of a held process.
@@ -430,6 +451,11 @@ func (r *reader) Read(b []byte) (int, error) {
 	r.off += n
 	if r.off == len(r.cur.b) {
 		r.mark = r.cur.n
+		select {
+		case r.p.free <- r.cur.buf[:0]:
+		default:
+		}
+		r.cur, r.off = chunk{n: r.cur.n}, 0
 	}
 	return n, nil
 }
