@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"syscall"
@@ -219,8 +220,11 @@ func perfTop(dir string, pid int, fn func() error) (string, error) {
 	if err != nil {
 		return "", fn() // no profile, still the measurement
 	}
+	if keep := os.Getenv("OLIVARES_BENCH_PERF"); keep != "" {
+		dir = keep // kept for perf report's call graphs
+	}
 	data := filepath.Join(dir, fmt.Sprintf("perf-%d.data", pid))
-	cmd := exec.Command(perf, "record", "-q", "-F", "499", "-g", "-p", strconv.Itoa(pid), "-o", data)
+	cmd := exec.Command(perf, "record", "-q", "--no-inherit", "-F", "499", "-g", "-p", strconv.Itoa(pid), "-o", data)
 	if err := cmd.Start(); err != nil {
 		return "perf record: " + err.Error(), fn()
 	}
@@ -239,6 +243,40 @@ func perfTop(dir string, pid int, fn func() error) (string, error) {
 		top = append(top, "    "+l)
 		if len(top) == 5 {
 			break
+		}
+	}
+	return strings.Join(top, "\n"), ferr
+}
+
+// pprofTop runs fn under a Go CPU profile of this process (perf cannot
+// name the symbols of a test binary) and returns its top five functions by
+// self time, or why there are none.
+func pprofTop(dir, name string, fn func() error) (string, error) {
+	if keep := os.Getenv("OLIVARES_BENCH_PERF"); keep != "" {
+		dir = keep
+	}
+	data := filepath.Join(dir, name+".pprof")
+	f, err := os.Create(data)
+	if err != nil {
+		return "pprof: " + err.Error(), fn()
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return "pprof: " + err.Error(), fn()
+	}
+	ferr := fn()
+	pprof.StopCPUProfile()
+	f.Close()
+	out, err := exec.Command("go", "tool", "pprof", "-top", "-nodecount=5", data).Output()
+	if err != nil {
+		return "go tool pprof: " + err.Error(), ferr
+	}
+	// The rows follow the header line that starts with "flat".
+	_, rows, _ := strings.Cut(string(out), " flat%")
+	var top []string
+	for _, l := range strings.Split(rows, "\n")[1:] {
+		if l = strings.TrimSpace(l); l != "" {
+			top = append(top, "    "+l)
 		}
 	}
 	return strings.Join(top, "\n"), ferr

@@ -288,6 +288,15 @@ func median(xs []float64) float64 {
 	return xs[len(xs)/2]
 }
 
+// sum adds two series of the same rounds, round by round.
+func sum(a, b []float64) []float64 {
+	out := slices.Clone(a)
+	for i := range out {
+		out[i] += b[i]
+	}
+	return out
+}
+
 func mean(ds []time.Duration) time.Duration {
 	var total time.Duration
 	for _, d := range ds {
