@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -120,6 +121,28 @@ func TestReplicasJourney(t *testing.T) {
 		}
 	}
 
+	// R-CHG-5: a change stream on A carries what B indexes and renames.
+	cctx, ccancel := context.WithTimeout(context.Background(), replicaWait)
+	defer ccancel()
+	changes, err := operator.API().Changes(cctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer changes.Close()
+	awaitChange := func(what string, ok func(apitypes.Run) bool) {
+		t.Helper()
+		for {
+			ev, err := changes.Next()
+			if err != nil {
+				t.Fatalf("A's change stream ended before %s: %v", what, err)
+			}
+			var r apitypes.Run
+			if ev.Type == apitypes.ChangeRun && json.Unmarshal(ev.Data, &r) == nil && r.RunRef == run.RunRef && ok(r) {
+				return
+			}
+		}
+	}
+
 	// Attach through A, input through B.
 	s := attachFrom(t, operator, run.RunRef, 0)
 	operator.Via(b).Must(http.StatusAccepted, http.MethodPost, "/v1/m/sessions/runs/"+run.RunRef+"/input", Message("hello"), nil)
@@ -137,6 +160,12 @@ func TestReplicasJourney(t *testing.T) {
 			break
 		}
 	}
+	// The turn's rows went to B's index (the node is B's), and the name
+	// through B: both reach A's stream.
+	awaitChange("the turn's row indexed by B", func(r apitypes.Run) bool { return r.RingLast >= last })
+	name := "via b"
+	operator.Via(b).Must(http.StatusOK, http.MethodPut, "/v1/m/sessions/runs/"+run.RunRef+"/name", apitypes.NameRequest{Name: &name}, nil)
+	awaitChange("the name given through B", func(r apitypes.Run) bool { return r.Name == name })
 
 	// Revoke, through A, a node held by B: B cuts it (LISTEN/NOTIFY wakes
 	// it; liveness, not a timing), and the agent learns it is revoked.

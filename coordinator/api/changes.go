@@ -6,9 +6,11 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -189,6 +191,118 @@ func (o fleetObserver) LinkChanged(nodeID string, connected bool) {
 	}
 	o.s.changes.add(change{tenant: n.Tenant, event: apitypes.ChangeNode,
 		data: apitypes.NodeChange{NodeID: nodeID, Connected: connected, At: o.s.o.Now().UTC()}})
+}
+
+// --- changes between replicas (R-CHG-5) ---
+
+// replicaChanges queues the runs this replica changed for the others.
+type replicaChanges struct {
+	on    atomic.Bool
+	queue chan store.RunKey
+}
+
+// replicaQueue bounds the announcements waiting to be sent; beyond it one
+// is dropped: the other replicas' streams miss that change.
+const replicaQueue = 8192
+
+func (r *replicaChanges) announce(tenant, ref string) {
+	if !r.on.Load() {
+		return
+	}
+	select {
+	case r.queue <- store.RunKey{Tenant: tenant, Ref: ref}:
+	default:
+	}
+}
+
+// FollowReplicas carries run changes between the replicas of one database
+// until ctx ends (R-CHG-5): the rows this replica indexes, the names and
+// archive marks it changes and the runs it removes are announced to the
+// others, in batches, after the store holds them; what the others announce
+// is read from the store and logged here, for this replica's change
+// streams (and not notified again: the replica that indexed a row sends
+// its webhooks).
+func (s *Server) FollowReplicas(ctx context.Context, reps store.Replicas) {
+	c := s.core
+	c.replicas.queue = make(chan store.RunKey, replicaQueue)
+	c.replicas.on.Store(true)
+	defer c.replicas.on.Store(false)
+	// What the others announce collects here while a read runs: a run
+	// announced again meanwhile is read once, at its newest.
+	var mu sync.Mutex
+	pending := map[store.RunKey]bool{}
+	wake := make(chan struct{}, 1)
+	go reps.WatchRuns(ctx, func(keys []store.RunKey) {
+		mu.Lock()
+		for _, k := range keys {
+			pending[k] = true
+		}
+		mu.Unlock()
+		select {
+		case wake <- struct{}{}:
+		default:
+		}
+	})
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-wake:
+			}
+			mu.Lock()
+			keys := pending
+			pending = map[store.RunKey]bool{}
+			mu.Unlock()
+			c.logAnnounced(ctx, keys)
+		}
+	}()
+	for {
+		var keys []store.RunKey
+		select {
+		case <-ctx.Done():
+			return
+		case k := <-c.replicas.queue:
+			keys = append(keys, k)
+		}
+	batch: // what queued meanwhile goes in the same announcement
+		for len(keys) < 1000 {
+			select {
+			case k := <-c.replicas.queue:
+				if !slices.Contains(keys, k) {
+					keys = append(keys, k)
+				}
+			default:
+				break batch
+			}
+		}
+		if err := reps.AnnounceRuns(ctx, keys); err != nil && ctx.Err() == nil {
+			c.log.Warn("change stream: run changes not announced to the other replicas", "runs", len(keys), logging.Err(err))
+		}
+	}
+}
+
+// logAnnounced reads the runs another replica announced, in one read, and
+// logs each as a run event, or as removed when it is no longer indexed.
+func (c *core) logAnnounced(ctx context.Context, keys map[store.RunKey]bool) {
+	refs := make([]string, 0, len(keys))
+	for k := range keys {
+		refs = append(refs, k.Ref)
+	}
+	runs, err := c.o.Store.GetRuns(ctx, refs)
+	if err != nil {
+		c.log.Warn("change stream: the runs another replica changed could not be read", "runs", len(refs), logging.Err(err))
+		return
+	}
+	for k := range keys {
+		run, ok := runs[k.Ref]
+		switch {
+		case !ok:
+			c.changes.add(change{tenant: k.Tenant, event: apitypes.ChangeRunRemoved, data: apitypes.RunRemoved{RunRef: k.Ref}})
+		case run.Tenant == k.Tenant:
+			c.changes.add(change{tenant: run.Tenant, event: apitypes.ChangeRun, run: run, view: &sharedRun{}})
+		}
+	}
 }
 
 // --- the stream ---

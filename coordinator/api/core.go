@@ -40,6 +40,8 @@ type core struct {
 	// limitSeen hands an index write's rows to the on_limit plans
 	// (onlimit.go's onLimitSeen).
 	limitSeen func(rows ...apitypes.Run)
+	// replicas carries run changes to the other replicas (FollowReplicas).
+	replicas replicaChanges
 }
 
 // --- the {ref} of a route and the node of a run ---
@@ -279,6 +281,7 @@ func checkName(name string) (string, error) {
 func (s *core) publishRuns(rows ...apitypes.Run) {
 	for _, r := range rows {
 		s.changes.add(change{tenant: r.Tenant, event: apitypes.ChangeRun, run: r, view: &sharedRun{}})
+		s.replicas.announce(r.Tenant, r.RunRef)
 	}
 	s.notify.observe(rows...) // R-NOTIF-2
 	s.limitSeen(rows...)      // R-ONL-2

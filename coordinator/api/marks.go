@@ -299,6 +299,7 @@ func (s *markAPI) deleteRun(c echo.Context) error {
 		return err
 	}
 	s.changes.add(change{tenant: r.Tenant, event: apitypes.ChangeRunRemoved, data: apitypes.RunRemoved{RunRef: r.RunRef}})
+	s.replicas.announce(r.Tenant, r.RunRef)
 	s.notify.forget(r.RunRef)
 	return c.NoContent(http.StatusNoContent)
 }

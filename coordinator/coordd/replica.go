@@ -139,6 +139,7 @@ func (c *Coordinator) startReplica(ctx context.Context) error {
 	rl := c.relay
 	c.serve(func() error { return c.Fleet.ServeRelay(ctx, rl) })
 	c.serve(func() error { c.Fleet.RunReplica(ctx); return nil })
+	c.serve(func() error { c.API.FollowReplicas(ctx, c.replicas); return nil })
 	return nil
 }
 

@@ -82,4 +82,14 @@ type Replicas interface {
 	// connection is (re)established it calls fn with "" so that the
 	// caller re-checks what it may have missed. It returns ctx's error.
 	WatchRevocations(ctx context.Context, fn func(nodeID string)) error
+	// AnnounceRuns tells the other replicas that the index took newer
+	// rows of these runs here, changed their meta or removed them (R-CHG-5).
+	// It is only a wake-up: a listener reads each run again.
+	AnnounceRuns(ctx context.Context, runs []RunKey) error
+	// WatchRuns calls fn with the runs another process announced, until
+	// ctx ends; never with this process's own. It returns ctx's error.
+	WatchRuns(ctx context.Context, fn func([]RunKey)) error
 }
+
+// RunKey names a run in its tenant.
+type RunKey struct{ Tenant, Ref string }

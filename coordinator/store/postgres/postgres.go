@@ -23,6 +23,7 @@ package postgres
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -45,6 +46,10 @@ import (
 // payload is the node id. It is only a wake-up: the nodes table stays the
 // record, so a listener re-reads the node.
 const ChannelNodeRevoked = "olivares_node_revoked"
+
+// ChannelRunsChanged is the channel of AnnounceRuns. A payload is the
+// announcing process's origin, then one "tenant ref" per line.
+const ChannelRunsChanged = "olivares_runs_changed"
 
 // Options configure Open.
 type Options struct {
@@ -72,6 +77,8 @@ const (
 type Store struct {
 	pool   *pgxpool.Pool
 	closed atomic.Bool
+	// origin tells this process's announcements from other ones'.
+	origin string
 	// onAudit hears each committed audit entry's event (ObserveAudit).
 	onAudit atomic.Pointer[func(string)]
 }
@@ -115,7 +122,7 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("%w (database %s)", err, where)
 	}
-	return &Store{pool: pool}, nil
+	return &Store{pool: pool, origin: rand.Text()}, nil
 }
 
 // Close closes the pool. It is safe to call more than once; every other

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -196,9 +197,63 @@ func (s *Store) SetClusterKey(ctx context.Context, name, value string) error {
 // LISTENs on ChannelNodeRevoked; when it breaks, it is opened again after a
 // short pause, and fn("") tells the caller to re-check.
 func (s *Store) WatchRevocations(ctx context.Context, fn func(nodeID string)) error {
+	return s.watch(ctx, ChannelNodeRevoked, fn)
+}
+
+// announceMax keeps a payload under PostgreSQL's 8000 bytes.
+const announceMax = 7000
+
+// AnnounceRuns implements store.Replicas: one notification per 7,000 bytes
+// of keys.
+func (s *Store) AnnounceRuns(ctx context.Context, runs []store.RunKey) error {
+	db, err := s.q()
+	if err != nil {
+		return err
+	}
+	var b strings.Builder
+	flush := func() error {
+		if b.Len() == 0 {
+			return nil
+		}
+		_, err := db.Exec(ctx, "SELECT pg_notify($1, $2)", ChannelRunsChanged, s.origin+b.String())
+		b.Reset()
+		return closedErr(s, err)
+	}
+	for _, r := range runs {
+		if b.Len()+len(r.Tenant)+len(r.Ref)+2 > announceMax {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+		b.WriteString("\n" + r.Tenant + " " + r.Ref)
+	}
+	return flush()
+}
+
+// WatchRuns implements store.Replicas.
+func (s *Store) WatchRuns(ctx context.Context, fn func([]store.RunKey)) error {
+	return s.watch(ctx, ChannelRunsChanged, func(payload string) {
+		origin, rest, _ := strings.Cut(payload, "\n")
+		if origin == s.origin || rest == "" {
+			return // ours, or the (re)connect's wake-up
+		}
+		var keys []store.RunKey
+		for _, l := range strings.Split(rest, "\n") {
+			if tenant, ref, ok := strings.Cut(l, " "); ok {
+				keys = append(keys, store.RunKey{Tenant: tenant, Ref: ref})
+			}
+		}
+		fn(keys)
+	})
+}
+
+// watch LISTENs on channel with a connection of its own and calls fn with
+// each payload; when the connection breaks, it is opened again after a
+// short pause, and fn("") tells the caller to re-check.
+func (s *Store) watch(ctx context.Context, channel string, fn func(string)) error {
 	pause := 100 * time.Millisecond
 	for ctx.Err() == nil {
-		err := s.listen(ctx, fn)
+		err := s.listen(ctx, channel, fn)
 		if ctx.Err() != nil {
 			break
 		}
@@ -212,7 +267,7 @@ func (s *Store) WatchRevocations(ctx context.Context, fn func(nodeID string)) er
 	return ctx.Err()
 }
 
-func (s *Store) listen(ctx context.Context, fn func(string)) error {
+func (s *Store) listen(ctx context.Context, channel string, fn func(string)) error {
 	if s.closed.Load() {
 		return store.ErrClosed
 	}
@@ -223,7 +278,7 @@ func (s *Store) listen(ctx context.Context, fn func(string)) error {
 	// A LISTENing connection is not handed back to the pool.
 	pc := conn.Hijack()
 	defer pc.Close(context.Background())
-	if _, err := pc.Exec(ctx, "LISTEN "+ChannelNodeRevoked); err != nil {
+	if _, err := pc.Exec(ctx, "LISTEN "+channel); err != nil {
 		return err
 	}
 	fn("")
