@@ -27,6 +27,7 @@ import (
 	agentlink "github.com/olivares-dev/olivares/agent/link"
 	"github.com/olivares-dev/olivares/coordinator/coordd"
 	"github.com/olivares-dev/olivares/coordinator/store"
+	"github.com/olivares-dev/olivares/coordinator/store/postgres/pgtest"
 	"github.com/olivares-dev/olivares/integration"
 	"github.com/olivares-dev/olivares/shared/apitypes"
 	"github.com/olivares-dev/olivares/shared/proto"
@@ -73,6 +74,13 @@ type fleetSimConfig struct {
 	Tokens    []string `json:"tokens"`
 	Pin       string   `json:"pin"`
 	Runs      int      `json:"runs"`
+	// First is the index of the first node (its runs' refs): a second
+	// fleet process, on another replica, numbers its nodes after the
+	// first's.
+	First int `json:"first,omitempty"`
+	// Remote, for subscribers: runs of nodes numbered from it are on
+	// another replica, and their lag is counted apart (0: none).
+	Remote int `json:"remote,omitempty"`
 }
 
 // TestFleetReport connects 100 and then 1,000 simulated nodes (2,000 with
@@ -196,6 +204,112 @@ func fleetReport(t *testing.T, transport string, n int) {
 		transport, n, rows, p(gets, 0.5).Round(time.Microsecond), p(gets, 0.99).Round(time.Microsecond), fleetListTarget, verdict(p(gets, 0.99) <= fleetListTarget))
 }
 
+// TestFleetReplicasReport is the simulated fleet on two coordinator
+// replicas over one PostgreSQL database, the nodes split between them
+// (issue 34): replica a in this process, b a process of the coordinator
+// binary, each fleet half a process of its own. It prints the enrollment
+// of N nodes, a's memory per node it holds, the index pushes both absorb
+// (PostgreSQL's commits), the change-stream lag on a for rows of its own
+// nodes and of b's (those reach a's subscribers through PostgreSQL: the
+// forwarding share), and GET /runs p99 on a with N×10 live rows under
+// that churn. N is 1,000 (OLIVARES_FLEET_REPLICAS_N). It runs only with
+// OLIVARES_BENCH=1 and never fails on a figure.
+func TestFleetReplicasReport(t *testing.T) {
+	if os.Getenv("OLIVARES_BENCH") != "1" {
+		t.Skip("set OLIVARES_BENCH=1 (or run scripts/bench) to simulate a fleet on replicas")
+	}
+	n := 1000
+	if m, _ := strconv.Atoi(os.Getenv("OLIVARES_FLEET_REPLICAS_N")); m > 0 {
+		n = m
+	}
+	transport := tunnel.TransportYamux
+	k := min(200, n/5)
+	env := integration.NewEnv(t, integration.Options{Postgres: pgtest.NewDatabase(t), Heartbeat: fleetHeartbeat, Unchecked: true,
+		Configure: func(c *coordd.Config) { c.API.MaxChangeStreams = 10 * k }})
+	b := env.StartReplicaProcess()
+	ctx := context.Background()
+	half := n / 2
+	onA := fleetSimConfig{Addr: env.TunnelAddr(), Transport: transport, Dir: t.TempDir(), Runs: fleetRunsPerNode}
+	onB := fleetSimConfig{Addr: b.TunnelAddr(), Transport: transport, Dir: t.TempDir(), Runs: fleetRunsPerNode, First: half}
+	for i := range n {
+		iss, err := env.Coord.Enroll.CreateToken(ctx, integration.Tenant, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := &onA
+		if i >= half {
+			c = &onB
+		}
+		c.Tokens, c.Pin = append(c.Tokens, iss.Token), iss.CAPin
+	}
+	runtime.GC()
+	rss0 := rss()
+	start := time.Now()
+	simA, simB := startFleetSim(t, onA), startFleetSim(t, onB)
+	simA.await("enrolled")
+	simB.await("enrolled")
+	enrolled := time.Since(start)
+	integration.Await(t, 5*time.Minute, fmt.Sprintf("%d nodes to connect to replica a", half), func() bool {
+		return len(env.Fleet().Connected()) == half
+	})
+	rows := 0
+	integration.Await(t, 5*time.Minute, "every node's runs indexed", func() bool {
+		rows = fleetIndexed(t, env)
+		return rows >= n*fleetRunsPerNode
+	})
+	runtime.GC()
+	memPerNode := (int64(rss()) - int64(rss0)) / int64(half)
+
+	// Index pushes absorbed: every node of both halves pushes back to back.
+	simA.send(fmt.Sprintf("flood %d", fleetWindow.Milliseconds()))
+	simB.send(fmt.Sprintf("flood %d", fleetWindow.Milliseconds()))
+	pushes := simA.await("flooded").Pushes + simB.await("flooded").Pushes
+
+	watch := fleetSimConfig{API: env.Coord.APIURL(), Remote: half}
+	for i := range k {
+		_, tok := env.PrincipalNamed(integration.Tenant, fmt.Sprintf("watch%d", i), store.RoleViewer, store.KindHuman)
+		watch.Watch = append(watch.Watch, tok)
+	}
+	watchers := startFleetSim(t, watch)
+	watchers.await("watching")
+	simA.send(fmt.Sprintf("trickle %d", fleetTrickle.Milliseconds()))
+	simB.send(fmt.Sprintf("trickle %d", fleetTrickle.Milliseconds()))
+	time.Sleep(fleetTrickle) // every node has changed a run once: the churn is steady
+	list := env.Client(env.AdminToken)
+	var gets []time.Duration
+	for range fleetGets {
+		t0 := time.Now()
+		list.Must(http.StatusOK, http.MethodGet, "/v1/m/sessions/runs?limit=50", nil, nil)
+		gets = append(gets, time.Since(t0))
+	}
+	time.Sleep(fleetWindow) // the window the lag is sampled over
+	simA.send("rest")
+	simB.send("rest")
+	watchers.send("stop")
+	lag := watchers.await("lags")
+	simA.quit()
+	simB.quit()
+	watchers.quit()
+	if lag.Events == 0 || lag.RemoteEvents == 0 {
+		t.Fatalf("changes reached a's subscribers: %d of a's nodes, %d of b's", lag.Events, lag.RemoteEvents)
+	}
+	slices.Sort(gets)
+	get99 := gets[min(len(gets)-1, len(gets)*99/100)]
+	d := func(ns int64) time.Duration { return time.Duration(ns).Round(time.Microsecond) }
+
+	t.Logf("fleet on replicas (PostgreSQL, %s) N=%d split %d/%d: enrollment of %d nodes %.1fs (%.1f ms each, 16 at a time per half, both halves at once)",
+		transport, n, half, n-half, n, enrolled.Seconds(), 1000*enrolled.Seconds()/float64(n))
+	t.Logf("fleet on replicas N=%d: replica a's memory per node it holds: RSS %.1f KiB (target <= %d KiB): %s",
+		n, float64(memPerNode)/1024, fleetMemTarget>>10, verdict(memPerNode <= fleetMemTarget))
+	t.Logf("fleet on replicas N=%d: index pushes absorbed by both: %.0f/s (%d in %v, one changed row each)",
+		n, float64(pushes)/fleetWindow.Seconds(), pushes, fleetWindow)
+	t.Logf("fleet on replicas N=%d: change-stream lag on a to %d subscribers at %.0f changes/s: rows of a's nodes p50 %v p99 %v (%d events), of b's (through PostgreSQL) p50 %v p99 %v (%d events, %.0f%% of all); target p99 <= %v: %s",
+		n, k, float64(n)/fleetTrickle.Seconds(), d(lag.P50), d(lag.P99), lag.Events, d(lag.RemoteP50), d(lag.RemoteP99), lag.RemoteEvents,
+		100*float64(lag.RemoteEvents)/float64(lag.Events+lag.RemoteEvents), fleetLagTarget, verdict(max(lag.P99, lag.RemoteP99) <= int64(fleetLagTarget)))
+	t.Logf("fleet on replicas N=%d: GET /runs?limit=50 on a with %d live rows under that churn: p50 %v p99 %v (target p99 <= %v): %s",
+		n, rows, gets[len(gets)/2].Round(time.Microsecond), get99.Round(time.Microsecond), fleetListTarget, verdict(get99 <= fleetListTarget))
+}
+
 // fleetIndexed counts the run rows of the index.
 func fleetIndexed(t *testing.T, env *integration.Env) int {
 	n := 0
@@ -275,10 +389,15 @@ func cpuTime() time.Duration {
 // long after the node stamped the row (its name) it arrived.
 type fleetSub struct {
 	resp *http.Response
-	done chan []time.Duration
+	done chan fleetLags
 }
 
-func follow(t *testing.T, base, token string) *fleetSub {
+// fleetLags are a subscriber's lags: of runs of nodes on its own replica,
+// and on another (remote).
+type fleetLags struct{ local, remote []time.Duration }
+
+// follow counts a run of node remote or later as remote (0: none is).
+func follow(t *testing.T, base, token string, remote int) *fleetSub {
 	req, _ := http.NewRequest(http.MethodGet, base+"/v1/m/sessions/events", nil)
 	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("X-Olivares-Tenant", integration.Tenant)
@@ -290,9 +409,9 @@ func follow(t *testing.T, base, token string) *fleetSub {
 		b, _ := io.ReadAll(resp.Body)
 		t.Fatalf("change stream: %d %s", resp.StatusCode, b)
 	}
-	s := &fleetSub{resp: resp, done: make(chan []time.Duration, 1)}
+	s := &fleetSub{resp: resp, done: make(chan fleetLags, 1)}
 	go func() {
-		var lags []time.Duration
+		var lags fleetLags
 		sc := bufio.NewScanner(resp.Body)
 		sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
 		for sc.Scan() {
@@ -302,11 +421,17 @@ func follow(t *testing.T, base, token string) *fleetSub {
 			}
 			now := time.Now()
 			var r struct {
-				Rev       uint64     `json:"rev"`
+				RunRef    string     `json:"run_ref"`
 				StartedAt *time.Time `json:"started_at"`
 			}
-			if json.Unmarshal(line[6:], &r) == nil && r.StartedAt != nil {
-				lags = append(lags, now.Sub(*r.StartedAt))
+			if json.Unmarshal(line[6:], &r) != nil || r.StartedAt == nil {
+				continue
+			}
+			// run_NNNNNNNNKKKKKKKK: the node's index, then the run's (simNode.row).
+			if node, err := strconv.ParseUint(strings.TrimPrefix(r.RunRef, "run_")[:8], 16, 32); err == nil && remote > 0 && int(node) >= remote {
+				lags.remote = append(lags.remote, now.Sub(*r.StartedAt))
+			} else {
+				lags.local = append(lags.local, now.Sub(*r.StartedAt))
 			}
 		}
 		s.done <- lags
@@ -314,7 +439,7 @@ func follow(t *testing.T, base, token string) *fleetSub {
 	return s
 }
 
-func (s *fleetSub) stop() []time.Duration {
+func (s *fleetSub) stop() fleetLags {
 	s.resp.Body.Close()
 	return <-s.done
 }
@@ -333,11 +458,15 @@ type fleetSimReply struct {
 	What    string  `json:"what"`
 	Seconds float64 `json:"seconds,omitempty"`
 	Pushes  int     `json:"pushes,omitempty"`
-	// The subscribers' lag, in nanoseconds, over Events run events.
-	P50    int64  `json:"p50,omitempty"`
-	P99    int64  `json:"p99,omitempty"`
-	Events int    `json:"events,omitempty"`
-	Error  string `json:"error,omitempty"`
+	// The subscribers' lag, in nanoseconds, over Events run events; of
+	// nodes on another replica apart (fleetSimConfig.Remote).
+	P50          int64  `json:"p50,omitempty"`
+	P99          int64  `json:"p99,omitempty"`
+	Events       int    `json:"events,omitempty"`
+	RemoteP50    int64  `json:"remote_p50,omitempty"`
+	RemoteP99    int64  `json:"remote_p99,omitempty"`
+	RemoteEvents int    `json:"remote_events,omitempty"`
+	Error        string `json:"error,omitempty"`
 }
 
 func startFleetSim(t *testing.T, cfg fleetSimConfig) *fleetSimProc {
@@ -440,10 +569,10 @@ func TestFleetSim(t *testing.T) {
 				failed.Store(err.Error())
 				return
 			}
-			nodes[i] = &simNode{i: i, runs: cfg.Runs}
+			nodes[i] = &simNode{i: cfg.First + i, runs: cfg.Runs}
 			nodes[i].link = agentlink.New(agentlink.Options{Identity: id, Addr: cfg.Addr, Transport: cfg.Transport,
 				Hello: func(context.Context) proto.Hello {
-					return proto.Hello{Hostname: fmt.Sprintf("sim-%d", i), AgentVersion: "sim", Capabilities: proto.Capabilities{CLIs: []proto.CLI{}}}
+					return proto.Hello{Hostname: fmt.Sprintf("sim-%d", cfg.First+i), AgentVersion: "sim", Capabilities: proto.Capabilities{CLIs: []proto.CLI{}}}
 				},
 				OnSession: nodes[i].session})
 		}()
@@ -525,21 +654,27 @@ func TestFleetSim(t *testing.T) {
 func fleetWatch(t *testing.T, cfg fleetSimConfig, say func(fleetSimReply)) {
 	subs := make([]*fleetSub, len(cfg.Watch))
 	for i, tok := range cfg.Watch {
-		subs[i] = follow(t, cfg.API, tok)
+		subs[i] = follow(t, cfg.API, tok, cfg.Remote)
 	}
 	say(fleetSimReply{What: "watching"})
 	sc := bufio.NewScanner(os.Stdin)
 	for sc.Scan() && sc.Text() != "stop" {
 	}
-	var lags []time.Duration
+	var lags fleetLags
 	for _, s := range subs {
-		lags = append(lags, s.stop()...)
+		l := s.stop()
+		lags.local, lags.remote = append(lags.local, l.local...), append(lags.remote, l.remote...)
 	}
-	slices.Sort(lags)
-	r := fleetSimReply{What: "lags", Events: len(lags)}
-	if len(lags) > 0 {
-		r.P50, r.P99 = int64(lags[len(lags)/2]), int64(lags[min(len(lags)-1, len(lags)*99/100)])
+	quantiles := func(d []time.Duration) (int64, int64) {
+		if len(d) == 0 {
+			return 0, 0
+		}
+		slices.Sort(d)
+		return int64(d[len(d)/2]), int64(d[min(len(d)-1, len(d)*99/100)])
 	}
+	r := fleetSimReply{What: "lags", Events: len(lags.local), RemoteEvents: len(lags.remote)}
+	r.P50, r.P99 = quantiles(lags.local)
+	r.RemoteP50, r.RemoteP99 = quantiles(lags.remote)
 	say(r)
 	for sc.Scan() {
 	}
