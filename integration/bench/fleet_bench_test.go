@@ -158,32 +158,7 @@ func fleetReport(t *testing.T, transport string, n int) {
 	sim.send(fmt.Sprintf("flood %d", fleetWindow.Milliseconds()))
 	flood := sim.await("flooded")
 
-	// Change-stream fan-out and GET /runs under churn. The subscribers
-	// are a process of their own, so that reading 200 streams does not
-	// take the coordinator's CPU.
-	watch := fleetSimConfig{API: env.Coord.APIURL()}
-	for i := range k {
-		_, tok := env.PrincipalNamed(integration.Tenant, fmt.Sprintf("watch%d", i), store.RoleViewer, store.KindHuman)
-		watch.Watch = append(watch.Watch, tok)
-	}
-	watchers := startFleetSim(t, watch)
-	watchers.await("watching")
-	sim.send(fmt.Sprintf("trickle %d", fleetTrickle.Milliseconds()))
-	time.Sleep(fleetTrickle) // every node has changed a run once: the churn is steady
-	list := env.Client(env.AdminToken)
-	var gets []time.Duration
-	for range fleetGets {
-		t0 := time.Now()
-		list.Must(http.StatusOK, http.MethodGet, "/v1/m/sessions/runs?limit=50", nil, nil)
-		gets = append(gets, time.Since(t0))
-	}
-	time.Sleep(fleetWindow) // the window the lag is sampled over
-	sim.send("rest")
-	watchers.send("stop")
-	lag := watchers.await("lags")
-	sim.quit()
-	watchers.quit()
-	slices.Sort(gets)
+	lag, gets := fleetChurn(t, env, k, 0, sim)
 	if lag.Events == 0 {
 		t.Fatalf("no change reached a subscriber (flood %d pushes)", flood.Pushes)
 	}
@@ -265,35 +240,10 @@ func TestFleetReplicasReport(t *testing.T) {
 	simB.send(fmt.Sprintf("flood %d", fleetWindow.Milliseconds()))
 	pushes := simA.await("flooded").Pushes + simB.await("flooded").Pushes
 
-	watch := fleetSimConfig{API: env.Coord.APIURL(), Remote: half}
-	for i := range k {
-		_, tok := env.PrincipalNamed(integration.Tenant, fmt.Sprintf("watch%d", i), store.RoleViewer, store.KindHuman)
-		watch.Watch = append(watch.Watch, tok)
-	}
-	watchers := startFleetSim(t, watch)
-	watchers.await("watching")
-	simA.send(fmt.Sprintf("trickle %d", fleetTrickle.Milliseconds()))
-	simB.send(fmt.Sprintf("trickle %d", fleetTrickle.Milliseconds()))
-	time.Sleep(fleetTrickle) // every node has changed a run once: the churn is steady
-	list := env.Client(env.AdminToken)
-	var gets []time.Duration
-	for range fleetGets {
-		t0 := time.Now()
-		list.Must(http.StatusOK, http.MethodGet, "/v1/m/sessions/runs?limit=50", nil, nil)
-		gets = append(gets, time.Since(t0))
-	}
-	time.Sleep(fleetWindow) // the window the lag is sampled over
-	simA.send("rest")
-	simB.send("rest")
-	watchers.send("stop")
-	lag := watchers.await("lags")
-	simA.quit()
-	simB.quit()
-	watchers.quit()
+	lag, gets := fleetChurn(t, env, k, half, simA, simB)
 	if lag.Events == 0 || lag.RemoteEvents == 0 {
 		t.Fatalf("changes reached a's subscribers: %d of a's nodes, %d of b's", lag.Events, lag.RemoteEvents)
 	}
-	slices.Sort(gets)
 	get99 := gets[min(len(gets)-1, len(gets)*99/100)]
 	d := func(ns int64) time.Duration { return time.Duration(ns).Round(time.Microsecond) }
 
@@ -308,6 +258,46 @@ func TestFleetReplicasReport(t *testing.T) {
 		100*float64(lag.RemoteEvents)/float64(lag.Events+lag.RemoteEvents), fleetLagTarget, verdict(max(lag.P99, lag.RemoteP99) <= int64(fleetLagTarget)))
 	t.Logf("fleet on replicas N=%d: GET /runs?limit=50 on a with %d live rows under that churn: p50 %v p99 %v (target p99 <= %v): %s",
 		n, rows, gets[len(gets)/2].Round(time.Microsecond), get99.Round(time.Microsecond), fleetListTarget, verdict(get99 <= fleetListTarget))
+}
+
+// fleetChurn measures the change-stream fan-out and GET /runs under churn,
+// then ends the fleet processes: k subscribers on env's coordinator follow
+// the stream while every node of sims changes a run every fleetTrickle,
+// and GET /runs is timed meanwhile (sorted). The subscribers are a process
+// of their own, so that reading 200 streams does not take the
+// coordinator's CPU. Runs of nodes numbered from remote count apart
+// (0: none do).
+func fleetChurn(t *testing.T, env *integration.Env, k, remote int, sims ...*fleetSimProc) (fleetSimReply, []time.Duration) {
+	watch := fleetSimConfig{API: env.Coord.APIURL(), Remote: remote}
+	for i := range k {
+		_, tok := env.PrincipalNamed(integration.Tenant, fmt.Sprintf("watch%d", i), store.RoleViewer, store.KindHuman)
+		watch.Watch = append(watch.Watch, tok)
+	}
+	watchers := startFleetSim(t, watch)
+	watchers.await("watching")
+	for _, sim := range sims {
+		sim.send(fmt.Sprintf("trickle %d", fleetTrickle.Milliseconds()))
+	}
+	time.Sleep(fleetTrickle) // every node has changed a run once: the churn is steady
+	list := env.Client(env.AdminToken)
+	var gets []time.Duration
+	for range fleetGets {
+		t0 := time.Now()
+		list.Must(http.StatusOK, http.MethodGet, "/v1/m/sessions/runs?limit=50", nil, nil)
+		gets = append(gets, time.Since(t0))
+	}
+	time.Sleep(fleetWindow) // the window the lag is sampled over
+	for _, sim := range sims {
+		sim.send("rest")
+	}
+	watchers.send("stop")
+	lag := watchers.await("lags")
+	for _, sim := range sims {
+		sim.quit()
+	}
+	watchers.quit()
+	slices.Sort(gets)
+	return lag, gets
 }
 
 // fleetIndexed counts the run rows of the index.
