@@ -22,10 +22,19 @@ import (
 
 // The binaries (olivares-coordinator, olivares, olivares-agent), built once
 // per test binary into one directory (the fakecli peer is peerbin's), with
-// -race when the test binary has it, so that the suite's race detector
-// covers the daemons it runs as processes too. A package whose tests use
-// them calls RemoveBinaries from its TestMain.
+// -race when RaceDaemons says so. A package whose tests use them calls
+// RemoveBinaries from its TestMain.
 var (
+	// RaceDaemons builds the binaries with -race, so that the suite's race
+	// detector covers the daemons it runs as processes too: the default
+	// when the test binary has it. The journeys and the console's tests
+	// turn it off in their TestMain before any test: their daemons under
+	// -race made them about 1.4× as long (the suite's 15 minutes), and the
+	// same daemons' code runs under -race in its own packages' tests and
+	// in this package's (tunnel, replicas, stops), and the coordinator of
+	// every env runs in the -race test binary itself.
+	RaceDaemons = raceBuild
+
 	buildOnce sync.Once
 	binDir    string
 	buildErr  error
@@ -60,7 +69,7 @@ func Binaries(t testing.TB) string {
 			{binDir + "/", "./agent/cmd/olivares-agent"},
 		} {
 			args := []string{"build"}
-			if raceBuild {
+			if RaceDaemons {
 				args = append(args, "-race")
 			}
 			cmd := exec.Command(goBin(), append(args, "-o", b.out, b.pkg)...)
@@ -89,7 +98,7 @@ func AgentBinary(t testing.TB, version string) string {
 		return out
 	}
 	args := []string{"build"}
-	if raceBuild {
+	if RaceDaemons {
 		args = append(args, "-race")
 	}
 	args = append(args, "-ldflags", "-X github.com/olivares-dev/olivares/shared/cmdline.Version="+version, "-o", out, "./agent/cmd/olivares-agent")

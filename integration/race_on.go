@@ -3,5 +3,5 @@
 package integration
 
 // raceBuild: this test binary was built with -race, so the daemons it runs
-// are too (Binaries).
+// are too by default (RaceDaemons).
 const raceBuild = true

@@ -23,6 +23,7 @@ import (
 const wait = 30 * time.Second
 
 func TestMain(m *testing.M) {
+	integration.RaceDaemons = false // integration.RaceDaemons says why
 	code := m.Run()
 	browser.Stop()
 	integration.RemoveBinaries()
