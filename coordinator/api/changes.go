@@ -233,6 +233,9 @@ func (s *Server) FollowReplicas(ctx context.Context, reps store.Replicas) {
 	pending := map[store.RunKey]bool{}
 	wake := make(chan struct{}, 1)
 	go reps.WatchRuns(ctx, func(keys []store.RunKey) {
+		if len(keys) == 0 {
+			return // (re)connected: R-CHG-5 says what is missed meanwhile
+		}
 		mu.Lock()
 		for _, k := range keys {
 			pending[k] = true

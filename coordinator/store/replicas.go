@@ -87,7 +87,9 @@ type Replicas interface {
 	// It is only a wake-up: a listener reads each run again.
 	AnnounceRuns(ctx context.Context, runs []RunKey) error
 	// WatchRuns calls fn with the runs another process announced, until
-	// ctx ends; never with this process's own. It returns ctx's error.
+	// ctx ends; never with this process's own. Each time its listening
+	// connection is (re)established it calls fn with none: what was
+	// announced while it was down is missed. It returns ctx's error.
 	WatchRuns(ctx context.Context, fn func([]RunKey)) error
 }
 

@@ -233,9 +233,13 @@ func (s *Store) AnnounceRuns(ctx context.Context, runs []store.RunKey) error {
 // WatchRuns implements store.Replicas.
 func (s *Store) WatchRuns(ctx context.Context, fn func([]store.RunKey)) error {
 	return s.watch(ctx, ChannelRunsChanged, func(payload string) {
+		if payload == "" {
+			fn(nil) // (re)connected: what was announced meanwhile is missed
+			return
+		}
 		origin, rest, _ := strings.Cut(payload, "\n")
 		if origin == s.origin || rest == "" {
-			return // ours, or the (re)connect's wake-up
+			return // ours
 		}
 		var keys []store.RunKey
 		for _, l := range strings.Split(rest, "\n") {

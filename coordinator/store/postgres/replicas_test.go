@@ -3,6 +3,8 @@ package postgres
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -138,5 +140,54 @@ func putNode(t *testing.T, s *Store, id string) {
 		return store.Node{ID: jt.NodeID, Tenant: jt.Tenant, EnrolledAt: t0}, nil
 	}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// R-CHG-5: runs announced through one store reach a watcher on another, in
+// order, however many notifications they take; a store never hears its own.
+func TestWatchRuns(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	dsn := pgtest.NewDatabase(t)
+	a, b := open(t, dsn), open(t, dsn)
+	gotA, gotB := make(chan []store.RunKey, 64), make(chan []store.RunKey, 64)
+	done := make(chan error, 2)
+	go func() { done <- a.WatchRuns(ctx, func(k []store.RunKey) { gotA <- k }) }()
+	go func() { done <- b.WatchRuns(ctx, func(k []store.RunKey) { gotB <- k }) }()
+	for _, got := range []chan []store.RunKey{gotA, gotB} {
+		if k := <-got; k != nil {
+			t.Fatalf("first call: got %v, want the (re)connect call with none", k)
+		}
+	}
+	// 1,000 keys of ~40 bytes: more than one payload of 7,000 bytes.
+	var sent []store.RunKey
+	for i := range 1000 {
+		sent = append(sent, store.RunKey{Tenant: "t1", Ref: fmt.Sprintf("run_%032d", i)})
+	}
+	if err := a.AnnounceRuns(ctx, sent); err != nil {
+		t.Fatal(err)
+	}
+	var heard []store.RunKey
+	for calls := 0; len(heard) < len(sent); calls++ {
+		heard = append(heard, <-gotB...)
+		if calls > len(sent) {
+			t.Fatal("too many calls")
+		}
+	}
+	if !slices.Equal(heard, sent) {
+		t.Fatalf("b heard %d keys, not the %d sent in order", len(heard), len(sent))
+	}
+	// a heard none of its own: the first thing it hears is b's.
+	if err := b.AnnounceRuns(ctx, []store.RunKey{{Tenant: "t2", Ref: "run_b"}}); err != nil {
+		t.Fatal(err)
+	}
+	if k := <-gotA; !slices.Equal(k, []store.RunKey{{Tenant: "t2", Ref: "run_b"}}) {
+		t.Fatalf("a heard %v first, want b's one key", k)
+	}
+	cancel()
+	for range 2 {
+		if err := <-done; !errors.Is(err, context.Canceled) {
+			t.Fatalf("WatchRuns after cancel: got %v, want context.Canceled", err)
+		}
 	}
 }
