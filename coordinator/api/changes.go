@@ -232,9 +232,16 @@ func (s *Server) FollowReplicas(ctx context.Context, reps store.Replicas) {
 	var mu sync.Mutex
 	pending := map[store.RunKey]bool{}
 	wake := make(chan struct{}, 1)
+	connected := false
 	go reps.WatchRuns(ctx, func(keys []store.RunKey) {
 		if len(keys) == 0 {
-			return // (re)connected: R-CHG-5 says what is missed meanwhile
+			// (Re)connected. After a break, what the others announced
+			// meanwhile is missed: every stream is told to refetch.
+			if connected {
+				c.changes.add(change{event: apitypes.ChangeReset, data: apitypes.ChangeResetEvent{Reason: apitypes.ResetMissed}})
+			}
+			connected = true
+			return
 		}
 		mu.Lock()
 		for _, k := range keys {
@@ -418,6 +425,10 @@ func (s *changeAPI) changeStream(c echo.Context) error {
 		now := s.o.Now()
 		for _, ch := range items {
 			seq = ch.seq
+			if ch.event == apitypes.ChangeReset { // every tenant's (FollowReplicas)
+				event(ch.event, ch.seq, ch.data)
+				continue
+			}
 			if ch.tenant != cl.Tenant || (ch.owner != "" && ch.owner != cl.Owner()) {
 				continue
 			}

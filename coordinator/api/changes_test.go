@@ -338,3 +338,90 @@ func TestChangeStreamCap(t *testing.T) {
 		<-tick.C
 	}
 }
+
+// fakeReplicas is the database's notifications between replicas, as
+// FollowReplicas uses them: what this replica announces, and a hand on
+// what it hears.
+type fakeReplicas struct {
+	store.Replicas
+	announced chan []store.RunKey
+	heard     chan func([]store.RunKey)
+}
+
+func (f *fakeReplicas) AnnounceRuns(_ context.Context, keys []store.RunKey) error {
+	f.announced <- keys
+	return nil
+}
+
+func (f *fakeReplicas) WatchRuns(ctx context.Context, fn func([]store.RunKey)) error {
+	fn(nil) // connected
+	f.heard <- fn
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+// R-CHG-5: a replica announces the runs its index took, and logs the runs
+// another one announces as its own run and run_removed events (the tenant's
+// only); after its listening connection broke, every stream gets a reset.
+func TestFollowReplicas(t *testing.T) {
+	s, st := newTestServer(t)
+	srv := httptest.NewServer(handler(s))
+	t.Cleanup(srv.Close)
+	reps := &fakeReplicas{announced: make(chan []store.RunKey, 8), heard: make(chan func([]store.RunKey), 1)}
+	go s.FollowReplicas(t.Context(), reps)
+	heard := <-reps.heard
+	c := openChanges(t, srv.URL, principal(t, st, "alice", map[string]string{"t1": store.RoleAdmin}), "t1", "")
+	if ev := c.next(t); ev.Type != apitypes.ChangeReset {
+		t.Fatalf("first event %s, want reset", ev.Type)
+	}
+	t0 := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+	row := func(ref, tenant string) apitypes.Run {
+		return apitypes.Run{RunRef: ref, Tenant: tenant, NodeID: "n1", State: apitypes.StateRunning, Driver: "claude", Generation: 1,
+			Isolation: apitypes.IsolationNative, ProviderProfileRef: "pp", CreatedAt: t0, Rev: 1}
+	}
+
+	// What this replica's index takes is announced.
+	pushRow(t, s, row("run_here", "t1"))
+	if ev := c.next(t); ev.Type != apitypes.ChangeRun || !strings.Contains(string(ev.Data), "run_here") {
+		t.Fatalf("the local row: %s %s", ev.Type, ev.Data)
+	}
+	if k := <-reps.announced; len(k) != 1 || k[0] != (store.RunKey{Tenant: "t1", Ref: "run_here"}) {
+		t.Fatalf("announced %v, want run_here of t1", k)
+	}
+
+	// What another replica announces is read from the store and logged: a
+	// row of another tenant is not this caller's, a run no longer indexed
+	// is removed.
+	for _, r := range []apitypes.Run{row("run_there", "t1"), row("run_other", "t2")} {
+		if _, err := st.PutRun(t.Context(), r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	heard([]store.RunKey{{Tenant: "t2", Ref: "run_other"}, {Tenant: "t1", Ref: "run_there"}, {Tenant: "t1", Ref: "run_gone"}})
+	got := map[string]string{}
+	for range 2 {
+		ev := c.next(t)
+		var r struct {
+			RunRef string `json:"run_ref"`
+		}
+		json.Unmarshal(ev.Data, &r)
+		got[r.RunRef] = ev.Type
+	}
+	if got["run_there"] != apitypes.ChangeRun || got["run_gone"] != apitypes.ChangeRunRemoved {
+		t.Fatalf("announced by another replica: %v, want run_there run and run_gone run_removed", got)
+	}
+	select {
+	case k := <-reps.announced:
+		t.Fatalf("announced again what another replica announced: %v", k)
+	default:
+	}
+
+	// The listening connection came back: what was announced meanwhile
+	// is missed, so the stream is told to refetch.
+	heard(nil)
+	ev := c.next(t)
+	var reset apitypes.ChangeResetEvent
+	if json.Unmarshal(ev.Data, &reset); ev.Type != apitypes.ChangeReset || reset.Reason != apitypes.ResetMissed {
+		t.Fatalf("after a reconnect: %s %s, want reset missed", ev.Type, ev.Data)
+	}
+}

@@ -17,6 +17,7 @@ const (
 	ResetNew     = "new"     // a stream opened without Last-Event-ID
 	ResetExpired = "expired" // the cursor is older than the retained log
 	ResetRestart = "restart" // the cursor is another coordinator process's, or malformed
+	ResetMissed  = "missed"  // this coordinator may have missed other replicas' changes (R-CHG-5)
 )
 
 // ChangeResetEvent is a reset event's data: refetch GET /runs and go on
