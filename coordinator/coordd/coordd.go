@@ -311,6 +311,12 @@ func (c *Coordinator) Start(ctx context.Context) error {
 		OnEnroll:         c.Enroll.HandleConn,
 		OnHandshakeError: c.Fleet.HandshakeFailed,
 		Logger:           logging.StdLogger(c.log.With(logging.KeyComponent, "yamux"), slog.LevelInfo),
+		// An agent opens few streams at once (index pushes, one at a
+		// time; heartbeats; reports): yamux's own default, not a slot per
+		// QUIC stream, which cost 32 KiB per connected node (issue 34).
+		AcceptBacklog: agentAcceptBacklog,
+		// The fleet's watchdog ends a session silent for 3 heartbeats.
+		NoKeepAlive: true,
 	})
 	c.serve(func() error { return c.Fleet.Serve(ctx, tcp) })
 	// The continues at a limit's reset (docs/rules/usage.md): stopped with
@@ -728,3 +734,6 @@ func (c *Coordinator) gatherer() prometheus.Gatherer {
 
 // Metrics is the coordinator's metrics registry (tests read it).
 func (c *Coordinator) Metrics() prometheus.Gatherer { return c.gatherer() }
+
+// agentAcceptBacklog is the accept backlog of each agent's yamux session.
+const agentAcceptBacklog = 256

@@ -33,6 +33,15 @@ type TCPListenerConfig struct {
 	HandshakeTimeout time.Duration
 	// Logger gets yamux's own log lines. When nil, they are dropped.
 	Logger *log.Logger
+	// AcceptBacklog is how many streams a session may have opened and
+	// not yet accepted; one more is reset (yamux's). Each session holds
+	// that many slots (8 bytes each). When zero, MaxIncomingStream.
+	AcceptBacklog int
+	// NoKeepAlive turns yamux's own pings off on the sessions: for a
+	// caller that watches each session's liveness itself (the fleet's
+	// heartbeat watchdog). Each session then spares a goroutine and a
+	// ping round trip every KeepAlive.
+	NoKeepAlive bool
 }
 
 // CheckAndSetDefaults validates c and fills its zero values.
@@ -197,7 +206,7 @@ func (l *tcpListener) handshake(c net.Conn) {
 		go l.cfg.OnEnroll(tc)
 		return
 	}
-	s, err := newYamuxSession(tc, true, l.cfg.Logger)
+	s, err := newYamuxSession(tc, true, l.cfg.Logger, l.cfg.AcceptBacklog, !l.cfg.NoKeepAlive)
 	if err != nil {
 		tc.Close()
 		return

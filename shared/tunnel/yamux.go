@@ -1,6 +1,7 @@
 package tunnel
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"encoding/binary"
@@ -8,18 +9,20 @@ import (
 	"io"
 	"log"
 	"net"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/yamux"
 )
 
-// yamuxConfig: 16 MiB stream windows, a ping every 15 s, an accept backlog
-// as deep as QUIC's stream limit.
-func yamuxConfig(logger *log.Logger) *yamux.Config {
+// yamuxConfig: 16 MiB stream windows, a ping every 15 s when keepAlive,
+// an accept backlog of backlog streams (when zero, as deep as QUIC's
+// stream limit).
+func yamuxConfig(logger *log.Logger, backlog int, keepAlive bool) *yamux.Config {
 	c := yamux.DefaultConfig()
-	c.AcceptBacklog = MaxIncomingStream
-	c.EnableKeepAlive = true
+	c.AcceptBacklog = cmp.Or(backlog, MaxIncomingStream)
+	c.EnableKeepAlive = keepAlive
 	c.KeepAliveInterval = KeepAlive
 	// Also how long a keepalive ping waits for its answer: a dead peer is
 	// found within KeepAlive+30 s = 45 s, QUIC's idle timeout.
@@ -57,7 +60,7 @@ func DialYamuxLogged(ctx context.Context, addr string, tlsConf *tls.Config, logg
 	if err != nil {
 		return nil, err
 	}
-	s, err := newYamuxSession(conn, false, logger)
+	s, err := newYamuxSession(conn, false, logger, 0, true)
 	if err != nil {
 		conn.Close()
 		return nil, err
@@ -69,16 +72,16 @@ func DialYamuxLogged(ctx context.Context, addr string, tlsConf *tls.Config, logg
 	return s, nil
 }
 
-func newYamuxSession(tc *tls.Conn, server bool, logger *log.Logger) (*yamuxSession, error) {
-	conn := &yamuxConn{Conn: tc, held: make([]byte, 0, yamuxHeaderSize+yamuxCoalesceMax)}
+func newYamuxSession(tc *tls.Conn, server bool, logger *log.Logger, backlog int, keepAlive bool) (*yamuxSession, error) {
+	conn := &yamuxConn{Conn: tc}
 	var (
 		mux *yamux.Session
 		err error
 	)
 	if server {
-		mux, err = yamux.Server(conn, yamuxConfig(logger))
+		mux, err = yamux.Server(conn, yamuxConfig(logger, backlog, keepAlive))
 	} else {
-		mux, err = yamux.Client(conn, yamuxConfig(logger))
+		mux, err = yamux.Client(conn, yamuxConfig(logger, backlog, keepAlive))
 	}
 	if err != nil {
 		return nil, fmt.Errorf("tunnel: yamux: %w", err)
@@ -209,6 +212,9 @@ const (
 	yamuxCoalesceMax = 16 << 10
 )
 
+// coalescePool holds the buffers a held header and its body are sent from.
+var coalescePool = sync.Pool{New: func() any { b := make([]byte, 0, yamuxHeaderSize+yamuxCoalesceMax); return &b }}
+
 // yamuxConn is the TLS connection under a yamux session.
 //
 // yamux writes a data frame's 12-byte header and its body in two Writes; on
@@ -222,29 +228,35 @@ const (
 // shutdown".
 type yamuxConn struct {
 	net.Conn
-	held []byte // a data header waiting for its body; send loop only
-	rerr atomic.Pointer[error]
+	// held is a data header waiting for its body (send loop only): no
+	// buffer of its own per connection, an idle node's costs nothing.
+	held    [yamuxHeaderSize]byte
+	holding bool
+	rerr    atomic.Pointer[error]
 	// last is when bytes last arrived, of any stream (unix nanos).
 	last atomic.Int64
 }
 
 func (c *yamuxConn) Write(p []byte) (int, error) {
-	if len(c.held) > 0 {
-		hdr := c.held
-		c.held = c.held[:0]
+	if c.holding {
+		c.holding = false
 		if len(p) <= yamuxCoalesceMax {
-			if _, err := c.Conn.Write(append(hdr, p...)); err != nil {
+			b := coalescePool.Get().(*[]byte)
+			_, err := c.Conn.Write(append(append((*b)[:0], c.held[:]...), p...))
+			coalescePool.Put(b)
+			if err != nil {
 				return 0, err
 			}
 			return len(p), nil
 		}
-		if _, err := c.Conn.Write(hdr); err != nil {
+		if _, err := c.Conn.Write(c.held[:]); err != nil {
 			return 0, err
 		}
 		return c.Conn.Write(p)
 	}
 	if len(p) == yamuxHeaderSize && p[1] == yamuxTypeData && binary.BigEndian.Uint32(p[8:]) > 0 {
-		c.held = append(c.held[:0], p...)
+		copy(c.held[:], p)
+		c.holding = true
 		return len(p), nil
 	}
 	return c.Conn.Write(p)
