@@ -72,6 +72,11 @@ type Fleet struct {
 	handlers sync.WaitGroup
 	closed   bool
 
+	// watchOnce starts the one watchdog of every link (watch), at the
+	// first; stop ends it with the fleet.
+	watchOnce sync.Once
+	stop      chan struct{}
+
 	// cluster is the replica side when several coordinators share the
 	// database (nil when this is the only one).
 	cluster *cluster
@@ -125,6 +130,7 @@ func New(o Options) *Fleet {
 		store: o.Store, authority: o.Authority, enroll: o.Enroll,
 		heartbeat: o.Heartbeat, log: logging.OrDiscard(o.Log).With(logging.KeyComponent, "fleet"),
 		links: map[string]*link{}, lost: map[string]time.Time{}, revoked: map[string]bool{},
+		stop: make(chan struct{}),
 	}
 	if f.heartbeat == 0 {
 		f.heartbeat = DefaultHeartbeat
@@ -302,6 +308,9 @@ func (f *Fleet) track() bool {
 // close (before, so that no new session arrives).
 func (f *Fleet) Close() {
 	f.mu.Lock()
+	if !f.closed {
+		close(f.stop)
+	}
 	f.closed = true
 	links := make([]*link, 0, len(f.links))
 	for _, l := range f.links {
@@ -514,9 +523,9 @@ func (f *Fleet) control(ctx context.Context, l *link, s tunnel.Stream, h wire.He
 	}
 	// A node silent for 3 heartbeats ends the session: the agent will
 	// reconnect. Silent means no heartbeat and no byte of any stream (a
-	// busy tunnel can hold a heartbeat behind its output); a watchdog
+	// busy tunnel can hold a heartbeat behind its output); the watchdog
 	// judges it, so a read is never cut in the middle of a frame.
-	go f.watch(l)
+	f.watchOnce.Do(func() { go f.watch() })
 	s.SetDeadline(time.Time{}) // the call's 30 s header deadline
 	buf := make([]byte, 0, 256)
 	for {
@@ -540,24 +549,34 @@ func (f *Fleet) control(ctx context.Context, l *link, s tunnel.Stream, h wire.He
 
 var errRevoked = errors.New("node is revoked")
 
-// watch closes l's session once the node has been silent for 3 heartbeats:
-// no heartbeat and, where the transport says, no byte received.
-func (f *Fleet) watch(l *link) {
+// watch closes the session of every node silent for 3 heartbeats (no
+// heartbeat and, where the transport says, no byte received), looking
+// every half heartbeat, until the fleet is closed: one goroutine and one
+// timer for the fleet, not one per node (issue 34).
+func (f *Fleet) watch() {
 	t := time.NewTicker(f.heartbeat / 2)
 	defer t.Stop()
+	var links []*link
 	for {
 		select {
-		case <-l.sess.Done():
+		case <-f.stop:
 			return
 		case now := <-t.C:
-			last := time.Unix(0, l.lastBeat.Load())
-			if r := tunnel.LastReceived(l.sess); r.After(last) {
-				last = r
+			f.mu.Lock()
+			links = links[:0]
+			for _, l := range f.links {
+				links = append(links, l)
 			}
-			if now.Sub(last) > 3*f.heartbeat {
-				f.log.Warn("node silent for 3 heartbeats; closing its tunnel", logging.KeyNodeID, l.nodeID, "silent_for", now.Sub(last).Round(time.Millisecond).String())
-				l.sess.Close()
-				return
+			f.mu.Unlock()
+			for _, l := range links {
+				last := time.Unix(0, l.lastBeat.Load())
+				if r := tunnel.LastReceived(l.sess); r.After(last) {
+					last = r
+				}
+				if now.Sub(last) > 3*f.heartbeat {
+					f.log.Warn("node silent for 3 heartbeats; closing its tunnel", logging.KeyNodeID, l.nodeID, "silent_for", now.Sub(last).Round(time.Millisecond).String())
+					l.sess.Close()
+				}
 			}
 		}
 	}

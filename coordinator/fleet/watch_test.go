@@ -48,11 +48,16 @@ func TestWatchDropsOnlyASilentNode(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const hb = time.Second
 		f := New(Options{Heartbeat: hb})
-		s := &quietSession{done: make(chan struct{})}
-		l := &link{nodeID: "node-1", sess: s}
+		defer f.Close()
+		// Two nodes, one watchdog: the other keeps its heartbeats.
+		s, alive := &quietSession{done: make(chan struct{})}, &quietSession{done: make(chan struct{})}
+		l, la := &link{nodeID: "node-1", sess: s}, &link{nodeID: "node-2", sess: alive}
 		l.lastBeat.Store(time.Now().UnixNano())
+		la.lastBeat.Store(time.Now().UnixNano())
+		f.links[l.nodeID], f.links[la.nodeID] = l, la
 		s.sending.Store(true)
-		go f.watch(l)
+		alive.sending.Store(true)
+		go f.watch()
 
 		// No heartbeat for 10 intervals, but bytes arriving all along.
 		time.Sleep(10 * hb)
@@ -73,6 +78,9 @@ func TestWatchDropsOnlyASilentNode(t *testing.T) {
 		synctest.Wait()
 		if !closed(s) {
 			t.Fatal("a node silent for more than 3 heartbeats was kept")
+		}
+		if closed(alive) {
+			t.Fatal("the watchdog closed a node that was not silent")
 		}
 	})
 }
