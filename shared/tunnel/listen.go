@@ -217,16 +217,23 @@ func (l *tcpListener) handshake(c net.Conn) {
 		s.Close()
 		return
 	}
+	// A session leaves live when it is closed (its holder closes it once
+	// it ended), and one that died without that is pruned here: no
+	// goroutine per session waits for its end (issue 34).
+	for o := range l.live {
+		select {
+		case <-o.Done():
+			delete(l.live, o)
+		default:
+		}
+	}
 	l.live[s] = struct{}{}
-	l.mu.Unlock()
-	l.wg.Add(1)
-	go func() {
-		defer l.wg.Done()
-		<-s.Done()
+	s.onClose = func() {
 		l.mu.Lock()
 		delete(l.live, s)
 		l.mu.Unlock()
-	}()
+	}
+	l.mu.Unlock()
 	select {
 	case l.sessions <- s:
 	case <-l.done:

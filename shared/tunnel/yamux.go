@@ -93,6 +93,10 @@ type yamuxSession struct {
 	mux  *yamux.Session
 	conn *yamuxConn
 	tls  tls.ConnectionState
+	// onClose, when set (by the listener, before the session is handed
+	// out), runs once at the first Close.
+	onClose   func()
+	closeOnce sync.Once
 }
 
 // LastReceived is when the connection last received bytes, of any stream.
@@ -177,7 +181,13 @@ func (s *yamuxSession) Done() <-chan struct{}                { return s.mux.Clos
 
 // NumStreams counts streams not yet closed by both sides.
 func (s *yamuxSession) NumStreams() int { return s.mux.NumStreams() }
-func (s *yamuxSession) Close() error    { return s.mux.Close() }
+func (s *yamuxSession) Close() error {
+	err := s.mux.Close()
+	if s.onClose != nil {
+		s.closeOnce.Do(s.onClose)
+	}
+	return err
+}
 
 // yamuxStream maps the tunnel's stream contract onto yamux, which has
 // half-close but no STOP_SENDING:
