@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -275,11 +274,13 @@ func (s *Server) FollowReplicas(ctx context.Context, reps store.Replicas) {
 		case k := <-c.replicas.queue:
 			keys = append(keys, k)
 		}
-	batch: // what queued meanwhile goes in the same announcement
+		seen := map[store.RunKey]bool{keys[0]: true}
+	batch: // what queued meanwhile goes in the same announcement, once
 		for len(keys) < 1000 {
 			select {
 			case k := <-c.replicas.queue:
-				if !slices.Contains(keys, k) {
+				if !seen[k] {
+					seen[k] = true
 					keys = append(keys, k)
 				}
 			default:
